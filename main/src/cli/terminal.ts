@@ -1,0 +1,28 @@
+// `grove exec -t`: the local terminal in raw mode, relayed to a PTY session in
+// the workspace; window-size changes follow. Resolves with the exit code.
+import type { HelperClient } from '../helper-client/client.js';
+
+export async function runTerminal(client: HelperClient, workspace: string, argv: string[] | undefined): Promise<number> {
+  const out = process.stdout;
+  const { session } = await client.request('exec.open', {
+    workspace,
+    argv,
+    cols: out.columns || 80,
+    rows: out.rows || 24,
+  });
+  const stdin = process.stdin;
+  return new Promise<number>((resolve) => {
+    client.on('exec.output', (e) => {
+      if (e.session === session) out.write(e.data);
+    });
+    client.on('exec.exit', (e) => {
+      if (e.session !== session) return;
+      if (stdin.isTTY) stdin.setRawMode(false);
+      stdin.pause();
+      resolve(e.exitCode);
+    });
+    if (stdin.isTTY) stdin.setRawMode(true);
+    stdin.on('data', (chunk: Buffer) => void client.request('exec.write', { session, data: chunk.toString('utf8') }));
+    out.on('resize', () => void client.request('exec.resize', { session, cols: out.columns, rows: out.rows }).catch(() => undefined));
+  });
+}

@@ -1,0 +1,123 @@
+// Typed client of the privileged helper's socket, used by the CLI and the
+// controller. Results and events are validated against the same schemas the
+// helper validates with, so a contract drift fails loudly at the boundary.
+import net from 'node:net';
+import { EventEmitter } from 'node:events';
+import { z } from 'zod';
+import { events as eventSchemas, type EventPayload, type Topic } from '../../../privileged-helper/src/protocol/events.js';
+import { LineReader } from '../../../privileged-helper/src/protocol/line-reader.js';
+import { methods, PROTOCOL_VERSION, type MethodName, type Params, type Result } from '../../../privileged-helper/src/protocol/methods.js';
+import { EventEnvelope, GroveError, MAX_MESSAGE_BYTES, ResponseEnvelope } from '../../../privileged-helper/src/protocol/wire.js';
+
+export { GroveError };
+export const DEFAULT_SOCKET = process.env.GROVE_SOCKET ?? '/run/grove/helper.sock';
+
+interface Pending {
+  method: MethodName;
+  resolve: (v: unknown) => void;
+  reject: (e: Error) => void;
+}
+
+export interface HelloInfo {
+  epoch: string;
+  helperVersion: string;
+  capabilities: string[];
+}
+
+export class HelperClient {
+  private readonly reader = new LineReader(MAX_MESSAGE_BYTES);
+  private readonly pending = new Map<number, Pending>();
+  private readonly emitter = new EventEmitter();
+  private nextId = 1;
+  hello: HelloInfo | null = null;
+
+  private constructor(private readonly socket: net.Socket) {
+    this.emitter.setMaxListeners(0);
+    socket.on('data', (chunk: Buffer) => {
+      for (const item of this.reader.push(chunk)) if (item.kind === 'line') this.onLine(item.text);
+    });
+    socket.on('close', () => {
+      const err = new GroveError('E_HOST', 'the connection to the helper closed');
+      for (const p of this.pending.values()) p.reject(err);
+      this.pending.clear();
+      this.emitter.emit('close');
+    });
+    socket.on('error', () => undefined); // surfaced through 'close'
+  }
+
+  static async connect(opts: { socketPath?: string; name: string; kind: 'cli' | 'app' | 'test' }): Promise<HelperClient> {
+    const socketPath = opts.socketPath ?? DEFAULT_SOCKET;
+    const socket = await new Promise<net.Socket>((resolve, reject) => {
+      const s = net.connect(socketPath, () => resolve(s));
+      s.once('error', (err: NodeJS.ErrnoException) => reject(explainConnectError(err, socketPath)));
+    });
+    const client = new HelperClient(socket);
+    const hello = await client.request('hello', { protocol: PROTOCOL_VERSION, client: { name: opts.name, kind: opts.kind } });
+    client.hello = hello;
+    return client;
+  }
+
+  request<M extends MethodName>(method: M, params: Params<M>): Promise<Result<M>> {
+    const id = this.nextId++;
+    const line = `${JSON.stringify({ id, method, params })}\n`;
+    if (Buffer.byteLength(line) > MAX_MESSAGE_BYTES) {
+      return Promise.reject(new GroveError('E_TOO_LARGE', `${method}: the request exceeds ${MAX_MESSAGE_BYTES} bytes`));
+    }
+    return new Promise<Result<M>>((resolve, reject) => {
+      this.pending.set(id, { method, resolve: resolve as (v: unknown) => void, reject });
+      this.socket.write(line);
+    });
+  }
+
+  async subscribe(topics?: Topic[]): Promise<number> {
+    return (await this.request('events.subscribe', topics ? { topics } : {})).seq;
+  }
+
+  on<T extends Topic>(topic: T, listener: (data: EventPayload<T>, seq: number) => void): () => void {
+    this.emitter.on(topic, listener);
+    return () => this.emitter.off(topic, listener);
+  }
+
+  onClose(listener: () => void): void {
+    this.emitter.on('close', listener);
+  }
+
+  close(): void {
+    this.socket.end();
+  }
+
+  private onLine(text: string): void {
+    const message = JSON.parse(text) as unknown;
+    const event = EventEnvelope.safeParse(message);
+    if (event.success) {
+      const topic = event.data.event as Topic;
+      const schema = eventSchemas[topic];
+      if (schema) this.emitter.emit(topic, schema.parse(event.data.data), event.data.seq);
+      return;
+    }
+    const response = ResponseEnvelope.parse(message);
+    const pending = typeof response.id === 'number' ? this.pending.get(response.id) : undefined;
+    if (!pending) return; // only replies to lines we never sent carry no id
+    this.pending.delete(response.id as number);
+    if ('error' in response) {
+      pending.reject(new GroveError(response.error.code, response.error.message, response.error.details));
+      return;
+    }
+    const parsed = (methods[pending.method].result as z.ZodType).safeParse(response.result);
+    if (parsed.success) pending.resolve(parsed.data);
+    else pending.reject(new GroveError('E_INTERNAL', `the helper's reply to ${pending.method} breaks the contract: ${z.prettifyError(parsed.error)}`));
+  }
+}
+
+function explainConnectError(err: NodeJS.ErrnoException, socketPath: string): GroveError {
+  switch (err.code) {
+    case 'EACCES':
+    case 'EPERM':
+      return new GroveError('E_PRECONDITION', `permission denied on ${socketPath}: only root and members of the 'grove' group may use Grove`);
+    case 'ENOENT':
+    case 'ECONNREFUSED':
+      return new GroveError('E_PRECONDITION', `the Grove helper is not running (no socket at ${socketPath}); start it with ./grove start`);
+    default:
+      return new GroveError('E_HOST', `cannot connect to ${socketPath}: ${err.message}`);
+  }
+}

@@ -1,0 +1,50 @@
+// The helper's configuration, read once at start from the environment.
+// Several helpers may run on one host (the app's and a test run's): every host
+// object a helper makes carries its instance tag, so none touches another's.
+import path from 'node:path';
+import { z } from 'zod';
+
+export const DEFAULT_SOCKET = '/run/grove/helper.sock';
+
+const Instance = z.string().regex(/^[a-z0-9]{1,4}$/, 'GROVE_INSTANCE is 1-4 of a-z0-9');
+const Subnet = z.string().regex(/^10\.\d{1,3}\.0\.0\/16$/, 'GROVE_SUBNET is a 10.X.0.0/16 range');
+
+export interface HelperConfig {
+  instance: string;
+  stateDir: string;
+  runDir: string;
+  socketPath: string;
+  cacheDir: string;
+  group: string;
+  pool: { device: string | null; loopFile: string; sizeGiB: number; mountPoint: string };
+  /** /16 from which each workspace gets a /30 for its veth pair. */
+  subnet: string;
+  criu: string;
+  /** Directory with the image recipes shipped with the helper. */
+  recipesDir: string;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): HelperConfig {
+  const stateDir = env.GROVE_STATE_DIR ?? '/var/lib/grove';
+  const runDir = env.GROVE_RUN_DIR ?? '/run/grove';
+  const cacheDir = env.GROVE_CACHE ?? '/var/cache/grove';
+  const sizeGiB = Number(env.GROVE_POOL_SIZE_GIB ?? '40');
+  if (!Number.isInteger(sizeGiB) || sizeGiB < 4) throw new Error('GROVE_POOL_SIZE_GIB must be an integer ≥ 4');
+  return {
+    instance: Instance.parse(env.GROVE_INSTANCE ?? 'g'),
+    stateDir,
+    runDir,
+    socketPath: env.GROVE_SOCKET ?? path.join(runDir, 'helper.sock'),
+    cacheDir,
+    group: env.GROVE_GROUP ?? 'grove',
+    pool: {
+      device: env.GROVE_POOL_DEVICE ?? null,
+      loopFile: path.join(stateDir, 'pool.img'),
+      sizeGiB,
+      mountPoint: path.join(stateDir, 'pool'),
+    },
+    subnet: Subnet.parse(env.GROVE_SUBNET ?? '10.213.0.0/16'),
+    criu: env.GROVE_CRIU ?? path.join(cacheDir, 'criu/sbin/criu'),
+    recipesDir: path.resolve(import.meta.dirname, '../image'),
+  };
+}

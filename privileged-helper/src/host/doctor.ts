@@ -1,0 +1,81 @@
+// `grove doctor`: what this host supports and what is missing, checked for real.
+import { access, readFile } from 'node:fs/promises';
+import os from 'node:os';
+import type { HelperConfig } from '../config.js';
+import type { DoctorCheck, DoctorReport } from '../protocol/entities.js';
+import { isMounted } from './mounts.js';
+import { run } from './run.js';
+
+const CRIU_MIN = [4, 2] as const;
+
+export class Doctor {
+  constructor(private readonly config: HelperConfig) {}
+
+  async report(): Promise<DoctorReport> {
+    const criu = await this.criu();
+    const checks: DoctorCheck[] = [
+      { name: 'kernel', ok: true, detail: `Linux ${os.release()}` },
+      await tool('btrfs', ['--version']),
+      await tool('crun', ['--version']),
+      await tool('nft', ['--version']),
+      await tool('debootstrap', ['--version']),
+      await filesystem('btrfs'),
+      await filesystem('overlay'),
+      await present('userfaultfd', '/proc/sys/vm/unprivileged_userfaultfd', 'userfaultfd (CRIU lazy pages)'),
+      await present('ksm', '/sys/kernel/mm/ksm/run', 'KSM (memory sharing between branches)'),
+      await present('netns', '/proc/self/ns/net', 'network namespaces'),
+      {
+        name: 'criu',
+        ok: criu.version !== null && versionAtLeast(criu.version, CRIU_MIN),
+        detail: criu.version ? `CRIU ${criu.version} at ${this.config.criu} (need ≥ ${CRIU_MIN.join('.')})` : `no CRIU at ${this.config.criu}`,
+      },
+      { name: 'criu check', ok: criu.checkPassed, detail: criu.checkDetail },
+      {
+        name: 'pool',
+        ok: await isMounted(this.config.pool.mountPoint),
+        detail: `${this.config.pool.device ?? this.config.pool.loopFile} on ${this.config.pool.mountPoint}`,
+      },
+    ];
+    return { ok: checks.every((c) => c.ok), checks, criu: { version: criu.version, checkPassed: criu.checkPassed } };
+  }
+
+  private async criu(): Promise<{ version: string | null; checkPassed: boolean; checkDetail: string }> {
+    const v = await run(this.config.criu, ['--version'], { allowFailure: true }).catch(() => null);
+    const version = v && v.exitCode === 0 ? (/Version:\s*(\S+)/.exec(v.stdout)?.[1] ?? null) : null;
+    if (!version) return { version: null, checkPassed: false, checkDetail: 'criu is not installed (build/host/criu.sh builds it)' };
+    const check = await run(this.config.criu, ['check'], { allowFailure: true, timeoutMs: 60_000 });
+    const out = `${check.stdout}\n${check.stderr}`;
+    const passed = check.exitCode === 0 && out.includes('Looks good');
+    return { version, checkPassed: passed, checkDetail: passed ? 'Looks good' : out.trim().split('\n').slice(-3).join(' / ') };
+  }
+}
+
+export function versionAtLeast(version: string, min: readonly number[]): boolean {
+  const parts = version.split('.').map((n) => Number.parseInt(n, 10));
+  for (let i = 0; i < min.length; i++) {
+    const have = parts[i] ?? 0;
+    const want = min[i] ?? 0;
+    if (have !== want) return have > want;
+  }
+  return true;
+}
+
+async function tool(name: string, args: string[]): Promise<DoctorCheck> {
+  const res = await run(name, args, { allowFailure: true }).catch(() => null);
+  const ok = res !== null && res.exitCode === 0;
+  return { name, ok, detail: ok ? (res.stdout || res.stderr).split('\n')[0]! : `${name} is not installed` };
+}
+
+async function filesystem(fs: string): Promise<DoctorCheck> {
+  const known = await readFile('/proc/filesystems', 'utf8');
+  const ok = known.split('\n').some((l) => l.trim().endsWith(fs));
+  return { name: `${fs} (kernel)`, ok, detail: ok ? `${fs} filesystem available` : `the kernel has no ${fs} support` };
+}
+
+async function present(name: string, file: string, what: string): Promise<DoctorCheck> {
+  const ok = await access(file).then(
+    () => true,
+    () => false,
+  );
+  return { name, ok, detail: ok ? `${what}: available` : `${what}: missing (${file})` };
+}

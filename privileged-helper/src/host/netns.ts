@@ -1,0 +1,97 @@
+// Per-workspace networking: a named network namespace, a veth pair on a private
+// /30 to the host, loopback up, and no default route. A firewall inside the
+// namespace (the workspace has no CAP_NET_ADMIN, so it cannot change it) lets
+// in only the host end of the veth (the helper's port forwarders) and lets out
+// nothing but replies: a workspace reaches neither its neighbours nor the world.
+import { access } from 'node:fs/promises';
+import { run } from './run.js';
+
+export const MAX_NET_INDEX = 16383; // a /16 holds 16384 /30s
+
+export interface NetPlan {
+  netns: string;
+  hostVeth: string;
+  hostAddress: string;
+  containerAddress: string;
+}
+
+export function planNetwork(instance: string, id: string, subnet: string, index: number): NetPlan {
+  if (!Number.isInteger(index) || index < 0 || index > MAX_NET_INDEX) throw new Error(`net index ${index} out of range`);
+  const [a, b] = subnet.split('.').map(Number);
+  const offset = index * 4;
+  const at = (n: number) => `${a}.${b}.${(offset + n) >> 8}.${(offset + n) & 255}`;
+  return {
+    netns: `grove-${instance}-${id}`,
+    hostVeth: `gv${instance}${id}`, // ≤ 15 characters: IFNAMSIZ
+    hostAddress: at(1),
+    containerAddress: at(2),
+  };
+}
+
+export function netnsPath(netns: string): string {
+  return `/run/netns/${netns}`;
+}
+
+export async function netnsExists(netns: string): Promise<boolean> {
+  return access(netnsPath(netns)).then(
+    () => true,
+    () => false,
+  );
+}
+
+export async function listNetns(): Promise<string[]> {
+  const { stdout } = await run('ip', ['-json', 'netns', 'list'], { allowFailure: true });
+  if (!stdout.trim()) return [];
+  return (JSON.parse(stdout) as { name: string }[]).map((n) => n.name);
+}
+
+export async function createNetns(netns: string): Promise<void> {
+  await run('ip', ['netns', 'add', netns]);
+}
+
+/** Creates the veth pair (container end named eth0 inside the netns) and addresses both ends. */
+export async function createVeth(plan: NetPlan): Promise<void> {
+  const inNs = (...args: string[]) => run('ip', ['-n', plan.netns, ...args]);
+  await run('ip', ['link', 'add', plan.hostVeth, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', plan.netns]);
+  await run('ip', ['addr', 'add', `${plan.hostAddress}/30`, 'dev', plan.hostVeth]);
+  await run('ip', ['link', 'set', plan.hostVeth, 'up']);
+  await inNs('link', 'set', 'lo', 'up');
+  await inNs('addr', 'add', `${plan.containerAddress}/30`, 'dev', 'eth0');
+  await inNs('link', 'set', 'eth0', 'up');
+}
+
+export async function applyFirewall(plan: NetPlan): Promise<void> {
+  const rules = `
+table inet grove
+delete table inet grove
+table inet grove {
+  chain input {
+    type filter hook input priority 0; policy drop;
+    iif lo accept
+    ct state established,related accept
+    ip saddr ${plan.hostAddress} ct state new accept
+    counter
+  }
+  chain output {
+    type filter hook output priority 0; policy drop;
+    oif lo accept
+    ct state established,related accept
+    counter
+  }
+  chain forward {
+    type filter hook forward priority 0; policy drop;
+  }
+}
+`;
+  await run('ip', ['netns', 'exec', plan.netns, 'nft', '-f', '-'], { input: rules });
+}
+
+export async function deleteVeth(hostVeth: string): Promise<void> {
+  await run('ip', ['link', 'del', hostVeth], { allowFailure: true });
+}
+
+/** Removes the namespace; its veth pair goes with it. Missing is fine. */
+export async function deleteNetns(netns: string): Promise<void> {
+  if (!(await netnsExists(netns))) return;
+  await run('ip', ['netns', 'del', netns]);
+}

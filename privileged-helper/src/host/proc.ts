@@ -1,0 +1,40 @@
+// Processes are identified by (pid, start time): a pid alone may have been
+// reused by the time we act on it, so nothing is signalled without both.
+import { readFile } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/** The process's start time in clock ticks since boot, or null if it is gone. */
+export async function startTime(pid: number): Promise<number | null> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    // comm may contain spaces and parentheses: fields count from the last ')'.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[19]);
+  } catch {
+    return null;
+  }
+}
+
+export async function isSameProcess(pid: number, start: number): Promise<boolean> {
+  return (await startTime(pid)) === start;
+}
+
+/** Sends a signal only if pid is still the process that started at `start`. */
+export async function signalIfSame(pid: number, start: number, signal: NodeJS.Signals): Promise<boolean> {
+  if (!(await isSameProcess(pid, start))) return false;
+  try {
+    process.kill(pid, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export async function waitGone(pid: number, start: number, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (!(await isSameProcess(pid, start))) return true;
+    await sleep(50);
+  }
+  return !(await isSameProcess(pid, start));
+}

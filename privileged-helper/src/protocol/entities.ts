@@ -1,0 +1,66 @@
+// The objects the helper reports to its clients. One definition: TypeScript types
+// are inferred from these schemas, and clients validate what they receive with them.
+import { z } from 'zod';
+import { Id, ImageName, Name, Port } from './names.js';
+
+export const ImageState = z.enum(['absent', 'building', 'ready', 'failed']);
+
+export const Image = z.strictObject({
+  name: ImageName,
+  state: ImageState,
+  recipeHash: z.string().nullable(),
+  builtAt: z.string().nullable(),
+  sizeBytes: z.number().int().nullable(),
+});
+export type Image = z.infer<typeof Image>;
+
+export const WorkspaceState = z.enum(['creating', 'running', 'stopped', 'failed']);
+export type WorkspaceState = z.infer<typeof WorkspaceState>;
+
+export const PortMapping = z.strictObject({
+  containerPort: Port,
+  hostPort: Port,
+  /** Always 127.0.0.1: nothing is exposed beyond loopback. */
+  hostAddress: z.literal('127.0.0.1'),
+});
+export type PortMapping = z.infer<typeof PortMapping>;
+
+export const Workspace = z.strictObject({
+  id: Id,
+  name: Name,
+  image: ImageName,
+  state: WorkspaceState,
+  hostname: z.string(),
+  machineId: z.string(),
+  createdAt: z.string(),
+  /** Address of the workspace inside its private /30 (for diagnostics only). */
+  address: z.string(),
+  ports: z.array(PortMapping),
+  /** PID of the container's init on the host, while running. */
+  pid: z.number().int().nullable(),
+});
+export type Workspace = z.infer<typeof Workspace>;
+
+export const DoctorCheck = z.strictObject({
+  name: z.string(),
+  ok: z.boolean(),
+  detail: z.string(),
+});
+export type DoctorCheck = z.infer<typeof DoctorCheck>;
+
+export const DoctorReport = z.strictObject({
+  ok: z.boolean(),
+  checks: z.array(DoctorCheck),
+  criu: z.strictObject({ version: z.string().nullable(), checkPassed: z.boolean() }),
+});
+export type DoctorReport = z.infer<typeof DoctorReport>;
+
+export const ExecResult = z.strictObject({
+  exitCode: z.number().int(),
+  /** Set when the command was ended by a signal. */
+  signal: z.string().nullable(),
+  stdout: z.string(),
+  stderr: z.string(),
+  timedOut: z.boolean(),
+});
+export type ExecResult = z.infer<typeof ExecResult>;

@@ -1,0 +1,26 @@
+// Events the helper publishes: topic → payload schema. Broadcast topics reach
+// every subscribed connection; exec.* topics reach only the session's owner.
+import { z } from 'zod';
+import { ImageName, Id } from './names.js';
+import { Workspace } from './entities.js';
+
+export const events = {
+  /** Progress of a long operation (an image build, later forks). */
+  progress: z.strictObject({
+    job: z.string(),
+    stage: z.string(),
+    message: z.string(),
+    done: z.boolean(),
+    image: ImageName.optional(),
+  }),
+  'workspace.changed': z.strictObject({ workspace: Workspace }),
+  'workspace.removed': z.strictObject({ id: Id }),
+  'exec.output': z.strictObject({ session: z.string(), data: z.string() }),
+  'exec.exit': z.strictObject({ session: z.string(), exitCode: z.number().int(), signal: z.string().nullable() }),
+} as const;
+
+export type Events = typeof events;
+export type Topic = keyof Events;
+export type EventPayload<T extends Topic> = z.infer<Events[T]>;
+
+export const PRIVATE_TOPICS: ReadonlySet<Topic> = new Set(['exec.output', 'exec.exit']);

@@ -1,0 +1,100 @@
+// Every request the helper answers: method name → params schema + result schema.
+// The helper validates params against this map before a handler sees them, and
+// typed clients derive their signatures from it. Params objects are strict:
+// unknown fields are refused, not ignored.
+import { z } from 'zod';
+import { DoctorReport, ExecResult, Image, Workspace } from './entities.js';
+import { ImageName, Name, Port, WorkspaceRef } from './names.js';
+
+export const PROTOCOL_VERSION = 1;
+
+const Empty = z.strictObject({});
+const ByWorkspace = z.strictObject({ workspace: WorkspaceRef });
+
+/** argv for a command inside a workspace: a program and its arguments, no shell. */
+const Argv = z.array(z.string().max(4096).refine((s) => !s.includes('\0'), 'NUL in argument')).min(1).max(256);
+const EnvVars = z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'bad environment variable name'), z.string().max(4096));
+const TermSize = { cols: z.number().int().min(1).max(1000), rows: z.number().int().min(1).max(500) };
+const SessionId = z.string().regex(/^s[0-9]+$/);
+
+export const ClientKind = z.enum(['cli', 'app', 'test']);
+
+export const methods = {
+  hello: {
+    params: z.strictObject({
+      protocol: z.number().int(),
+      client: z.strictObject({ name: z.string().min(1).max(64), kind: ClientKind }),
+    }),
+    result: z.strictObject({
+      protocol: z.number().int(),
+      helperVersion: z.string(),
+      epoch: z.string(),
+      capabilities: z.array(z.string()),
+    }),
+  },
+  'events.subscribe': {
+    params: z.strictObject({ topics: z.array(z.string()).max(64).optional() }),
+    result: z.strictObject({ seq: z.number().int() }),
+  },
+  'host.doctor': { params: Empty, result: DoctorReport },
+  'image.list': { params: Empty, result: z.array(Image) },
+  'image.build': {
+    params: z.strictObject({ name: ImageName, rebuild: z.boolean().optional() }),
+    result: Image,
+  },
+  'workspace.create': {
+    params: z.strictObject({
+      name: Name,
+      image: ImageName.optional(),
+      /** Container ports to map in addition to VNC (5900) and the dev port (3000). */
+      ports: z.array(Port).max(16).optional(),
+    }),
+    result: Workspace,
+  },
+  'workspace.list': { params: Empty, result: z.array(Workspace) },
+  'workspace.get': { params: ByWorkspace, result: Workspace },
+  'workspace.start': { params: ByWorkspace, result: Workspace },
+  'workspace.stop': { params: ByWorkspace, result: Workspace },
+  'workspace.delete': { params: ByWorkspace, result: z.strictObject({ deleted: z.string() }) },
+  'exec.run': {
+    params: z.strictObject({
+      workspace: WorkspaceRef,
+      argv: Argv,
+      env: EnvVars.optional(),
+      cwd: z.string().startsWith('/').max(1024).optional(),
+      stdin: z.string().max(1 << 20).optional(),
+      timeoutMs: z.number().int().min(1).max(3_600_000).optional(),
+    }),
+    result: ExecResult,
+  },
+  'exec.open': {
+    params: z.strictObject({
+      workspace: WorkspaceRef,
+      argv: Argv.optional(),
+      env: EnvVars.optional(),
+      ...TermSize,
+    }),
+    result: z.strictObject({ session: SessionId }),
+  },
+  'exec.write': {
+    params: z.strictObject({ session: SessionId, data: z.string().max(1 << 20) }),
+    result: z.strictObject({}),
+  },
+  'exec.resize': {
+    params: z.strictObject({ session: SessionId, ...TermSize }),
+    result: z.strictObject({}),
+  },
+  'exec.close': {
+    params: z.strictObject({ session: SessionId }),
+    result: z.strictObject({}),
+  },
+} as const;
+
+export type Methods = typeof methods;
+export type MethodName = keyof Methods;
+export type Params<M extends MethodName> = z.infer<Methods[M]['params']>;
+export type Result<M extends MethodName> = z.infer<Methods[M]['result']>;
+
+export function isMethodName(name: string): name is MethodName {
+  return Object.hasOwn(methods, name);
+}

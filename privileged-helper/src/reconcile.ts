@@ -1,0 +1,63 @@
+// Start-up reconciliation: make the host match the registry. Running
+// workspaces are adopted; objects recorded for owners that no longer exist, and
+// objects that carry this instance's names but are in no record, are removed.
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
+import type { HelperConfig } from './config.js';
+import { deleteSubvolume } from './host/btrfs.js';
+import type { Crun } from './host/crun.js';
+import { deleteNetns, listNetns } from './host/netns.js';
+import type { PoolLayout } from './host/pool.js';
+import { removePartialStreams } from './images/image-builder.js';
+import type { Registry } from './registry/registry.js';
+import type { HostLedger } from './workspaces/ledger.js';
+import type { WorkspaceService } from './workspaces/workspace-service.js';
+
+export interface ReconcileDeps {
+  config: HelperConfig;
+  pool: PoolLayout;
+  registry: Registry;
+  ledger: HostLedger;
+  crun: Crun;
+  workspaces: WorkspaceService;
+  log: (msg: string) => void;
+}
+
+export async function reconcile(d: ReconcileDeps): Promise<void> {
+  await d.workspaces.reconcile();
+  const known = new Set(d.registry.listWorkspaces().map((w) => w.id));
+  for (const obj of d.ledger.orphans(known)) {
+    d.log(`removing orphaned ${obj.kind} ${obj.name}`);
+    await d.ledger.remove(obj);
+  }
+  await removeUnrecorded(d);
+  await removePartialStreams(d.config.cacheDir);
+}
+
+/** Objects named like ours that the registry has no record of (a crash between making and recording). */
+async function removeUnrecorded(d: ReconcileDeps): Promise<void> {
+  const recorded = new Set(d.registry.objects().map((o) => `${o.kind}:${o.name}`));
+  const prefix = `grove-${d.config.instance}-`;
+  for (const ns of await listNetns()) {
+    if (ns.startsWith(prefix) && !recorded.has(`netns:${ns}`)) {
+      d.log(`removing unrecorded netns ${ns}`);
+      await deleteNetns(ns);
+    }
+  }
+  for (const id of await d.crun.list()) {
+    if (id.startsWith(prefix) && !recorded.has(`container:${id}`)) {
+      d.log(`removing unrecorded container ${id}`);
+      await d.crun.delete(id);
+    }
+  }
+  for (const entry of await readdir(d.pool.workspaces)) {
+    const sub = path.join(d.pool.workspaces, entry);
+    if (!recorded.has(`subvolume:${sub}`)) {
+      d.log(`removing unrecorded subvolume ${sub}`);
+      await deleteSubvolume(sub);
+    }
+  }
+  for (const entry of await readdir(d.pool.images)) {
+    if (entry.startsWith('.build-')) await deleteSubvolume(path.join(d.pool.images, entry));
+  }
+}

@@ -1,0 +1,73 @@
+// The registry's storage: SQLite in WAL mode with synchronous=FULL, so a crash
+// or power loss never leaves a half-written record. Schema changes are numbered
+// migrations applied in one transaction each.
+import Database from 'better-sqlite3';
+
+const MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE images (
+    name TEXT PRIMARY KEY,
+    state TEXT NOT NULL,
+    recipe_hash TEXT,
+    built_at TEXT,
+    size_bytes INTEGER
+  );
+  CREATE TABLE workspaces (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    image TEXT NOT NULL,
+    state TEXT NOT NULL,
+    hostname TEXT NOT NULL,
+    machine_id TEXT NOT NULL,
+    net_index INTEGER NOT NULL UNIQUE,
+    created_at TEXT NOT NULL,
+    pid INTEGER,
+    pid_start INTEGER
+  );
+  CREATE TABLE ports (
+    workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+    container_port INTEGER NOT NULL,
+    host_port INTEGER UNIQUE,
+    PRIMARY KEY (workspace_id, container_port)
+  );
+  -- Every host object the helper made, recorded before it is made, so that a
+  -- crash at any point leaves enough to clean up on the next start.
+  CREATE TABLE host_objects (
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    owner TEXT,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (kind, name)
+  );
+  CREATE TABLE audit (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    at TEXT NOT NULL,
+    actor TEXT NOT NULL,
+    action TEXT NOT NULL,
+    target TEXT,
+    outcome TEXT NOT NULL,
+    detail TEXT
+  );
+  `,
+];
+
+export type Db = Database.Database;
+
+export function openDb(file: string): Db {
+  const db = new Database(file);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = FULL');
+  db.pragma('foreign_keys = ON');
+  migrate(db);
+  return db;
+}
+
+function migrate(db: Db): void {
+  const current = db.pragma('user_version', { simple: true }) as number;
+  MIGRATIONS.slice(current).forEach((sql, i) => {
+    db.transaction(() => {
+      db.exec(sql);
+      db.pragma(`user_version = ${current + i + 1}`);
+    })();
+  });
+}

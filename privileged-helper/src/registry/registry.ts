@@ -1,0 +1,160 @@
+// Typed access to the registry. Rows are mapped to plain records here so no SQL
+// leaks out of this folder.
+import type { Db } from './db.js';
+import type { Image } from '../protocol/entities.js';
+import type { WorkspaceState } from '../protocol/entities.js';
+
+export type HostObjectKind = 'mount' | 'subvolume' | 'netns' | 'veth' | 'container' | 'bundle';
+
+export interface HostObject {
+  kind: HostObjectKind;
+  name: string;
+  owner: string | null;
+}
+
+export interface WorkspaceRecord {
+  id: string;
+  name: string;
+  image: Image['name'];
+  state: WorkspaceState;
+  hostname: string;
+  machineId: string;
+  netIndex: number;
+  createdAt: string;
+  pid: number | null;
+  pidStart: number | null;
+}
+
+export interface PortLease {
+  containerPort: number;
+  hostPort: number | null;
+}
+
+interface WorkspaceRow {
+  id: string;
+  name: string;
+  image: Image['name'];
+  state: WorkspaceState;
+  hostname: string;
+  machine_id: string;
+  net_index: number;
+  created_at: string;
+  pid: number | null;
+  pid_start: number | null;
+}
+
+const toWorkspace = (r: WorkspaceRow): WorkspaceRecord => ({
+  id: r.id,
+  name: r.name,
+  image: r.image,
+  state: r.state,
+  hostname: r.hostname,
+  machineId: r.machine_id,
+  netIndex: r.net_index,
+  createdAt: r.created_at,
+  pid: r.pid,
+  pidStart: r.pid_start,
+});
+
+export class Registry {
+  constructor(private readonly db: Db) {}
+
+  transaction<T>(fn: () => T): T {
+    return this.db.transaction(fn)();
+  }
+
+  // images
+  getImage(name: Image['name']): Image | null {
+    const row = this.db.prepare('SELECT * FROM images WHERE name = ?').get(name) as
+      | { name: Image['name']; state: Image['state']; recipe_hash: string | null; built_at: string | null; size_bytes: number | null }
+      | undefined;
+    return row
+      ? { name: row.name, state: row.state, recipeHash: row.recipe_hash, builtAt: row.built_at, sizeBytes: row.size_bytes }
+      : null;
+  }
+
+  putImage(img: Image): void {
+    this.db
+      .prepare(
+        `INSERT INTO images (name, state, recipe_hash, built_at, size_bytes) VALUES (@name, @state, @recipeHash, @builtAt, @sizeBytes)
+         ON CONFLICT(name) DO UPDATE SET state=@state, recipe_hash=@recipeHash, built_at=@builtAt, size_bytes=@sizeBytes`,
+      )
+      .run(img);
+  }
+
+  // workspaces
+  listWorkspaces(): WorkspaceRecord[] {
+    return (this.db.prepare('SELECT * FROM workspaces ORDER BY created_at, id').all() as WorkspaceRow[]).map(toWorkspace);
+  }
+
+  findWorkspace(ref: string): WorkspaceRecord | null {
+    const row = this.db.prepare('SELECT * FROM workspaces WHERE id = ? OR name = ? ORDER BY id = ? DESC LIMIT 1').get(ref, ref, ref) as
+      | WorkspaceRow
+      | undefined;
+    return row ? toWorkspace(row) : null;
+  }
+
+  insertWorkspace(ws: WorkspaceRecord): void {
+    this.db
+      .prepare(
+        `INSERT INTO workspaces (id, name, image, state, hostname, machine_id, net_index, created_at, pid, pid_start)
+         VALUES (@id, @name, @image, @state, @hostname, @machineId, @netIndex, @createdAt, @pid, @pidStart)`,
+      )
+      .run(ws);
+  }
+
+  setWorkspaceState(id: string, state: WorkspaceState, proc: { pid: number; pidStart: number } | null): void {
+    this.db
+      .prepare('UPDATE workspaces SET state = ?, pid = ?, pid_start = ? WHERE id = ?')
+      .run(state, proc?.pid ?? null, proc?.pidStart ?? null, id);
+  }
+
+  deleteWorkspace(id: string): void {
+    this.db.prepare('DELETE FROM workspaces WHERE id = ?').run(id);
+  }
+
+  usedNetIndexes(): Set<number> {
+    return new Set((this.db.prepare('SELECT net_index FROM workspaces').pluck().all() as number[]));
+  }
+
+  // ports
+  ports(workspaceId: string): PortLease[] {
+    return this.db
+      .prepare('SELECT container_port AS containerPort, host_port AS hostPort FROM ports WHERE workspace_id = ? ORDER BY container_port')
+      .all(workspaceId) as PortLease[];
+  }
+
+  setPort(workspaceId: string, containerPort: number, hostPort: number | null): void {
+    this.db
+      .prepare(
+        `INSERT INTO ports (workspace_id, container_port, host_port) VALUES (?, ?, ?)
+         ON CONFLICT(workspace_id, container_port) DO UPDATE SET host_port = excluded.host_port`,
+      )
+      .run(workspaceId, containerPort, hostPort);
+  }
+
+  // host objects
+  recordObject(obj: HostObject): void {
+    this.db
+      .prepare('INSERT OR REPLACE INTO host_objects (kind, name, owner, created_at) VALUES (?, ?, ?, ?)')
+      .run(obj.kind, obj.name, obj.owner, new Date().toISOString());
+  }
+
+  forgetObject(kind: HostObjectKind, name: string): void {
+    this.db.prepare('DELETE FROM host_objects WHERE kind = ? AND name = ?').run(kind, name);
+  }
+
+  objects(filter: { owner?: string | null; kind?: HostObjectKind } = {}): HostObject[] {
+    const rows = this.db.prepare('SELECT kind, name, owner FROM host_objects ORDER BY rowid').all() as HostObject[];
+    return rows.filter(
+      (o) => (filter.kind === undefined || o.kind === filter.kind) && (filter.owner === undefined || o.owner === filter.owner),
+    );
+  }
+
+  // audit
+  audit(entry: { actor: string; action: string; target?: string; outcome: 'ok' | 'error'; detail?: string }): void {
+    this.db
+      .prepare('INSERT INTO audit (at, actor, action, target, outcome, detail) VALUES (?, ?, ?, ?, ?, ?)')
+      .run(new Date().toISOString(), entry.actor, entry.action, entry.target ?? null, entry.outcome, entry.detail ?? null);
+  }
+}

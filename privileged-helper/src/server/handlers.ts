@@ -1,0 +1,83 @@
+// One handler per method of the contract. The connection has already validated
+// params against the method's schema; the handler's result is validated on the
+// way out, so the contract holds in both directions.
+import type { ExecService } from '../exec/exec-service.js';
+import type { ImageBuilder } from '../images/image-builder.js';
+import type { MethodName, Params, Result } from '../protocol/methods.js';
+import type { Registry } from '../registry/registry.js';
+import type { WorkspaceService } from '../workspaces/workspace-service.js';
+import type { Doctor } from '../host/doctor.js';
+import type { EventBus, EventListener } from './event-bus.js';
+
+export interface Services {
+  registry: Registry;
+  bus: EventBus;
+  images: ImageBuilder;
+  workspaces: WorkspaceService;
+  exec: ExecService;
+  doctor: Doctor;
+}
+
+export interface CallContext {
+  /** Identifies the connection: owner of its terminal sessions and its event listener. */
+  connection: EventListener;
+  /** Who asked, for the audit log: the client's declared name and kind. */
+  actor: string;
+}
+
+type Handler<M extends MethodName> = (params: Params<M>, ctx: CallContext) => Promise<Result<M>>;
+export type Handlers = { [M in Exclude<MethodName, 'hello' | 'events.subscribe'>]: Handler<M> };
+
+export function createHandlers(s: Services): Handlers {
+  return {
+    'host.doctor': () => s.doctor.report(),
+    'image.list': async () => s.images.list(),
+    'image.build': async (p) => {
+      const job = `image-build-${p.name}-${Date.now()}`;
+      return s.images.build(p.name, { rebuild: p.rebuild ?? false }, (stage, message) =>
+        s.bus.broadcast('progress', { job, stage, message, done: stage === 'done' || stage === 'cached', image: p.name }),
+      );
+    },
+    'workspace.create': (p) => s.workspaces.create(p),
+    'workspace.list': async () => s.workspaces.list(),
+    'workspace.get': async (p) => s.workspaces.get(p.workspace),
+    'workspace.start': (p) => s.workspaces.start(p.workspace),
+    'workspace.stop': (p) => s.workspaces.stop(p.workspace),
+    'workspace.delete': (p) => s.workspaces.delete(p.workspace),
+    'exec.run': async (p) => {
+      const ws = s.workspaces.running(p.workspace);
+      return s.exec.run(s.workspaces.containerId(ws), p);
+    },
+    'exec.open': async (p, ctx) => {
+      const ws = s.workspaces.running(p.workspace);
+      const session = await s.exec.open(s.workspaces.containerId(ws), p, ctx.connection, {
+        output: (id, data) => s.bus.unicast(ctx.connection, 'exec.output', { session: id, data }),
+        exit: (id, exitCode, signal) => s.bus.unicast(ctx.connection, 'exec.exit', { session: id, exitCode, signal }),
+      });
+      return { session };
+    },
+    'exec.write': async (p, ctx) => {
+      s.exec.write(p.session, ctx.connection, p.data);
+      return {};
+    },
+    'exec.resize': async (p, ctx) => {
+      await s.exec.resize(p.session, ctx.connection, p.cols, p.rows);
+      return {};
+    },
+    'exec.close': async (p, ctx) => {
+      s.exec.close(p.session, ctx.connection);
+      return {};
+    },
+  };
+}
+
+/** Methods whose calls are recorded in the audit log (they change something). */
+export const AUDITED: ReadonlySet<MethodName> = new Set([
+  'image.build',
+  'workspace.create',
+  'workspace.start',
+  'workspace.stop',
+  'workspace.delete',
+  'exec.run',
+  'exec.open',
+]);

@@ -1,0 +1,55 @@
+// The ledger of host objects: each is recorded in the registry *before* it is
+// made and forgotten only after it is gone, so whatever a crash interrupts can
+// be found and removed on the next start. Removal runs in reverse order of
+// creation and is idempotent (a missing object is already removed).
+import { rm } from 'node:fs/promises';
+import { deleteSubvolume } from '../host/btrfs.js';
+import type { Crun } from '../host/crun.js';
+import { unmount } from '../host/mounts.js';
+import { deleteNetns, deleteVeth } from '../host/netns.js';
+import type { HostObject, Registry } from '../registry/registry.js';
+
+export class HostLedger {
+  constructor(
+    private readonly registry: Registry,
+    private readonly crun: Crun,
+  ) {}
+
+  async make<T>(obj: HostObject, create: () => Promise<T>): Promise<T> {
+    this.registry.recordObject(obj);
+    return create();
+  }
+
+  async remove(obj: HostObject): Promise<void> {
+    await removeHostObject(obj, this.crun);
+    this.registry.forgetObject(obj.kind, obj.name);
+  }
+
+  /** Removes every object an owner has, newest first. */
+  async removeOwned(owner: string, kinds?: ReadonlyArray<HostObject['kind']>): Promise<void> {
+    const owned = this.registry.objects({ owner }).filter((o) => !kinds || kinds.includes(o.kind));
+    for (const obj of owned.reverse()) await this.remove(obj);
+  }
+
+  /** Objects whose owner the registry no longer knows. */
+  orphans(knownOwners: ReadonlySet<string>): HostObject[] {
+    return this.registry.objects().filter((o) => o.owner !== null && !knownOwners.has(o.owner));
+  }
+}
+
+async function removeHostObject(obj: HostObject, crun: Crun): Promise<void> {
+  switch (obj.kind) {
+    case 'container':
+      return crun.delete(obj.name);
+    case 'netns':
+      return deleteNetns(obj.name);
+    case 'veth':
+      return deleteVeth(obj.name);
+    case 'subvolume':
+      return deleteSubvolume(obj.name);
+    case 'mount':
+      return unmount(obj.name);
+    case 'bundle':
+      return rm(obj.name, { recursive: true, force: true });
+  }
+}
