@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Installs everything Grove needs on a Debian 12 host, idempotently: Debian
+# packages, the npm dependencies, CRIU 4.2 (built from source into the cache)
+# and the grove group. A second run only checks and returns in seconds.
+# Caches live outside the repository, under $GROVE_CACHE (/var/cache/grove).
+set -euo pipefail
+
+repo="$(cd "$(dirname "$0")/../.." && pwd)"
+export GROVE_CACHE="${GROVE_CACHE:-/var/cache/grove}"
+step() { printf '\n==> %s\n' "$*" >&2; }
+
+[ "$(id -u)" -eq 0 ] || { echo "setup: run as root (Grove's helper manages btrfs, namespaces and containers)" >&2; exit 1; }
+grep -q 'VERSION_CODENAME=bookworm' /etc/os-release || echo "setup: warning: tested on Debian 12 (bookworm) only" >&2
+
+# Tools the helper runs, CRIU's build dependencies, and Chromium for the tests.
+packages=(
+  btrfs-progs debootstrap crun iproute2 nftables util-linux procps psmisc xz-utils
+  chromium
+  build-essential pkgconf python3
+  libbsd-dev libnet1-dev libnftables-dev libnl-3-dev libnl-route-3-dev libprotobuf-c-dev
+  libprotobuf-dev protobuf-c-compiler protobuf-compiler uuid-dev libcap-dev
+)
+step "Debian packages"
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}" >&2
+  apt-get update -q >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+else
+  echo "all ${#packages[@]} present" >&2
+fi
+
+step "Node.js"
+node_major="$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)"
+[ "$node_major" -ge 20 ] || { echo "setup: Node.js ≥ 20 is required (found: $(node --version 2>/dev/null || echo none))" >&2; exit 1; }
+echo "node $(node --version), npm $(npm --version)" >&2
+
+step "npm dependencies"
+stamp="$repo/node_modules/.grove-lock-hash"
+want="$(sha256sum "$repo/package-lock.json" | cut -d' ' -f1)"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  # Electron's binary cannot be downloaded here; its types are all we use.
+  (cd "$repo" && ELECTRON_SKIP_BINARY_DOWNLOAD=1 npm ci --no-audit --no-fund --cache "$GROVE_CACHE/npm" >&2)
+  echo "$want" > "$stamp"
+else
+  echo "up to date" >&2
+fi
+
+step "CRIU ≥ 4.2"
+"$repo/build/host/criu.sh"
+
+step "grove group"
+getent group grove >/dev/null || groupadd --system grove
+echo "group grove: $(getent group grove)" >&2

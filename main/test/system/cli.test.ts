@@ -1,0 +1,51 @@
+// The grove CLI against the real helper, as an agent would use it.
+import path from 'node:path';
+import { execa } from 'execa';
+import { describe, expect, it } from 'vitest';
+import { REPO } from '../../../privileged-helper/test/system/helper-process.js';
+import { instance } from '../../../privileged-helper/test/system/support.js';
+
+const grove = (args: string[], input?: string) =>
+  execa(path.join(REPO, 'main/bin/grove'), ['--socket', instance().socketPath, ...args], { reject: false, input });
+
+describe('grove CLI', () => {
+  it('doctor reports CRIU ≥ 4.2 with a passing criu check', async () => {
+    const res = await grove(['doctor', '--json']);
+    const report = JSON.parse(res.stdout);
+    expect(Number(report.criu.version.split('.')[0]) * 100 + Number(report.criu.version.split('.')[1])).toBeGreaterThanOrEqual(402);
+    expect(report.criu.checkPassed).toBe(true);
+    expect(report.checks.find((c: { name: string }) => c.name === 'pool').ok).toBe(true);
+  });
+
+  it('creates, lists, execs into and removes a workspace', async () => {
+    const created = await grove(['ws', 'create', 'cli-ws', '--port', '8080', '--json']);
+    expect(created.exitCode).toBe(0);
+    const ws = JSON.parse(created.stdout);
+    try {
+      expect(ws.ports.map((p: { containerPort: number }) => p.containerPort).sort()).toEqual([3000, 5900, 8080]);
+      const human = await grove(['ls']);
+      expect(human.stdout).toMatch(new RegExp(`${ws.id}\\s+cli-ws\\s+running`));
+      const list = JSON.parse((await grove(['ls', '--json'])).stdout);
+      expect(list.map((w: { id: string }) => w.id)).toContain(ws.id);
+
+      const exec = await grove(['exec', ws.id, '--', 'sh', '-c', 'cat; echo to-stderr >&2; exit 3'], 'piped-in\n');
+      expect(exec.exitCode).toBe(3);
+      expect(exec.stdout).toBe('piped-in\n');
+      expect(exec.stderr).toBe('to-stderr\n');
+
+      const missing = await grove(['exec', 'no-such-ws', '--', 'true']);
+      expect(missing.exitCode).toBe(2);
+      expect(missing.stderr).toContain("no workspace 'no-such-ws'");
+
+      const bad = await grove(['ws', 'create', '../escape']);
+      expect(bad.exitCode).toBe(2);
+      expect(bad.stderr).toContain('E_INVALID_PARAMS');
+
+      const stopped = JSON.parse((await grove(['ws', 'stop', 'cli-ws', '--json'])).stdout);
+      expect(stopped.state).toBe('stopped');
+    } finally {
+      const rm = await grove(['ws', 'rm', ws.id]);
+      expect(rm.stdout).toContain(`deleted ${ws.id}`);
+    }
+  });
+});

@@ -1,0 +1,43 @@
+// One real helper for the whole system-test run, with the desktop image built
+// (or received from the image cache). Teardown purges everything the instance
+// made, also when tests failed, and then checks that nothing is left.
+import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import type { TestProject } from 'vitest/node';
+import { HelperClient } from '../../../main/src/helper-client/client.js';
+import { leftovers } from './leftovers.js';
+import { purge, startHelper, tail, testInstance, type TestInstance } from './helper-process.js';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    groveInstance: string;
+  }
+}
+
+let instance: TestInstance | null = null;
+
+export async function setup(project: TestProject): Promise<void> {
+  if (process.getuid?.() !== 0) throw new Error('system tests run as root (they use btrfs, netns and crun for real)');
+  instance = testInstance(`t${randomBytes(2).toString('hex').slice(0, 3)}`);
+  project.provide('groveInstance', instance.instance);
+  await startHelper(instance);
+  const client = await HelperClient.connect({ socketPath: instance.socketPath, name: 'global-setup', kind: 'test' });
+  try {
+    await client.subscribe(['progress']);
+    client.on('progress', (p) => process.stderr.write(`[image ${p.stage}] ${p.message}\n`));
+    await client.request('image.build', { name: 'desktop' });
+  } catch (err) {
+    throw new Error(`could not prepare the desktop image: ${(err as Error).message}\n${tail(instance.logFile)}`);
+  } finally {
+    client.close();
+  }
+}
+
+export async function teardown(): Promise<void> {
+  if (!instance) return;
+  await purge(instance);
+  const left = await leftovers(instance);
+  rmSync(instance.pidFile, { force: true });
+  if (left.length > 0) throw new Error(`system tests left host objects behind: ${left.join(', ')}`);
+  rmSync(instance.logFile, { force: true });
+}

@@ -1,0 +1,117 @@
+// Starts and stops a real helper for the system tests: its own instance tag,
+// state, run directory, pool and subnet, so it never touches the app's helper.
+import { spawn } from 'node:child_process';
+import { openSync, readFileSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { execa } from 'execa';
+
+export const REPO = path.resolve(import.meta.dirname, '../../..');
+const DAEMON = path.join(REPO, 'privileged-helper/src/daemon.ts');
+const TSX = path.join(REPO, 'node_modules/tsx/dist/loader.mjs');
+
+export interface TestInstance {
+  instance: string;
+  env: Record<string, string>;
+  socketPath: string;
+  stateDir: string;
+  runDir: string;
+  logFile: string;
+  pidFile: string;
+}
+
+export function testInstance(instance: string): TestInstance {
+  const stateDir = `/var/tmp/grove-test-${instance}`;
+  const runDir = `/run/grove-test-${instance}`;
+  const env = {
+    GROVE_INSTANCE: instance,
+    GROVE_STATE_DIR: stateDir,
+    GROVE_RUN_DIR: runDir,
+    GROVE_SUBNET: '10.215.0.0/16',
+    GROVE_POOL_SIZE_GIB: '16',
+  };
+  return {
+    instance,
+    env,
+    socketPath: path.join(runDir, 'helper.sock'),
+    stateDir,
+    runDir,
+    logFile: `/var/tmp/grove-test-${instance}.log`,
+    pidFile: `/var/tmp/grove-test-${instance}.pid`,
+  };
+}
+
+/** Starts the helper detached (it outlives the test worker that starts it) and waits for its socket. */
+export async function startHelper(t: TestInstance): Promise<number> {
+  const log = openSync(t.logFile, 'a');
+  const child = spawn(process.execPath, ['--import', `file://${TSX}`, DAEMON], {
+    env: { ...process.env, ...t.env },
+    detached: true,
+    stdio: ['ignore', log, log],
+  });
+  child.unref();
+  const pid = child.pid!;
+  writeFileSync(t.pidFile, String(pid));
+  let exited = false;
+  child.on('exit', () => (exited = true));
+  const deadline = Date.now() + 120_000;
+  while (Date.now() < deadline) {
+    if (exited) throw new Error(`helper exited during start:\n${tail(t.logFile)}`);
+    if (await accepts(t.socketPath)) return pid;
+    await sleep(100);
+  }
+  throw new Error(`helper did not listen within 120 s:\n${tail(t.logFile)}`);
+}
+
+/** SIGTERM (workspaces keep running), then waits for the process to end. */
+export async function stopHelper(t: TestInstance): Promise<void> {
+  let pid: number;
+  try {
+    pid = Number(readFileSync(t.pidFile, 'utf8'));
+  } catch {
+    return;
+  }
+  if (!alive(pid)) return;
+  process.kill(pid, 'SIGTERM');
+  for (let i = 0; i < 200 && alive(pid); i++) await sleep(50);
+  if (alive(pid)) process.kill(pid, 'SIGKILL');
+}
+
+/** Removes every host object of the instance (workspaces, netns, pool, state). */
+export async function purge(t: TestInstance): Promise<void> {
+  await stopHelper(t);
+  const res = await execa(process.execPath, ['--import', `file://${TSX}`, DAEMON, '--purge'], {
+    env: { ...process.env, ...t.env },
+    reject: false,
+    all: true,
+  });
+  if (res.exitCode !== 0) throw new Error(`purge failed: ${res.all}`);
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function accepts(socketPath: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect(socketPath, () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.on('error', () => resolve(false));
+  });
+}
+
+export function tail(file: string, lines = 30): string {
+  try {
+    return readFileSync(file, 'utf8').split('\n').slice(-lines).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}

@@ -1,0 +1,51 @@
+// What a test instance may have left on the host, read from the host itself
+// (not from the helper's registry, which is what is being checked).
+import { readdir, readFile, readlink } from 'node:fs/promises';
+import { execa } from 'execa';
+import type { TestInstance } from './helper-process.js';
+
+export async function netnsNames(): Promise<string[]> {
+  const { stdout } = await execa('ip', ['-json', 'netns', 'list']);
+  return stdout.trim() ? (JSON.parse(stdout) as { name: string }[]).map((n) => n.name) : [];
+}
+
+export async function linkNames(): Promise<string[]> {
+  const { stdout } = await execa('ip', ['-json', 'link', 'show']);
+  return (JSON.parse(stdout) as { ifname: string }[]).map((l) => l.ifname);
+}
+
+export async function mountPointsUnder(prefix: string): Promise<string[]> {
+  const table = await readFile('/proc/mounts', 'utf8');
+  return table
+    .split('\n')
+    .map((l) => l.split(' ')[1] ?? '')
+    .filter((m) => m.startsWith(prefix));
+}
+
+export async function loopDevicesFor(prefix: string): Promise<string[]> {
+  const { stdout } = await execa('losetup', ['--list', '--json', '--output', 'NAME,BACK-FILE'], { reject: false });
+  if (!stdout.trim()) return [];
+  const devices = (JSON.parse(stdout) as { loopdevices: { name: string; 'back-file': string | null }[] }).loopdevices;
+  return devices.filter((d) => (d['back-file'] ?? '').startsWith(prefix)).map((d) => d.name);
+}
+
+/** Processes whose root directory lies inside the given directory (containers' processes). */
+export async function processesRootedUnder(prefix: string): Promise<number[]> {
+  const pids: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const root = await readlink(`/proc/${entry}/root`).catch(() => '');
+    if (root.startsWith(prefix)) pids.push(Number(entry));
+  }
+  return pids;
+}
+
+export async function leftovers(t: TestInstance): Promise<string[]> {
+  const found: string[] = [];
+  for (const ns of await netnsNames()) if (ns.startsWith(`grove-${t.instance}-`)) found.push(`netns ${ns}`);
+  for (const link of await linkNames()) if (link.startsWith(`gv${t.instance}`)) found.push(`veth ${link}`);
+  for (const m of await mountPointsUnder(t.stateDir)) found.push(`mount ${m}`);
+  for (const l of await loopDevicesFor(t.stateDir)) found.push(`loop ${l}`);
+  for (const p of await processesRootedUnder(t.stateDir)) found.push(`process ${p}`);
+  return found;
+}

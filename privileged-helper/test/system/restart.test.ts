@@ -1,0 +1,40 @@
+// The helper restarted while a workspace runs: the workspace keeps running, is
+// adopted (same process, same host ports), and orphans are removed.
+import { execa } from 'execa';
+import { describe, expect, it } from 'vitest';
+import { startHelper, stopHelper } from './helper-process.js';
+import { netnsNames } from './leftovers.js';
+import { connect, hostPort, httpGet, instance, sh } from './support.js';
+
+describe('helper restart', () => {
+  it('adopts running workspaces and removes what no record explains', async () => {
+    const t = instance();
+    let client = await connect();
+    const before = await client.request('workspace.create', { name: 'survivor' });
+    const orphan = `grove-${t.instance}-deadbeef`;
+    try {
+      await sh(client, before, 'mkdir -p /srv && echo still-here > /srv/index.html && setsid python3 -m http.server 3000 --directory /srv </dev/null >/dev/null 2>&1 &');
+      expect((await httpGet(hostPort(before, 3000))).trim()).toBe('still-here');
+      const epoch = client.hello?.epoch;
+      client.close();
+
+      await stopHelper(t);
+      expect(() => process.kill(before.pid!, 0)).not.toThrow(); // the workspace outlives the helper
+      await execa('ip', ['netns', 'add', orphan]); // as if a crash left it between making and recording
+
+      await startHelper(t);
+      client = await connect();
+      expect(client.hello?.epoch).not.toBe(epoch);
+      const after = await client.request('workspace.get', { workspace: before.id });
+      expect(after.state).toBe('running');
+      expect(after.pid).toBe(before.pid);
+      expect(hostPort(after, 3000)).toBe(hostPort(before, 3000));
+      expect((await httpGet(hostPort(after, 3000))).trim()).toBe('still-here');
+      expect(await netnsNames()).not.toContain(orphan);
+    } finally {
+      await execa('ip', ['netns', 'del', orphan], { reject: false });
+      await client.request('workspace.delete', { workspace: before.id }).catch(() => undefined);
+      client.close();
+    }
+  });
+});

@@ -1,0 +1,66 @@
+// Helpers shared by the system tests.
+import http from 'node:http';
+import net from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { inject } from 'vitest';
+import { HelperClient } from '../../../main/src/helper-client/client.js';
+import type { Workspace } from '../../src/protocol/entities.js';
+import { testInstance } from './helper-process.js';
+
+export const instance = () => testInstance(inject('groveInstance'));
+
+export function connect(name = 'system-test'): Promise<HelperClient> {
+  return HelperClient.connect({ socketPath: instance().socketPath, name, kind: 'test' });
+}
+
+export function hostPort(ws: Workspace, containerPort: number): number {
+  const mapping = ws.ports.find((p) => p.containerPort === containerPort);
+  if (!mapping) throw new Error(`workspace ${ws.name} maps no port ${containerPort}`);
+  return mapping.hostPort;
+}
+
+/** Runs a command and fails the test with its output if it does not exit 0. */
+export async function sh(client: HelperClient, ws: Workspace, script: string): Promise<string> {
+  const res = await client.request('exec.run', { workspace: ws.id, argv: ['sh', '-c', script], timeoutMs: 60_000 });
+  if (res.exitCode !== 0) throw new Error(`'${script}' exited ${res.exitCode}: ${res.stderr}${res.stdout}`);
+  return res.stdout;
+}
+
+/** GET on 127.0.0.1:port, retried while the server inside is still starting. */
+export async function httpGet(port: number, timeoutMs = 30_000): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await new Promise<string>((resolve, reject) => {
+        const req = http.get({ host: '127.0.0.1', port, path: '/', timeout: 3000 }, (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (body += c));
+          res.on('end', () => resolve(body));
+        });
+        req.on('timeout', () => req.destroy(new Error('timeout')));
+        req.on('error', reject);
+      });
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await sleep(250);
+    }
+  }
+}
+
+/** Waits until something accepts on 127.0.0.1:port and sends its first bytes (e.g. an RFB banner). */
+export async function banner(port: number, timeoutMs = 60_000): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const text = await new Promise<string | null>((resolve) => {
+      const s = net.connect({ host: '127.0.0.1', port });
+      const timer = setTimeout(() => (s.destroy(), resolve(null)), 2000);
+      s.once('data', (d) => (clearTimeout(timer), s.destroy(), resolve(d.toString('latin1'))));
+      s.on('error', () => (clearTimeout(timer), resolve(null)));
+      s.on('close', () => (clearTimeout(timer), resolve(null)));
+    });
+    if (text) return text;
+    if (Date.now() > deadline) throw new Error(`nothing answered on port ${port} within ${timeoutMs} ms`);
+    await sleep(250);
+  }
+}

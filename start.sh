@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Starts Grove on this machine on the embedded default: installs what is
+# missing, starts the privileged helper (a loop-file btrfs pool under
+# /var/lib/grove), builds the desktop image once, and brings up a desktop
+# workspace named "desktop" whose screen you can open with any VNC viewer.
+set -euo pipefail
+repo="$(cd "$(dirname "$0")" && pwd)"
+step() { printf '\n==> %s\n' "$*" >&2; }
+
+"$repo/build/host/setup.sh"
+
+run_dir="${GROVE_RUN_DIR:-/run/grove}"
+log_dir=/var/log/grove
+pid_file="$run_dir/helper.pid"
+grove() { "$repo/main/bin/grove" "$@"; }
+
+step "privileged helper"
+if [ -f "$pid_file" ] && kill -0 "$(cat "$pid_file")" 2>/dev/null; then
+  echo "already running (pid $(cat "$pid_file"))" >&2
+else
+  mkdir -p "$log_dir" "$run_dir"
+  setsid "$repo/node_modules/.bin/tsx" "$repo/privileged-helper/src/daemon.ts" </dev/null >>"$log_dir/helper.log" 2>&1 &
+  echo $! > "$pid_file"
+  for _ in $(seq 600); do
+    grove ls >/dev/null 2>&1 && break
+    kill -0 "$(cat "$pid_file")" 2>/dev/null || { tail -20 "$log_dir/helper.log" >&2; exit 1; }
+    sleep 0.2
+  done
+  echo "started (pid $(cat "$pid_file"), log $log_dir/helper.log)" >&2
+fi
+
+step "host check"
+grove doctor
+
+step "desktop image (the first build takes about 7 minutes)"
+grove image build desktop
+
+step "desktop workspace"
+if grove ls --json | grep -q '"name": "desktop"'; then
+  grove ws start desktop
+else
+  grove ws create desktop
+fi
+vnc_port="$(grove ls --json | node -e 'const l=JSON.parse(require("fs").readFileSync(0,"utf8")); const w=l.find(x=>x.name==="desktop"); console.log(w.ports.find(p=>p.containerPort===5900).hostPort)')"
+
+cat <<MSG
+
+Grove is running.
+  Desktop (VNC, no password): 127.0.0.1:${vnc_port}    e.g. vncviewer 127.0.0.1::${vnc_port}
+  CLI:                        $repo/main/bin/grove --help
+  Helper log:                 $log_dir/helper.log
+  Stop the helper:            kill \$(cat $pid_file)   (workspaces keep running and are adopted on the next start)
+MSG

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Runs every test: installs what is missing, then typecheck, lint, unit tests
+# and the system tests (real helper, btrfs, crun, netns and CRIU, as root).
+# The system tests run their own helper instance and remove all it made.
+set -euo pipefail
+repo="$(cd "$(dirname "$0")" && pwd)"
+step() { printf '\n==> %s\n' "$*" >&2; }
+cd "$repo"
+
+build/host/setup.sh
+
+step "typecheck"
+npm run --silent typecheck
+step "lint"
+npm run --silent lint
+step "unit and system tests"
+npx vitest run

@@ -1,0 +1,28 @@
+import { defineConfig } from 'vitest/config';
+
+// unit: pure logic, fast, no privileges.
+// system: the real helper as root against real btrfs, crun, netns and CRIU;
+//   one helper instance for the whole run (see privileged-helper/test/system/harness.ts),
+//   files in sequence because workspaces compete for 2 cores.
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: ['{privileged-helper,main}/test/unit/**/*.test.ts'],
+        },
+      },
+      {
+        test: {
+          name: 'system',
+          include: ['{privileged-helper,main}/test/system/**/*.test.ts'],
+          globalSetup: ['privileged-helper/test/system/global-setup.ts'],
+          fileParallelism: false,
+          testTimeout: 180_000,
+          hookTimeout: 1_800_000,
+        },
+      },
+    ],
+  },
+});
