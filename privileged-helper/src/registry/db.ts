@@ -33,11 +33,12 @@ const MIGRATIONS: readonly string[] = [
   -- Every host object the helper made, recorded before it is made, so that a
   -- crash at any point leaves enough to clean up on the next start.
   CREATE TABLE host_objects (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
     kind TEXT NOT NULL,
     name TEXT NOT NULL,
     owner TEXT,
     created_at TEXT NOT NULL,
-    PRIMARY KEY (kind, name)
+    UNIQUE (kind, name)
   );
   CREATE TABLE audit (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,

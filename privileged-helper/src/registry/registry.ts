@@ -145,7 +145,7 @@ export class Registry {
   }
 
   objects(filter: { owner?: string | null; kind?: HostObjectKind } = {}): HostObject[] {
-    const rows = this.db.prepare('SELECT kind, name, owner FROM host_objects ORDER BY rowid').all() as HostObject[];
+    const rows = this.db.prepare('SELECT kind, name, owner FROM host_objects ORDER BY seq').all() as HostObject[];
     return rows.filter(
       (o) => (filter.kind === undefined || o.kind === filter.kind) && (filter.owner === undefined || o.owner === filter.owner),
     );

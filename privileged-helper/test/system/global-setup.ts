@@ -8,12 +8,6 @@ import { HelperClient } from '../../../main/src/helper-client/client.js';
 import { leftovers } from './leftovers.js';
 import { purge, startHelper, tail, testInstance, type TestInstance } from './helper-process.js';
 
-declare module 'vitest' {
-  export interface ProvidedContext {
-    groveInstance: string;
-  }
-}
-
 let instance: TestInstance | null = null;
 
 export async function setup(project: TestProject): Promise<void> {
@@ -27,7 +21,7 @@ export async function setup(project: TestProject): Promise<void> {
     client.on('progress', (p) => process.stderr.write(`[image ${p.stage}] ${p.message}\n`));
     await client.request('image.build', { name: 'desktop' });
   } catch (err) {
-    throw new Error(`could not prepare the desktop image: ${(err as Error).message}\n${tail(instance.logFile)}`);
+    throw new Error(`could not prepare the desktop image: ${(err as Error).message}\n${tail(instance.logFile)}`, { cause: err });
   } finally {
     client.close();
   }

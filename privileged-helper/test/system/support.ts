@@ -7,6 +7,12 @@ import { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Workspace } from '../../src/protocol/entities.js';
 import { testInstance } from './helper-process.js';
 
+declare module 'vitest' {
+  export interface ProvidedContext {
+    groveInstance: string;
+  }
+}
+
 export const instance = () => testInstance(inject('groveInstance'));
 
 export function connect(name = 'system-test'): Promise<HelperClient> {

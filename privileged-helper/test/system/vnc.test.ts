@@ -1,3 +1,4 @@
+/// <reference lib="dom" />
 // A person can see the desktop: noVNC, the real client, running in Debian's
 // Chromium, connects through a WebSocket bridge to the workspace's mapped host
 // VNC port and receives a frame in which Chromium's window shows the start page.

@@ -1,0 +1,105 @@
+#!/bin/bash
+# Grove desktop session: the container's init command, run under tini
+# (PID 1 is `tini -- /usr/local/lib/grove/session.sh`; stdio already goes to
+# /var/log/grove-session.log).
+#
+# Starts Xvnc on :0 (VNC on port 5900, no auth, no TCP X), openbox, the
+# workspace's services (/etc/grove/services.d/*.sh), xterm, the editor and
+# Chromium, then stays alive whatever its children do.
+#
+# Environment: GROVE_GEOMETRY (default 1280x800), GROVE_START_URL (default the
+# bundled start page).
+set -u
+
+export DISPLAY=:0 HOME=/root
+cd "$HOME" || cd /
+
+log() { echo "grove-session: $(date '+%H:%M:%S') $*"; }
+
+# On stop, let children (Chromium in particular) shut down cleanly.
+on_term() {
+  log "stopping"
+  kill -TERM $(jobs -p) 2>/dev/null
+  sleep 2
+  exit 0
+}
+trap on_term TERM INT HUP
+
+# The image ships an empty /etc/machine-id; if whoever started this
+# workspace did not write one, make one (GLib/D-Bus clients refuse to work
+# without it).
+if [ ! -s /etc/machine-id ]; then
+  tr -d '-' </proc/sys/kernel/random/uuid >/etc/machine-id 2>/dev/null || true
+fi
+
+geometry="${GROVE_GEOMETRY:-1280x800}"
+start_url="${GROVE_START_URL:-file:///usr/local/share/grove/start.html}"
+profile=/root/.config/grove-chromium
+
+# A workspace restarted from a stopped copy may carry a stale X lock/socket
+# (no other X server can run in this container's pid namespace).
+rm -f /tmp/.X0-lock /tmp/.X11-unix/X0
+
+log "starting Xvnc ${geometry}"
+Xvnc :0 -geometry "$geometry" -depth 24 -rfbport 5900 \
+  -SecurityTypes None -AlwaysShared -nolisten tcp &
+xvnc_pid=$!
+
+# Bounded wait for the X socket (15 s).
+for _ in $(seq 150); do
+  [ -S /tmp/.X11-unix/X0 ] && break
+  if ! kill -0 "$xvnc_pid" 2>/dev/null; then
+    log "Xvnc exited before its socket appeared"
+    exit 1
+  fi
+  sleep 0.1
+done
+if [ ! -S /tmp/.X11-unix/X0 ]; then
+  log "Xvnc socket /tmp/.X11-unix/X0 did not appear within 15 s"
+  exit 1
+fi
+log "X display ready"
+
+openbox &
+
+# The workspace's own services (dev servers and the like).
+for hook in /etc/grove/services.d/*.sh; do
+  [ -f "$hook" ] || continue
+  log "starting service $hook"
+  bash "$hook" &
+done
+
+xterm -geometry 100x45+0+0 &
+
+# The editor's preferences go to ~/.config/glib-2.0/settings/keyfile: there is
+# no D-Bus session (dconf) in a workspace.
+GSETTINGS_BACKEND=keyfile mousepad &
+
+# Let xterm's and the editor's windows map first, so that Chromium's window
+# always ends up on top (bounded: 5 s).
+for class in xterm mousepad; do
+  timeout 5 xdotool search --sync --onlyvisible --class "$class" >/dev/null 2>&1 ||
+    log "no $class window after 5 s"
+done
+
+# Chromium's profile keeps host-name-bound singleton locks; a copy of a
+# stopped workspace (new host name) would otherwise refuse to open it.
+mkdir -p "$profile"
+rm -f "$profile"/SingletonLock "$profile"/SingletonSocket "$profile"/SingletonCookie
+
+log "starting chromium ${start_url}"
+chromium \
+  --no-zygote --no-sandbox --disable-dev-shm-usage --disable-gpu --in-process-gpu \
+  --disable-background-networking --disable-component-update --disable-sync \
+  --no-first-run --test-type --no-default-browser-check --password-store=basic \
+  --disable-features=Translate,MediaRouter \
+  --user-data-dir="$profile" \
+  --disable-quic \
+  "$start_url" &
+
+# Stay alive forever, whatever the children do; no busy loop once they are
+# all gone (a fresh `sleep infinity` keeps `wait` blocked).
+while :; do
+  sleep infinity &
+  wait
+done

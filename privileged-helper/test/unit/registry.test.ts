@@ -1,0 +1,284 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openDb, type Db } from '../../src/registry/db.js';
+import { Registry, type WorkspaceRecord } from '../../src/registry/registry.js';
+
+let dir: string;
+let file: string;
+let db: Db;
+let reg: Registry;
+
+beforeEach(() => {
+  dir = mkdtempSync(path.join(tmpdir(), 'grove-registry-'));
+  file = path.join(dir, 'registry.db');
+  db = openDb(file);
+  reg = new Registry(db);
+});
+
+afterEach(() => {
+  if (db.open) db.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function reopen(): void {
+  db.close();
+  db = openDb(file);
+  reg = new Registry(db);
+}
+
+function workspace(over: Partial<WorkspaceRecord> = {}): WorkspaceRecord {
+  return {
+    id: '0123abcd',
+    name: 'alpha',
+    image: 'desktop',
+    state: 'creating',
+    hostname: 'alpha',
+    machineId: 'f'.repeat(32),
+    netIndex: 0,
+    createdAt: '2024-01-01T00:00:00.000Z',
+    pid: null,
+    pidStart: null,
+    ...over,
+  };
+}
+
+describe('openDb', () => {
+  it('applies the migrations and records them in user_version', () => {
+    expect(db.pragma('user_version', { simple: true })).toBe(1);
+    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
+    expect(tables).toEqual(expect.arrayContaining(['audit', 'host_objects', 'images', 'ports', 'workspaces']));
+  });
+
+  it('runs in WAL mode with full sync and foreign keys on', () => {
+    expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
+    expect(db.pragma('synchronous', { simple: true })).toBe(2); // FULL
+    expect(db.pragma('foreign_keys', { simple: true })).toBe(1);
+  });
+
+  it('does not re-run applied migrations when the file is reopened, and keeps the data', () => {
+    reg.insertWorkspace(workspace());
+    reg.setPort('0123abcd', 5900, 40001);
+    reg.recordObject({ kind: 'netns', name: 'grove-t1-0123abcd', owner: '0123abcd' });
+    reg.putImage({ name: 'desktop', state: 'ready', recipeHash: 'abc', builtAt: '2024-01-01', sizeBytes: 123 });
+    reg.audit({ actor: 'cli', action: 'workspace.create', target: 'alpha', outcome: 'ok' });
+
+    // Reopening would throw "table images already exists" if the migration ran again.
+    reopen();
+    expect(db.pragma('user_version', { simple: true })).toBe(1);
+    expect(reg.findWorkspace('alpha')).toEqual(workspace());
+    expect(reg.ports('0123abcd')).toEqual([{ containerPort: 5900, hostPort: 40001 }]);
+    expect(reg.objects()).toEqual([{ kind: 'netns', name: 'grove-t1-0123abcd', owner: '0123abcd' }]);
+    expect(reg.getImage('desktop')).toEqual({ name: 'desktop', state: 'ready', recipeHash: 'abc', builtAt: '2024-01-01', sizeBytes: 123 });
+    expect(db.prepare('SELECT COUNT(*) FROM audit').pluck().get()).toBe(1);
+  });
+});
+
+describe('images', () => {
+  it('returns null for an unknown image and upserts a known one', () => {
+    expect(reg.getImage('desktop')).toBeNull();
+    reg.putImage({ name: 'desktop', state: 'building', recipeHash: null, builtAt: null, sizeBytes: null });
+    expect(reg.getImage('desktop')).toEqual({ name: 'desktop', state: 'building', recipeHash: null, builtAt: null, sizeBytes: null });
+    reg.putImage({ name: 'desktop', state: 'ready', recipeHash: 'h1', builtAt: '2024-02-02T00:00:00Z', sizeBytes: 42 });
+    expect(reg.getImage('desktop')).toEqual({ name: 'desktop', state: 'ready', recipeHash: 'h1', builtAt: '2024-02-02T00:00:00Z', sizeBytes: 42 });
+    expect(db.prepare('SELECT COUNT(*) FROM images').pluck().get()).toBe(1);
+  });
+});
+
+describe('workspaces', () => {
+  it('round-trips every field and finds a workspace by id or by name', () => {
+    const ws = workspace({ state: 'running', pid: 4242, pidStart: 987654, netIndex: 7 });
+    reg.insertWorkspace(ws);
+    expect(reg.findWorkspace('0123abcd')).toEqual(ws);
+    expect(reg.findWorkspace('alpha')).toEqual(ws);
+    expect(reg.findWorkspace('beta')).toBeNull();
+    expect(reg.findWorkspace('99999999')).toBeNull();
+  });
+
+  it('prefers an id match over a workspace whose name looks like that id', () => {
+    reg.insertWorkspace(workspace({ id: 'aaaaaaaa', name: 'bbbbbbbb', netIndex: 0 }));
+    reg.insertWorkspace(workspace({ id: 'bbbbbbbb', name: 'other', netIndex: 1 }));
+    expect(reg.findWorkspace('bbbbbbbb')?.id).toBe('bbbbbbbb');
+    expect(reg.findWorkspace('aaaaaaaa')?.id).toBe('aaaaaaaa');
+  });
+
+  it('refuses a second workspace with the same name, id or net index', () => {
+    reg.insertWorkspace(workspace());
+    expect(() => reg.insertWorkspace(workspace({ id: '11111111', netIndex: 1 }))).toThrow(/UNIQUE/);
+    expect(() => reg.insertWorkspace(workspace({ name: 'beta', netIndex: 1 }))).toThrow(/UNIQUE/);
+    expect(() => reg.insertWorkspace(workspace({ id: '11111111', name: 'beta' }))).toThrow(/UNIQUE/);
+    expect(reg.listWorkspaces()).toHaveLength(1);
+  });
+
+  it('lists by creation time, then id', () => {
+    reg.insertWorkspace(workspace({ id: 'cccccccc', name: 'c', netIndex: 2, createdAt: '2024-01-02T00:00:00Z' }));
+    reg.insertWorkspace(workspace({ id: 'bbbbbbbb', name: 'b', netIndex: 1, createdAt: '2024-01-01T00:00:00Z' }));
+    reg.insertWorkspace(workspace({ id: 'aaaaaaaa', name: 'a', netIndex: 0, createdAt: '2024-01-02T00:00:00Z' }));
+    expect(reg.listWorkspaces().map((w) => w.id)).toEqual(['bbbbbbbb', 'aaaaaaaa', 'cccccccc']);
+    expect(reg.usedNetIndexes()).toEqual(new Set([0, 1, 2]));
+  });
+
+  it('sets and clears the state and process of a workspace', () => {
+    reg.insertWorkspace(workspace());
+    reg.setWorkspaceState('0123abcd', 'running', { pid: 100, pidStart: 200 });
+    expect(reg.findWorkspace('alpha')).toMatchObject({ state: 'running', pid: 100, pidStart: 200 });
+    reg.setWorkspaceState('0123abcd', 'stopped', null);
+    expect(reg.findWorkspace('alpha')).toMatchObject({ state: 'stopped', pid: null, pidStart: null });
+  });
+
+  it('deletes a workspace together with its ports, and frees its name and net index', () => {
+    reg.insertWorkspace(workspace());
+    reg.setPort('0123abcd', 5900, 40000);
+    reg.deleteWorkspace('0123abcd');
+    expect(reg.findWorkspace('alpha')).toBeNull();
+    expect(reg.ports('0123abcd')).toEqual([]);
+    expect(reg.usedNetIndexes().size).toBe(0);
+    expect(() => reg.insertWorkspace(workspace({ id: '22222222' }))).not.toThrow();
+  });
+
+  it('rolls back everything in a failed transaction', () => {
+    expect(() =>
+      reg.transaction(() => {
+        reg.insertWorkspace(workspace());
+        reg.setPort('0123abcd', 5900, 40000);
+        throw new Error('abort');
+      }),
+    ).toThrow('abort');
+    expect(reg.listWorkspaces()).toEqual([]);
+    expect(db.prepare('SELECT COUNT(*) FROM ports').pluck().get()).toBe(0);
+  });
+});
+
+describe('ports', () => {
+  beforeEach(() => {
+    reg.insertWorkspace(workspace());
+    reg.insertWorkspace(workspace({ id: '11111111', name: 'beta', netIndex: 1 }));
+  });
+
+  it('upserts a lease per container port and lists them by container port', () => {
+    reg.setPort('0123abcd', 5900, null);
+    reg.setPort('0123abcd', 3000, 40000);
+    reg.setPort('0123abcd', 5900, 40001);
+    expect(reg.ports('0123abcd')).toEqual([
+      { containerPort: 3000, hostPort: 40000 },
+      { containerPort: 5900, hostPort: 40001 },
+    ]);
+    reg.setPort('0123abcd', 3000, null);
+    expect(reg.ports('0123abcd')).toEqual([
+      { containerPort: 3000, hostPort: null },
+      { containerPort: 5900, hostPort: 40001 },
+    ]);
+  });
+
+  it('keeps each workspace’s ports apart', () => {
+    reg.setPort('0123abcd', 5900, 40000);
+    reg.setPort('11111111', 5900, 40001);
+    expect(reg.ports('11111111')).toEqual([{ containerPort: 5900, hostPort: 40001 }]);
+  });
+
+  it('never leases one host port twice, but allows many unleased ports', () => {
+    reg.setPort('0123abcd', 5900, 40000);
+    expect(() => reg.setPort('11111111', 5900, 40000)).toThrow(/UNIQUE/);
+    reg.setPort('0123abcd', 3000, null);
+    reg.setPort('11111111', 3000, null);
+    expect(reg.ports('11111111')).toEqual([{ containerPort: 3000, hostPort: null }]);
+  });
+
+  it('refuses a port for a workspace that does not exist', () => {
+    expect(() => reg.setPort('99999999', 5900, 40000)).toThrow(/FOREIGN KEY/);
+  });
+});
+
+describe('host objects', () => {
+  it('lists objects in the order they were recorded and filters by owner and kind', () => {
+    reg.recordObject({ kind: 'subvolume', name: '/pool/ws/a', owner: 'aaaaaaaa' });
+    reg.recordObject({ kind: 'netns', name: 'grove-t1-aaaaaaaa', owner: 'aaaaaaaa' });
+    reg.recordObject({ kind: 'subvolume', name: '/pool/ws/b', owner: 'bbbbbbbb' });
+    reg.recordObject({ kind: 'mount', name: '/pool', owner: null });
+    reg.recordObject({ kind: 'container', name: 'grove-t1-aaaaaaaa', owner: 'aaaaaaaa' });
+
+    expect(reg.objects().map((o) => `${o.kind}:${o.name}`)).toEqual([
+      'subvolume:/pool/ws/a',
+      'netns:grove-t1-aaaaaaaa',
+      'subvolume:/pool/ws/b',
+      'mount:/pool',
+      'container:grove-t1-aaaaaaaa',
+    ]);
+    expect(reg.objects({ owner: 'aaaaaaaa' }).map((o) => o.kind)).toEqual(['subvolume', 'netns', 'container']);
+    expect(reg.objects({ owner: null })).toEqual([{ kind: 'mount', name: '/pool', owner: null }]);
+    expect(reg.objects({ kind: 'subvolume' }).map((o) => o.owner)).toEqual(['aaaaaaaa', 'bbbbbbbb']);
+    expect(reg.objects({ owner: 'bbbbbbbb', kind: 'netns' })).toEqual([]);
+  });
+
+  it('keys objects by kind and name: the same name may exist under two kinds, re-recording replaces', () => {
+    reg.recordObject({ kind: 'netns', name: 'grove-t1-x', owner: 'aaaaaaaa' });
+    reg.recordObject({ kind: 'container', name: 'grove-t1-x', owner: 'aaaaaaaa' });
+    reg.recordObject({ kind: 'netns', name: 'grove-t1-x', owner: 'bbbbbbbb' });
+    const all = reg.objects();
+    expect(all).toHaveLength(2);
+    expect(all).toContainEqual({ kind: 'netns', name: 'grove-t1-x', owner: 'bbbbbbbb' });
+    expect(all).toContainEqual({ kind: 'container', name: 'grove-t1-x', owner: 'aaaaaaaa' });
+  });
+
+  it('forgets exactly the named object of that kind', () => {
+    reg.recordObject({ kind: 'netns', name: 'n', owner: 'aaaaaaaa' });
+    reg.recordObject({ kind: 'veth', name: 'n', owner: 'aaaaaaaa' });
+    reg.forgetObject('netns', 'n');
+    expect(reg.objects()).toEqual([{ kind: 'veth', name: 'n', owner: 'aaaaaaaa' }]);
+    // Forgetting what is not there is not an error.
+    expect(() => reg.forgetObject('netns', 'n')).not.toThrow();
+  });
+
+  it('finds orphans (owners the registry no longer knows) in creation order after a reopen', () => {
+    reg.insertWorkspace(workspace({ id: 'aaaaaaaa', name: 'kept' }));
+    reg.recordObject({ kind: 'subvolume', name: '/pool/ws/gone', owner: 'deadbeef' });
+    reg.recordObject({ kind: 'subvolume', name: '/pool/ws/kept', owner: 'aaaaaaaa' });
+    reg.recordObject({ kind: 'netns', name: 'grove-t1-deadbeef', owner: 'deadbeef' });
+    reg.recordObject({ kind: 'mount', name: '/pool', owner: null });
+    reg.recordObject({ kind: 'container', name: 'grove-t1-deadbeef', owner: 'deadbeef' });
+    reopen();
+
+    // The same query HostLedger.orphans makes.
+    const known = new Set(reg.listWorkspaces().map((w) => w.id));
+    const orphans = reg.objects().filter((o) => o.owner !== null && !known.has(o.owner));
+    expect(orphans.map((o) => `${o.kind}:${o.name}`)).toEqual([
+      'subvolume:/pool/ws/gone',
+      'netns:grove-t1-deadbeef',
+      'container:grove-t1-deadbeef',
+    ]);
+    // HostLedger.removeOwned removes newest first.
+    expect(
+      reg
+        .objects({ owner: 'deadbeef' })
+        .reverse()
+        .map((o) => o.kind),
+    ).toEqual(['container', 'netns', 'subvolume']);
+  });
+});
+
+describe('audit', () => {
+  it('appends rows with increasing seq, a timestamp and nulls for omitted fields', () => {
+    const before = Date.now();
+    reg.audit({ actor: 'cli', action: 'workspace.create', target: 'alpha', outcome: 'ok' });
+    reg.audit({ actor: 'app', action: 'workspace.delete', outcome: 'error', detail: 'E_BUSY' });
+    const rows = db.prepare('SELECT * FROM audit ORDER BY seq').all() as {
+      seq: number;
+      at: string;
+      actor: string;
+      action: string;
+      target: string | null;
+      outcome: string;
+      detail: string | null;
+    }[];
+    expect(rows).toHaveLength(2);
+    expect(rows[1]!.seq).toBeGreaterThan(rows[0]!.seq);
+    expect(rows[0]).toMatchObject({ actor: 'cli', action: 'workspace.create', target: 'alpha', outcome: 'ok', detail: null });
+    expect(rows[1]).toMatchObject({ actor: 'app', action: 'workspace.delete', target: null, outcome: 'error', detail: 'E_BUSY' });
+    for (const r of rows) {
+      const at = Date.parse(r.at);
+      expect(at).toBeGreaterThanOrEqual(before - 1000);
+      expect(at).toBeLessThanOrEqual(Date.now() + 1000);
+    }
+  });
+});
