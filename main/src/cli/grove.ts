@@ -121,9 +121,10 @@ program
   .argument('[command...]', 'command and arguments (after --)')
   .option('-t, --tty', 'allocate a terminal (default when stdin is a terminal)')
   .option('-T, --no-tty', 'never allocate a terminal')
+  .option('-i, --stdin', "pass grove's standard input to the command")
   .option('--timeout <seconds>', 'kill the command after this many seconds', Number)
   .description('run a command inside a workspace; its exit code becomes grove\'s')
-  .action((ref: string, command: string[], opts: { tty?: boolean; timeout?: number }) =>
+  .action((ref: string, command: string[], opts: { tty?: boolean; stdin?: boolean; timeout?: number }) =>
     withClient(async (c) => {
       const tty = opts.tty ?? process.stdin.isTTY;
       if (tty) {
@@ -131,7 +132,7 @@ program
         return;
       }
       if (command.length === 0) throw new GroveError('E_INVALID_PARAMS', 'give a command after --, or use -t for a shell');
-      const stdin = process.stdin.isTTY ? undefined : await readStdin();
+      const stdin = opts.stdin ? await readStdin() : undefined;
       const res = await c.request('exec.run', {
         workspace: ref,
         argv: command,

@@ -116,7 +116,7 @@ function explainConnectError(err: NodeJS.ErrnoException, socketPath: string): Gr
       return new GroveError('E_PRECONDITION', `permission denied on ${socketPath}: only root and members of the 'grove' group may use Grove`);
     case 'ENOENT':
     case 'ECONNREFUSED':
-      return new GroveError('E_PRECONDITION', `the Grove helper is not running (no socket at ${socketPath}); start it with ./grove start`);
+      return new GroveError('E_PRECONDITION', `the Grove helper is not running (no socket at ${socketPath}); start it with ./start.sh`);
     default:
       return new GroveError('E_HOST', `cannot connect to ${socketPath}: ${err.message}`);
   }

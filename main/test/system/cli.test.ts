@@ -3,10 +3,10 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
 import { REPO } from '../../../privileged-helper/test/system/helper-process.js';
-import { instance } from '../../../privileged-helper/test/system/support.js';
+import { instance, track } from '../../../privileged-helper/test/system/support.js';
 
 const grove = (args: string[], input?: string) =>
-  execa(path.join(REPO, 'main/bin/grove'), ['--socket', instance().socketPath, ...args], { reject: false, input });
+  execa(path.join(REPO, 'main/bin/grove'), ['--socket', instance().socketPath, ...args], { reject: false, input, stripFinalNewline: false, timeout: 120_000 });
 
 describe('grove CLI', () => {
   it('doctor reports CRIU ≥ 4.2 with a passing criu check', async () => {
@@ -20,7 +20,7 @@ describe('grove CLI', () => {
   it('creates, lists, execs into and removes a workspace', async () => {
     const created = await grove(['ws', 'create', 'cli-ws', '--port', '8080', '--json']);
     expect(created.exitCode).toBe(0);
-    const ws = JSON.parse(created.stdout);
+    const ws = await track(JSON.parse(created.stdout));
     try {
       expect(ws.ports.map((p: { containerPort: number }) => p.containerPort).sort()).toEqual([3000, 5900, 8080]);
       const human = await grove(['ls']);
@@ -28,7 +28,7 @@ describe('grove CLI', () => {
       const list = JSON.parse((await grove(['ls', '--json'])).stdout);
       expect(list.map((w: { id: string }) => w.id)).toContain(ws.id);
 
-      const exec = await grove(['exec', ws.id, '--', 'sh', '-c', 'cat; echo to-stderr >&2; exit 3'], 'piped-in\n');
+      const exec = await grove(['exec', '-i', ws.id, '--', 'sh', '-c', 'cat; echo to-stderr >&2; exit 3'], 'piped-in\n');
       expect(exec.exitCode).toBe(3);
       expect(exec.stdout).toBe('piped-in\n');
       expect(exec.stderr).toBe('to-stderr\n');

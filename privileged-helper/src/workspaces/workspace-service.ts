@@ -11,7 +11,7 @@ import { PortForwarder } from '../host/forwarder.js';
 import { MAX_NET_INDEX, applyFirewall, createNetns, createVeth, netnsPath, planNetwork, type NetPlan } from '../host/netns.js';
 import { containerSpec } from '../host/oci-spec.js';
 import type { PoolLayout } from '../host/pool.js';
-import { isSameProcess, startTime } from '../host/proc.js';
+import { isSameProcess, startTime, waitGone } from '../host/proc.js';
 import type { ImageBuilder } from '../images/image-builder.js';
 import type { Workspace } from '../protocol/entities.js';
 import { ID_PATTERN } from '../protocol/names.js';
@@ -97,17 +97,18 @@ export class WorkspaceService {
   }
 
   start(ref: string): Promise<Workspace> {
-    const ws = this.record(ref);
-    return this.lock.run(ws.id, async () => {
-      const current = this.record(ws.id);
+    const { id } = this.record(ref);
+    return this.lock.run(id, async () => {
+      const current = this.record(id);
       if (current.state === 'running') return this.view(current);
       return this.startLocked(current);
     });
   }
 
   stop(ref: string): Promise<Workspace> {
-    const ws = this.record(ref);
-    return this.lock.run(ws.id, async () => {
+    const { id } = this.record(ref);
+    return this.lock.run(id, async () => {
+      const ws = this.record(id);
       await this.stopRuntime(ws);
       this.registry.setWorkspaceState(ws.id, 'stopped', null);
       return this.publish(ws.id);
@@ -115,8 +116,9 @@ export class WorkspaceService {
   }
 
   delete(ref: string): Promise<{ deleted: string }> {
-    const ws = this.record(ref);
-    return this.lock.run(ws.id, async () => {
+    const { id } = this.record(ref);
+    return this.lock.run(id, async () => {
+      const ws = this.record(id);
       await this.destroy(ws);
       this.events.removed(ws.id);
       return { deleted: ws.id };
@@ -172,15 +174,22 @@ export class WorkspaceService {
     return (await this.crun.state(this.containerId(ws)))?.pid === ws.pid;
   }
 
-  /** Removes everything a workspace runs on, keeping its root filesystem. */
+  /**
+   * Removes everything a workspace runs on, keeping its root filesystem. Returns
+   * once its init has fully exited: the kernel has then killed every other
+   * process of its pid namespace too.
+   */
   private async stopRuntime(ws: WorkspaceRecord): Promise<void> {
     await this.closeForwarders(ws.id);
     await this.ledger.removeOwned(ws.id, ['container', 'bundle', 'veth', 'netns']);
+    if (ws.pid !== null && ws.pidStart !== null && !(await waitGone(ws.pid, ws.pidStart, 10_000))) {
+      throw new GroveError('E_HOST', `workspace '${ws.name}' (pid ${ws.pid}) did not exit after it was killed`);
+    }
   }
 
   /** Removes a workspace and every host object it has, and its record. */
   private async destroy(ws: WorkspaceRecord): Promise<void> {
-    await this.closeForwarders(ws.id);
+    await this.stopRuntime(ws);
     await this.ledger.removeOwned(ws.id);
     this.registry.deleteWorkspace(ws.id);
   }

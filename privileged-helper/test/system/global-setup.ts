@@ -32,6 +32,7 @@ export async function teardown(): Promise<void> {
   await purge(instance);
   const left = await leftovers(instance);
   rmSync(instance.pidFile, { force: true });
+  rmSync(instance.pidNsFile, { force: true });
   if (left.length > 0) throw new Error(`system tests left host objects behind: ${left.join(', ')}`);
   rmSync(instance.logFile, { force: true });
 }

@@ -19,6 +19,8 @@ export interface TestInstance {
   runDir: string;
   logFile: string;
   pidFile: string;
+  /** Pid namespaces of the workspaces the tests made, one per line. */
+  pidNsFile: string;
 }
 
 export function testInstance(instance: string): TestInstance {
@@ -39,6 +41,7 @@ export function testInstance(instance: string): TestInstance {
     runDir,
     logFile: `/var/tmp/grove-test-${instance}.log`,
     pidFile: `/var/tmp/grove-test-${instance}.pid`,
+    pidNsFile: `/var/tmp/grove-test-${instance}.pidns`,
   };
 }
 

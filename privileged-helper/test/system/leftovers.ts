@@ -29,15 +29,24 @@ export async function loopDevicesFor(prefix: string): Promise<string[]> {
   return devices.filter((d) => (d['back-file'] ?? '').startsWith(prefix)).map((d) => d.name);
 }
 
-/** Processes whose root directory lies inside the given directory (containers' processes). */
-export async function processesRootedUnder(prefix: string): Promise<number[]> {
+export async function pidNamespaceOf(pid: number): Promise<string> {
+  return readlink(`/proc/${pid}/ns/pid`);
+}
+
+/** Processes that live in the given pid namespace (e.g. 'pid:[4026532251]'). */
+export async function processesInPidNs(ns: string): Promise<number[]> {
   const pids: number[] = [];
   for (const entry of await readdir('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
-    const root = await readlink(`/proc/${entry}/root`).catch(() => '');
-    if (root.startsWith(prefix)) pids.push(Number(entry));
+    if ((await readlink(`/proc/${entry}/ns/pid`).catch(() => '')) === ns) pids.push(Number(entry));
   }
   return pids;
+}
+
+/** Pid namespaces of every workspace the tests created (see support.ts: createWorkspace). */
+export async function trackedPidNamespaces(t: TestInstance): Promise<string[]> {
+  const text = await readFile(t.pidNsFile, 'utf8').catch(() => '');
+  return [...new Set(text.split('\n').filter(Boolean))];
 }
 
 export async function leftovers(t: TestInstance): Promise<string[]> {
@@ -46,6 +55,6 @@ export async function leftovers(t: TestInstance): Promise<string[]> {
   for (const link of await linkNames()) if (link.startsWith(`gv${t.instance}`)) found.push(`veth ${link}`);
   for (const m of await mountPointsUnder(t.stateDir)) found.push(`mount ${m}`);
   for (const l of await loopDevicesFor(t.stateDir)) found.push(`loop ${l}`);
-  for (const p of await processesRootedUnder(t.stateDir)) found.push(`process ${p}`);
+  for (const ns of await trackedPidNamespaces(t)) for (const p of await processesInPidNs(ns)) found.push(`process ${p} (${ns})`);
   return found;
 }

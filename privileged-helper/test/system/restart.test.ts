@@ -4,13 +4,13 @@ import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
 import { startHelper, stopHelper } from './helper-process.js';
 import { netnsNames } from './leftovers.js';
-import { connect, hostPort, httpGet, instance, sh } from './support.js';
+import { connect, createWorkspace, hostPort, httpGet, instance, sh } from './support.js';
 
 describe('helper restart', () => {
   it('adopts running workspaces and removes what no record explains', async () => {
     const t = instance();
     let client = await connect();
-    const before = await client.request('workspace.create', { name: 'survivor' });
+    const before = await createWorkspace(client, 'survivor');
     const orphan = `grove-${t.instance}-deadbeef`;
     try {
       await sh(client, before, 'mkdir -p /srv && echo still-here > /srv/index.html && setsid python3 -m http.server 3000 --directory /srv </dev/null >/dev/null 2>&1 &');

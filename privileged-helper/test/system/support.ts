@@ -1,4 +1,5 @@
 // Helpers shared by the system tests.
+import { appendFile } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -6,6 +7,7 @@ import { inject } from 'vitest';
 import { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Workspace } from '../../src/protocol/entities.js';
 import { testInstance } from './helper-process.js';
+import { pidNamespaceOf } from './leftovers.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -17,6 +19,16 @@ export const instance = () => testInstance(inject('groveInstance'));
 
 export function connect(name = 'system-test'): Promise<HelperClient> {
   return HelperClient.connect({ socketPath: instance().socketPath, name, kind: 'test' });
+}
+
+/** Remembers a running workspace's pid namespace so teardown can prove no process of it survived. */
+export async function track(ws: Workspace): Promise<Workspace> {
+  if (ws.pid !== null) await appendFile(instance().pidNsFile, `${await pidNamespaceOf(ws.pid)}\n`);
+  return ws;
+}
+
+export async function createWorkspace(client: HelperClient, name: string, ports?: number[]): Promise<Workspace> {
+  return track(await client.request('workspace.create', ports ? { name, ports } : { name }));
 }
 
 export function hostPort(ws: Workspace, containerPort: number): number {

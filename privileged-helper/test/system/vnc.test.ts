@@ -12,7 +12,7 @@ import { bridgeToVnc } from '../../../main/src/streams/vnc-bridge.js';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Workspace } from '../../src/protocol/entities.js';
 import { REPO } from './helper-process.js';
-import { banner, connect, hostPort } from './support.js';
+import { banner, connect, createWorkspace, hostPort } from './support.js';
 
 const NOVNC = path.join(REPO, 'node_modules/@novnc/novnc');
 const START_PAGE_RGB = [13, 122, 95]; // privileged-helper/image/desktop/start.html
@@ -56,7 +56,7 @@ describe('the desktop through VNC', () => {
 
   beforeAll(async () => {
     client = await connect();
-    ws = await client.request('workspace.create', { name: 'desk' });
+    ws = await createWorkspace(client, 'desk');
     browser = await chromium.launch({
       executablePath: '/usr/bin/chromium',
       args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],

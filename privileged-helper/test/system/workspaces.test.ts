@@ -4,8 +4,8 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Workspace } from '../../src/protocol/entities.js';
-import { linkNames, netnsNames, processesRootedUnder } from './leftovers.js';
-import { connect, hostPort, httpGet, instance, sh } from './support.js';
+import { linkNames, netnsNames, pidNamespaceOf, processesInPidNs } from './leftovers.js';
+import { connect, createWorkspace, hostPort, httpGet, instance, sh, track } from './support.js';
 
 const PROBE = `
 import socket, sys
@@ -21,7 +21,9 @@ for target in sys.argv[1:]:
 `;
 
 async function probe(client: HelperClient, ws: Workspace, targets: string[]): Promise<Record<string, string>> {
-  const out = await sh(client, ws, `python3 -c '${PROBE}' ${targets.join(' ')}`);
+  const res = await client.request('exec.run', { workspace: ws.id, argv: ['python3', '-c', PROBE, ...targets] });
+  expect(res.exitCode, res.stderr).toBe(0);
+  const out = res.stdout;
   return Object.fromEntries(out.trim().split('\n').map((l) => l.split(' ') as [string, string]));
 }
 
@@ -41,8 +43,8 @@ describe('two workspaces side by side', () => {
 
   beforeAll(async () => {
     client = await connect();
-    alpha = await client.request('workspace.create', { name: 'alpha' });
-    beta = await client.request('workspace.create', { name: 'beta' });
+    alpha = await createWorkspace(client, 'alpha');
+    beta = await createWorkspace(client, 'beta');
   });
 
   afterAll(async () => {
@@ -111,9 +113,10 @@ describe('two workspaces side by side', () => {
     expect(res).toMatchObject({ exitCode: 7, stdout: 'out\n', stderr: 'err\n', timedOut: false });
     const cat = await client.request('exec.run', { workspace: alpha.name, argv: ['tr', 'a-z', 'A-Z'], stdin: 'shout' });
     expect(cat.stdout).toBe('SHOUT');
-    const slow = await client.request('exec.run', { workspace: alpha.id, argv: ['sleep', '30'], timeoutMs: 500 });
+    const slow = await client.request('exec.run', { workspace: alpha.id, argv: ['sleep', '31'], timeoutMs: 500 });
     expect(slow.timedOut).toBe(true);
-    expect((await client.request('exec.run', { workspace: alpha.id, argv: ['pgrep', '-x', 'sleep'] })).exitCode).toBe(1);
+    // The deadline killed the command inside the workspace, not just the client side.
+    expect((await client.request('exec.run', { workspace: alpha.id, argv: ['pgrep', '-f', '^sleep 31$'] })).exitCode).toBe(1);
   });
 
   it('opens a terminal with a real PTY that resizes and reports its exit code', async () => {
@@ -144,7 +147,8 @@ describe('stop, start and delete', () => {
   it('keeps files across stop/start and leaves nothing behind after delete', async () => {
     const client = await connect();
     const t = instance();
-    let ws = await client.request('workspace.create', { name: 'gamma' });
+    let ws = await createWorkspace(client, 'gamma');
+    const pidNs = await pidNamespaceOf(ws.pid!);
     try {
       const netns = `grove-${t.instance}-${ws.id}`;
       const rootfs = `${t.stateDir}/pool/workspaces/${ws.id}`;
@@ -155,16 +159,17 @@ describe('stop, start and delete', () => {
       expect(ws.state).toBe('stopped');
       expect(ws.ports).toEqual([]);
       expect(await netnsNames()).not.toContain(netns);
-      expect(await processesRootedUnder(rootfs)).toEqual([]);
+      expect(await processesInPidNs(pidNs)).toEqual([]);
 
-      ws = await client.request('workspace.start', { workspace: ws.id });
+      ws = await track(await client.request('workspace.start', { workspace: ws.id }));
+      const restartedPidNs = await pidNamespaceOf(ws.pid!);
       expect(ws.state).toBe('running');
       expect(await sh(client, ws, 'cat /root/kept.txt')).toBe('kept\n');
 
       await client.request('workspace.delete', { workspace: ws.id });
       expect(await netnsNames()).not.toContain(netns);
       expect((await linkNames()).filter((l) => l.startsWith(`gv${t.instance}${ws.id}`))).toEqual([]);
-      expect(await processesRootedUnder(rootfs)).toEqual([]);
+      expect(await processesInPidNs(restartedPidNs)).toEqual([]);
       await expect(access(rootfs)).rejects.toThrow();
       await expect(client.request('workspace.get', { workspace: ws.id })).rejects.toMatchObject({ code: 'E_NOT_FOUND' });
     } finally {

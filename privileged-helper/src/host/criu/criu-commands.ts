@@ -1,0 +1,149 @@
+// Argument arrays for live-forking a workspace container with CRIU 4.2.1
+// (dump with --leave-running, restore as a new sibling). Pure: no execution,
+// no I/O. Every flag here was tried on this host against a running desktop
+// workspace (tini → session.sh → Xvnc, openbox, xterm, mousepad, Chromium).
+//
+// The caller must:
+//  - run both commands with CRIU_FAULT=130 in the environment (hardware
+//    breakpoints never fire in this VM; without it CRIU hangs in parasite cure);
+//  - use absolute paths everywhere (action scripts run in another cwd);
+//  - for restore, open the child's netns file (/run/netns/NAME) and pass it to
+//    CRIU as the fd number given in `netnsFd` (it is matched to the dump's
+//    `--external net[INODE]:KEY` through `--inherit-fd fd[N]:KEY`);
+//  - not use `--log-pid` on restore: per-task log files are opened after the
+//    task has entered the restored root, where the path does not exist, and
+//    the restore then fails.
+
+/** Where crun bind-mounts the host's /dev/null over masked /proc files. */
+export const CRUN_MASKED_FILES = ['/proc/keys', '/proc/timer_list'] as const;
+
+/** Key used for an external mount in the images (dump side) for a container path. */
+export function externalMountKey(containerPath: string): string {
+  return `masked${containerPath.replace(/[^A-Za-z0-9]+/g, '_')}`;
+}
+
+export const EXTERNAL_NETNS_KEY = 'extnet';
+
+export interface CriuLogOptions {
+  /** Absolute path of the log file. */
+  logFile: string;
+  /** 0-4; 4 is needed to measure seize/unseize times from the log. */
+  verbosity?: 0 | 1 | 2 | 3 | 4;
+}
+
+export interface ForkDumpInput extends CriuLogOptions {
+  /** Host PID of the container's init (tini). */
+  initPid: number;
+  /** Absolute images directory (tmpfs is fine; 230-240 MB for a desktop). */
+  imagesDir: string;
+  /** Inode of the source's network namespace (`stat -L -c %i /run/netns/NAME`). */
+  netnsInode: number;
+  /** Absolute path of the action script (takes the btrfs snapshot at post-dump). */
+  actionScript?: string;
+  /** Container paths bind-mounted from outside (crun's masked files). */
+  externalMounts?: readonly string[];
+  /** Chromium keeps deleted mapped files; default 256M. */
+  ghostLimit?: string;
+}
+
+export function forkDumpArgs(input: ForkDumpInput): string[] {
+  if (!Number.isInteger(input.initPid) || input.initPid <= 1) throw new Error(`bad init pid ${input.initPid}`);
+  if (!Number.isInteger(input.netnsInode) || input.netnsInode <= 0) throw new Error(`bad netns inode ${input.netnsInode}`);
+  assertAbsolute(input.imagesDir, input.logFile, input.actionScript);
+  const mounts = input.externalMounts ?? CRUN_MASKED_FILES;
+  return [
+    'dump',
+    '--tree', String(input.initPid),
+    '--images-dir', input.imagesDir,
+    '--log-file', input.logFile,
+    `-v${input.verbosity ?? 4}`,
+    '--leave-running',
+    '--tcp-close',
+    '--file-locks',
+    '--ghost-limit', input.ghostLimit ?? '256M',
+    // No iptables on the host; the source keeps running and --tcp-close needs
+    // no repair-mode protection, so no network lock at all.
+    '--network-lock', 'skip',
+    '--external', `net[${input.netnsInode}]:${EXTERNAL_NETNS_KEY}`,
+    ...mounts.flatMap((p) => ['--external', `mnt[${p}]:${externalMountKey(p)}`]),
+    ...(input.actionScript ? ['--action-script', input.actionScript] : []),
+  ];
+}
+
+export interface ForkRestoreInput extends CriuLogOptions {
+  imagesDir: string;
+  /** The child's root: the btrfs snapshot taken at post-dump. */
+  rootfs: string;
+  /** Where CRIU writes the restored init's host PID. */
+  pidFile: string;
+  /** fd number (in CRIU's process) of the child's open netns file. */
+  netnsFd: number;
+  actionScript?: string;
+  /** Same list as given to forkDumpArgs. */
+  externalMounts?: readonly string[];
+  /** Host path each external mount is bound from; default /dev/null. */
+  externalMountSource?: string;
+  /**
+   * Lazy restore (userfaultfd): needs `criu lazy-pages -D imagesDir` started
+   * first (see lazyPagesDaemonArgs) and vm.overcommit_memory=1 on this host,
+   * otherwise Chromium's huge PROT_NONE reservations fail with
+   * "Unable to map ANON_VMA: Cannot allocate memory".
+   */
+  lazyPages?: boolean;
+}
+
+export function forkRestoreArgs(input: ForkRestoreInput): string[] {
+  if (!Number.isInteger(input.netnsFd) || input.netnsFd < 3) throw new Error(`bad netns fd ${input.netnsFd}`);
+  assertAbsolute(input.imagesDir, input.rootfs, input.pidFile, input.logFile, input.actionScript);
+  const mounts = input.externalMounts ?? CRUN_MASKED_FILES;
+  const source = input.externalMountSource ?? '/dev/null';
+  return [
+    'restore',
+    '--images-dir', input.imagesDir,
+    '--log-file', input.logFile,
+    `-v${input.verbosity ?? 4}`,
+    '--root', input.rootfs,
+    '--restore-detached',
+    '--pidfile', input.pidFile,
+    '--tcp-close',
+    '--file-locks',
+    // The host's cgroups belong to the machinery; the restored tree stays in CRIU's.
+    '--manage-cgroups=ignore',
+    '--inherit-fd', `fd[${input.netnsFd}]:${EXTERNAL_NETNS_KEY}`,
+    ...mounts.flatMap((p) => ['--external', `mnt[${externalMountKey(p)}]:${source}`]),
+    ...(input.lazyPages ? ['--lazy-pages'] : []),
+    ...(input.actionScript ? ['--action-script', input.actionScript] : []),
+  ];
+}
+
+export function lazyPagesDaemonArgs(input: CriuLogOptions & { imagesDir: string }): string[] {
+  assertAbsolute(input.imagesDir, input.logFile);
+  return ['lazy-pages', '--images-dir', input.imagesDir, '--log-file', input.logFile, `-v${input.verbosity ?? 4}`];
+}
+
+/**
+ * Runs a command inside a restored child (crun does not know it): enter all its
+ * namespaces and its root/cwd, then keep only Docker's default capabilities.
+ * Returns [file, args].
+ */
+export function childExecArgv(initPid: number, command: readonly string[], env: readonly string[]): [string, string[]] {
+  if (command.length === 0) throw new Error('empty command');
+  const caps = [
+    'chown', 'dac_override', 'fsetid', 'fowner', 'mknod', 'net_raw', 'setgid', 'setuid',
+    'setfcap', 'setpcap', 'net_bind_service', 'sys_chroot', 'kill', 'audit_write',
+  ];
+  return [
+    'nsenter',
+    [
+      '-t', String(initPid), '-m', '-u', '-i', '-n', '-p', '-T', '-r', '-w', '--',
+      'setpriv', `--bounding-set=-all,${caps.map((c) => `+${c}`).join(',')}`, '--inh-caps=-all', '--',
+      'env', '-i', ...env, ...command,
+    ],
+  ];
+}
+
+function assertAbsolute(...paths: readonly (string | undefined)[]): void {
+  for (const p of paths) {
+    if (p !== undefined && !p.startsWith('/')) throw new Error(`CRIU needs absolute paths: ${p}`);
+  }
+}
