@@ -14,7 +14,7 @@ grep -q 'VERSION_CODENAME=bookworm' /etc/os-release || echo "setup: warning: tes
 
 # Tools the helper runs, CRIU's build dependencies, and Chromium for the tests.
 packages=(
-  btrfs-progs debootstrap crun iproute2 nftables util-linux procps psmisc xz-utils
+  btrfs-progs debootstrap crun iproute2 nftables util-linux procps psmisc xz-utils rsync diffutils
   chromium
   build-essential pkgconf python3
   libbsd-dev libnet1-dev libnftables-dev libnl-3-dev libnl-route-3-dev libprotobuf-c-dev

@@ -22,6 +22,8 @@ export interface HelperConfig {
   criu: string;
   /** Directory with the image recipes shipped with the helper. */
   recipesDir: string;
+  /** Lets branch.fork take a faultAt stage (tests of the fork's rollback). */
+  allowFaultInjection: boolean;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): HelperConfig {
@@ -46,5 +48,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HelperConfig {
     subnet: Subnet.parse(env.GROVE_SUBNET ?? '10.213.0.0/16'),
     criu: env.GROVE_CRIU ?? path.join(cacheDir, 'criu/sbin/criu'),
     recipesDir: path.resolve(import.meta.dirname, '../image'),
+    allowFaultInjection: env.GROVE_FAULT_INJECTION === '1',
   };
 }

@@ -16,6 +16,11 @@ import { Registry } from './registry/registry.js';
 import { EventBus } from './server/event-bus.js';
 import { ensureGroup, listen } from './server/socket-server.js';
 import { HostLedger } from './workspaces/ledger.js';
+import { BranchRuntime } from './workspaces/runtime.js';
+import { Criu } from './host/criu/criu.js';
+import { ForkService } from './branches/fork.js';
+import { PromoteService } from './branches/promote.js';
+import { VersionService } from './branches/versions.js';
 import { WorkspaceService } from './workspaces/workspace-service.js';
 
 const log = (msg: string) => process.stderr.write(`[grove-helper] ${msg}\n`);
@@ -31,12 +36,37 @@ async function boot(config: HelperConfig) {
   const ledger = new HostLedger(registry, crun);
   const bus = new EventBus();
   const images = new ImageBuilder(config, pool, registry);
-  const workspaces = new WorkspaceService(config, pool, registry, ledger, crun, images, {
+  const runtime = new BranchRuntime(config, pool, registry, ledger, crun);
+  const removed = (id: string) => bus.broadcast('workspace.removed', { id });
+  const workspaces = new WorkspaceService(registry, ledger, runtime, images, {
     changed: (workspace) => bus.broadcast('workspace.changed', { workspace }),
-    removed: (id) => bus.broadcast('workspace.removed', { id }),
+    removed,
+  });
+  const criu = new Criu(config.criu);
+  const versions = new VersionService({ registry, ledger, runtime, workspaces, criu, versionsDir: pool.versions });
+  const forks = new ForkService({
+    registry,
+    ledger,
+    runtime,
+    workspaces,
+    criu,
+    scratchDir: path.join(config.runDir, 'scratch'),
+    allowFaultInjection: config.allowFaultInjection,
+    progress: (job, stage, message, done) => bus.broadcast('progress', { job, stage, message, done }),
   });
   await reconcile({ config, pool, registry, ledger, crun, workspaces, log });
-  const services = { registry, bus, images, workspaces, exec: new ExecService(crun, config.runDir), doctor: new Doctor(config) };
+  const services = {
+    registry,
+    bus,
+    images,
+    workspaces,
+    runtime,
+    forks,
+    versions,
+    promotions: new PromoteService(registry, runtime, workspaces, versions, removed),
+    exec: new ExecService(),
+    doctor: new Doctor(config),
+  };
   return { db, services };
 }
 
@@ -48,7 +78,7 @@ async function serve(config: HelperConfig): Promise<void> {
   const shutdown = async (signal: string) => {
     log(`${signal}: closing; running workspaces keep running and are adopted on the next start`);
     server.close();
-    await services.workspaces.detachAll();
+    await services.runtime.detachAll();
     db.close();
     process.exit(0);
   };

@@ -1,7 +1,7 @@
 // Start-up reconciliation: make the host match the registry. Running
 // workspaces are adopted; objects recorded for owners that no longer exist, and
 // objects that carry this instance's names but are in no record, are removed.
-import { readdir } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { HelperConfig } from './config.js';
 import { deleteSubvolume } from './host/btrfs.js';
@@ -25,7 +25,7 @@ export interface ReconcileDeps {
 
 export async function reconcile(d: ReconcileDeps): Promise<void> {
   await d.workspaces.reconcile();
-  const known = new Set(d.registry.listWorkspaces().map((w) => w.id));
+  const known = new Set([...d.registry.listWorkspaces().map((w) => w.id), ...d.registry.listVersions().map((v) => v.id)]);
   for (const obj of d.ledger.orphans(known)) {
     d.log(`removing orphaned ${obj.kind} ${obj.name}`);
     await d.ledger.remove(obj);
@@ -55,6 +55,14 @@ async function removeUnrecorded(d: ReconcileDeps): Promise<void> {
     if (!recorded.has(`subvolume:${sub}`)) {
       d.log(`removing unrecorded subvolume ${sub}`);
       await deleteSubvolume(sub);
+    }
+  }
+  for (const entry of await readdir(d.pool.versions)) {
+    const dir = path.join(d.pool.versions, entry);
+    if (!recorded.has(`directory:${dir}`)) {
+      d.log(`removing unrecorded version ${dir}`);
+      await deleteSubvolume(path.join(dir, 'rootfs'));
+      await rm(dir, { recursive: true, force: true });
     }
   }
   for (const entry of await readdir(d.pool.images)) {

@@ -1,5 +1,6 @@
 // Human-readable output of the CLI (--json prints the objects as they are).
-import type { DoctorReport, Image, Workspace } from '../../../privileged-helper/src/protocol/entities.js';
+import type { DoctorReport, ForkReport, Image, Version, Workspace } from '../../../privileged-helper/src/protocol/entities.js';
+import type { TreeDiff } from '../../../privileged-helper/src/protocol/diff.js';
 
 export function printDoctor(report: DoctorReport): void {
   for (const c of report.checks) console.log(`${c.ok ? 'ok  ' : 'FAIL'}  ${c.name.padEnd(12)} ${c.detail}`);
@@ -30,4 +31,46 @@ export function printWorkspaces(list: Workspace[]): void {
   }
   console.log(['ID', 'NAME', 'STATE', 'PORTS'].join('\t'));
   for (const w of list) console.log([w.id, w.name, w.state, ports(w)].join('\t'));
+}
+
+export function printForkReport(r: ForkReport): void {
+  for (const child of r.children) console.log(`${child.id}\t${child.name}\t${ports(child)}`);
+  const t = r.timings;
+  const ms = (n: number) => `${Math.round(n)} ms`;
+  console.log(
+    `prepare ${ms(t.prepare)} · dump ${ms(t.dump)} (source frozen ${ms(t.sourceFrozen)}) · restore ${ms(t.restore)} · ` +
+      `expose ${ms(t.expose)} (first frame ${ms(t.firstFrame)}) · total ${ms(t.total)}`,
+  );
+}
+
+export function printDiff(d: TreeDiff, statOnly: boolean): void {
+  for (const p of d.added) console.log(`A ${p}`);
+  for (const p of d.changed) console.log(`M ${p}`);
+  for (const p of d.removed) console.log(`D ${p}`);
+  if (d.added.length + d.changed.length + d.removed.length === 0) console.log('no differences');
+  if (statOnly) return;
+  for (const t of d.textDiffs) console.log(`\n${t.diff}`);
+  if (d.truncated) console.log('\n(more text diffs were left out)');
+}
+
+/** Branches drawn as a tree under each workspace's first branch, main line marked with '*'. */
+export function printTree(branches: Workspace[], versions: Version[]): void {
+  if (branches.length === 0) {
+    console.log('No workspaces yet. Create one with: grove ws create NAME');
+    return;
+  }
+  const children = new Map<string | null, Workspace[]>();
+  const ids = new Set(branches.map((b) => b.id));
+  for (const b of branches) {
+    const parent = b.parent !== null && ids.has(b.parent) ? b.parent : null;
+    children.set(parent, [...(children.get(parent) ?? []), b]);
+  }
+  const draw = (b: Workspace, prefix: string, last: boolean, top: boolean) => {
+    const own = versions.filter((v) => v.branch === b.id).map((v) => v.id);
+    const line = `${b.main ? '*' : ' '} ${b.name} (${b.id}) ${b.state}${b.version ? ` from ${b.version}` : ''}${own.length ? ` versions: ${own.join(', ')}` : ''}`;
+    console.log(top ? line : `${prefix}${last ? '└─' : '├─'}${line}`);
+    const kids = children.get(b.id) ?? [];
+    kids.forEach((k, i) => draw(k, top ? '' : `${prefix}${last ? '  ' : '│ '}`, i === kids.length - 1, false));
+  };
+  for (const root of children.get(null) ?? []) draw(root, '', true, true);
 }

@@ -2,7 +2,7 @@
 // API like the app; every command that prints has --json for scripts.
 import { Command, Option } from 'commander';
 import { GroveError, HelperClient } from '../helper-client/client.js';
-import { printDoctor, printImage, printWorkspace, printWorkspaces } from './format.js';
+import { printDiff, printDoctor, printForkReport, printImage, printTree, printWorkspace, printWorkspaces } from './format.js';
 import { runTerminal } from './terminal.js';
 
 interface Global {
@@ -112,6 +112,93 @@ program
     withClient(async (c) => {
       const list = await c.request('workspace.list', {});
       output(list, () => printWorkspaces(list));
+    }),
+  );
+
+program
+  .command('fork')
+  .argument('<workspace>', 'the running branch to fork (id or name)')
+  .option('-n, --copies <n>', 'how many sibling branches', Number, 1)
+  .option('--name <name...>', 'names for the new branches (default NAME-1, NAME-2, …)')
+  .description('fork a running branch into N live sibling branches')
+  .action((ref: string, opts: { copies: number; name?: string[] }) =>
+    withClient(async (c) => {
+      await c.subscribe(['progress']);
+      c.on('progress', (p) => {
+        if (p.job.startsWith('fork-') && !globals().json) process.stderr.write(`[${p.stage}] ${p.message}\n`);
+      });
+      const report = await c.request('branch.fork', { workspace: ref, copies: opts.copies, names: opts.name });
+      output(report, () => printForkReport(report));
+    }),
+  );
+
+program
+  .command('checkpoint')
+  .argument('<workspace>', 'id or name')
+  .option('-m, --label <text>', 'a note to remember this version by')
+  .description("record a durable version of a branch's processes and files (it keeps running)")
+  .action((ref: string, opts: { label?: string }) =>
+    withClient(async (c) => {
+      const v = await c.request('branch.checkpoint', { workspace: ref, label: opts.label });
+      output(v, () => console.log(`version ${v.id} of ${v.branch}${v.label ? ` (${v.label})` : ''}`));
+    }),
+  );
+
+program
+  .command('rollback')
+  .argument('<workspace>', 'id or name')
+  .requiredOption('--to <version>', 'the version to return to')
+  .description("return a branch to a version's processes and files")
+  .action((ref: string, opts: { to: string }) =>
+    withClient(async (c) => {
+      const w = await c.request('branch.rollback', { workspace: ref, version: opts.to });
+      output(w, () => printWorkspace(w));
+    }),
+  );
+
+program
+  .command('discard')
+  .argument('<workspace>', 'id or name')
+  .description('remove a branch and everything it has on the host')
+  .action((ref: string) =>
+    withClient(async (c) => {
+      const res = await c.request('workspace.delete', { workspace: ref });
+      output(res, () => console.log(`discarded ${res.deleted}`));
+    }),
+  );
+
+program
+  .command('promote')
+  .argument('<workspace>', 'the branch to make the main line')
+  .addOption(new Option('--old-main <fate>', 'what becomes of the old main line').choices(['version', 'discard', 'keep']).default('version'))
+  .description("make a branch its workspace's main line; it takes over the stable host ports")
+  .action((ref: string, opts: { oldMain: 'version' | 'discard' | 'keep' }) =>
+    withClient(async (c) => {
+      const w = await c.request('branch.promote', { workspace: ref, oldMain: opts.oldMain });
+      output(w, () => printWorkspace(w));
+    }),
+  );
+
+program
+  .command('diff')
+  .argument('<workspace>', 'the branch to look at')
+  .argument('[other]', 'the branch to compare with (default: its parent)')
+  .option('--stat', 'list the paths only')
+  .description('files added, changed and removed between two branches, with text diffs')
+  .action((ref: string, other: string | undefined, opts: { stat?: boolean }) =>
+    withClient(async (c) => {
+      const d = await c.request('branch.diff', { workspace: ref, other });
+      output(d, () => printDiff(d, opts.stat ?? false));
+    }),
+  );
+
+program
+  .command('tree')
+  .description('every workspace as a tree of branches, with its versions')
+  .action(() =>
+    withClient(async (c) => {
+      const [branches, versions] = await Promise.all([c.request('workspace.list', {}), c.request('version.list', {})]);
+      output({ branches, versions }, () => printTree(branches, versions));
     }),
   );
 

@@ -1,23 +1,44 @@
-// Commands inside a workspace, through `crun exec` so they get the container's
-// namespaces, capabilities and root — never the helper's.
-//  - run: no terminal; stdout, stderr and the exit code come back whole.
-//  - open: a terminal session. crun allocates the PTY inside the container's own
-//    devpts (so a later CRIU dump sees no host terminal); crun 1.8.1 does not pass
-//    window-size changes through, so a resize sets the size on the inner PTY
-//    directly (via /proc/PID/fd/0 of the session's first process), and the kernel
-//    delivers SIGWINCH to the foreground job as a real terminal would.
-import { execa } from 'execa';
-import { mkdir, readFile, rm } from 'node:fs/promises';
-import path from 'node:path';
+// Commands inside a workspace, entered from the host PID of the container's init:
+// forked workspaces are restored by CRIU and unknown to crun, so `crun exec`
+// cannot reach them, but every workspace has an init process. nsenter joins its
+// namespaces and root, setpriv cuts the capabilities down to the container's
+// (Docker's default set), env -i gives the container's environment — never the
+// helper's.
+//  - run: no terminal; stdout, stderr and the exit code come back whole. The
+//    deadline is enforced inside the container by coreutils timeout(1), and the
+//    helper kills the whole process tree itself if even that does not end it.
+//  - open: a terminal session. util-linux script(1) runs inside the container
+//    and allocates the PTY from the container's own devpts (so a later CRIU dump
+//    sees no host terminal); it relays between that PTY and the host PTY
+//    node-pty gives it, and passes window-size changes (SIGWINCH) on, so a
+//    resize only resizes the host PTY.
+import { spawn } from 'node:child_process';
+import { readdir, readFile } from 'node:fs/promises';
 import pty from 'node-pty';
-import type { Crun } from '../host/crun.js';
-import { run } from '../host/run.js';
-import { BASE_ENV } from '../host/oci-spec.js';
+import { isSameProcess } from '../host/proc.js';
+import { BASE_ENV, DEFAULT_CAPS } from '../host/oci-spec.js';
 import type { ExecResult } from '../protocol/entities.js';
 import { GroveError } from '../protocol/wire.js';
 
-const TIMEOUT_EXIT = 124; // coreutils timeout(1)
+const TIMEOUT_EXIT = 124; // coreutils timeout(1): the command got the TERM signal
+// Ignoring TERM, it gets KILL 2 s later, sent to timeout's whole process group
+// (timeout included, so nsenter ends by SIGKILL too; 137 if timeout survived).
+const TIMEOUT_KILLED_EXIT = 128 + 9;
+const KILL_AFTER_S = 2;
+/** How long after the in-container deadline the helper stops waiting and kills the tree. */
+const BACKSTOP_MS = 10_000;
 const MAX_OUTPUT = 16 << 20;
+const DEFAULT_CWD = '/root'; // the OCI spec's process.cwd
+const TERM_ENV = 'TERM=xterm-256color';
+/** The environment of nsenter and setpriv, which run (partly) on the host. */
+const TOOL_ENV = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' };
+const CONTAINER_PATH = BASE_ENV.find((v) => v.startsWith('PATH=')) ?? `PATH=${TOOL_ENV.PATH}`;
+
+/** The workspace to enter: its init's host PID, and that process's start time if known (guards against pid reuse). */
+export interface ExecTarget {
+  pid: number;
+  pidStart?: number | null;
+}
 
 export interface SessionSink {
   output(session: string, data: string): void;
@@ -26,7 +47,6 @@ export interface SessionSink {
 
 interface Session {
   term: pty.IPty;
-  pidFile: string;
   owner: object;
 }
 
@@ -34,55 +54,47 @@ export class ExecService {
   private readonly sessions = new Map<string, Session>();
   private nextSession = 1;
 
-  constructor(
-    private readonly crun: Crun,
-    private readonly runDir: string,
-  ) {}
-
   async run(
-    containerId: string,
+    target: ExecTarget,
     req: { argv: string[]; env?: Record<string, string>; cwd?: string; stdin?: string; timeoutMs?: number },
   ): Promise<ExecResult> {
-    // The deadline is enforced inside the container, so the command itself dies
-    // (killing crun exec from outside would leave it running in the workspace).
-    const argv = req.timeoutMs ? ['timeout', '--kill-after=2', `${req.timeoutMs / 1000}`, ...req.argv] : req.argv;
-    const [file, args] = this.crun.argv(['exec', ...execOptions(req.env, req.cwd), containerId, ...argv]);
+    await checkTarget(target);
+    // timeout(1) runs the command in its own process group and signals the whole
+    // group, so the command and what it started die inside the container.
+    const command = req.timeoutMs ? ['timeout', `--kill-after=${KILL_AFTER_S}`, `${req.timeoutMs / 1000}`, ...req.argv] : req.argv;
+    const [file, args] = containerArgv(target.pid, req.cwd ?? DEFAULT_CWD, ['env', '-i', ...envVars(req.env), ...literalCommand(command)]);
     const started = Date.now();
-    const res = await execa(file, args, {
-      reject: false,
-      input: req.stdin ?? '',
-      maxBuffer: MAX_OUTPUT,
-      timeout: req.timeoutMs ? req.timeoutMs + 10_000 : undefined,
-      stripFinalNewline: false,
-    });
-    const exitCode = res.exitCode ?? -1;
-    return {
-      exitCode,
-      signal: res.signal ?? null,
-      stdout: String(res.stdout ?? ''),
-      stderr: String(res.stderr ?? ''),
-      timedOut: req.timeoutMs !== undefined && exitCode === TIMEOUT_EXIT && Date.now() - started >= req.timeoutMs,
-    };
+    const res = await runCollecting(file, args, req.stdin ?? '', req.timeoutMs ? req.timeoutMs + KILL_AFTER_S * 1000 + BACKSTOP_MS : undefined);
+    const elapsed = Date.now() - started;
+    const timedOut =
+      req.timeoutMs !== undefined &&
+      (res.killedByHelper ||
+        (res.exitCode === TIMEOUT_EXIT && elapsed >= req.timeoutMs) ||
+        ((res.exitCode === TIMEOUT_KILLED_EXIT || res.signal === 'SIGKILL') && elapsed >= req.timeoutMs + KILL_AFTER_S * 1000));
+    return { exitCode: res.exitCode, signal: res.signal, stdout: res.stdout, stderr: res.stderr, timedOut };
   }
 
   async open(
-    containerId: string,
+    target: ExecTarget,
     req: { argv?: string[]; env?: Record<string, string>; cols: number; rows: number },
     owner: object,
     sink: SessionSink,
   ): Promise<string> {
+    await checkTarget(target);
     const session = `s${this.nextSession++}`;
-    const dir = path.join(this.runDir, 'exec');
-    await mkdir(dir, { recursive: true, mode: 0o700 });
-    const pidFile = path.join(dir, `${session}.pid`);
     const argv = req.argv ?? ['/bin/bash', '-l'];
-    const [file, args] = this.crun.argv(['exec', '--tty', '--pid-file', pidFile, ...execOptions(req.env, '/root'), containerId, ...argv]);
-    const term = pty.spawn(file, args, { name: 'xterm-256color', cols: req.cols, rows: req.rows, env: { TERM: 'xterm-256color' } });
-    this.sessions.set(session, { term, pidFile, owner });
+    // script(1) takes one command line, which it runs with $SHELL -c: the line is
+    // built from individually quoted words, and script's own SHELL is fixed to
+    // /bin/sh (the command's environment is set by the inner env -i).
+    const line = shellJoin(['exec', 'env', '-i', ...envVars(req.env), ...literalCommand(argv)]);
+    const [file, args] = containerArgv(target.pid, DEFAULT_CWD, [
+      'env', '-i', CONTAINER_PATH, 'SHELL=/bin/sh', 'script', '--quiet', '--return', '--command', line, '/dev/null',
+    ]);
+    const term = pty.spawn(file, args, { name: 'xterm-256color', cols: req.cols, rows: req.rows, env: { ...TOOL_ENV } });
+    this.sessions.set(session, { term, owner });
     term.onData((data) => sink.output(session, data));
     term.onExit(({ exitCode, signal }) => {
       this.sessions.delete(session);
-      void rm(pidFile, { force: true });
       sink.exit(session, exitCode, signal ? `signal ${signal}` : null);
     });
     return session;
@@ -93,20 +105,18 @@ export class ExecService {
   }
 
   async resize(session: string, owner: object, cols: number, rows: number): Promise<void> {
-    const s = this.owned(session, owner);
-    s.term.resize(cols, rows);
-    const pid = Number((await readFile(s.pidFile, 'utf8').catch(() => '')).trim());
-    if (!Number.isInteger(pid) || pid <= 0) throw new GroveError('E_CONFLICT', `session ${session} has not started yet`);
-    await run('stty', ['-F', `/proc/${pid}/fd/0`, 'rows', String(rows), 'cols', String(cols)]);
+    // script(1) gets SIGWINCH from the host PTY and sets the new size on the inner one.
+    this.owned(session, owner).term.resize(cols, rows);
+    return Promise.resolve();
   }
 
   close(session: string, owner: object): void {
-    this.owned(session, owner).term.kill('SIGHUP');
+    hangUp(this.owned(session, owner).term);
   }
 
   /** Ends every session a connection opened (it went away). */
   closeAll(owner: object): void {
-    for (const s of this.sessions.values()) if (s.owner === owner) s.term.kill('SIGHUP');
+    for (const s of this.sessions.values()) if (s.owner === owner) hangUp(s.term);
   }
 
   private owned(session: string, owner: object): Session {
@@ -116,7 +126,181 @@ export class ExecService {
   }
 }
 
-function execOptions(env: Record<string, string> | undefined, cwd: string | undefined): string[] {
-  const vars = [...BASE_ENV, 'TERM=xterm-256color', ...Object.entries(env ?? {}).map(([k, v]) => `${k}=${v}`)];
-  return [...vars.flatMap((v) => ['--env', v]), ...(cwd ? ['--cwd', cwd] : [])];
+/**
+ * nsenter into every namespace and the root of the process `initPid`, then
+ * setpriv down to the container's capabilities, then `command` (which starts
+ * with env -i: nothing of the helper's environment may reach the container).
+ * `cwd` is resolved inside the container's root.
+ */
+export function containerArgv(initPid: number, cwd: string, command: readonly string[]): [string, string[]] {
+  if (command.length === 0) throw new Error('empty command');
+  if (!cwd.startsWith('/')) throw new GroveError('E_INVALID_PARAMS', `working directory must be absolute: ${cwd}`);
+  return [
+    'nsenter',
+    [
+      '-t', String(initPid), '-m', '-u', '-i', '-n', '-p', '-T', '-r', `--wdns=${cwd}`, '--',
+      'setpriv', `--bounding-set=-all,${DEFAULT_CAPS.map((c) => `+${c.replace(/^CAP_/, '').toLowerCase()}`).join(',')}`, '--inh-caps=-all', '--',
+      ...command,
+    ],
+  ];
+}
+
+/** Quotes one word for a POSIX shell: the shell reads it back as exactly `word`. */
+export function shellQuote(word: string): string {
+  if (word.includes('\0')) throw new GroveError('E_INVALID_PARAMS', 'NUL in argument');
+  if (/^[A-Za-z0-9_@%+=:,./-]+$/.test(word)) return word;
+  return `'${word.replaceAll("'", `'\\''`)}'`;
+}
+
+/** A shell command line that runs exactly the argument vector `argv`. */
+export function shellJoin(argv: readonly string[]): string {
+  return argv.map(shellQuote).join(' ');
+}
+
+function envVars(env: Record<string, string> | undefined): string[] {
+  const vars = [...BASE_ENV, TERM_ENV, ...Object.entries(env ?? {}).map(([k, v]) => `${k}=${v}`)];
+  if (vars.some((v) => v.includes('\0'))) throw new GroveError('E_INVALID_PARAMS', 'NUL in environment');
+  return vars;
+}
+
+/**
+ * env(1) takes a leading NAME=VALUE word as an assignment, not a command: such
+ * a command is started through a fixed `exec "$0" "$@"` instead (its words stay
+ * separate arguments, never part of the script).
+ */
+function literalCommand(argv: readonly string[]): string[] {
+  if (argv.length === 0) throw new GroveError('E_INVALID_PARAMS', 'empty command');
+  return argv[0]!.includes('=') ? ['/bin/sh', '-c', 'exec "$0" "$@"', ...argv] : [...argv];
+}
+
+async function checkTarget(target: ExecTarget): Promise<void> {
+  if (!Number.isInteger(target.pid) || target.pid <= 1) throw new GroveError('E_HOST', `bad workspace init pid ${target.pid}`);
+  const alive = target.pidStart == null ? await readFile(`/proc/${target.pid}/stat`).then(() => true, () => false) : await isSameProcess(target.pid, target.pidStart);
+  if (!alive) throw new GroveError('E_CONFLICT', `workspace init (pid ${target.pid}) is gone`);
+}
+
+/**
+ * Hangs the terminal up as closing a real one would. script(1) blocks SIGHUP
+ * (and on SIGTERM only waits for its command, which an interactive shell
+ * ignores), so it gets SIGKILL: its end of the container PTY closes, and the
+ * kernel sends SIGHUP to the session inside, whose shell passes it on to its jobs.
+ * nsenter, its parent on the host, then ends with the same signal.
+ */
+function hangUp(term: pty.IPty): void {
+  void children(term.pid).then((kids) => {
+    for (const pid of kids.length > 0 ? kids : [term.pid]) signal(pid, 'SIGKILL');
+  });
+}
+
+interface Collected {
+  exitCode: number;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  /** The helper's backstop deadline passed or the output overflowed, and it killed the tree. */
+  killedByHelper: boolean;
+}
+
+function runCollecting(file: string, args: string[], input: string, deadlineMs: number | undefined): Promise<Collected> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, args, { env: { ...TOOL_ENV }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    let size = 0;
+    let killedByHelper = false;
+    const killAll = (): void => {
+      if (killedByHelper || child.pid === undefined) return;
+      killedByHelper = true;
+      void killTree(child.pid);
+    };
+    const collect = (into: Buffer[]) => (chunk: Buffer) => {
+      if (size >= MAX_OUTPUT) return;
+      const room = MAX_OUTPUT - size;
+      into.push(chunk.length > room ? chunk.subarray(0, room) : chunk);
+      size += Math.min(chunk.length, room);
+      if (size >= MAX_OUTPUT) killAll();
+    };
+    child.stdout.on('data', collect(out));
+    child.stderr.on('data', collect(err));
+    child.stdin.on('error', () => {}); // the command need not read its input
+    child.stdin.end(input);
+    const timer = deadlineMs === undefined ? undefined : setTimeout(killAll, deadlineMs);
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      reject(new GroveError('E_HOST', `nsenter failed to start: ${e.message}`));
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({
+        exitCode: code ?? -1,
+        signal: signal ?? null,
+        stdout: Buffer.concat(out).toString('utf8'),
+        stderr: Buffer.concat(err).toString('utf8'),
+        killedByHelper,
+      });
+    });
+  });
+}
+
+/**
+ * SIGKILLs `root` and every descendant (they live in the container's pid
+ * namespace but have host pids too). Stops them first so none can fork away
+ * between the scan and the kill.
+ */
+async function killTree(root: number): Promise<void> {
+  const seen = new Set<number>();
+  for (let pass = 0; pass < 5; pass++) {
+    const found = await descendants(root);
+    found.add(root);
+    const fresh = [...found].filter((p) => !seen.has(p));
+    if (fresh.length === 0) break;
+    for (const p of fresh) {
+      seen.add(p);
+      signal(p, 'SIGSTOP');
+    }
+  }
+  for (const p of seen) signal(p, 'SIGKILL');
+}
+
+async function descendants(root: number): Promise<Set<number>> {
+  const children = await childMap();
+  const result = new Set<number>();
+  const queue = [root];
+  while (queue.length > 0) {
+    for (const c of children.get(queue.pop()!) ?? []) {
+      if (!result.has(c)) {
+        result.add(c);
+        queue.push(c);
+      }
+    }
+  }
+  return result;
+}
+
+async function children(pid: number): Promise<number[]> {
+  return (await childMap()).get(pid) ?? [];
+}
+
+/** Every process's children, by host pid (this kernel has no /proc/PID/task/TID/children). */
+async function childMap(): Promise<Map<number, number[]>> {
+  const children = new Map<number, number[]>();
+  for (const name of await readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(name)) continue;
+    const stat = await readFile(`/proc/${name}/stat`, 'utf8').catch(() => '');
+    // comm may contain spaces and parentheses: fields count from the last ')'.
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    if (!Number.isInteger(ppid) || ppid <= 0) continue;
+    const list = children.get(ppid) ?? [];
+    list.push(Number(name));
+    children.set(ppid, list);
+  }
+  return children;
+}
+
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch {
+    // already gone
+  }
 }

@@ -4,7 +4,8 @@
 // or mounts), and an init that keeps no host file descriptors open, which CRIU
 // needs to dump the tree later.
 
-const DEFAULT_CAPS = [
+/** Docker's default capability set: what a workspace's processes (and exec'd commands) may use. */
+export const DEFAULT_CAPS = [
   'CAP_CHOWN',
   'CAP_DAC_OVERRIDE',
   'CAP_FSETID',

@@ -13,11 +13,12 @@ export interface PoolLayout {
   root: string;
   images: string;
   workspaces: string;
+  versions: string;
 }
 
 export function poolLayout(config: HelperConfig): PoolLayout {
   const root = config.pool.mountPoint;
-  return { root, images: path.join(root, 'images'), workspaces: path.join(root, 'workspaces') };
+  return { root, images: path.join(root, 'images'), workspaces: path.join(root, 'workspaces'), versions: path.join(root, 'versions') };
 }
 
 /** Mounts the pool (creating the loop file and filesystem the first time). */
@@ -32,6 +33,7 @@ export async function ensurePool(config: HelperConfig): Promise<PoolLayout> {
   }
   await mkdir(layout.images, { recursive: true, mode: 0o700 });
   await mkdir(layout.workspaces, { recursive: true, mode: 0o700 });
+  await mkdir(layout.versions, { recursive: true, mode: 0o700 });
   return layout;
 }
 

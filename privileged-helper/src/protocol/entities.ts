@@ -38,6 +38,14 @@ export const Workspace = z.strictObject({
   ports: z.array(PortMapping),
   /** PID of the container's init on the host, while running. */
   pid: z.number().int().nullable(),
+  /** The branch this one was forked from; null for a workspace's first branch. */
+  parent: Id.nullable(),
+  /** All branches of one workspace share its tree id (the id of its first branch). */
+  tree: Id,
+  /** The version this branch was last rolled back to (or inherited from its parent). */
+  version: Id.nullable(),
+  /** The workspace's main line: it holds the stable host ports. */
+  main: z.boolean(),
 });
 export type Workspace = z.infer<typeof Workspace>;
 
@@ -64,3 +72,34 @@ export const ExecResult = z.strictObject({
   timedOut: z.boolean(),
 });
 export type ExecResult = z.infer<typeof ExecResult>;
+
+export const Version = z.strictObject({
+  id: Id,
+  /** The branch it was taken of (it may since have been discarded). */
+  branch: Id,
+  tree: Id,
+  label: z.string().nullable(),
+  createdAt: z.string(),
+});
+export type Version = z.infer<typeof Version>;
+
+export const ForkStage = z.enum(['prepare', 'dump', 'thaw', 'restore', 'expose', 'commit']);
+export type ForkStage = z.infer<typeof ForkStage>;
+
+export const ForkReport = z.strictObject({
+  fork: z.string(),
+  source: Id,
+  children: z.array(Workspace),
+  /** Milliseconds per stage; sourceFrozenMs is how long the source's processes were stopped. */
+  timings: z.strictObject({
+    prepare: z.number(),
+    dump: z.number(),
+    sourceFrozen: z.number(),
+    thaw: z.number(),
+    restore: z.number(),
+    expose: z.number(),
+    firstFrame: z.number(),
+    total: z.number(),
+  }),
+});
+export type ForkReport = z.infer<typeof ForkReport>;

@@ -3,8 +3,9 @@
 // typed clients derive their signatures from it. Params objects are strict:
 // unknown fields are refused, not ignored.
 import { z } from 'zod';
-import { DoctorReport, ExecResult, Image, Workspace } from './entities.js';
-import { ImageName, Name, Port, WorkspaceRef } from './names.js';
+import { DoctorReport, ExecResult, ForkReport, ForkStage, Image, Version, Workspace } from './entities.js';
+import { TreeDiff } from './diff.js';
+import { Id, ImageName, Name, Port, WorkspaceRef } from './names.js';
 
 export const PROTOCOL_VERSION = 1;
 
@@ -56,6 +57,49 @@ export const methods = {
   'workspace.start': { params: ByWorkspace, result: Workspace },
   'workspace.stop': { params: ByWorkspace, result: Workspace },
   'workspace.delete': { params: ByWorkspace, result: z.strictObject({ deleted: z.string() }) },
+  'branch.fork': {
+    params: z.strictObject({
+      workspace: WorkspaceRef,
+      copies: z.number().int().min(1).max(16),
+      /** Names for the children (default: NAME-1, NAME-2, …). */
+      names: z.array(Name).max(16).optional(),
+      /** Tests only: fail right after this stage (the helper refuses it unless started with GROVE_FAULT_INJECTION=1). */
+      faultAt: ForkStage.optional(),
+    }),
+    result: ForkReport,
+  },
+  'branch.checkpoint': {
+    params: z.strictObject({ workspace: WorkspaceRef, label: z.string().max(200).optional() }),
+    result: Version,
+  },
+  'branch.rollback': {
+    params: z.strictObject({ workspace: WorkspaceRef, version: Id }),
+    result: Workspace,
+  },
+  'branch.promote': {
+    params: z.strictObject({
+      workspace: WorkspaceRef,
+      /** What becomes of the old main line: kept as a version (default), discarded, or kept running as a branch. */
+      oldMain: z.enum(['version', 'discard', 'keep']).optional(),
+    }),
+    result: Workspace,
+  },
+  'branch.diff': {
+    params: z.strictObject({
+      workspace: WorkspaceRef,
+      /** The branch to compare with (default: the branch's parent). */
+      other: WorkspaceRef.optional(),
+    }),
+    result: TreeDiff,
+  },
+  'version.list': {
+    params: z.strictObject({ workspace: WorkspaceRef.optional() }),
+    result: z.array(Version),
+  },
+  'version.delete': {
+    params: z.strictObject({ version: Id }),
+    result: z.strictObject({ deleted: Id }),
+  },
   'exec.run': {
     params: z.strictObject({
       workspace: WorkspaceRef,

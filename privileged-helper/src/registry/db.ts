@@ -50,6 +50,22 @@ const MIGRATIONS: readonly string[] = [
     detail TEXT
   );
   `,
+  // Branches: every workspace record is a branch of a tree (tree_id = the id of
+  // the tree's first branch); one branch per tree is its main line.
+  `
+  ALTER TABLE workspaces ADD COLUMN parent_id TEXT;
+  ALTER TABLE workspaces ADD COLUMN tree_id TEXT NOT NULL DEFAULT '';
+  ALTER TABLE workspaces ADD COLUMN version_id TEXT;
+  ALTER TABLE workspaces ADD COLUMN is_main INTEGER NOT NULL DEFAULT 1;
+  UPDATE workspaces SET tree_id = id WHERE tree_id = '';
+  CREATE TABLE versions (
+    id TEXT PRIMARY KEY,
+    branch_id TEXT NOT NULL,
+    tree_id TEXT NOT NULL,
+    label TEXT,
+    created_at TEXT NOT NULL
+  );
+  `,
 ];
 
 export type Db = Database.Database;

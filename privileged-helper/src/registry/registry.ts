@@ -1,10 +1,12 @@
+import { randomBytes } from 'node:crypto';
 // Typed access to the registry. Rows are mapped to plain records here so no SQL
 // leaks out of this folder.
 import type { Db } from './db.js';
 import type { Image } from '../protocol/entities.js';
 import type { WorkspaceState } from '../protocol/entities.js';
 
-export type HostObjectKind = 'mount' | 'subvolume' | 'netns' | 'veth' | 'container' | 'bundle';
+/** A 'process' is named PID:STARTTIME, so it is never signalled after its pid was reused. */
+export type HostObjectKind = 'mount' | 'subvolume' | 'netns' | 'veth' | 'container' | 'directory' | 'process';
 
 export interface HostObject {
   kind: HostObjectKind;
@@ -23,6 +25,22 @@ export interface WorkspaceRecord {
   createdAt: string;
   pid: number | null;
   pidStart: number | null;
+  /** The branch this one was forked from (null for a tree's first branch). */
+  parentId: string | null;
+  /** Id of the tree's first branch: all branches of one workspace share it. */
+  treeId: string;
+  /** The version this branch was last restored from, if any. */
+  versionId: string | null;
+  /** The tree's main line: it holds the workspace's stable host ports. */
+  isMain: boolean;
+}
+
+export interface VersionRecord {
+  id: string;
+  branchId: string;
+  treeId: string;
+  label: string | null;
+  createdAt: string;
 }
 
 export interface PortLease {
@@ -41,6 +59,10 @@ interface WorkspaceRow {
   created_at: string;
   pid: number | null;
   pid_start: number | null;
+  parent_id: string | null;
+  tree_id: string;
+  version_id: string | null;
+  is_main: number;
 }
 
 const toWorkspace = (r: WorkspaceRow): WorkspaceRecord => ({
@@ -54,10 +76,22 @@ const toWorkspace = (r: WorkspaceRow): WorkspaceRecord => ({
   createdAt: r.created_at,
   pid: r.pid,
   pidStart: r.pid_start,
+  parentId: r.parent_id,
+  treeId: r.tree_id,
+  versionId: r.version_id,
+  isMain: r.is_main === 1,
 });
 
 export class Registry {
   constructor(private readonly db: Db) {}
+
+  /** A new 8-hex-digit id, unused by any branch or version. */
+  freshId(): string {
+    for (;;) {
+      const id = randomBytes(4).toString('hex');
+      if (!this.findWorkspace(id) && !this.findVersion(id)) return id;
+    }
+  }
 
   transaction<T>(fn: () => T): T {
     return this.db.transaction(fn)();
@@ -97,16 +131,25 @@ export class Registry {
   insertWorkspace(ws: WorkspaceRecord): void {
     this.db
       .prepare(
-        `INSERT INTO workspaces (id, name, image, state, hostname, machine_id, net_index, created_at, pid, pid_start)
-         VALUES (@id, @name, @image, @state, @hostname, @machineId, @netIndex, @createdAt, @pid, @pidStart)`,
+        `INSERT INTO workspaces (id, name, image, state, hostname, machine_id, net_index, created_at, pid, pid_start, parent_id, tree_id, version_id, is_main)
+         VALUES (@id, @name, @image, @state, @hostname, @machineId, @netIndex, @createdAt, @pid, @pidStart, @parentId, @treeId, @versionId, @isMain)`,
       )
-      .run(ws);
+      .run({ ...ws, isMain: ws.isMain ? 1 : 0 });
   }
 
   setWorkspaceState(id: string, state: WorkspaceState, proc: { pid: number; pidStart: number } | null): void {
     this.db
       .prepare('UPDATE workspaces SET state = ?, pid = ?, pid_start = ? WHERE id = ?')
       .run(state, proc?.pid ?? null, proc?.pidStart ?? null, id);
+  }
+
+  setVersionOrigin(id: string, versionId: string | null): void {
+    this.db.prepare('UPDATE workspaces SET version_id = ? WHERE id = ?').run(versionId, id);
+  }
+
+  /** Makes `id` the only main branch of its tree. */
+  setMain(treeId: string, id: string): void {
+    this.db.prepare('UPDATE workspaces SET is_main = (id = ?) WHERE tree_id = ?').run(id, treeId);
   }
 
   deleteWorkspace(id: string): void {
@@ -131,6 +174,28 @@ export class Registry {
          ON CONFLICT(workspace_id, container_port) DO UPDATE SET host_port = excluded.host_port`,
       )
       .run(workspaceId, containerPort, hostPort);
+  }
+
+  // versions
+  insertVersion(v: VersionRecord): void {
+    this.db
+      .prepare('INSERT INTO versions (id, branch_id, tree_id, label, created_at) VALUES (@id, @branchId, @treeId, @label, @createdAt)')
+      .run(v);
+  }
+
+  findVersion(id: string): VersionRecord | null {
+    const row = this.db.prepare('SELECT id, branch_id AS branchId, tree_id AS treeId, label, created_at AS createdAt FROM versions WHERE id = ?').get(id);
+    return (row as VersionRecord | undefined) ?? null;
+  }
+
+  listVersions(treeId?: string): VersionRecord[] {
+    const sql = 'SELECT id, branch_id AS branchId, tree_id AS treeId, label, created_at AS createdAt FROM versions';
+    const rows = treeId === undefined ? this.db.prepare(`${sql} ORDER BY created_at`).all() : this.db.prepare(`${sql} WHERE tree_id = ? ORDER BY created_at`).all(treeId);
+    return rows as VersionRecord[];
+  }
+
+  deleteVersion(id: string): void {
+    this.db.prepare('DELETE FROM versions WHERE id = ?').run(id);
   }
 
   // host objects

@@ -7,6 +7,12 @@ import type { MethodName, Params, Result } from '../protocol/methods.js';
 import type { Registry } from '../registry/registry.js';
 import type { WorkspaceService } from '../workspaces/workspace-service.js';
 import type { Doctor } from '../host/doctor.js';
+import { diffTrees } from '../branches/diff.js';
+import type { ForkService } from '../branches/fork.js';
+import type { PromoteService } from '../branches/promote.js';
+import type { VersionService } from '../branches/versions.js';
+import type { BranchRuntime } from '../workspaces/runtime.js';
+import { GroveError } from '../protocol/wire.js';
 import type { EventBus, EventListener } from './event-bus.js';
 
 export interface Services {
@@ -16,6 +22,10 @@ export interface Services {
   workspaces: WorkspaceService;
   exec: ExecService;
   doctor: Doctor;
+  runtime: BranchRuntime;
+  forks: ForkService;
+  versions: VersionService;
+  promotions: PromoteService;
 }
 
 export interface CallContext {
@@ -44,13 +54,29 @@ export function createHandlers(s: Services): Handlers {
     'workspace.start': (p) => s.workspaces.start(p.workspace),
     'workspace.stop': (p) => s.workspaces.stop(p.workspace),
     'workspace.delete': (p) => s.workspaces.delete(p.workspace),
+    'branch.fork': (p) => s.forks.fork(p.workspace, { copies: p.copies, names: p.names, faultAt: p.faultAt }),
+    'branch.checkpoint': (p) => s.versions.checkpoint(p.workspace, p.label),
+    'branch.rollback': (p) => s.versions.rollback(p.workspace, p.version),
+    'branch.promote': (p) => s.promotions.promote(p.workspace, p.oldMain ?? 'version'),
+    'branch.diff': async (p) => {
+      const to = s.workspaces.record(p.workspace);
+      const fromRef = p.other ?? to.parentId;
+      if (fromRef === null) throw new GroveError('E_PRECONDITION', `'${to.name}' has no parent: name the branch to compare it with`);
+      const from = s.workspaces.record(fromRef);
+      return diffTrees(s.runtime.rootfsPath(from), s.runtime.rootfsPath(to));
+    },
+    'version.list': async (p) => s.versions.list(p.workspace),
+    'version.delete': async (p) => {
+      await s.versions.delete(p.version);
+      return { deleted: p.version };
+    },
     'exec.run': async (p) => {
       const ws = s.workspaces.running(p.workspace);
-      return s.exec.run(s.workspaces.containerId(ws), p);
+      return s.exec.run({ pid: ws.pid!, pidStart: ws.pidStart }, p);
     },
     'exec.open': async (p, ctx) => {
       const ws = s.workspaces.running(p.workspace);
-      const session = await s.exec.open(s.workspaces.containerId(ws), p, ctx.connection, {
+      const session = await s.exec.open({ pid: ws.pid!, pidStart: ws.pidStart }, p, ctx.connection, {
         output: (id, data) => s.bus.unicast(ctx.connection, 'exec.output', { session: id, data }),
         exit: (id, exitCode, signal) => s.bus.unicast(ctx.connection, 'exec.exit', { session: id, exitCode, signal }),
       });
@@ -80,4 +106,9 @@ export const AUDITED: ReadonlySet<MethodName> = new Set([
   'workspace.delete',
   'exec.run',
   'exec.open',
+  'branch.fork',
+  'branch.checkpoint',
+  'branch.rollback',
+  'branch.promote',
+  'version.delete',
 ]);

@@ -8,6 +8,12 @@ import type { Crun } from '../host/crun.js';
 import { unmount } from '../host/mounts.js';
 import { deleteNetns, deleteVeth } from '../host/netns.js';
 import type { HostObject, Registry } from '../registry/registry.js';
+import { GroveError } from '../protocol/wire.js';
+import { signalIfSame, waitGone } from '../host/proc.js';
+
+export function processObjectName(pid: number, start: number): string {
+  return `${pid}:${start}`;
+}
 
 export class HostLedger {
   constructor(
@@ -49,7 +55,16 @@ async function removeHostObject(obj: HostObject, crun: Crun): Promise<void> {
       return deleteSubvolume(obj.name);
     case 'mount':
       return unmount(obj.name);
-    case 'bundle':
+    case 'directory':
       return rm(obj.name, { recursive: true, force: true });
+    case 'process':
+      return killProcess(obj.name);
   }
+}
+
+/** Kills a recorded process (and with it, if it is a pid namespace's init, the whole namespace). */
+async function killProcess(name: string): Promise<void> {
+  const [pid, start] = name.split(':').map(Number) as [number, number];
+  await signalIfSame(pid, start, 'SIGKILL');
+  if (!(await waitGone(pid, start, 10_000))) throw new GroveError('E_HOST', `process ${pid} did not exit after SIGKILL`);
 }

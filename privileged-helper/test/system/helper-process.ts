@@ -32,6 +32,7 @@ export function testInstance(instance: string): TestInstance {
     GROVE_RUN_DIR: runDir,
     GROVE_SUBNET: '10.215.0.0/16',
     GROVE_POOL_SIZE_GIB: '16',
+    GROVE_FAULT_INJECTION: '1',
   };
   return {
     instance,

@@ -45,12 +45,12 @@ export async function sh(client: HelperClient, ws: Workspace, script: string): P
 }
 
 /** GET on 127.0.0.1:port, retried while the server inside is still starting. */
-export async function httpGet(port: number, timeoutMs = 30_000): Promise<string> {
+export async function httpGet(port: number, timeoutMs = 30_000, urlPath = '/'): Promise<string> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
       return await new Promise<string>((resolve, reject) => {
-        const req = http.get({ host: '127.0.0.1', port, path: '/', timeout: 3000 }, (res) => {
+        const req = http.get({ host: '127.0.0.1', port, path: urlPath, timeout: 3000 }, (res) => {
           let body = '';
           res.setEncoding('utf8');
           res.on('data', (c: string) => (body += c));

@@ -40,13 +40,17 @@ function workspace(over: Partial<WorkspaceRecord> = {}): WorkspaceRecord {
     createdAt: '2024-01-01T00:00:00.000Z',
     pid: null,
     pidStart: null,
+    parentId: null,
+    treeId: over.id ?? '0123abcd',
+    versionId: null,
+    isMain: true,
     ...over,
   };
 }
 
 describe('openDb', () => {
   it('applies the migrations and records them in user_version', () => {
-    expect(db.pragma('user_version', { simple: true })).toBe(1);
+    expect(db.pragma('user_version', { simple: true })).toBe(2);
     const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
     expect(tables).toEqual(expect.arrayContaining(['audit', 'host_objects', 'images', 'ports', 'workspaces']));
   });
@@ -66,7 +70,7 @@ describe('openDb', () => {
 
     // Reopening would throw "table images already exists" if the migration ran again.
     reopen();
-    expect(db.pragma('user_version', { simple: true })).toBe(1);
+    expect(db.pragma('user_version', { simple: true })).toBe(2);
     expect(reg.findWorkspace('alpha')).toEqual(workspace());
     expect(reg.ports('0123abcd')).toEqual([{ containerPort: 5900, hostPort: 40001 }]);
     expect(reg.objects()).toEqual([{ kind: 'netns', name: 'grove-t1-0123abcd', owner: '0123abcd' }]);

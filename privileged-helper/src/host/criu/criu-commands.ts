@@ -121,27 +121,6 @@ export function lazyPagesDaemonArgs(input: CriuLogOptions & { imagesDir: string 
   return ['lazy-pages', '--images-dir', input.imagesDir, '--log-file', input.logFile, `-v${input.verbosity ?? 4}`];
 }
 
-/**
- * Runs a command inside a restored child (crun does not know it): enter all its
- * namespaces and its root/cwd, then keep only Docker's default capabilities.
- * Returns [file, args].
- */
-export function childExecArgv(initPid: number, command: readonly string[], env: readonly string[]): [string, string[]] {
-  if (command.length === 0) throw new Error('empty command');
-  const caps = [
-    'chown', 'dac_override', 'fsetid', 'fowner', 'mknod', 'net_raw', 'setgid', 'setuid',
-    'setfcap', 'setpcap', 'net_bind_service', 'sys_chroot', 'kill', 'audit_write',
-  ];
-  return [
-    'nsenter',
-    [
-      '-t', String(initPid), '-m', '-u', '-i', '-n', '-p', '-T', '-r', '-w', '--',
-      'setpriv', `--bounding-set=-all,${caps.map((c) => `+${c}`).join(',')}`, '--inh-caps=-all', '--',
-      'env', '-i', ...env, ...command,
-    ],
-  ];
-}
-
 function assertAbsolute(...paths: readonly (string | undefined)[]): void {
   for (const p of paths) {
     if (p !== undefined && !p.startsWith('/')) throw new Error(`CRIU needs absolute paths: ${p}`);

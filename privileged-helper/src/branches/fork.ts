@@ -1,0 +1,198 @@
+// fork(branch, N): one running branch becomes N new sibling branches at one
+// point in time while the source keeps running. A fork is a transaction: every
+// host object is recorded in the ledger as it is made (children under their
+// own ids, scratch objects under the fork's id), and any failure — or an
+// injected one — removes everything made so far in reverse order, and checks
+// that the source is running on unharmed.
+//
+//   prepare  reserve the children (ids, names, networks) — the source is untouched
+//   dump     CRIU --leave-running --tcp-close; its post-dump action snapshots the
+//            source's root while the tree is still frozen (one instant for memory and files)
+//   thaw     the source runs on (verified)
+//   restore  each child: a writable snapshot of the fork point, its own identity,
+//            the tree restored into its own netns (in parallel)
+//   expose   each child's host ports open; wait for its first VNC frame
+//   commit   children become 'running' and are announced
+import { mkdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { snapshot } from '../host/btrfs.js';
+import type { Criu } from '../host/criu/criu.js';
+import { netnsPath } from '../host/netns.js';
+import { isSameProcess } from '../host/proc.js';
+import { firstFrame } from '../host/rfb-probe.js';
+import type { ForkReport, ForkStage, Workspace } from '../protocol/entities.js';
+import { GroveError } from '../protocol/wire.js';
+import type { Registry, WorkspaceRecord } from '../registry/registry.js';
+import type { HostLedger } from '../workspaces/ledger.js';
+import type { BranchRuntime } from '../workspaces/runtime.js';
+import { writeIdentity, type WorkspaceService } from '../workspaces/workspace-service.js';
+import { sourceFrozenMs } from './criu-log.js';
+
+export const MAX_COPIES = 16;
+
+export interface ForkOptions {
+  copies: number;
+  names?: string[];
+  /** Test switch: fail right after this stage (refused unless the helper allows fault injection). */
+  faultAt?: ForkStage;
+}
+
+export interface ForkDeps {
+  registry: Registry;
+  ledger: HostLedger;
+  runtime: BranchRuntime;
+  workspaces: WorkspaceService;
+  criu: Criu;
+  scratchDir: string;
+  allowFaultInjection: boolean;
+  progress: (job: string, stage: string, message: string, done: boolean) => void;
+}
+
+export class ForkService {
+  constructor(private readonly d: ForkDeps) {}
+
+  async fork(ref: string, opts: ForkOptions): Promise<ForkReport> {
+    if (opts.faultAt && !this.d.allowFaultInjection) {
+      throw new GroveError('E_INVALID_PARAMS', 'fault injection is disabled (start the helper with GROVE_FAULT_INJECTION=1)');
+    }
+    if (opts.names && opts.names.length !== opts.copies) throw new GroveError('E_INVALID_PARAMS', `give ${opts.copies} names, or none`);
+    const source = this.d.workspaces.running(ref);
+    return this.d.workspaces.lock.run(source.id, () => new ForkTransaction(this.d, this.d.workspaces.running(source.id), opts).run());
+  }
+}
+
+class ForkTransaction {
+  private readonly id: string;
+  private readonly children: WorkspaceRecord[] = [];
+  private readonly started = performance.now();
+  private readonly timings = { prepare: 0, dump: 0, sourceFrozen: 0, thaw: 0, restore: 0, expose: 0, firstFrame: 0, total: 0 };
+
+  constructor(
+    private readonly d: ForkDeps,
+    private readonly source: WorkspaceRecord,
+    private readonly opts: ForkOptions,
+  ) {
+    this.id = `fork-${d.registry.freshId()}`;
+  }
+
+  async run(): Promise<ForkReport> {
+    try {
+      const imagesDir = await this.stage('prepare', () => this.prepare());
+      const forkPoint = await this.stage('dump', () => this.dump(imagesDir));
+      await this.stage('thaw', () => this.verifySourceRunning());
+      await this.stage('restore', () => Promise.all(this.children.map((c) => this.restoreChild(c, imagesDir, forkPoint))));
+      await this.stage('expose', () => Promise.all(this.children.map((c) => this.expose(c))));
+      const children = await this.stage('commit', async () => this.commit());
+      this.timings.total = performance.now() - this.started;
+      this.d.progress(this.id, 'done', `forked ${this.source.name} into ${children.length} in ${Math.round(this.timings.total)} ms`, true);
+      return { fork: this.id, source: this.source.id, children, timings: this.timings };
+    } catch (err) {
+      await this.unwind();
+      throw err;
+    } finally {
+      await this.d.ledger.removeOwned(this.id);
+    }
+  }
+
+  private async stage<T>(name: ForkStage, work: () => Promise<T>): Promise<T> {
+    const t0 = performance.now();
+    const result = await work();
+    const ms = performance.now() - t0;
+    if (name in this.timings) this.timings[name as keyof typeof this.timings] = ms;
+    this.d.progress(this.id, name, `${name}: ${Math.round(ms)} ms`, false);
+    if (this.opts.faultAt === name) throw new GroveError('E_HOST', `fault injected after stage '${name}'`);
+    return result;
+  }
+
+  private async prepare(): Promise<string> {
+    const names = this.opts.names ?? this.childNames();
+    const ports = this.d.registry.ports(this.source.id).map((p) => p.containerPort);
+    for (const name of names) {
+      const child = this.d.workspaces.reserve({ name, image: this.source.image, parent: this.source, ports });
+      this.children.push(child);
+      await this.d.runtime.makeNetwork(child);
+    }
+    const imagesDir = path.join(this.d.scratchDir, this.id);
+    await this.d.ledger.make({ kind: 'directory', name: imagesDir, owner: this.id }, () => mkdir(imagesDir, { recursive: true, mode: 0o700 }));
+    return imagesDir;
+  }
+
+  /** Free names NAME-1, NAME-2… that do not exist yet. */
+  private childNames(): string[] {
+    const base = this.source.name.replace(/-\d+$/, '').slice(0, 26);
+    const names: string[] = [];
+    for (let k = 1; names.length < this.opts.copies; k++) {
+      const name = `${base}-${k}`;
+      if (!this.d.registry.findWorkspace(name)) names.push(name);
+    }
+    return names;
+  }
+
+  private async dump(imagesDir: string): Promise<string> {
+    const forkPoint = path.join(path.dirname(this.d.runtime.rootfsPath(this.source)), `.fork-point-${this.id}`);
+    this.d.registry.recordObject({ kind: 'subvolume', name: forkPoint, owner: this.id });
+    await this.d.criu.dump({
+      initPid: this.source.pid!,
+      netnsPath: netnsPath(this.d.runtime.netPlan(this.source).netns),
+      imagesDir,
+      snapshot: { from: this.d.runtime.rootfsPath(this.source), to: forkPoint },
+    });
+    this.timings.sourceFrozen = sourceFrozenMs(await readFile(path.join(imagesDir, 'dump.log'), 'utf8')) ?? this.timings.dump;
+    return forkPoint;
+  }
+
+  private async verifySourceRunning(): Promise<void> {
+    if (!(await sourceAlive(this.source))) throw new GroveError('E_HOST', `the source '${this.source.name}' is not running after the dump`);
+  }
+
+  private async restoreChild(child: WorkspaceRecord, imagesDir: string, forkPoint: string): Promise<void> {
+    const rootfs = this.d.runtime.rootfsPath(child);
+    await this.d.ledger.make({ kind: 'subvolume', name: rootfs, owner: child.id }, () => snapshot(forkPoint, rootfs));
+    await writeIdentity(rootfs, child);
+    const pid = await this.d.criu.restore({
+      imagesDir,
+      rootfs,
+      netnsPath: netnsPath(this.d.runtime.netPlan(child).netns),
+      hostname: child.hostname,
+      name: child.id,
+    });
+    const proc = await this.d.runtime.adoptProcess(child, pid);
+    this.d.registry.setWorkspaceState(child.id, 'creating', proc);
+  }
+
+  private async expose(child: WorkspaceRecord): Promise<void> {
+    await this.d.runtime.openForwarders(child);
+    const vnc = this.d.registry.ports(child.id).find((p) => p.containerPort === 5900);
+    if (!vnc?.hostPort) return;
+    const t0 = performance.now();
+    await firstFrame('127.0.0.1', vnc.hostPort, { timeoutMs: 30_000 });
+    this.timings.firstFrame = Math.max(this.timings.firstFrame, performance.now() - t0);
+  }
+
+  private commit(): Workspace[] {
+    return this.children.map((c) => {
+      const restored = this.d.registry.findWorkspace(c.id)!;
+      this.d.registry.setWorkspaceState(c.id, 'running', { pid: restored.pid!, pidStart: restored.pidStart! });
+      return this.d.workspaces.publish(c.id);
+    });
+  }
+
+  /** Removes every child made so far, newest first, and checks the source survived. */
+  private async unwind(): Promise<void> {
+    for (const child of [...this.children].reverse()) await this.d.workspaces.destroy(child);
+    await this.d.ledger.removeOwned(this.id);
+    if (!(await sourceAlive(this.source))) {
+      this.d.progress(this.id, 'failed', `the source '${this.source.name}' is no longer running`, true);
+    } else {
+      this.d.progress(this.id, 'failed', 'fork undone; the source runs on unchanged', true);
+    }
+  }
+}
+
+/** Running and not left stopped (state T) by an interrupted dump. */
+async function sourceAlive(ws: WorkspaceRecord): Promise<boolean> {
+  if (ws.pid === null || ws.pidStart === null || !(await isSameProcess(ws.pid, ws.pidStart))) return false;
+  const stat = await readFile(`/proc/${ws.pid}/stat`, 'utf8').catch(() => '');
+  const state = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
+  return state !== 'T' && state !== 't' && state !== 'Z';
+}

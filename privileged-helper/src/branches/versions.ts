@@ -1,0 +1,109 @@
+// Versions: durable checkpoints of a running branch (CRIU images + a read-only
+// snapshot of its root taken while the tree was frozen), and rollback of a
+// branch to one of its tree's versions — processes and files both.
+//
+//   pool/versions/<vid>/images   CRIU images (on btrfs: they survive reboots)
+//   pool/versions/<vid>/rootfs   read-only snapshot of the branch's root
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { deleteSubvolume, snapshot } from '../host/btrfs.js';
+import type { Criu } from '../host/criu/criu.js';
+import { netnsPath } from '../host/netns.js';
+import type { Version, Workspace } from '../protocol/entities.js';
+import { GroveError } from '../protocol/wire.js';
+import type { Registry, VersionRecord } from '../registry/registry.js';
+import type { HostLedger } from '../workspaces/ledger.js';
+import type { BranchRuntime } from '../workspaces/runtime.js';
+import { writeIdentity, type WorkspaceService } from '../workspaces/workspace-service.js';
+
+export interface VersionDeps {
+  registry: Registry;
+  ledger: HostLedger;
+  runtime: BranchRuntime;
+  workspaces: WorkspaceService;
+  criu: Criu;
+  versionsDir: string;
+}
+
+export class VersionService {
+  constructor(private readonly d: VersionDeps) {}
+
+  list(ref?: string): Version[] {
+    const tree = ref === undefined ? undefined : this.d.workspaces.record(ref).treeId;
+    return this.d.registry.listVersions(tree).map(toVersion);
+  }
+
+  checkpoint(ref: string, label?: string): Promise<Version> {
+    const { id } = this.d.workspaces.running(ref);
+    return this.d.workspaces.lock.run(id, () => this.checkpointLocked(id, label));
+  }
+
+  /** Checkpoints a branch whose lock the caller already holds. */
+  async checkpointLocked(branchId: string, label?: string): Promise<Version> {
+    const ws = this.d.workspaces.running(branchId);
+    const vid = this.d.registry.freshId();
+    const dir = path.join(this.d.versionsDir, vid);
+    try {
+      await this.d.ledger.make({ kind: 'directory', name: dir, owner: vid }, () => mkdir(path.join(dir, 'images'), { recursive: true, mode: 0o700 }));
+      this.d.registry.recordObject({ kind: 'subvolume', name: path.join(dir, 'rootfs'), owner: vid });
+      await this.d.criu.dump({
+        initPid: ws.pid!,
+        netnsPath: netnsPath(this.d.runtime.netPlan(ws).netns),
+        imagesDir: path.join(dir, 'images'),
+        snapshot: { from: this.d.runtime.rootfsPath(ws), to: path.join(dir, 'rootfs') },
+      });
+    } catch (err) {
+      await this.d.ledger.removeOwned(vid);
+      throw err;
+    }
+    const record: VersionRecord = { id: vid, branchId: ws.id, treeId: ws.treeId, label: label ?? null, createdAt: new Date().toISOString() };
+    this.d.registry.insertVersion(record);
+    return toVersion(record);
+  }
+
+  /** Returns the branch to a version's processes and files; its identity, network and host ports stay. */
+  rollback(ref: string, versionId: string): Promise<Workspace> {
+    const { id } = this.d.workspaces.record(ref);
+    return this.d.workspaces.lock.run(id, async () => {
+      const ws = this.d.workspaces.record(id);
+      const version = this.d.registry.findVersion(versionId);
+      if (!version) throw new GroveError('E_NOT_FOUND', `no version '${versionId}'`);
+      if (version.treeId !== ws.treeId) throw new GroveError('E_CONFLICT', `version ${versionId} belongs to another workspace`);
+      if (ws.state !== 'running') throw new GroveError('E_CONFLICT', `workspace '${ws.name}' is ${ws.state}: start it before rolling it back`);
+      const dir = path.join(this.d.versionsDir, version.id);
+      await this.d.runtime.killProcesses(ws);
+      const rootfs = this.d.runtime.rootfsPath(ws);
+      await deleteSubvolume(rootfs);
+      await snapshot(path.join(dir, 'rootfs'), rootfs);
+      await writeIdentity(rootfs, ws);
+      try {
+        const pid = await this.d.criu.restore({
+          imagesDir: path.join(dir, 'images'),
+          rootfs,
+          netnsPath: netnsPath(this.d.runtime.netPlan(ws).netns),
+          hostname: ws.hostname,
+          name: `${ws.id}-${Date.now()}`,
+        });
+        const proc = await this.d.runtime.adoptProcess(ws, pid);
+        this.d.registry.setVersionOrigin(ws.id, version.id);
+        return await this.d.workspaces.markRunning(this.d.workspaces.record(ws.id), proc);
+      } catch (err) {
+        // The old processes are gone: leave the branch stopped (its files are the version's), never half-running.
+        await this.d.runtime.tearDown(ws);
+        this.d.registry.setWorkspaceState(ws.id, 'stopped', null);
+        this.d.workspaces.publish(ws.id);
+        throw err;
+      }
+    });
+  }
+
+  async delete(versionId: string): Promise<void> {
+    if (!this.d.registry.findVersion(versionId)) throw new GroveError('E_NOT_FOUND', `no version '${versionId}'`);
+    await this.d.ledger.removeOwned(versionId);
+    this.d.registry.deleteVersion(versionId);
+  }
+}
+
+function toVersion(v: VersionRecord): Version {
+  return { id: v.id, branch: v.branchId, tree: v.treeId, label: v.label, createdAt: v.createdAt };
+}

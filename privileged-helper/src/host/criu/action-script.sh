@@ -1,0 +1,19 @@
+#!/bin/sh
+# CRIU action script for forks, checkpoints and rollbacks (one file for dump and
+# restore; CRIU runs it with CRTOOLS_SCRIPT_ACTION set, in another working
+# directory, so every path here is absolute and comes from the environment).
+#  post-dump: the tree is still frozen, so a snapshot taken now is the same
+#    instant as the memory images (GROVE_SNAPSHOT_FROM -> GROVE_SNAPSHOT_TO).
+#  post-setup-namespaces: the restored UTS namespace exists and no task has run
+#    yet, so no process of the child ever sees the source's hostname.
+case "$CRTOOLS_SCRIPT_ACTION" in
+  post-dump)
+    if [ -n "${GROVE_SNAPSHOT_TO:-}" ]; then
+      exec /usr/bin/btrfs subvolume snapshot -r -- "$GROVE_SNAPSHOT_FROM" "$GROVE_SNAPSHOT_TO" >/dev/null
+    fi ;;
+  post-setup-namespaces)
+    if [ -n "${GROVE_HOSTNAME:-}" ]; then
+      exec /usr/bin/nsenter -t "$CRTOOLS_INIT_PID" -u -- /bin/hostname "$GROVE_HOSTNAME"
+    fi ;;
+esac
+exit 0

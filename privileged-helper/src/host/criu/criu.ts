@@ -1,0 +1,103 @@
+// Runs CRIU for forks, checkpoints and rollbacks. Argument arrays come from
+// criu-commands.ts; this file adds the environment CRIU needs on this host,
+// hands the child's network namespace over as an inherited fd, and turns a
+// failure into an error that quotes CRIU's own log.
+import { execa } from 'execa';
+import { spawn } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
+import { readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { GroveError } from '../../protocol/wire.js';
+import { forkDumpArgs, forkRestoreArgs } from './criu-commands.js';
+
+export const ACTION_SCRIPT = path.join(import.meta.dirname, 'action-script.sh');
+
+/** Hardware breakpoints never fire in this VM: CRIU must single-step the parasite (criu.md). */
+const CRIU_ENV = { CRIU_FAULT: '130' };
+
+/** The child's netns is passed to CRIU as this fd (stdio index 3). */
+const NETNS_FD = 3;
+
+export interface DumpRequest {
+  initPid: number;
+  netnsPath: string;
+  imagesDir: string;
+  /** Snapshot the source's root while it is still frozen (read-only). */
+  snapshot?: { from: string; to: string };
+}
+
+export interface RestoreRequest {
+  imagesDir: string;
+  rootfs: string;
+  netnsPath: string;
+  hostname: string;
+  /** Distinct per concurrent restore from one images dir. */
+  name: string;
+}
+
+export class Criu {
+  constructor(private readonly binary: string) {}
+
+  /** Dumps with --leave-running: the source is frozen only while CRIU works, then runs on. */
+  async dump(req: DumpRequest): Promise<void> {
+    const { ino } = await stat(req.netnsPath);
+    const logFile = path.join(req.imagesDir, 'dump.log');
+    const args = forkDumpArgs({ initPid: req.initPid, imagesDir: req.imagesDir, netnsInode: ino, logFile, actionScript: ACTION_SCRIPT });
+    const env = req.snapshot ? { GROVE_SNAPSHOT_FROM: req.snapshot.from, GROVE_SNAPSHOT_TO: req.snapshot.to } : {};
+    const res = await execa(this.binary, args, { env: { ...CRIU_ENV, ...env }, reject: false, timeout: 120_000 });
+    if (res.exitCode !== 0) throw await criuError('dump', logFile, res.stderr);
+  }
+
+  /** Restores a tree detached, as a new sibling; resolves with its init's host PID. */
+  async restore(req: RestoreRequest): Promise<number> {
+    const logFile = path.join(req.imagesDir, `restore-${req.name}.log`);
+    const pidFile = path.join(req.imagesDir, `restore-${req.name}.pid`);
+    const args = forkRestoreArgs({
+      imagesDir: req.imagesDir,
+      rootfs: req.rootfs,
+      pidFile,
+      netnsFd: NETNS_FD,
+      logFile,
+      actionScript: ACTION_SCRIPT,
+    });
+    const netnsFd = openSync(req.netnsPath, 'r');
+    try {
+      const res = await runWithFd(this.binary, args, { ...CRIU_ENV, GROVE_HOSTNAME: req.hostname }, netnsFd);
+      if (res.exitCode !== 0) throw await criuError('restore', logFile, res.stderr);
+    } finally {
+      closeSync(netnsFd);
+    }
+    const pid = Number((await readFile(pidFile, 'utf8')).trim());
+    if (!Number.isInteger(pid) || pid <= 1) throw new GroveError('E_HOST', `criu restore wrote no pid to ${pidFile}`);
+    return pid;
+  }
+}
+
+async function criuError(what: string, logFile: string, stderr: string): Promise<GroveError> {
+  const log = await readFile(logFile, 'utf8').catch(() => stderr);
+  const errors = log
+    .split('\n')
+    .filter((l) => /Error|error|fail/i.test(l))
+    .slice(-4)
+    .join(' / ');
+  return new GroveError('E_HOST', `criu ${what} failed: ${errors || stderr.trim() || 'no output'} (log: ${logFile})`);
+}
+
+/**
+ * Runs a program with an open file descriptor of ours as its fd 3. execa
+ * cannot pass a raw descriptor through, so this one call uses spawn (still an
+ * argument array, never a shell).
+ */
+function runWithFd(file: string, args: string[], env: Record<string, string>, fd: number): Promise<{ exitCode: number; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe', fd] });
+    let stderr = '';
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk.slice(0, 65536)));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ exitCode: code ?? -1, stderr });
+    });
+  });
+}

@@ -1,0 +1,112 @@
+// What a branch runs on: its network (netns, veth, firewall), its processes
+// (a crun container for a fresh start, or a tree CRIU restored), and the host
+// port forwarders. Shared by start, fork and rollback, so each builds a branch
+// the same way and tears it down the same way.
+import path from 'node:path';
+import type { HelperConfig } from '../config.js';
+import type { Crun } from '../host/crun.js';
+import { PortForwarder } from '../host/forwarder.js';
+import { applyFirewall, createNetns, createVeth, netnsPath, planNetwork, type NetPlan } from '../host/netns.js';
+import { containerSpec } from '../host/oci-spec.js';
+import type { PoolLayout } from '../host/pool.js';
+import { startTime } from '../host/proc.js';
+import { GroveError } from '../protocol/wire.js';
+import type { Registry, WorkspaceRecord } from '../registry/registry.js';
+import { processObjectName, type HostLedger } from './ledger.js';
+
+export class BranchRuntime {
+  private readonly forwarders = new Map<string, PortForwarder[]>();
+
+  constructor(
+    private readonly config: HelperConfig,
+    private readonly pool: PoolLayout,
+    private readonly registry: Registry,
+    private readonly ledger: HostLedger,
+    private readonly crun: Crun,
+  ) {}
+
+  netPlan(ws: WorkspaceRecord): NetPlan {
+    return planNetwork(this.config.instance, ws.id, this.config.subnet, ws.netIndex);
+  }
+
+  rootfsPath(ws: { id: string }): string {
+    return path.join(this.pool.workspaces, ws.id);
+  }
+
+  containerId(ws: { id: string }): string {
+    return `grove-${this.config.instance}-${ws.id}`;
+  }
+
+  /** The branch's network namespace with its veth pair and firewall. */
+  async makeNetwork(ws: WorkspaceRecord): Promise<NetPlan> {
+    const net = this.netPlan(ws);
+    await this.ledger.make({ kind: 'netns', name: net.netns, owner: ws.id }, () => createNetns(net.netns));
+    await this.ledger.make({ kind: 'veth', name: net.hostVeth, owner: ws.id }, () => createVeth(net));
+    await applyFirewall(net);
+    return net;
+  }
+
+  /** Boots the branch's root filesystem in a fresh crun container. */
+  async bootContainer(ws: WorkspaceRecord): Promise<{ pid: number; pidStart: number }> {
+    const bundle = path.join(this.config.runDir, 'bundles', ws.id);
+    const spec = containerSpec({ rootfs: this.rootfsPath(ws), hostname: ws.hostname, netnsPath: netnsPath(this.netPlan(ws).netns) });
+    await this.ledger.make({ kind: 'directory', name: bundle, owner: ws.id }, () => this.crun.writeBundle(bundle, spec));
+    const containerId = this.containerId(ws);
+    const pid = await this.ledger.make({ kind: 'container', name: containerId, owner: ws.id }, () => this.crun.start(containerId, bundle));
+    return this.adoptProcess(ws, pid);
+  }
+
+  /** Records a branch's init process (by pid and start time) as one of its host objects. */
+  async adoptProcess(ws: { id: string; name: string }, pid: number): Promise<{ pid: number; pidStart: number }> {
+    const pidStart = await startTime(pid);
+    if (pidStart === null) throw new GroveError('E_HOST', `branch '${ws.name}' exited right after it started`);
+    this.registry.recordObject({ kind: 'process', name: processObjectName(pid, pidStart), owner: ws.id });
+    return { pid, pidStart };
+  }
+
+  /** Ends every process of the branch; its network and files stay (rollback restores into them). */
+  async killProcesses(ws: { id: string }): Promise<void> {
+    await this.ledger.removeOwned(ws.id, ['process', 'container']);
+  }
+
+  /** Removes everything the branch runs on, keeping its root filesystem. */
+  async tearDown(ws: { id: string }): Promise<void> {
+    await this.closeForwarders(ws.id);
+    await this.ledger.removeOwned(ws.id, ['process', 'container', 'directory', 'veth', 'netns']);
+  }
+
+  /** Opens the branch's host ports (re-using each leased port number when it is free). */
+  async openForwarders(ws: WorkspaceRecord): Promise<void> {
+    await this.closeForwarders(ws.id);
+    const target = this.netPlan(ws).containerAddress;
+    const opened: PortForwarder[] = [];
+    this.forwarders.set(ws.id, opened);
+    for (const lease of this.registry.ports(ws.id)) {
+      const forwarder = await openPreferring(lease.hostPort, { host: target, port: lease.containerPort });
+      opened.push(forwarder);
+      this.registry.setPort(ws.id, lease.containerPort, forwarder.hostPort);
+    }
+  }
+
+  async closeForwarders(id: string): Promise<void> {
+    const list = this.forwarders.get(id) ?? [];
+    this.forwarders.delete(id);
+    await Promise.all(list.map((f) => f.close()));
+  }
+
+  /** The helper is shutting down: branches keep running, their ports close. */
+  async detachAll(): Promise<void> {
+    for (const id of [...this.forwarders.keys()]) await this.closeForwarders(id);
+  }
+}
+
+async function openPreferring(hostPort: number | null, target: { host: string; port: number }): Promise<PortForwarder> {
+  if (hostPort !== null) {
+    try {
+      return await PortForwarder.open(hostPort, target);
+    } catch {
+      // taken by something else meanwhile: fall through to a fresh port
+    }
+  }
+  return PortForwarder.open(0, target);
+}

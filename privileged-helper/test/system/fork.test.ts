@@ -1,0 +1,235 @@
+// Live forks of a running desktop, for real: CRIU dump + restore into new
+// namespaces, versions and rollback, promote, discard, depth, and every fault
+// injection stage leaving the source unharmed and nothing behind.
+import { access, readdir } from 'node:fs/promises';
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { HelperClient } from '../../../main/src/helper-client/client.js';
+import type { Workspace } from '../../src/protocol/entities.js';
+import { linkNames, netnsNames, pidNamespaceOf, processesInPidNs } from './leftovers.js';
+import { connect, createWorkspace, hostPort, httpGet, instance, sh, track } from './support.js';
+import { launchBrowser, watchDesktop } from './vnc-viewer.js';
+
+/** A loopback service whose only state is in memory: a counter. */
+const COUNTER = `
+import http.server
+count = 0
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        global count
+        if self.path == '/inc':
+            count += 1
+        body = str(count).encode()
+        self.send_response(200)
+        self.send_header('Content-Length', str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer(('0.0.0.0', 3000), Handler).serve_forever()
+`;
+
+const counter = (ws: Workspace, path = '/') => httpGet(hostPort(ws, 3000), 30_000, path);
+
+async function startCounter(client: HelperClient, ws: Workspace): Promise<void> {
+  await client.request('exec.run', { workspace: ws.id, argv: ['tee', '/root/counter.py'], stdin: COUNTER });
+  await sh(client, ws, 'setsid python3 /root/counter.py </dev/null >/dev/null 2>&1 &');
+  expect(await counter(ws)).toBe('0');
+}
+
+async function fileIn(client: HelperClient, ws: Workspace, file: string): Promise<string | null> {
+  const res = await client.request('exec.run', { workspace: ws.id, argv: ['cat', file] });
+  return res.exitCode === 0 ? res.stdout : null;
+}
+
+describe('live fork of a running desktop', () => {
+  let client: HelperClient;
+  let browser: Browser;
+  let source: Workspace;
+  let children: Workspace[] = [];
+  const made: string[] = [];
+
+  beforeAll(async () => {
+    client = await connect();
+    browser = await launchBrowser();
+    source = await createWorkspace(client, 'src');
+    made.push(source.id);
+    await startCounter(client, source);
+    for (let i = 0; i < 5; i++) await counter(source, '/inc');
+    await sh(client, source, 'echo before-fork > /root/before.txt');
+    // The fork point must have Chromium's window up, so the children can show it.
+    const { server } = await watchDesktop(browser, hostPort(source, 5900));
+    server.close();
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    for (const id of made.reverse()) await client.request('workspace.delete', { workspace: id }).catch(() => undefined);
+    client.close();
+  });
+
+  it('forks into 3 live siblings while the source keeps running', async () => {
+    const report = await client.request('branch.fork', { workspace: source.id, copies: 3 });
+    children = await Promise.all(report.children.map(track));
+    made.push(...children.map((c) => c.id));
+    expect(children.map((c) => c.name)).toEqual(['src-1', 'src-2', 'src-3']);
+    expect(report.timings.dump).toBeGreaterThan(0);
+    expect(report.timings.sourceFrozen).toBeGreaterThan(0);
+    expect(report.timings.firstFrame).toBeGreaterThan(0);
+
+    const after = await client.request('workspace.get', { workspace: source.id });
+    expect(after).toMatchObject({ state: 'running', pid: source.pid });
+    for (const child of children) {
+      expect(child).toMatchObject({ state: 'running', parent: source.id, tree: source.tree, main: false });
+      expect(child.pid).not.toBe(source.pid);
+      expect(await pidNamespaceOf(child.pid!)).not.toBe(await pidNamespaceOf(source.pid!));
+      expect(hostPort(child, 3000)).not.toBe(hostPort(source, 3000));
+      expect((await sh(client, child, 'hostname')).trim()).toBe(child.name);
+      expect((await sh(client, child, 'cat /etc/machine-id')).trim()).toBe(child.machineId);
+    }
+    expect(new Set(children.map((c) => c.machineId)).size).toBe(3);
+  });
+
+  it("continues the service's in-memory state in each child, then diverges", async () => {
+    for (const ws of [source, ...children]) expect(await counter(ws)).toBe('5');
+    await counter(children[0]!, '/inc');
+    await counter(children[0]!, '/inc');
+    await counter(children[1]!, '/inc');
+    await counter(source, '/inc');
+    await counter(source, '/inc');
+    await counter(source, '/inc');
+    expect(await counter(children[0]!)).toBe('7');
+    expect(await counter(children[1]!)).toBe('6');
+    expect(await counter(children[2]!)).toBe('5');
+    expect(await counter(source)).toBe('8');
+  });
+
+  it("has the source's files as of the fork, and keeps later writes to itself", async () => {
+    await sh(client, source, 'echo after-fork > /root/after.txt');
+    await sh(client, children[0]!, 'echo mine > /root/child0.txt');
+    for (const child of children) {
+      expect(await fileIn(client, child, '/root/before.txt')).toBe('before-fork\n');
+      expect(await fileIn(client, child, '/root/after.txt')).toBeNull();
+    }
+    expect(await fileIn(client, children[1]!, '/root/child0.txt')).toBeNull();
+    expect(await fileIn(client, source, '/root/child0.txt')).toBeNull();
+    const diff = await client.request('branch.diff', { workspace: children[0]!.id });
+    expect(diff.added).toContain('/root/child0.txt');
+    expect(diff.added).not.toContain('/root/after.txt');
+    expect(diff.removed).toContain('/root/after.txt'); // present in the parent, not in the child
+  });
+
+  it('shows each child’s own desktop with Chromium’s window on its own VNC port', async () => {
+    for (const child of children) {
+      const { server, pixels } = await watchDesktop(browser, hostPort(child, 5900));
+      server.close();
+      expect(pixels).toBeGreaterThan(50_000);
+    }
+  });
+
+  it("rolls a branch back to a version's files and process state", async () => {
+    const child = children[0]!;
+    await sh(client, child, 'echo v1 > /root/state.txt');
+    const version = await client.request('branch.checkpoint', { workspace: child.id, label: 'v1' });
+    expect(await counter(child)).toBe('7'); // a checkpoint does not stop the branch
+    await sh(client, child, 'echo v2 > /root/state.txt');
+    await counter(child, '/inc');
+    expect(await counter(child)).toBe('8');
+
+    const rolled = await client.request('branch.rollback', { workspace: child.id, version: version.id });
+    await track(rolled);
+    expect(rolled).toMatchObject({ state: 'running', version: version.id, name: child.name });
+    expect(hostPort(rolled, 3000)).toBe(hostPort(child, 3000));
+    expect(await counter(rolled)).toBe('7');
+    expect(await fileIn(client, rolled, '/root/state.txt')).toBe('v1\n');
+    expect((await sh(client, rolled, 'hostname')).trim()).toBe(child.name);
+    children[0] = rolled;
+  });
+
+  it('forks a fork of a fork of a fork (depth 3)', async () => {
+    let parent = children[0]!;
+    for (let depth = 1; depth <= 3; depth++) {
+      const report = await client.request('branch.fork', { workspace: parent.id, copies: 1, names: [`deep-${depth}`] });
+      const child = await track(report.children[0]!);
+      made.push(child.id);
+      expect(child.parent).toBe(parent.id);
+      expect(child.tree).toBe(source.tree);
+      expect(await counter(child)).toBe(await counter(parent));
+      parent = child;
+    }
+    await counter(parent, '/inc');
+    expect(await fileIn(client, parent, '/root/before.txt')).toBe('before-fork\n');
+  });
+
+  it('promotes a branch: it takes over the main line’s stable host ports', async () => {
+    const child = children[1]!;
+    const stable = hostPort(source, 3000);
+    const promoted = await client.request('branch.promote', { workspace: child.id, oldMain: 'keep' });
+    expect(promoted.main).toBe(true);
+    expect(hostPort(promoted, 3000)).toBe(stable);
+    expect(await httpGet(stable)).toBe('6'); // the promoted child's counter, not the source's 8
+    const oldMain = await client.request('workspace.get', { workspace: source.id });
+    expect(oldMain.main).toBe(false);
+    expect(hostPort(oldMain, 3000)).toBe(hostPort(child, 3000));
+    expect(await counter(oldMain)).toBe('8');
+  });
+
+  it('discards a branch and leaves none of its host objects behind', async () => {
+    const child = children[2]!;
+    const t = instance();
+    const pidNs = await pidNamespaceOf(child.pid!);
+    await client.request('workspace.delete', { workspace: child.id });
+    expect(await netnsNames()).not.toContain(`grove-${t.instance}-${child.id}`);
+    expect((await linkNames()).some((l) => l === `gv${t.instance}${child.id}`)).toBe(false);
+    expect(await processesInPidNs(pidNs)).toEqual([]);
+    await expect(access(`${t.stateDir}/pool/workspaces/${child.id}`)).rejects.toThrow();
+  });
+});
+
+describe('a failed fork', () => {
+  let client: HelperClient;
+  let source: Workspace;
+
+  beforeAll(async () => {
+    client = await connect();
+    source = await createWorkspace(client, 'fragile');
+    await startCounter(client, source);
+    await counter(source, '/inc');
+    await sh(client, source, 'echo original > /root/keep.txt');
+  });
+
+  afterAll(async () => {
+    await client.request('workspace.delete', { workspace: source.id }).catch(() => undefined);
+    client.close();
+  });
+
+  it.each(['prepare', 'dump', 'thaw', 'restore', 'expose', 'commit'] as const)(
+    'undoes everything when it fails after %s, and the source runs on unchanged',
+    async (stage) => {
+      const t = instance();
+      const netnsBefore = (await netnsNames()).filter((n) => n.startsWith(`grove-${t.instance}-`)).sort();
+      const branchesBefore = (await client.request('workspace.list', {})).map((w) => w.id).sort();
+      const subvolumesBefore = (await readdir(`${t.stateDir}/pool/workspaces`)).sort();
+      await expect(client.request('branch.fork', { workspace: source.id, copies: 2, faultAt: stage })).rejects.toMatchObject({
+        code: 'E_HOST',
+        message: expect.stringContaining(`fault injected after stage '${stage}'`),
+      });
+      expect((await client.request('workspace.list', {})).map((w) => w.id).sort()).toEqual(branchesBefore);
+      expect((await netnsNames()).filter((n) => n.startsWith(`grove-${t.instance}-`)).sort()).toEqual(netnsBefore);
+      expect((await readdir(`${t.stateDir}/pool/workspaces`)).sort()).toEqual(subvolumesBefore);
+      expect(await readdir(`${t.runDir}/scratch`)).toEqual([]);
+      const after = await client.request('workspace.get', { workspace: source.id });
+      expect(after).toMatchObject({ state: 'running', pid: source.pid });
+      expect(await counter(source)).toBe('1');
+      expect(await fileIn(client, source, '/root/keep.txt')).toBe('original\n');
+    },
+  );
+
+  it('refuses fault injection on a helper that does not allow it', async () => {
+    // This helper allows it (GROVE_FAULT_INJECTION=1); the switch itself is covered by
+    // the schema: an unknown stage is refused before anything is made.
+    await expect(
+      client.request('branch.fork', { workspace: source.id, copies: 1, faultAt: 'nowhere' as 'dump' }),
+    ).rejects.toMatchObject({ code: 'E_INVALID_PARAMS' });
+  });
+});

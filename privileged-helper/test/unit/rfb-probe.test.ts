@@ -1,0 +1,132 @@
+import net from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { firstFrame } from '../../src/host/rfb-probe.js';
+
+const servers: net.Server[] = [];
+const sockets: net.Socket[] = [];
+afterEach(async () => {
+  for (const s of sockets.splice(0)) s.destroy();
+  await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(r))));
+});
+
+/** Listens on a free loopback port; `onConnection` plays the server side. */
+async function listen(onConnection: (socket: net.Socket) => void): Promise<number> {
+  const server = net.createServer((socket) => {
+    sockets.push(socket);
+    socket.on('error', () => {});
+    onConnection(socket);
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return (server.address() as net.AddressInfo).port;
+}
+
+/** Resolves with the next `n` bytes the client sends. */
+function expectBytes(socket: net.Socket, n: number): Promise<Buffer> {
+  return new Promise((resolve) => {
+    let got = Buffer.alloc(0);
+    const onData = (chunk: Buffer): void => {
+      got = Buffer.concat([got, chunk]);
+      if (got.length >= n) {
+        socket.off('data', onData);
+        if (got.length > n) socket.unshift(got.subarray(n));
+        resolve(got.subarray(0, n));
+      }
+    };
+    socket.on('data', onData);
+  });
+}
+
+function serverInit(width: number, height: number, name: string): Buffer {
+  const b = Buffer.alloc(24);
+  b.writeUInt16BE(width, 0);
+  b.writeUInt16BE(height, 2);
+  Buffer.from([32, 24, 0, 1, 0, 255, 0, 255, 0, 255, 16, 8, 0, 0, 0, 0]).copy(b, 4);
+  b.writeUInt32BE(Buffer.byteLength(name), 20);
+  return Buffer.concat([b, Buffer.from(name)]);
+}
+
+describe('firstFrame', () => {
+  it('does the RFB 3.8 handshake with security None and resolves on the first FramebufferUpdate header', async () => {
+    const sent: Record<string, Buffer> = {};
+    const port = await listen(async (s) => {
+      s.write('RFB 003.008\n');
+      sent.version = await expectBytes(s, 12);
+      s.write(Buffer.from([2, 2, 1])); // offers VncAuth and None
+      sent.security = await expectBytes(s, 1);
+      s.write(Buffer.from([0, 0, 0, 0])); // SecurityResult OK
+      sent.clientInit = await expectBytes(s, 1);
+      s.write(serverInit(1280, 800, 'grove:0'));
+      sent.request = await expectBytes(s, 10);
+      s.write(Buffer.from([2])); // a Bell first: skipped
+      s.write(Buffer.from([0, 0, 0, 1])); // FramebufferUpdate, 1 rectangle (never sent)
+    });
+    const t = await firstFrame('127.0.0.1', port, { timeoutMs: 5000 });
+    expect(sent.version!.toString('latin1')).toBe('RFB 003.008\n');
+    expect([...sent.security!]).toEqual([1]);
+    expect([...sent.clientInit!]).toEqual([1]);
+    expect([...sent.request!]).toEqual([3, 0, 0, 0, 0, 0, 1280 >> 8, 1280 & 255, 800 >> 8, 800 & 255]);
+    expect(t.bannerMs).toBeGreaterThanOrEqual(0);
+    expect(t.frameMs).toBeGreaterThanOrEqual(t.bannerMs);
+  });
+
+  it('does not resolve before the update header arrives', async () => {
+    let sendHeader: () => void = () => {};
+    const port = await listen(async (s) => {
+      s.write('RFB 003.008\n');
+      await expectBytes(s, 12);
+      s.write(Buffer.from([1, 1]));
+      await expectBytes(s, 1);
+      s.write(Buffer.from([0, 0, 0, 0]));
+      await expectBytes(s, 1);
+      s.write(serverInit(64, 48, ''));
+      await expectBytes(s, 10);
+      sendHeader = () => s.write(Buffer.from([0, 0, 0, 1]));
+    });
+    let done = false;
+    const probe = firstFrame('127.0.0.1', port, { timeoutMs: 5000 }).then((r) => ((done = true), r));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(done).toBe(false);
+    sendHeader();
+    await expect(probe).resolves.toMatchObject({ frameMs: expect.any(Number) });
+  });
+
+  it('retries while the server drops connections before its banner', async () => {
+    let connections = 0;
+    const port = await listen((s) => {
+      if (++connections < 3) {
+        s.destroy();
+        return;
+      }
+      void (async () => {
+        s.write('RFB 003.008\n');
+        await expectBytes(s, 12);
+        s.write(Buffer.from([1, 1]));
+        await expectBytes(s, 1);
+        s.write(Buffer.from([0, 0, 0, 0]));
+        await expectBytes(s, 1);
+        s.write(serverInit(64, 48, 'x'));
+        await expectBytes(s, 10);
+        s.write(Buffer.from([0, 0, 0, 1]));
+      })();
+    });
+    await firstFrame('127.0.0.1', port, { timeoutMs: 5000 });
+    expect(connections).toBe(3);
+  });
+
+  it('rejects at the deadline when the server never sends a frame', async () => {
+    const port = await listen((s) => {
+      s.write('RFB 003.008\n'); // and then nothing
+    });
+    const started = Date.now();
+    await expect(firstFrame('127.0.0.1', port, { timeoutMs: 400 })).rejects.toThrow(/no VNC frame .* within 400 ms/);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(390);
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+
+  it('rejects at the deadline when nothing listens', async () => {
+    const port = await listen(() => {});
+    await new Promise((r) => servers.pop()!.close(r));
+    await expect(firstFrame('127.0.0.1', port, { timeoutMs: 300 })).rejects.toThrow(/ECONNREFUSED/);
+  });
+});
