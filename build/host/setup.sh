@@ -52,6 +52,17 @@ fi
 step "CRIU ≥ 4.2"
 "$repo/build/host/criu.sh"
 
+step "ksm-exec (marks workspace processes mergeable for KSM)"
+ksm_src="$repo/privileged-helper/native/ksm-exec.c"
+ksm_bin="$GROVE_CACHE/bin/ksm-exec"
+if [ ! -x "$ksm_bin" ] || [ "$ksm_src" -nt "$ksm_bin" ]; then
+  mkdir -p "$GROVE_CACHE/bin"
+  cc -O2 -Wall -Werror -o "$ksm_bin" "$ksm_src"
+  echo "built $ksm_bin" >&2
+else
+  echo "up to date" >&2
+fi
+
 step "grove group"
 getent group grove >/dev/null || groupadd --system grove
 echo "group grove: $(getent group grove)" >&2

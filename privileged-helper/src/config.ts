@@ -22,6 +22,8 @@ export interface HelperConfig {
   criu: string;
   /** Directory with the image recipes shipped with the helper. */
   recipesDir: string;
+  /** prctl(PR_SET_MEMORY_MERGE) wrapper (native/ksm-exec.c, built by build/host/setup.sh). */
+  ksmExec: string;
   /** Lets branch.fork take a faultAt stage (tests of the fork's rollback). */
   allowFaultInjection: boolean;
 }
@@ -48,6 +50,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HelperConfig {
     subnet: Subnet.parse(env.GROVE_SUBNET ?? '10.213.0.0/16'),
     criu: env.GROVE_CRIU ?? path.join(cacheDir, 'criu/sbin/criu'),
     recipesDir: path.resolve(import.meta.dirname, '../image'),
+    ksmExec: env.GROVE_KSM_EXEC ?? path.join(cacheDir, 'bin/ksm-exec'),
     allowFaultInjection: env.GROVE_FAULT_INJECTION === '1',
   };
 }

@@ -2,10 +2,12 @@
 // and serves the typed protocol on a Unix socket.
 //   daemon.ts           serve (default)
 //   daemon.ts --purge   remove every host object of this instance, the pool included, and exit
+import { existsSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { loadConfig, type HelperConfig } from './config.js';
 import { Crun } from './host/crun.js';
+import { KsmPacer } from './host/ksm.js';
 import { Doctor } from './host/doctor.js';
 import { ensurePool, unmountPool } from './host/pool.js';
 import { ExecService } from './exec/exec-service.js';
@@ -17,11 +19,15 @@ import { EventBus } from './server/event-bus.js';
 import { ensureGroup, listen } from './server/socket-server.js';
 import { HostLedger } from './workspaces/ledger.js';
 import { BranchRuntime } from './workspaces/runtime.js';
+import { BranchStorage } from './workspaces/branch-storage.js';
 import { Criu } from './host/criu/criu.js';
 import { ForkService } from './branches/fork.js';
 import { PromoteService } from './branches/promote.js';
 import { VersionService } from './branches/versions.js';
 import { WorkspaceService } from './workspaces/workspace-service.js';
+import { DEFAULT_HOLD_TIMEOUT_MS, EgressGate } from './egress/gate.js';
+import { EgressService } from './egress/egress-service.js';
+import { parseHostsMap } from './egress/policy.js';
 
 const log = (msg: string) => process.stderr.write(`[grove-helper] ${msg}\n`);
 
@@ -32,22 +38,54 @@ async function boot(config: HelperConfig) {
   const db = openDb(path.join(config.stateDir, 'registry.sqlite'));
   const registry = new Registry(db);
   const pool = await ensurePool(config);
-  const crun = new Crun(path.join(config.runDir, 'crun'));
+  const launcher = existsSync(config.ksmExec) ? config.ksmExec : null;
+  if (!launcher) log(`no ${config.ksmExec}: branches will not share memory through KSM (run build/host/setup.sh)`);
+  const ksm = new KsmPacer();
+  await ksm.start().catch((err: Error) => log(`KSM unavailable: ${err.message}`));
+  const crun = new Crun(path.join(config.runDir, 'crun'), launcher);
   const ledger = new HostLedger(registry, crun);
   const bus = new EventBus();
   const images = new ImageBuilder(config, pool, registry);
-  const runtime = new BranchRuntime(config, pool, registry, ledger, crun);
-  const removed = (id: string) => bus.broadcast('workspace.removed', { id });
-  const workspaces = new WorkspaceService(registry, ledger, runtime, images, {
-    changed: (workspace) => bus.broadcast('workspace.changed', { workspace }),
+  const storage = new BranchStorage(pool, ledger);
+  const runtime = new BranchRuntime(config, registry, ledger, crun, storage);
+  const gate = new EgressGate({
+    registry,
+    subnet: config.subnet,
+    holdTimeoutMs: Number(process.env.GROVE_GATE_TIMEOUT_MS ?? DEFAULT_HOLD_TIMEOUT_MS),
+    staticHosts: parseHostsMap(process.env.GROVE_GATE_HOSTS),
+    publish: {
+      request: (req) => bus.broadcast('egress.request', req),
+      decision: (d) => bus.broadcast('egress.decision', d),
+    },
+    log,
+  });
+  const egress = new EgressService(registry, gate, (ws) => runtime.netPlan(ws));
+  // Until the runtime opens and closes the gate with a branch's network, follow
+  // the branches' states: a running branch has its gate open, any other not.
+  const followGate = (id: string, state: string | null) => {
+    const ws = state === 'running' ? registry.findWorkspace(id) : null;
+    const step = ws ? egress.openGate(ws) : egress.closeGate(id);
+    step.catch((err: unknown) => log(`egress gate of ${id}: ${(err as Error).message}`));
+  };
+  const removed = (id: string) => {
+    bus.broadcast('workspace.removed', { id });
+    followGate(id, null);
+  };
+  const workspaces = new WorkspaceService(registry, ledger, runtime, storage, images, {
+    changed: (workspace) => {
+      bus.broadcast('workspace.changed', { workspace });
+      followGate(workspace.id, workspace.state);
+      if (workspace.state === 'running') ksm.boost(); // new pages to merge (a start, a fork, a rollback)
+    },
     removed,
   });
-  const criu = new Criu(config.criu);
-  const versions = new VersionService({ registry, ledger, runtime, workspaces, criu, versionsDir: pool.versions });
+  const criu = new Criu(config.criu, path.join(config.stateDir, 'logs'), launcher);
+  const versions = new VersionService({ registry, ledger, runtime, storage, workspaces, criu, versionsDir: pool.versions });
   const forks = new ForkService({
     registry,
     ledger,
     runtime,
+    storage,
     workspaces,
     criu,
     scratchDir: path.join(config.runDir, 'scratch'),
@@ -55,17 +93,20 @@ async function boot(config: HelperConfig) {
     progress: (job, stage, message, done) => bus.broadcast('progress', { job, stage, message, done }),
   });
   await reconcile({ config, pool, registry, ledger, crun, workspaces, log });
+  for (const ws of registry.listWorkspaces()) if (ws.state === 'running') followGate(ws.id, ws.state);
   const services = {
     registry,
     bus,
     images,
     workspaces,
     runtime,
+    storage,
     forks,
     versions,
     promotions: new PromoteService(registry, runtime, workspaces, versions, removed),
     exec: new ExecService(),
     doctor: new Doctor(config),
+    egress,
   };
   return { db, services };
 }
@@ -79,6 +120,7 @@ async function serve(config: HelperConfig): Promise<void> {
     log(`${signal}: closing; running workspaces keep running and are adopted on the next start`);
     server.close();
     await services.runtime.detachAll();
+    await services.egress.gate.closeAll();
     db.close();
     process.exit(0);
   };

@@ -61,7 +61,7 @@ async function removeUnrecorded(d: ReconcileDeps): Promise<void> {
     const dir = path.join(d.pool.versions, entry);
     if (!recorded.has(`directory:${dir}`)) {
       d.log(`removing unrecorded version ${dir}`);
-      await deleteSubvolume(path.join(dir, 'rootfs'));
+      await deleteSubvolume(path.join(dir, 'files'));
       await rm(dir, { recursive: true, force: true });
     }
   }

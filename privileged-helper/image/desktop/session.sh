@@ -87,12 +87,15 @@ done
 mkdir -p "$profile"
 rm -f "$profile"/SingletonLock "$profile"/SingletonSocket "$profile"/SingletonCookie
 
+# PersistentHistograms is off: Chromium otherwise keeps a deleted, still-mapped
+# BrowserMetrics/*.pma file, and CRIU 4.2.1 restores such a ghost file in a
+# subdirectory under a wrong path ("Can't open file root"), failing the fork.
 log "starting chromium ${start_url}"
 chromium \
   --no-zygote --no-sandbox --disable-dev-shm-usage --disable-gpu --in-process-gpu \
   --disable-background-networking --disable-component-update --disable-sync \
   --no-first-run --test-type --no-default-browser-check --password-store=basic \
-  --disable-features=Translate,MediaRouter \
+  --disable-features=Translate,MediaRouter,PersistentHistograms \
   --user-data-dir="$profile" \
   --disable-quic \
   "$start_url" &

@@ -9,13 +9,12 @@
 //   dump     CRIU --leave-running --tcp-close; its post-dump action snapshots the
 //            source's root while the tree is still frozen (one instant for memory and files)
 //   thaw     the source runs on (verified)
-//   restore  each child: a writable snapshot of the fork point, its own identity,
+//   restore  each child: a writable snapshot of the fork point (branch-storage.ts), its own identity,
 //            the tree restored into its own netns (in parallel)
 //   expose   each child's host ports open; wait for its first VNC frame
 //   commit   children become 'running' and are announced
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { snapshot } from '../host/btrfs.js';
 import type { Criu } from '../host/criu/criu.js';
 import { netnsPath } from '../host/netns.js';
 import { isSameProcess } from '../host/proc.js';
@@ -25,6 +24,7 @@ import { GroveError } from '../protocol/wire.js';
 import type { Registry, WorkspaceRecord } from '../registry/registry.js';
 import type { HostLedger } from '../workspaces/ledger.js';
 import type { BranchRuntime } from '../workspaces/runtime.js';
+import type { BranchStorage } from '../workspaces/branch-storage.js';
 import { writeIdentity, type WorkspaceService } from '../workspaces/workspace-service.js';
 import { sourceFrozenMs } from './criu-log.js';
 
@@ -41,6 +41,7 @@ export interface ForkDeps {
   registry: Registry;
   ledger: HostLedger;
   runtime: BranchRuntime;
+  storage: BranchStorage;
   workspaces: WorkspaceService;
   criu: Criu;
   scratchDir: string;
@@ -129,13 +130,13 @@ class ForkTransaction {
   }
 
   private async dump(imagesDir: string): Promise<string> {
-    const forkPoint = path.join(path.dirname(this.d.runtime.rootfsPath(this.source)), `.fork-point-${this.id}`);
+    const forkPoint = path.join(path.dirname(this.d.storage.rootfsPath(this.source)), `.fork-point-${this.id}`);
     this.d.registry.recordObject({ kind: 'subvolume', name: forkPoint, owner: this.id });
     await this.d.criu.dump({
       initPid: this.source.pid!,
       netnsPath: netnsPath(this.d.runtime.netPlan(this.source).netns),
       imagesDir,
-      snapshot: { from: this.d.runtime.rootfsPath(this.source), to: forkPoint },
+      snapshot: { from: this.d.storage.rootfsPath(this.source), to: forkPoint },
     });
     this.timings.sourceFrozen = sourceFrozenMs(await readFile(path.join(imagesDir, 'dump.log'), 'utf8')) ?? this.timings.dump;
     return forkPoint;
@@ -146,8 +147,7 @@ class ForkTransaction {
   }
 
   private async restoreChild(child: WorkspaceRecord, imagesDir: string, forkPoint: string): Promise<void> {
-    const rootfs = this.d.runtime.rootfsPath(child);
-    await this.d.ledger.make({ kind: 'subvolume', name: rootfs, owner: child.id }, () => snapshot(forkPoint, rootfs));
+    const rootfs = await this.d.storage.createFrom(child, forkPoint);
     await writeIdentity(rootfs, child);
     const pid = await this.d.criu.restore({
       imagesDir,

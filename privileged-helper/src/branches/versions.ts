@@ -3,10 +3,9 @@
 // branch to one of its tree's versions — processes and files both.
 //
 //   pool/versions/<vid>/images   CRIU images (on btrfs: they survive reboots)
-//   pool/versions/<vid>/rootfs   read-only snapshot of the branch's root
+//   pool/versions/<vid>/files    read-only snapshot of the branch's root
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { deleteSubvolume, snapshot } from '../host/btrfs.js';
 import type { Criu } from '../host/criu/criu.js';
 import { netnsPath } from '../host/netns.js';
 import type { Version, Workspace } from '../protocol/entities.js';
@@ -14,12 +13,14 @@ import { GroveError } from '../protocol/wire.js';
 import type { Registry, VersionRecord } from '../registry/registry.js';
 import type { HostLedger } from '../workspaces/ledger.js';
 import type { BranchRuntime } from '../workspaces/runtime.js';
+import type { BranchStorage } from '../workspaces/branch-storage.js';
 import { writeIdentity, type WorkspaceService } from '../workspaces/workspace-service.js';
 
 export interface VersionDeps {
   registry: Registry;
   ledger: HostLedger;
   runtime: BranchRuntime;
+  storage: BranchStorage;
   workspaces: WorkspaceService;
   criu: Criu;
   versionsDir: string;
@@ -45,12 +46,12 @@ export class VersionService {
     const dir = path.join(this.d.versionsDir, vid);
     try {
       await this.d.ledger.make({ kind: 'directory', name: dir, owner: vid }, () => mkdir(path.join(dir, 'images'), { recursive: true, mode: 0o700 }));
-      this.d.registry.recordObject({ kind: 'subvolume', name: path.join(dir, 'rootfs'), owner: vid });
+      this.d.registry.recordObject({ kind: 'subvolume', name: path.join(dir, 'files'), owner: vid });
       await this.d.criu.dump({
         initPid: ws.pid!,
         netnsPath: netnsPath(this.d.runtime.netPlan(ws).netns),
         imagesDir: path.join(dir, 'images'),
-        snapshot: { from: this.d.runtime.rootfsPath(ws), to: path.join(dir, 'rootfs') },
+        snapshot: { from: this.d.storage.rootfsPath(ws), to: path.join(dir, 'files') },
       });
     } catch (err) {
       await this.d.ledger.removeOwned(vid);
@@ -72,9 +73,7 @@ export class VersionService {
       if (ws.state !== 'running') throw new GroveError('E_CONFLICT', `workspace '${ws.name}' is ${ws.state}: start it before rolling it back`);
       const dir = path.join(this.d.versionsDir, version.id);
       await this.d.runtime.killProcesses(ws);
-      const rootfs = this.d.runtime.rootfsPath(ws);
-      await deleteSubvolume(rootfs);
-      await snapshot(path.join(dir, 'rootfs'), rootfs);
+      const rootfs = await this.d.storage.replaceFiles(ws, path.join(dir, 'files'));
       await writeIdentity(rootfs, ws);
       try {
         const pid = await this.d.criu.restore({

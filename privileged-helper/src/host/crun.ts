@@ -10,7 +10,11 @@ import { run, type RunOptions, type RunResult } from './run.js';
 const HYBRID_WORKAROUND = 'umount /sys/fs/cgroup/unified 2>/dev/null; exec "$@"';
 
 export class Crun {
-  constructor(private readonly stateRoot: string) {}
+  /** launcher: a program that execs its arguments (ksm-exec), or null. */
+  constructor(
+    private readonly stateRoot: string,
+    private readonly launcher: string | null,
+  ) {}
 
   /** Command line that runs crun with this state root (also used to spawn PTY sessions). */
   argv(args: readonly string[]): [string, string[]] {
@@ -30,7 +34,9 @@ export class Crun {
 
   async start(containerId: string, bundleDir: string): Promise<number> {
     const pidFile = path.join(bundleDir, 'init.pid'); // absolute: crun resolves relative paths against the bundle
-    await this.crun(['run', '--detach', '--bundle', bundleDir, '--pid-file', pidFile, containerId], { timeoutMs: 30_000 });
+    const [file, args] = this.argv(['run', '--detach', '--bundle', bundleDir, '--pid-file', pidFile, containerId]);
+    // The container's init is forked by crun: through the launcher it inherits the KSM flag.
+    await (this.launcher ? run(this.launcher, [file, ...args], { timeoutMs: 30_000 }) : run(file, args, { timeoutMs: 30_000 }));
     const state = await this.state(containerId);
     if (!state || state.pid <= 0) throw new Error(`container ${containerId} did not start`);
     return state.pid;

@@ -24,6 +24,7 @@ export class Doctor {
       await present('userfaultfd', '/proc/sys/vm/unprivileged_userfaultfd', 'userfaultfd (CRIU lazy pages)'),
       await present('ksm', '/sys/kernel/mm/ksm/run', 'KSM (memory sharing between branches)'),
       await present('netns', '/proc/self/ns/net', 'network namespaces'),
+      await present('ksm-exec', this.config.ksmExec, 'ksm-exec (workspace memory mergeable by KSM)'),
       {
         name: 'criu',
         ok: criu.version !== null && versionAtLeast(criu.version, CRIU_MIN),

@@ -4,6 +4,7 @@
 // in only the host end of the veth (the helper's port forwarders) and lets out
 // nothing but replies: a workspace reaches neither its neighbours nor the world.
 import { access } from 'node:fs/promises';
+import { GATE_ADDRESS, GATE_PORT } from '../egress/policy.js';
 import { run } from './run.js';
 
 export const MAX_NET_INDEX = 16383; // a /16 holds 16384 /30s
@@ -61,10 +62,18 @@ export async function createVeth(plan: NetPlan): Promise<void> {
 }
 
 export async function applyFirewall(plan: NetPlan): Promise<void> {
+  // Out: loopback, replies, and new TCP to the egress gate only. The gate is
+  // addressed at a fixed GATE_ADDRESS in every branch and DNAT'ed here to this
+  // branch's own veth peer (so restored fork children keep a valid address).
+  // Everything else is dropped (TCP reset, so apps fail fast) and counted per kind
+  // in named counters that egress.status reads.
   const rules = `
 table inet grove
 delete table inet grove
 table inet grove {
+  counter dropped_tcp {}
+  counter dropped_udp {}
+  counter dropped_other {}
   chain input {
     type filter hook input priority 0; policy drop;
     iif lo accept
@@ -72,11 +81,19 @@ table inet grove {
     ip saddr ${plan.hostAddress} ct state new accept
     counter
   }
+  chain gate_nat {
+    type nat hook output priority -100;
+    ip daddr ${GATE_ADDRESS} tcp dport ${GATE_PORT} dnat ip to ${plan.hostAddress}:${GATE_PORT}
+  }
   chain output {
     type filter hook output priority 0; policy drop;
     oif lo accept
     ct state established,related accept
-    counter
+    ip daddr ${plan.hostAddress} tcp dport ${GATE_PORT} ct state new accept
+    icmpv6 type { nd-router-solicit, nd-neighbor-solicit, nd-neighbor-advert, mld-listener-report, mld2-listener-report } drop
+    meta l4proto tcp counter name dropped_tcp reject with tcp reset
+    meta l4proto udp counter name dropped_udp drop
+    counter name dropped_other drop
   }
   chain forward {
     type filter hook forward priority 0; policy drop;
@@ -84,6 +101,10 @@ table inet grove {
 }
 `;
   await run('ip', ['netns', 'exec', plan.netns, 'nft', '-f', '-'], { input: rules });
+  // A default route via the host end, only now that the firewall is in place: the
+  // gate's address is reachable, and any other attempt reaches the output chain
+  // (dropped and counted there) instead of failing unseen for want of a route.
+  await run('ip', ['-n', plan.netns, 'route', 'replace', 'default', 'via', plan.hostAddress, 'dev', 'eth0']);
 }
 
 export async function deleteVeth(hostVeth: string): Promise<void> {

@@ -3,6 +3,7 @@
 // (no CAP_NET_ADMIN or CAP_SYS_ADMIN: the workspace cannot touch its firewall
 // or mounts), and an init that keeps no host file descriptors open, which CRIU
 // needs to dump the tree later.
+import { PROXY_ENV } from '../egress/workspace-config.js';
 
 /** Docker's default capability set: what a workspace's processes (and exec'd commands) may use. */
 export const DEFAULT_CAPS = [
@@ -23,7 +24,8 @@ export const DEFAULT_CAPS = [
 ];
 
 export const SESSION_LOG = '/var/log/grove-session.log';
-export const BASE_ENV = ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', 'HOME=/root', 'DISPLAY=:0', 'LANG=C.UTF-8'];
+/** Every workspace process's environment; the proxy variables point its apps at the egress gate. */
+export const BASE_ENV = ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', 'HOME=/root', 'DISPLAY=:0', 'LANG=C.UTF-8', ...PROXY_ENV];
 
 export interface ContainerSpecInput {
   rootfs: string;

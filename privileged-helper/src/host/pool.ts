@@ -18,7 +18,12 @@ export interface PoolLayout {
 
 export function poolLayout(config: HelperConfig): PoolLayout {
   const root = config.pool.mountPoint;
-  return { root, images: path.join(root, 'images'), workspaces: path.join(root, 'workspaces'), versions: path.join(root, 'versions') };
+  return {
+    root,
+    images: path.join(root, 'images'),
+    workspaces: path.join(root, 'workspaces'),
+    versions: path.join(root, 'versions'),
+  };
 }
 
 /** Mounts the pool (creating the loop file and filesystem the first time). */

@@ -107,6 +107,7 @@ export class ImageBuilder {
     }
   }
 
+  /** Old versions of the image go (branches are snapshots: they do not depend on them). */
   private async removeOtherVersions(name: ImageName, keepHash: string): Promise<void> {
     const prefix = `${name}-`;
     for (const entry of await readdir(this.pool.images)) {

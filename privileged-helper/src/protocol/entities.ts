@@ -103,3 +103,74 @@ export const ForkReport = z.strictObject({
   }),
 });
 export type ForkReport = z.infer<typeof ForkReport>;
+
+// Egress: what a branch may reach outside itself (see egress/).
+export const EgressMode = z.enum(['deny', 'allow', 'gate']);
+export type EgressMode = z.infer<typeof EgressMode>;
+
+/** A host name (lower case; a leading '*.' matches any subdomain) or an IPv4/IPv6 literal. */
+export const EgressHost = z
+  .string()
+  .min(1)
+  .max(253)
+  .regex(/^(\*\.)?[a-z0-9]([a-z0-9.-]*[a-z0-9])?$|^[0-9a-f:.]+$/, 'a host name or an IP address');
+
+export const EgressRule = z.strictObject({ host: EgressHost, port: Port.optional() });
+export type EgressRule = z.infer<typeof EgressRule>;
+
+export const EgressPolicy = z.strictObject({
+  /** deny: nothing leaves; allow: only the allow list; gate: the allow list, and a person decides every other destination. */
+  mode: EgressMode,
+  allow: z.array(EgressRule),
+  /** Hold plain-HTTP requests other than GET/HEAD/OPTIONS even to allowed destinations. */
+  holdMutating: z.boolean(),
+});
+export type EgressPolicy = z.infer<typeof EgressPolicy>;
+
+/** A request the gate holds until a person decides (the approvals queue). */
+export const EgressRequest = z.strictObject({
+  id: z.string().regex(/^q[0-9a-f]{8}$/),
+  workspace: Id,
+  workspaceName: z.string(),
+  host: z.string(),
+  port: Port,
+  /** HTTP method, or CONNECT for a tunnel (HTTPS). */
+  method: z.string(),
+  /** The full URL of a plain-HTTP request; null for a tunnel. */
+  url: z.string().nullable(),
+  /** Why it is held: a destination not on the allow list, or a mutating request under holdMutating. */
+  reason: z.enum(['destination', 'mutating']),
+  at: z.string(),
+  expiresAt: z.string(),
+});
+export type EgressRequest = z.infer<typeof EgressRequest>;
+
+export const EgressVerdict = z.enum(['allowed', 'denied', 'held', 'approved', 'rejected', 'timeout', 'abandoned', 'failed']);
+export type EgressVerdict = z.infer<typeof EgressVerdict>;
+
+/** One line of the egress log: every attempt and every decision. */
+export const EgressLogEntry = z.strictObject({
+  seq: z.number().int(),
+  at: z.string(),
+  workspace: z.string(),
+  workspaceName: z.string(),
+  request: z.string().nullable(),
+  host: z.string(),
+  port: z.number().int(),
+  method: z.string(),
+  url: z.string().nullable(),
+  verdict: EgressVerdict,
+  /** 'policy', 'timeout', or the client that decided (e.g. 'cli:grove-cli'). */
+  decidedBy: z.string(),
+  detail: z.string().nullable(),
+});
+export type EgressLogEntry = z.infer<typeof EgressLogEntry>;
+
+export const EgressStatus = z.strictObject({
+  workspace: Id,
+  policy: EgressPolicy,
+  /** Packets the branch's firewall dropped since its network was made (0 while it is not running). */
+  dropped: z.strictObject({ tcp: z.number().int(), udp: z.number().int(), other: z.number().int() }),
+  pending: z.array(EgressRequest),
+});
+export type EgressStatus = z.infer<typeof EgressStatus>;

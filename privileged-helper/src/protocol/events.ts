@@ -2,7 +2,7 @@
 // every subscribed connection; exec.* topics reach only the session's owner.
 import { z } from 'zod';
 import { ImageName, Id } from './names.js';
-import { Workspace } from './entities.js';
+import { EgressRequest, EgressVerdict, Workspace } from './entities.js';
 
 export const events = {
   /** Progress of a long operation (an image build, later forks). */
@@ -17,6 +17,19 @@ export const events = {
   'workspace.removed': z.strictObject({ id: Id }),
   'exec.output': z.strictObject({ session: z.string(), data: z.string() }),
   'exec.exit': z.strictObject({ session: z.string(), exitCode: z.number().int(), signal: z.string().nullable() }),
+  /** A request the gate holds for a person's decision. */
+  'egress.request': EgressRequest,
+  /** The verdict on an egress attempt (by policy, by a person, or by timeout). */
+  'egress.decision': z.strictObject({
+    request: z.string().nullable(),
+    workspace: Id,
+    host: z.string(),
+    port: z.number().int(),
+    method: z.string(),
+    verdict: EgressVerdict,
+    decidedBy: z.string(),
+    at: z.string(),
+  }),
 } as const;
 
 export type Events = typeof events;

@@ -3,7 +3,7 @@
 // typed clients derive their signatures from it. Params objects are strict:
 // unknown fields are refused, not ignored.
 import { z } from 'zod';
-import { DoctorReport, ExecResult, ForkReport, ForkStage, Image, Version, Workspace } from './entities.js';
+import { DoctorReport, EgressLogEntry, EgressMode, EgressPolicy, EgressRequest, EgressRule, EgressStatus, ExecResult, ForkReport, ForkStage, Image, Version, Workspace } from './entities.js';
 import { TreeDiff } from './diff.js';
 import { Id, ImageName, Name, Port, WorkspaceRef } from './names.js';
 
@@ -131,6 +131,35 @@ export const methods = {
   'exec.close': {
     params: z.strictObject({ session: SessionId }),
     result: z.strictObject({}),
+  },
+  'egress.status': { params: ByWorkspace, result: EgressStatus },
+  'egress.set': {
+    params: z.strictObject({
+      workspace: WorkspaceRef,
+      mode: EgressMode.optional(),
+      holdMutating: z.boolean().optional(),
+      /** Destinations added to the allow list. */
+      allow: z.array(EgressRule).max(64).optional(),
+      /** Destinations removed from the allow list (a rule without port removes every rule for the host). */
+      remove: z.array(EgressRule).max(64).optional(),
+    }),
+    result: EgressPolicy,
+  },
+  'egress.pending': {
+    params: z.strictObject({ workspace: WorkspaceRef.optional() }),
+    result: z.array(EgressRequest),
+  },
+  'egress.approve': {
+    params: z.strictObject({ request: EgressRequest.shape.id, always: z.boolean().optional() }),
+    result: EgressRequest,
+  },
+  'egress.deny': {
+    params: z.strictObject({ request: EgressRequest.shape.id }),
+    result: EgressRequest,
+  },
+  'egress.log': {
+    params: z.strictObject({ workspace: WorkspaceRef.optional(), limit: z.number().int().min(1).max(10_000).optional() }),
+    result: z.array(EgressLogEntry),
   },
 } as const;
 

@@ -66,6 +66,38 @@ const MIGRATIONS: readonly string[] = [
     created_at TEXT NOT NULL
   );
   `,
+  // Egress: each branch's policy (a missing row means the default, deny) and a
+  // log of every attempt and decision, kept after its branch is gone.
+  `
+  CREATE TABLE egress_policies (
+    workspace_id TEXT PRIMARY KEY REFERENCES workspaces(id) ON DELETE CASCADE,
+    mode TEXT NOT NULL,
+    hold_mutating INTEGER NOT NULL DEFAULT 0,
+    allow_json TEXT NOT NULL DEFAULT '[]'
+  );
+  CREATE TABLE egress_log (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    at TEXT NOT NULL,
+    workspace_id TEXT NOT NULL,
+    workspace_name TEXT NOT NULL,
+    request_id TEXT,
+    host TEXT NOT NULL,
+    port INTEGER NOT NULL,
+    method TEXT NOT NULL,
+    url TEXT,
+    verdict TEXT NOT NULL,
+    decided_by TEXT NOT NULL,
+    detail TEXT
+  );
+  CREATE INDEX egress_log_workspace ON egress_log (workspace_id, seq);
+  -- A fork's child starts with a copy of its source's policy, in the same
+  -- transaction that records the child; later changes to either stay their own.
+  CREATE TRIGGER egress_inherit AFTER INSERT ON workspaces WHEN NEW.parent_id IS NOT NULL
+  BEGIN
+    INSERT OR IGNORE INTO egress_policies (workspace_id, mode, hold_mutating, allow_json)
+      SELECT NEW.id, mode, hold_mutating, allow_json FROM egress_policies WHERE workspace_id = NEW.parent_id;
+  END;
+  `,
 ];
 
 export type Db = Database.Database;

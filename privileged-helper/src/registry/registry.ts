@@ -4,9 +4,14 @@ import { randomBytes } from 'node:crypto';
 import type { Db } from './db.js';
 import type { Image } from '../protocol/entities.js';
 import type { WorkspaceState } from '../protocol/entities.js';
+import type { EgressLogEntry, EgressPolicy } from '../protocol/entities.js';
 
-/** A 'process' is named PID:STARTTIME, so it is never signalled after its pid was reused. */
-export type HostObjectKind = 'mount' | 'subvolume' | 'netns' | 'veth' | 'container' | 'directory' | 'process';
+/**
+ * A 'process' is named PID:STARTTIME, so it is never signalled after its pid was reused.
+ * A 'bundle' is a directory that lives while a branch runs (crun's bundle); a
+ * 'directory' one that lives as long as its owner (a version, a fork's scratch images).
+ */
+export type HostObjectKind = 'subvolume' | 'netns' | 'veth' | 'container' | 'bundle' | 'directory' | 'process';
 
 export interface HostObject {
   kind: HostObjectKind;
@@ -214,6 +219,51 @@ export class Registry {
     return rows.filter(
       (o) => (filter.kind === undefined || o.kind === filter.kind) && (filter.owner === undefined || o.owner === filter.owner),
     );
+  }
+
+  // egress
+  /** The branch's egress policy; the default (deny, nothing allowed) when none was set. */
+  egressPolicy(workspaceId: string): EgressPolicy {
+    const row = this.db.prepare('SELECT mode, hold_mutating, allow_json FROM egress_policies WHERE workspace_id = ?').get(workspaceId) as
+      | { mode: EgressPolicy['mode']; hold_mutating: number; allow_json: string }
+      | undefined;
+    if (!row) return { mode: 'deny', allow: [], holdMutating: false };
+    return { mode: row.mode, holdMutating: row.hold_mutating === 1, allow: JSON.parse(row.allow_json) as EgressPolicy['allow'] };
+  }
+
+  setEgressPolicy(workspaceId: string, policy: EgressPolicy): void {
+    this.db
+      .prepare(
+        `INSERT INTO egress_policies (workspace_id, mode, hold_mutating, allow_json) VALUES (?, ?, ?, ?)
+         ON CONFLICT(workspace_id) DO UPDATE SET mode = excluded.mode, hold_mutating = excluded.hold_mutating, allow_json = excluded.allow_json`,
+      )
+      .run(workspaceId, policy.mode, policy.holdMutating ? 1 : 0, JSON.stringify(policy.allow));
+  }
+
+  /** A copy of `fromId`'s policy becomes `toId`'s (a fork's child starts with its source's). */
+  copyEgressPolicy(fromId: string, toId: string): void {
+    this.setEgressPolicy(toId, this.egressPolicy(fromId));
+  }
+
+  insertEgressLog(entry: Omit<EgressLogEntry, 'seq'>): number {
+    const res = this.db
+      .prepare(
+        `INSERT INTO egress_log (at, workspace_id, workspace_name, request_id, host, port, method, url, verdict, decided_by, detail)
+         VALUES (@at, @workspace, @workspaceName, @request, @host, @port, @method, @url, @verdict, @decidedBy, @detail)`,
+      )
+      .run(entry);
+    return Number(res.lastInsertRowid);
+  }
+
+  /** The newest `limit` entries (of one branch, or all), oldest first. */
+  egressLog(workspaceId: string | null, limit: number): EgressLogEntry[] {
+    const cols = `seq, at, workspace_id AS workspace, workspace_name AS workspaceName, request_id AS request, host, port, method, url,
+                  verdict, decided_by AS decidedBy, detail`;
+    const rows =
+      workspaceId === null
+        ? this.db.prepare(`SELECT ${cols} FROM egress_log ORDER BY seq DESC LIMIT ?`).all(limit)
+        : this.db.prepare(`SELECT ${cols} FROM egress_log WHERE workspace_id = ? ORDER BY seq DESC LIMIT ?`).all(workspaceId, limit);
+    return (rows as EgressLogEntry[]).reverse();
   }
 
   // audit

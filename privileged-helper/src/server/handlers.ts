@@ -12,8 +12,11 @@ import type { ForkService } from '../branches/fork.js';
 import type { PromoteService } from '../branches/promote.js';
 import type { VersionService } from '../branches/versions.js';
 import type { BranchRuntime } from '../workspaces/runtime.js';
+import type { BranchStorage } from '../workspaces/branch-storage.js';
 import { GroveError } from '../protocol/wire.js';
 import type { EventBus, EventListener } from './event-bus.js';
+import type { EgressService } from '../egress/egress-service.js';
+import { ID_PATTERN } from '../protocol/names.js';
 
 export interface Services {
   registry: Registry;
@@ -23,9 +26,11 @@ export interface Services {
   exec: ExecService;
   doctor: Doctor;
   runtime: BranchRuntime;
+  storage: BranchStorage;
   forks: ForkService;
   versions: VersionService;
   promotions: PromoteService;
+  egress: EgressService;
 }
 
 export interface CallContext {
@@ -63,7 +68,7 @@ export function createHandlers(s: Services): Handlers {
       const fromRef = p.other ?? to.parentId;
       if (fromRef === null) throw new GroveError('E_PRECONDITION', `'${to.name}' has no parent: name the branch to compare it with`);
       const from = s.workspaces.record(fromRef);
-      return diffTrees(s.runtime.rootfsPath(from), s.runtime.rootfsPath(to));
+      return diffTrees(s.storage.rootfsPath(from), s.storage.rootfsPath(to));
     },
     'version.list': async (p) => s.versions.list(p.workspace),
     'version.delete': async (p) => {
@@ -94,6 +99,19 @@ export function createHandlers(s: Services): Handlers {
       s.exec.close(p.session, ctx.connection);
       return {};
     },
+    'egress.status': (p) => s.egress.status(s.workspaces.record(p.workspace)),
+    'egress.set': async (p, ctx) =>
+      s.egress.set(s.workspaces.record(p.workspace), { mode: p.mode, holdMutating: p.holdMutating, allow: p.allow, remove: p.remove }, ctx.actor),
+    'egress.pending': async (p) => s.egress.pending(p.workspace === undefined ? null : s.workspaces.record(p.workspace)),
+    'egress.approve': async (p, ctx) => s.egress.approve(p.request, ctx.actor, p.always ?? false),
+    'egress.deny': async (p, ctx) => s.egress.deny(p.request, ctx.actor),
+    'egress.log': async (p) => {
+      if (p.workspace === undefined) return s.egress.log(null, p.limit);
+      // The log outlives its branches: a removed branch is still found by its id.
+      const found = s.registry.findWorkspace(p.workspace);
+      if (!found && !ID_PATTERN.test(p.workspace)) throw new GroveError('E_NOT_FOUND', `no workspace '${p.workspace}'`);
+      return s.egress.log(found?.id ?? p.workspace, p.limit);
+    },
   };
 }
 
@@ -111,4 +129,7 @@ export const AUDITED: ReadonlySet<MethodName> = new Set([
   'branch.rollback',
   'branch.promote',
   'version.delete',
+  'egress.set',
+  'egress.approve',
+  'egress.deny',
 ]);

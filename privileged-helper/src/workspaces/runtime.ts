@@ -8,10 +8,10 @@ import type { Crun } from '../host/crun.js';
 import { PortForwarder } from '../host/forwarder.js';
 import { applyFirewall, createNetns, createVeth, netnsPath, planNetwork, type NetPlan } from '../host/netns.js';
 import { containerSpec } from '../host/oci-spec.js';
-import type { PoolLayout } from '../host/pool.js';
 import { startTime } from '../host/proc.js';
 import { GroveError } from '../protocol/wire.js';
 import type { Registry, WorkspaceRecord } from '../registry/registry.js';
+import type { BranchStorage } from './branch-storage.js';
 import { processObjectName, type HostLedger } from './ledger.js';
 
 export class BranchRuntime {
@@ -19,19 +19,16 @@ export class BranchRuntime {
 
   constructor(
     private readonly config: HelperConfig,
-    private readonly pool: PoolLayout,
     private readonly registry: Registry,
     private readonly ledger: HostLedger,
     private readonly crun: Crun,
+    private readonly storage: BranchStorage,
   ) {}
 
   netPlan(ws: WorkspaceRecord): NetPlan {
     return planNetwork(this.config.instance, ws.id, this.config.subnet, ws.netIndex);
   }
 
-  rootfsPath(ws: { id: string }): string {
-    return path.join(this.pool.workspaces, ws.id);
-  }
 
   containerId(ws: { id: string }): string {
     return `grove-${this.config.instance}-${ws.id}`;
@@ -49,8 +46,8 @@ export class BranchRuntime {
   /** Boots the branch's root filesystem in a fresh crun container. */
   async bootContainer(ws: WorkspaceRecord): Promise<{ pid: number; pidStart: number }> {
     const bundle = path.join(this.config.runDir, 'bundles', ws.id);
-    const spec = containerSpec({ rootfs: this.rootfsPath(ws), hostname: ws.hostname, netnsPath: netnsPath(this.netPlan(ws).netns) });
-    await this.ledger.make({ kind: 'directory', name: bundle, owner: ws.id }, () => this.crun.writeBundle(bundle, spec));
+    const spec = containerSpec({ rootfs: this.storage.rootfsPath(ws), hostname: ws.hostname, netnsPath: netnsPath(this.netPlan(ws).netns) });
+    await this.ledger.make({ kind: 'bundle', name: bundle, owner: ws.id }, () => this.crun.writeBundle(bundle, spec));
     const containerId = this.containerId(ws);
     const pid = await this.ledger.make({ kind: 'container', name: containerId, owner: ws.id }, () => this.crun.start(containerId, bundle));
     return this.adoptProcess(ws, pid);
@@ -69,10 +66,10 @@ export class BranchRuntime {
     await this.ledger.removeOwned(ws.id, ['process', 'container']);
   }
 
-  /** Removes everything the branch runs on, keeping its root filesystem. */
+  /** Removes everything the branch runs on, keeping its files (upper and mounted root). */
   async tearDown(ws: { id: string }): Promise<void> {
     await this.closeForwarders(ws.id);
-    await this.ledger.removeOwned(ws.id, ['process', 'container', 'directory', 'veth', 'netns']);
+    await this.ledger.removeOwned(ws.id, ['process', 'container', 'bundle', 'veth', 'netns']);
   }
 
   /** Opens the branch's host ports (re-using each leased port number when it is free). */

@@ -2,9 +2,6 @@
 // A workspace is a writable btrfs snapshot of its image (its root), a network
 // namespace with a veth pair, a crun container, and host-port forwarders.
 import { randomBytes } from 'node:crypto';
-import { mkdir, writeFile } from 'node:fs/promises';
-import path from 'node:path';
-import { snapshot } from '../host/btrfs.js';
 import { MAX_NET_INDEX } from '../host/netns.js';
 import { isSameProcess } from '../host/proc.js';
 import type { ImageBuilder } from '../images/image-builder.js';
@@ -13,8 +10,11 @@ import { ID_PATTERN } from '../protocol/names.js';
 import { GroveError } from '../protocol/wire.js';
 import type { Registry, WorkspaceRecord } from '../registry/registry.js';
 import { KeyedLock } from './keyed-lock.js';
+import { writeInside } from '../host/rootfs-files.js';
+import { writeProxyConfig } from '../egress/workspace-config.js';
 import type { HostLedger } from './ledger.js';
 import type { BranchRuntime } from './runtime.js';
+import type { BranchStorage } from './branch-storage.js';
 
 /** VNC and a dev-server port are mapped for every workspace. */
 export const STANDARD_PORTS = [5900, 3000] as const;
@@ -32,6 +32,7 @@ export class WorkspaceService {
     private readonly registry: Registry,
     private readonly ledger: HostLedger,
     private readonly runtime: BranchRuntime,
+    private readonly storage: BranchStorage,
     private readonly images: ImageBuilder,
     private readonly events: WorkspaceEvents,
   ) {}
@@ -63,9 +64,7 @@ export class WorkspaceService {
     const ws = this.reserve({ name: input.name, image, parent: null, ports: [...STANDARD_PORTS, ...(input.ports ?? [])] });
     return this.lock.run(ws.id, async () => {
       try {
-        const rootfs = this.runtime.rootfsPath(ws);
-        await this.ledger.make({ kind: 'subvolume', name: rootfs, owner: ws.id }, () => snapshot(imagePath, rootfs));
-        await writeIdentity(rootfs, ws);
+        await writeIdentity(await this.storage.createFrom(ws, imagePath), ws);
         return await this.startLocked(ws);
       } catch (err) {
         await this.destroy(ws);
@@ -211,11 +210,14 @@ export class WorkspaceService {
   }
 }
 
-/** Each branch gets its own hostname and machine-id, never its image's or its parent's. */
+/**
+ * Each branch gets its own hostname and machine-id, never its image's or its
+ * parent's, and its apps are pointed at the egress gate. Written without
+ * following symlinks: the root belongs to the branch, the writer is root.
+ */
 export async function writeIdentity(rootfs: string, ws: WorkspaceRecord): Promise<void> {
-  const etc = path.join(rootfs, 'etc');
-  await mkdir(etc, { recursive: true });
-  await writeFile(path.join(etc, 'hostname'), `${ws.hostname}\n`);
-  await writeFile(path.join(etc, 'machine-id'), `${ws.machineId}\n`);
-  await writeFile(path.join(etc, 'hosts'), `127.0.0.1\tlocalhost\n127.0.1.1\t${ws.hostname}\n::1\tlocalhost ip6-localhost ip6-loopback\n`);
+  await writeInside(rootfs, 'etc/hostname', `${ws.hostname}\n`);
+  await writeInside(rootfs, 'etc/machine-id', `${ws.machineId}\n`);
+  await writeInside(rootfs, 'etc/hosts', `127.0.0.1\tlocalhost\n127.0.1.1\t${ws.hostname}\n::1\tlocalhost ip6-localhost ip6-loopback\n`);
+  await writeProxyConfig(rootfs);
 }

@@ -1,7 +1,7 @@
 // Live forks of a running desktop, for real: CRIU dump + restore into new
 // namespaces, versions and rollback, promote, discard, depth, and every fault
 // injection stage leaving the source unharmed and nothing behind.
-import { access, readdir } from 'node:fs/promises';
+import { access, readdir, readFile } from 'node:fs/promises';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
@@ -88,6 +88,13 @@ describe('live fork of a running desktop', () => {
       expect((await sh(client, child, 'cat /etc/machine-id')).trim()).toBe(child.machineId);
     }
     expect(new Set(children.map((c) => c.machineId)).size).toBe(3);
+  });
+
+  it('marks the source and every restored child mergeable for KSM (memory sharing)', async () => {
+    for (const ws of [source, ...children]) {
+      expect(await readFile(`/proc/${ws.pid}/ksm_stat`, 'utf8')).toContain('ksm_merge_any: yes');
+    }
+    expect(await readFile('/sys/kernel/mm/ksm/run', 'utf8')).toBe('1\n');
   });
 
   it("continues the service's in-memory state in each child, then diverges", async () => {

@@ -33,6 +33,10 @@ export function testInstance(instance: string): TestInstance {
     GROVE_SUBNET: '10.215.0.0/16',
     GROVE_POOL_SIZE_GIB: '16',
     GROVE_FAULT_INJECTION: '1',
+    // Egress (egress.test.ts): held requests time out quickly, and the test's
+    // "outside world" (its own netns) has a name the gate resolves without DNS.
+    GROVE_GATE_TIMEOUT_MS: '15000',
+    GROVE_GATE_HOSTS: 'outside.test=10.218.0.2,other.test=10.218.0.2',
   };
   return {
     instance,

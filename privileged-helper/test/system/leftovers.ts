@@ -53,7 +53,7 @@ export async function leftovers(t: TestInstance): Promise<string[]> {
   const found: string[] = [];
   for (const ns of await netnsNames()) if (ns.startsWith(`grove-${t.instance}-`)) found.push(`netns ${ns}`);
   for (const link of await linkNames()) if (link.startsWith(`gv${t.instance}`)) found.push(`veth ${link}`);
-  for (const m of await mountPointsUnder(t.stateDir)) found.push(`mount ${m}`);
+  for (const m of [...(await mountPointsUnder(t.stateDir)), ...(await mountPointsUnder(t.runDir))]) found.push(`mount ${m}`);
   for (const l of await loopDevicesFor(t.stateDir)) found.push(`loop ${l}`);
   for (const ns of await trackedPidNamespaces(t)) for (const p of await processesInPidNs(ns)) found.push(`process ${p} (${ns})`);
   return found;

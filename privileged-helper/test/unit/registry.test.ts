@@ -50,7 +50,7 @@ function workspace(over: Partial<WorkspaceRecord> = {}): WorkspaceRecord {
 
 describe('openDb', () => {
   it('applies the migrations and records them in user_version', () => {
-    expect(db.pragma('user_version', { simple: true })).toBe(2);
+    expect(db.pragma('user_version', { simple: true })).toBe(3);
     const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
     expect(tables).toEqual(expect.arrayContaining(['audit', 'host_objects', 'images', 'ports', 'workspaces']));
   });
@@ -70,7 +70,7 @@ describe('openDb', () => {
 
     // Reopening would throw "table images already exists" if the migration ran again.
     reopen();
-    expect(db.pragma('user_version', { simple: true })).toBe(2);
+    expect(db.pragma('user_version', { simple: true })).toBe(3);
     expect(reg.findWorkspace('alpha')).toEqual(workspace());
     expect(reg.ports('0123abcd')).toEqual([{ containerPort: 5900, hostPort: 40001 }]);
     expect(reg.objects()).toEqual([{ kind: 'netns', name: 'grove-t1-0123abcd', owner: '0123abcd' }]);
@@ -199,18 +199,18 @@ describe('host objects', () => {
     reg.recordObject({ kind: 'subvolume', name: '/pool/ws/a', owner: 'aaaaaaaa' });
     reg.recordObject({ kind: 'netns', name: 'grove-t1-aaaaaaaa', owner: 'aaaaaaaa' });
     reg.recordObject({ kind: 'subvolume', name: '/pool/ws/b', owner: 'bbbbbbbb' });
-    reg.recordObject({ kind: 'mount', name: '/pool', owner: null });
+    reg.recordObject({ kind: 'bundle', name: '/pool', owner: null });
     reg.recordObject({ kind: 'container', name: 'grove-t1-aaaaaaaa', owner: 'aaaaaaaa' });
 
     expect(reg.objects().map((o) => `${o.kind}:${o.name}`)).toEqual([
       'subvolume:/pool/ws/a',
       'netns:grove-t1-aaaaaaaa',
       'subvolume:/pool/ws/b',
-      'mount:/pool',
+      'bundle:/pool',
       'container:grove-t1-aaaaaaaa',
     ]);
     expect(reg.objects({ owner: 'aaaaaaaa' }).map((o) => o.kind)).toEqual(['subvolume', 'netns', 'container']);
-    expect(reg.objects({ owner: null })).toEqual([{ kind: 'mount', name: '/pool', owner: null }]);
+    expect(reg.objects({ owner: null })).toEqual([{ kind: 'bundle', name: '/pool', owner: null }]);
     expect(reg.objects({ kind: 'subvolume' }).map((o) => o.owner)).toEqual(['aaaaaaaa', 'bbbbbbbb']);
     expect(reg.objects({ owner: 'bbbbbbbb', kind: 'netns' })).toEqual([]);
   });
@@ -239,7 +239,7 @@ describe('host objects', () => {
     reg.recordObject({ kind: 'subvolume', name: '/pool/ws/gone', owner: 'deadbeef' });
     reg.recordObject({ kind: 'subvolume', name: '/pool/ws/kept', owner: 'aaaaaaaa' });
     reg.recordObject({ kind: 'netns', name: 'grove-t1-deadbeef', owner: 'deadbeef' });
-    reg.recordObject({ kind: 'mount', name: '/pool', owner: null });
+    reg.recordObject({ kind: 'bundle', name: '/pool', owner: null });
     reg.recordObject({ kind: 'container', name: 'grove-t1-deadbeef', owner: 'deadbeef' });
     reopen();
 

@@ -5,7 +5,7 @@
 import { execa } from 'execa';
 import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
-import { readFile, stat } from 'node:fs/promises';
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { GroveError } from '../../protocol/wire.js';
 import { forkDumpArgs, forkRestoreArgs } from './criu-commands.js';
@@ -36,7 +36,13 @@ export interface RestoreRequest {
 }
 
 export class Criu {
-  constructor(private readonly binary: string) {}
+  /** logsDir keeps the CRIU log of every failed run (the images dir it was in is removed). */
+  /** launcher: a program that execs its arguments (ksm-exec, so restored tasks are KSM-mergeable), or null. */
+  constructor(
+    private readonly binary: string,
+    private readonly logsDir: string,
+    private readonly launcher: string | null,
+  ) {}
 
   /** Dumps with --leave-running: the source is frozen only while CRIU works, then runs on. */
   async dump(req: DumpRequest): Promise<void> {
@@ -45,7 +51,7 @@ export class Criu {
     const args = forkDumpArgs({ initPid: req.initPid, imagesDir: req.imagesDir, netnsInode: ino, logFile, actionScript: ACTION_SCRIPT });
     const env = req.snapshot ? { GROVE_SNAPSHOT_FROM: req.snapshot.from, GROVE_SNAPSHOT_TO: req.snapshot.to } : {};
     const res = await execa(this.binary, args, { env: { ...CRIU_ENV, ...env }, reject: false, timeout: 120_000 });
-    if (res.exitCode !== 0) throw await criuError('dump', logFile, res.stderr);
+    if (res.exitCode !== 0) throw await this.failure('dump', logFile, res.stderr);
   }
 
   /** Restores a tree detached, as a new sibling; resolves with its init's host PID. */
@@ -62,8 +68,9 @@ export class Criu {
     });
     const netnsFd = openSync(req.netnsPath, 'r');
     try {
-      const res = await runWithFd(this.binary, args, { ...CRIU_ENV, GROVE_HOSTNAME: req.hostname }, netnsFd);
-      if (res.exitCode !== 0) throw await criuError('restore', logFile, res.stderr);
+      const [file, argv] = this.launcher ? [this.launcher, [this.binary, ...args]] : [this.binary, args];
+      const res = await runWithFd(file, argv, { ...CRIU_ENV, GROVE_HOSTNAME: req.hostname }, netnsFd);
+      if (res.exitCode !== 0) throw await this.failure('restore', logFile, res.stderr);
     } finally {
       closeSync(netnsFd);
     }
@@ -71,16 +78,19 @@ export class Criu {
     if (!Number.isInteger(pid) || pid <= 1) throw new GroveError('E_HOST', `criu restore wrote no pid to ${pidFile}`);
     return pid;
   }
-}
 
-async function criuError(what: string, logFile: string, stderr: string): Promise<GroveError> {
-  const log = await readFile(logFile, 'utf8').catch(() => stderr);
-  const errors = log
-    .split('\n')
-    .filter((l) => /Error|error|fail/i.test(l))
-    .slice(-4)
-    .join(' / ');
-  return new GroveError('E_HOST', `criu ${what} failed: ${errors || stderr.trim() || 'no output'} (log: ${logFile})`);
+  private async failure(what: string, logFile: string, stderr: string): Promise<GroveError> {
+    const log = await readFile(logFile, 'utf8').catch(() => stderr);
+    const kept = path.join(this.logsDir, `criu-${what}-${new Date().toISOString().replace(/[:.]/g, '-')}.log`);
+    await mkdir(this.logsDir, { recursive: true, mode: 0o700 });
+    await writeFile(kept, log, { mode: 0o600 });
+    const errors = log
+      .split('\n')
+      .filter((l) => /Error/.test(l))
+      .slice(-4)
+      .join(' / ');
+    return new GroveError('E_HOST', `criu ${what} failed: ${errors || stderr.trim() || 'no output'} (log: ${kept})`);
+  }
 }
 
 /**

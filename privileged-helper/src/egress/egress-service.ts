@@ -1,0 +1,83 @@
+// Egress, the API side: each branch's policy (stored in the registry, inherited
+// by forks), its firewall's drop counters, the approvals queue and the log.
+import type { NetPlan } from '../host/netns.js';
+import type { EgressLogEntry, EgressPolicy, EgressRequest, EgressRule, EgressStatus } from '../protocol/entities.js';
+import type { Registry, WorkspaceRecord } from '../registry/registry.js';
+import { readDropCounters } from './counters.js';
+import type { EgressGate } from './gate.js';
+import { editAllowList } from './policy.js';
+
+export interface EgressChange {
+  mode?: EgressPolicy['mode'];
+  holdMutating?: boolean;
+  allow?: EgressRule[];
+  remove?: EgressRule[];
+}
+
+export class EgressService {
+  constructor(
+    private readonly registry: Registry,
+    readonly gate: EgressGate,
+    private readonly netPlan: (ws: WorkspaceRecord) => NetPlan,
+  ) {}
+
+  policy(ws: WorkspaceRecord): EgressPolicy {
+    return this.registry.egressPolicy(ws.id);
+  }
+
+  /** Changes one branch's policy (never its source's or children's); held requests are decided again. */
+  set(ws: WorkspaceRecord, change: EgressChange, actor: string): EgressPolicy {
+    const current = this.registry.egressPolicy(ws.id);
+    const next: EgressPolicy = {
+      mode: change.mode ?? current.mode,
+      holdMutating: change.holdMutating ?? current.holdMutating,
+      allow: editAllowList(current.allow, (change.allow ?? []).map(lower), (change.remove ?? []).map(lower)),
+    };
+    this.registry.setEgressPolicy(ws.id, next);
+    this.gate.reevaluate(ws.id, actor);
+    return next;
+  }
+
+  /** A fork's child starts with a copy of its source's policy: call in the fork's prepare, after reserve. */
+  inheritPolicy(parentId: string, childId: string): void {
+    this.registry.copyEgressPolicy(parentId, childId);
+  }
+
+  async status(ws: WorkspaceRecord): Promise<EgressStatus> {
+    return {
+      workspace: ws.id,
+      policy: this.registry.egressPolicy(ws.id),
+      dropped: await readDropCounters(this.netPlan(ws).netns),
+      pending: this.gate.pending(ws.id),
+    };
+  }
+
+  pending(ws: WorkspaceRecord | null): EgressRequest[] {
+    return this.gate.pending(ws?.id);
+  }
+
+  approve(request: string, actor: string, always: boolean): EgressRequest {
+    return this.gate.approve(request, actor, always);
+  }
+
+  deny(request: string, actor: string): EgressRequest {
+    return this.gate.deny(request, actor);
+  }
+
+  log(workspaceId: string | null, limit = 500): EgressLogEntry[] {
+    return this.registry.egressLog(workspaceId, limit);
+  }
+
+  /** Opens the gate of a branch whose network exists (after makeNetwork, and for adopted branches). */
+  async openGate(ws: WorkspaceRecord): Promise<void> {
+    const plan = this.netPlan(ws);
+    await this.gate.open({ id: ws.id, name: ws.name, hostAddress: plan.hostAddress, containerAddress: plan.containerAddress });
+  }
+
+  /** Closes a branch's gate (before its network is torn down). */
+  closeGate(id: string): Promise<void> {
+    return this.gate.close(id);
+  }
+}
+
+const lower = (r: EgressRule): EgressRule => (r.port === undefined ? { host: r.host.toLowerCase() } : { host: r.host.toLowerCase(), port: r.port });

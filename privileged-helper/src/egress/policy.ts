@@ -1,0 +1,229 @@
+// Egress policy, pure logic: which destinations a branch may reach, how a
+// proxy request names its destination, and which addresses the gate must never
+// connect to whatever a policy says. No I/O here, so all of it is unit-tested.
+import net from 'node:net';
+import type { EgressPolicy, EgressRule } from '../protocol/entities.js';
+
+/** Inside every branch, the gate answers on this fixed address (DNAT'ed to the branch's own veth peer). */
+export const GATE_ADDRESS = '169.254.77.1';
+export const GATE_PORT = 3128;
+/** The name apps inside a branch use for the gate (written to the branch's /etc/hosts). */
+export const GATE_NAME = 'grove-gate';
+export const GATE_URL = `http://${GATE_NAME}:${GATE_PORT}`;
+
+export const DEFAULT_POLICY: EgressPolicy = { mode: 'deny', allow: [], holdMutating: false };
+
+export type Verdict = { action: 'allow' } | { action: 'deny'; reason: string } | { action: 'hold'; reason: 'destination' | 'mutating' };
+
+export interface Destination {
+  /** As the client named it: a lower-case host name or an IP literal (IPv6 without brackets). */
+  host: string;
+  port: number;
+  /** The HTTP method, or CONNECT for a tunnel. */
+  method: string;
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** A plain-HTTP request that may change something outside (CONNECT tunnels cannot be inspected). */
+export function isMutating(method: string): boolean {
+  const m = method.toUpperCase();
+  return m !== 'CONNECT' && !SAFE_METHODS.has(m);
+}
+
+/** "host", "host:port", "[v6]:port", "*.example.com:443" → a rule; throws on anything else. */
+export function parseRule(text: string): EgressRule {
+  const t = text.trim().toLowerCase();
+  let host = t;
+  let port: number | undefined;
+  const bracketed = /^\[([0-9a-f:.]+)\](?::(\d+))?$/.exec(t);
+  if (bracketed) {
+    host = bracketed[1]!;
+    port = bracketed[2] === undefined ? undefined : Number(bracketed[2]);
+  } else if (net.isIPv6(t)) {
+    host = t;
+  } else {
+    const m = /^(.*):(\d+)$/.exec(t);
+    if (m) {
+      host = m[1]!;
+      port = Number(m[2]);
+    }
+  }
+  if (port !== undefined && (!Number.isInteger(port) || port < 1 || port > 65535)) throw new Error(`not a port in '${text}'`);
+  if (!isHostPattern(host)) throw new Error(`not a host name or IP address: '${text}'`);
+  return port === undefined ? { host } : { host, port };
+}
+
+export function formatRule(r: EgressRule): string {
+  const host = net.isIPv6(r.host) ? `[${r.host}]` : r.host;
+  return r.port === undefined ? host : `${host}:${r.port}`;
+}
+
+function isHostPattern(host: string): boolean {
+  if (net.isIP(host)) return true;
+  const name = host.startsWith('*.') ? host.slice(2) : host;
+  return name.length > 0 && name.length <= 253 && name.split('.').every((l) => /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(l));
+}
+
+/** Does the rule cover this destination? Names match exactly (case-insensitive) or by '*.' suffix; IPs match only IPs. */
+export function ruleMatches(rule: EgressRule, host: string, port: number): boolean {
+  if (rule.port !== undefined && rule.port !== port) return false;
+  const h = host.toLowerCase();
+  const r = rule.host.toLowerCase();
+  if (r.startsWith('*.')) return !net.isIP(h) && h.endsWith(r.slice(1)) && h.length > r.length - 1;
+  return net.isIP(r) && net.isIP(h) ? normalizeIp(r) === normalizeIp(h) : r === h;
+}
+
+export function isAllowListed(policy: EgressPolicy, host: string, port: number): boolean {
+  return policy.allow.some((r) => ruleMatches(r, host, port));
+}
+
+/**
+ * The policy's answer for one request, decided on the name as the client gave
+ * it: the gate resolves a name only once it may pass, so a denied name never
+ * leaks out through DNS.
+ */
+export function decide(policy: EgressPolicy, dest: Destination): Verdict {
+  if (policy.mode === 'deny') return { action: 'deny', reason: "the branch's egress policy is deny" };
+  const listed = isAllowListed(policy, dest.host, dest.port);
+  if (listed) return policy.holdMutating && isMutating(dest.method) ? { action: 'hold', reason: 'mutating' } : { action: 'allow' };
+  if (policy.mode === 'gate') return { action: 'hold', reason: 'destination' };
+  return { action: 'deny', reason: `${formatRule({ host: dest.host, port: dest.port })} is not on the branch's allow list` };
+}
+
+/** Adds rules (skipping duplicates) and removes others; a removal without port drops every rule for its host. */
+export function editAllowList(allow: EgressRule[], add: EgressRule[], remove: EgressRule[]): EgressRule[] {
+  const kept = allow.filter((r) => !remove.some((x) => x.host === r.host && (x.port === undefined || x.port === r.port)));
+  for (const r of add) if (!kept.some((k) => k.host === r.host && k.port === r.port)) kept.push(r.port === undefined ? { host: r.host } : r);
+  return kept;
+}
+
+// --- where a proxy request goes ------------------------------------------------
+
+export interface ProxyTarget {
+  host: string;
+  port: number;
+  /** For plain HTTP: the path (and query) to ask the origin for. */
+  path: string | null;
+  /** For plain HTTP: the URL as the client gave it. */
+  url: string | null;
+}
+
+/** A CONNECT request's authority "host:port" or "[v6]:port". */
+export function parseConnectTarget(authority: string): ProxyTarget {
+  const m = /^\[([0-9a-fA-F:.]+)\]:(\d{1,5})$/.exec(authority) ?? /^([^:[\]\s/]+):(\d{1,5})$/.exec(authority);
+  if (!m) throw new Error(`CONNECT needs host:port, got '${authority}'`);
+  return { host: checkHost(m[1]!), port: checkPort(m[2]!), path: null, url: null };
+}
+
+/** A forward-proxy request line's absolute URL (http:// only: https goes through CONNECT). */
+export function parseProxyUrl(rawUrl: string): ProxyTarget {
+  let u: URL;
+  try {
+    u = new URL(rawUrl);
+  } catch {
+    throw new Error(`a proxy request needs an absolute http:// URL, got '${rawUrl.slice(0, 200)}'`);
+  }
+  if (u.protocol !== 'http:') throw new Error(`the gate forwards http:// URLs (use CONNECT for ${u.protocol}), got '${rawUrl.slice(0, 200)}'`);
+  if (u.username || u.password) throw new Error('URLs with credentials are refused');
+  const host = u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname;
+  return { host: checkHost(host), port: u.port ? checkPort(u.port) : 80, path: `${u.pathname}${u.search}`, url: u.toString() };
+}
+
+function checkHost(host: string): string {
+  const h = host.toLowerCase().replace(/\.$/, '');
+  if (net.isIP(h)) return h;
+  if (!isHostPattern(h) || h.startsWith('*.')) throw new Error(`not a host name: '${host.slice(0, 100)}'`);
+  return h;
+}
+
+function checkPort(text: string): number {
+  const p = Number(text);
+  if (!Number.isInteger(p) || p < 1 || p > 65535) throw new Error(`not a port: '${text}'`);
+  return p;
+}
+
+/** GROVE_GATE_HOSTS='name=ip,name2=ip2' (tests): names the gate resolves without DNS. */
+export function parseHostsMap(text: string | undefined): Map<string, string> {
+  const map = new Map<string, string>();
+  for (const item of (text ?? '').split(',').map((s) => s.trim()).filter(Boolean)) {
+    const [name, ip] = item.split('=').map((s) => s.trim().toLowerCase());
+    if (!name || !ip || !net.isIP(ip)) throw new Error(`GROVE_GATE_HOSTS: expected name=ip, got '${item}'`);
+    map.set(name, ip);
+  }
+  return map;
+}
+
+// --- addresses the gate never connects to ---------------------------------------
+
+export interface Cidr {
+  address: string;
+  prefix: number;
+}
+
+export function parseCidr(text: string): Cidr {
+  const [address, prefix] = text.split('/');
+  if (!address || !net.isIP(address) || prefix === undefined) throw new Error(`not a CIDR: ${text}`);
+  return { address, prefix: Number(prefix) };
+}
+
+/** Always refused: loopback, unspecified, link-local, multicast, broadcast (v4 and v6). */
+const ALWAYS_FORBIDDEN: Cidr[] = [
+  '0.0.0.0/8',
+  '127.0.0.0/8',
+  '169.254.0.0/16',
+  '224.0.0.0/4',
+  '240.0.0.0/4',
+  '::/128',
+  '::1/128',
+  'fe80::/10',
+  'ff00::/8',
+].map(parseCidr);
+
+/**
+ * Why the gate must refuse to connect to `ip`, or null. `extra` holds Grove's
+ * own ranges (its branch subnet, every branch veth's /30, the host's own
+ * addresses) so no branch reaches the helper's listeners or another branch.
+ */
+export function forbiddenReason(ip: string, extra: Cidr[]): string | null {
+  const addr = normalizeIp(ip);
+  if (ALWAYS_FORBIDDEN.some((c) => inCidr(addr, c))) return `${ip} is a loopback, link-local or multicast address`;
+  if (extra.some((c) => inCidr(addr, c))) return `${ip} belongs to Grove or to this host`;
+  return null;
+}
+
+/** An IPv4-mapped IPv6 address becomes its IPv4 form; IPv6 is expanded to 8 groups. */
+export function normalizeIp(ip: string): string {
+  const lower = ip.toLowerCase();
+  const mapped = /^(?:0{0,4}:){0,5}(?:ffff:)((?:\d{1,3}\.){3}\d{1,3})$/.exec(lower.replace(/^::/, '0:0:0:0:0:'));
+  if (mapped) return mapped[1]!;
+  if (!net.isIPv6(lower)) return lower;
+  return expandV6(lower).map((g) => g.toString(16)).join(':');
+}
+
+export function inCidr(ip: string, cidr: Cidr): boolean {
+  const a = toBits(normalizeIp(ip));
+  const b = toBits(normalizeIp(cidr.address));
+  if (a === null || b === null || a.length !== b.length) return false;
+  return a.slice(0, cidr.prefix) === b.slice(0, cidr.prefix);
+}
+
+function toBits(ip: string): string | null {
+  if (net.isIPv4(ip)) return ip.split('.').map((o) => Number(o).toString(2).padStart(8, '0')).join('');
+  if (net.isIPv6(ip)) return expandV6(ip).map((g) => g.toString(2).padStart(16, '0')).join('');
+  return null;
+}
+
+function expandV6(ip: string): number[] {
+  let text = ip;
+  const v4 = /((?:\d{1,3}\.){3}\d{1,3})$/.exec(text);
+  if (v4) {
+    const o = v4[1]!.split('.').map(Number);
+    text = text.replace(v4[1]!, `${((o[0]! << 8) | o[1]!).toString(16)}:${((o[2]! << 8) | o[3]!).toString(16)}`);
+  }
+  const [head, tail] = text.includes('::') ? text.split('::') : [text, undefined];
+  const h = head ? head.split(':') : [];
+  const t = tail ? tail.split(':') : [];
+  const fill = tail === undefined ? [] : Array<string>(8 - h.length - t.length).fill('0');
+  return [...h, ...fill, ...t].map((g) => parseInt(g, 16));
+}

@@ -1,0 +1,360 @@
+// Egress for real: the "outside world" is an HTTP server, a UDP echo and a UDP
+// "DNS" in a network namespace of the test's own (10.218.0.2, with a veth to
+// the host), named outside.test through GROVE_GATE_HOSTS. Nothing beyond this
+// machine is contacted. A branch reaches it only through its gate, as its
+// policy says: deny, allow list, or held for a person's decision.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import http from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { execa } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { HelperClient } from '../../../main/src/helper-client/client.js';
+import type { EgressRequest, Workspace } from '../../src/protocol/entities.js';
+import { connect, createWorkspace, instance, track } from './support.js';
+
+const OUTSIDE = '10.218.0.2';
+const HOST_SIDE = '10.218.0.1';
+const GATE = 'http://169.254.77.1:3128'; // = http://grove-gate:3128 inside a configured branch
+
+/** The outside world: HTTP on :8080 (echoes method and path), UDP echo on :5353, a UDP "resolver" on :53. */
+const OUTSIDE_SERVER = `
+import http.server, socket, socketserver, sys, threading
+class H(http.server.BaseHTTPRequestHandler):
+    def handle_one(self):
+        n = int(self.headers.get('Content-Length') or 0)
+        if n: self.rfile.read(n)
+        print('HIT', self.command, self.path, flush=True)
+        body = ('hello from outside ' + self.command + ' ' + self.path).encode()
+        self.send_response(200)
+        self.send_header('Content-Length', str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    do_GET = do_POST = do_PUT = do_DELETE = handle_one
+    def log_message(self, *a): pass
+def udp(port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(('${OUTSIDE}', port))
+    while True:
+        data, addr = s.recvfrom(2048)
+        print('UDP', port, flush=True)
+        s.sendto(data, addr)
+for p in (5353, 53):
+    threading.Thread(target=udp, args=(p,), daemon=True).start()
+srv = http.server.ThreadingHTTPServer(('${OUTSIDE}', 8080), H)
+print('READY', flush=True)
+srv.serve_forever()
+`;
+
+/** Inside a branch: one request through the gate (urllib with the proxy env); prints status and body as JSON. */
+const FETCH = `
+import json, sys, urllib.request, urllib.error
+method, url = sys.argv[1], sys.argv[2]
+req = urllib.request.Request(url, method=method, data=(b'payload' if method in ('POST', 'PUT') else None))
+try:
+    with urllib.request.urlopen(req, timeout=90) as r:
+        print(json.dumps({'status': r.status, 'body': r.read().decode()}))
+except urllib.error.HTTPError as e:
+    print(json.dumps({'status': e.code, 'body': e.read().decode()}))
+except Exception as e:
+    print(json.dumps({'status': 0, 'body': repr(e)}))
+`;
+
+/** Inside a branch: a CONNECT tunnel through the gate, then a plain request over it. */
+const TUNNEL = `
+import http.client, json, sys
+c = http.client.HTTPConnection('169.254.77.1', 3128, timeout=90)
+c.set_tunnel(sys.argv[1], int(sys.argv[2]))
+try:
+    c.request('GET', '/through-tunnel')
+    r = c.getresponse()
+    print(json.dumps({'status': r.status, 'body': r.read().decode()}))
+except Exception as e:
+    print(json.dumps({'status': 0, 'body': str(e)}))
+`;
+
+/** Inside a branch: every way around the gate — raw TCP, UDP, DNS to the outside resolver. */
+const BYPASS = `
+import socket
+def tcp(host, port):
+    s = socket.socket(); s.settimeout(3)
+    try:
+        s.connect((host, port)); return 'open'
+    except Exception as e:
+        return type(e).__name__
+def udp(port, payload):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(3)
+    try:
+        s.sendto(payload, ('${OUTSIDE}', port)); s.recvfrom(2048); return 'answered'
+    except Exception as e:
+        return type(e).__name__
+query = b'\\x12\\x34\\x01\\x00\\x00\\x01\\x00\\x00\\x00\\x00\\x00\\x00\\x07outside\\x04test\\x00\\x00\\x01\\x00\\x01'
+print('tcp', tcp('${OUTSIDE}', 8080))
+print('gatehost', tcp('${HOST_SIDE}', 8080))
+print('udp', udp(5353, b'ping'))
+print('dns', udp(53, query))
+`;
+
+interface Fetched {
+  status: number;
+  body: string;
+}
+
+async function fetchIn(client: HelperClient, ws: Workspace, method: string, url: string): Promise<Fetched> {
+  const res = await client.request('exec.run', {
+    workspace: ws.id,
+    argv: ['python3', '-c', FETCH, method, url],
+    // Through the gate even for loopback: the workspace's own no_proxy would bypass it for 127.0.0.1.
+    env: { http_proxy: GATE, https_proxy: GATE, no_proxy: '', NO_PROXY: '' },
+    timeoutMs: 120_000,
+  });
+  expect(res.exitCode, res.stderr).toBe(0);
+  return JSON.parse(res.stdout) as Fetched;
+}
+
+async function tunnelIn(client: HelperClient, ws: Workspace, host: string, port: number): Promise<Fetched> {
+  const res = await client.request('exec.run', { workspace: ws.id, argv: ['python3', '-c', TUNNEL, host, String(port)], timeoutMs: 120_000 });
+  expect(res.exitCode, res.stderr).toBe(0);
+  return JSON.parse(res.stdout) as Fetched;
+}
+
+async function bypassIn(client: HelperClient, ws: Workspace): Promise<Record<string, string>> {
+  const res = await client.request('exec.run', { workspace: ws.id, argv: ['python3', '-c', BYPASS], timeoutMs: 60_000 });
+  expect(res.exitCode, res.stderr).toBe(0);
+  return Object.fromEntries(res.stdout.trim().split('\n').map((l) => l.split(' ') as [string, string]));
+}
+
+describe('egress: policy, gate and approvals', () => {
+  const ns = `egress-outside-${instance().instance}`;
+  const veth = `eo${instance().instance}${randomBytes(2).toString('hex')}`;
+  let outside: ChildProcess | null = null;
+  let outsideLog = '';
+  let client: HelperClient;
+  let approver: HelperClient;
+  let ws: Workspace;
+  const requests: EgressRequest[] = [];
+  const made: string[] = [];
+
+  const hits = () => outsideLog.split('\n').filter((l) => l.startsWith('HIT')).length;
+  const udpHits = () => outsideLog.split('\n').filter((l) => l.startsWith('UDP')).length;
+
+  async function nextHeld(after: number, timeoutMs = 30_000): Promise<EgressRequest> {
+    const deadline = Date.now() + timeoutMs;
+    while (requests.length <= after) {
+      if (Date.now() > deadline) throw new Error('no egress.request event arrived');
+      await sleep(50);
+    }
+    return requests[after]!;
+  }
+
+  beforeAll(async () => {
+    await execa('ip', ['netns', 'del', ns], { reject: false });
+    await execa('ip', ['netns', 'add', ns]);
+    await execa('ip', ['link', 'add', veth, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', ns]);
+    await execa('ip', ['addr', 'add', `${HOST_SIDE}/30`, 'dev', veth]);
+    await execa('ip', ['link', 'set', veth, 'up']);
+    await execa('ip', ['-n', ns, 'link', 'set', 'lo', 'up']);
+    await execa('ip', ['-n', ns, 'addr', 'add', `${OUTSIDE}/30`, 'dev', 'eth0']);
+    await execa('ip', ['-n', ns, 'link', 'set', 'eth0', 'up']);
+    await execa('ip', ['-n', ns, 'route', 'add', 'default', 'via', HOST_SIDE]);
+    outside = spawn('ip', ['netns', 'exec', ns, 'python3', '-u', '-c', OUTSIDE_SERVER], { stdio: ['ignore', 'pipe', 'pipe'] });
+    outside.stdout!.on('data', (d: Buffer) => (outsideLog += d.toString()));
+    outside.stderr!.on('data', (d: Buffer) => (outsideLog += d.toString()));
+    outside.on('exit', (code, signal) => (outsideLog += `\nEXITED ${code ?? signal}\n`));
+    outside.on('error', (err) => (outsideLog += `\nERROR ${err.message}\n`));
+    for (let i = 0; i < 300 && !outsideLog.includes('READY') && !outsideLog.includes('EXITED'); i++) await sleep(100);
+    expect(outsideLog).toContain('READY');
+
+    client = await connect('egress-test');
+    approver = await connect('approver');
+    await approver.subscribe(['egress.request']);
+    // Only this test's destinations: the workspace's Chromium asks the gate for hosts of its own too.
+    approver.on('egress.request', (r) => {
+      if (r.host.endsWith('.test')) requests.push(r);
+    });
+    ws = await createWorkspace(client, 'egress-a');
+    made.push(ws.id);
+  });
+
+  afterAll(async () => {
+    for (const id of made.reverse()) await client?.request('workspace.delete', { workspace: id }).catch(() => undefined);
+    client?.close();
+    approver?.close();
+    outside?.kill('SIGTERM');
+    await execa('ip', ['netns', 'del', ns], { reject: false });
+    await execa('ip', ['link', 'del', veth], { reject: false });
+  });
+
+  it('has an outside world the host itself can reach (control)', async () => {
+    const body = await new Promise<string>((resolve, reject) => {
+      http.get({ host: OUTSIDE, port: 8080, path: '/control', timeout: 5000 }, (res) => {
+        let b = '';
+        res.on('data', (c: Buffer) => (b += c.toString()));
+        res.on('end', () => resolve(b));
+      }).on('error', reject);
+    });
+    expect(body).toBe('hello from outside GET /control');
+  });
+
+  it('denies by default: not by name through the gate, nor by raw IP, UDP or DNS; drops are counted', async () => {
+    const before = await client.request('egress.status', { workspace: ws.id });
+    expect(before.policy).toEqual({ mode: 'deny', allow: [], holdMutating: false });
+    const seen = hits();
+    const udpSeen = udpHits();
+
+    const byName = await fetchIn(client, ws, 'GET', 'http://outside.test:8080/by-name');
+    expect(byName.status).toBe(403);
+    expect(byName.body).toMatch(/refused: the branch's egress policy is deny/);
+    const tunnel = await tunnelIn(client, ws, 'outside.test', 8080);
+    expect(tunnel.status).toBe(0);
+    expect(tunnel.body).toMatch(/403/);
+
+    const bypass = await bypassIn(client, ws);
+    expect(bypass).toMatchObject({ tcp: expect.not.stringMatching(/^open$/), udp: expect.not.stringMatching(/^answered$/), dns: expect.not.stringMatching(/^answered$/) });
+    expect(bypass.gatehost).not.toBe('open');
+    expect(hits()).toBe(seen);
+    expect(udpHits()).toBe(udpSeen);
+
+    const after = await client.request('egress.status', { workspace: ws.id });
+    expect(after.dropped.tcp).toBeGreaterThan(before.dropped.tcp);
+    expect(after.dropped.udp).toBeGreaterThanOrEqual(before.dropped.udp + 2);
+  });
+
+  it('lets an allow-listed destination through, by plain HTTP and by CONNECT, and nothing else', async () => {
+    const policy = await client.request('egress.set', { workspace: ws.id, mode: 'allow', allow: [{ host: 'outside.test', port: 8080 }] });
+    expect(policy).toEqual({ mode: 'allow', allow: [{ host: 'outside.test', port: 8080 }], holdMutating: false });
+    const seen = hits();
+    expect(await fetchIn(client, ws, 'GET', 'http://outside.test:8080/allowed')).toEqual({ status: 200, body: 'hello from outside GET /allowed' });
+    expect(await tunnelIn(client, ws, 'outside.test', 8080)).toEqual({ status: 200, body: 'hello from outside GET /through-tunnel' });
+    expect(hits()).toBe(seen + 2);
+
+    const other = await fetchIn(client, ws, 'GET', 'http://other.test:8080/not-listed');
+    expect(other.status).toBe(403);
+    expect(other.body).toMatch(/not on the branch's allow list/);
+    expect((await fetchIn(client, ws, 'GET', `http://${OUTSIDE}:8080/by-ip`)).status).toBe(403);
+    expect((await bypassIn(client, ws)).tcp).not.toBe('open');
+    expect(hits()).toBe(seen + 2);
+  });
+
+  it("never lets the gate reach loopback, Grove's own addresses or the host's, whatever the allow list says", async () => {
+    const hostSide = ws.address.replace(/\d+$/, (n) => String(Number(n) - 1));
+    await client.request('egress.set', { workspace: ws.id, allow: [{ host: '127.0.0.1' }, { host: hostSide }, { host: HOST_SIDE }] });
+    for (const url of ['http://127.0.0.1:3000/', `http://${hostSide}:3128/`, `http://${HOST_SIDE}:8080/`]) {
+      const res = await fetchIn(client, ws, 'GET', url);
+      expect(res.status, url).toBe(403);
+      expect(res.body).toMatch(/loopback|belongs to Grove or to this host/);
+    }
+    await client.request('egress.set', { workspace: ws.id, remove: [{ host: '127.0.0.1' }, { host: hostSide }, { host: HOST_SIDE }] });
+  });
+
+  it('holds requests in gate mode: approve passes, deny refuses, always lets the next through unasked', async () => {
+    await client.request('egress.set', { workspace: ws.id, mode: 'gate', remove: [{ host: 'outside.test' }] });
+    const seen = hits();
+
+    // approve once
+    let n = requests.length;
+    let pending = fetchIn(client, ws, 'GET', 'http://outside.test:8080/approve-me');
+    let held = await nextHeld(n);
+    expect(held).toMatchObject({ workspace: ws.id, workspaceName: 'egress-a', host: 'outside.test', port: 8080, method: 'GET', url: 'http://outside.test:8080/approve-me', reason: 'destination' });
+    expect((await client.request('egress.pending', {})).map((r) => r.id)).toContain(held.id);
+    expect(hits()).toBe(seen); // nothing reached the outside while held
+    await approver.request('egress.approve', { request: held.id });
+    expect(await pending).toEqual({ status: 200, body: 'hello from outside GET /approve-me' });
+
+    // deny
+    n = requests.length;
+    pending = fetchIn(client, ws, 'POST', 'http://outside.test:8080/deny-me');
+    held = await nextHeld(n);
+    expect(held).toMatchObject({ method: 'POST', url: 'http://outside.test:8080/deny-me' });
+    await approver.request('egress.deny', { request: held.id });
+    const denied = await pending;
+    expect(denied.status).toBe(403);
+    expect(denied.body).toMatch(/denied by test:approver/);
+    await expect(approver.request('egress.approve', { request: held.id })).rejects.toMatchObject({ code: 'E_NOT_FOUND' });
+
+    // a tunnel is held the same way
+    n = requests.length;
+    const tunnel = tunnelIn(client, ws, 'outside.test', 8080);
+    held = await nextHeld(n);
+    expect(held).toMatchObject({ method: 'CONNECT', host: 'outside.test', port: 8080, url: null });
+    await approver.request('egress.approve', { request: held.id });
+    expect((await tunnel).status).toBe(200);
+
+    // always
+    n = requests.length;
+    pending = fetchIn(client, ws, 'GET', 'http://outside.test:8080/always');
+    held = await nextHeld(n);
+    await approver.request('egress.approve', { request: held.id, always: true });
+    expect((await pending).status).toBe(200);
+    expect((await client.request('egress.status', { workspace: ws.id })).policy.allow).toEqual([{ host: 'outside.test', port: 8080 }]);
+    n = requests.length;
+    expect(await fetchIn(client, ws, 'GET', 'http://outside.test:8080/again')).toEqual({ status: 200, body: 'hello from outside GET /again' });
+    expect(requests.length).toBe(n); // not asked again
+    expect(hits()).toBe(seen + 4);
+  });
+
+  it('holds mutating requests to allowed destinations under holdMutating', async () => {
+    await client.request('egress.set', { workspace: ws.id, holdMutating: true });
+    expect((await fetchIn(client, ws, 'GET', 'http://outside.test:8080/read')).status).toBe(200);
+    const n = requests.length;
+    const pending = fetchIn(client, ws, 'PUT', 'http://outside.test:8080/write');
+    const held = await nextHeld(n);
+    expect(held).toMatchObject({ method: 'PUT', reason: 'mutating' });
+    await approver.request('egress.approve', { request: held.id });
+    expect(await pending).toEqual({ status: 200, body: 'hello from outside PUT /write' });
+    await client.request('egress.set', { workspace: ws.id, holdMutating: false });
+  });
+
+  it('times out a held request nobody answers, with a clear error to the client', async () => {
+    const n = requests.length;
+    const t0 = Date.now();
+    const pending = fetchIn(client, ws, 'GET', 'http://other.test:8080/nobody-answers');
+    const held = await nextHeld(n);
+    const res = await pending;
+    expect(res.status).toBe(504);
+    expect(res.body).toMatch(/not approved in time/);
+    expect(res.body).toContain(held.id);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(14_000);
+    const pendingOfTest = (await client.request('egress.pending', { workspace: ws.id })).filter((r) => r.host.endsWith('.test'));
+    expect(pendingOfTest).toEqual([]);
+  });
+
+  it('logs every attempt and decision with who decided', async () => {
+    const log = await client.request('egress.log', { workspace: ws.id });
+    const verdicts = new Set(log.map((e) => e.verdict));
+    for (const v of ['denied', 'allowed', 'held', 'approved', 'rejected', 'timeout'] as const) expect(verdicts, v).toContain(v);
+    expect(log.find((e) => e.verdict === 'rejected')).toMatchObject({ decidedBy: 'test:approver', method: 'POST', url: 'http://outside.test:8080/deny-me' });
+    expect(log.find((e) => e.verdict === 'timeout' && e.host === 'other.test')).toMatchObject({ decidedBy: 'timeout' });
+    expect(log.every((e) => e.workspace === ws.id && e.workspaceName === 'egress-a')).toBe(true);
+  });
+
+  it('configures the branch for the gate: grove-gate in /etc/hosts, proxy env, Chromium flags', async (ctx) => {
+    const res = await client.request('exec.run', { workspace: ws.id, argv: ['cat', '/etc/chromium.d/grove-proxy'] });
+    if (res.exitCode !== 0) ctx.skip(); // writeProxyConfig is not yet called next to writeIdentity
+    expect(res.stdout).toContain('--proxy-server=http://grove-gate:3128');
+    const hosts = await client.request('exec.run', { workspace: ws.id, argv: ['getent', 'hosts', 'grove-gate'] });
+    expect(hosts.stdout).toMatch(/^169\.254\.77\.1\s+grove-gate/);
+    const viaProfile = await client.request('exec.run', {
+      workspace: ws.id,
+      argv: ['sh', '-c', `. /etc/profile.d/grove-proxy.sh && python3 -c "$0" GET http://outside.test:8080/via-name`, FETCH],
+    });
+    expect(JSON.parse(viaProfile.stdout)).toEqual({ status: 200, body: 'hello from outside GET /via-name' });
+  });
+
+  it("gives a fork a copy of its source's policy; changing the child's leaves the source's alone", async () => {
+    await client.request('egress.set', { workspace: ws.id, mode: 'gate' });
+    const sourcePolicy = (await client.request('egress.status', { workspace: ws.id })).policy;
+    const report = await client.request('branch.fork', { workspace: ws.id, copies: 1, names: ['egress-a-1'] });
+    const child = await track(report.children[0]!);
+    made.push(child.id);
+    expect((await client.request('egress.status', { workspace: child.id })).policy).toEqual(sourcePolicy);
+    // The child's own gate serves it, at the same address its restored processes know.
+    expect(await fetchIn(client, child, 'GET', 'http://outside.test:8080/from-child')).toEqual({ status: 200, body: 'hello from outside GET /from-child' });
+
+    await client.request('egress.set', { workspace: child.id, mode: 'deny', remove: [{ host: 'outside.test' }] });
+    expect((await client.request('egress.status', { workspace: child.id })).policy).toEqual({ mode: 'deny', allow: [], holdMutating: false });
+    expect((await client.request('egress.status', { workspace: ws.id })).policy).toEqual(sourcePolicy);
+    expect((await fetchIn(client, child, 'GET', 'http://outside.test:8080/child-denied')).status).toBe(403);
+    expect((await fetchIn(client, ws, 'GET', 'http://outside.test:8080/source-allowed')).status).toBe(200);
+  });
+});

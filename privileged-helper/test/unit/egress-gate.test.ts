@@ -1,0 +1,57 @@
+// The gate's request parsing: what a forward-proxy request line or a CONNECT
+// authority names as its destination, and which headers are forwarded.
+import { describe, expect, it } from 'vitest';
+import { forwardHeaders } from '../../src/egress/gate.js';
+import { parseConnectTarget, parseProxyUrl } from '../../src/egress/policy.js';
+
+describe('parseProxyUrl (plain HTTP through the gate)', () => {
+  it('takes host, port and path from an absolute URL', () => {
+    expect(parseProxyUrl('http://outside.test/index.html?q=1')).toEqual({
+      host: 'outside.test',
+      port: 80,
+      path: '/index.html?q=1',
+      url: 'http://outside.test/index.html?q=1',
+    });
+    expect(parseProxyUrl('http://Outside.Test:8080')).toMatchObject({ host: 'outside.test', port: 8080, path: '/' });
+    expect(parseProxyUrl('http://10.218.0.2:8080/x')).toMatchObject({ host: '10.218.0.2', port: 8080, path: '/x' });
+    expect(parseProxyUrl('http://[2001:db8::1]:81/')).toMatchObject({ host: '2001:db8::1', port: 81 });
+    expect(parseProxyUrl('http://outside.test./')).toMatchObject({ host: 'outside.test' });
+  });
+
+  it('refuses origin-form paths, other schemes and credentials', () => {
+    expect(() => parseProxyUrl('/index.html')).toThrow(/absolute http/);
+    expect(() => parseProxyUrl('https://outside.test/')).toThrow(/CONNECT/);
+    expect(() => parseProxyUrl('ftp://outside.test/')).toThrow();
+    expect(() => parseProxyUrl('http://user:pw@outside.test/')).toThrow(/credentials/);
+  });
+});
+
+describe('parseConnectTarget (tunnels)', () => {
+  it('reads host:port and [v6]:port', () => {
+    expect(parseConnectTarget('outside.test:443')).toEqual({ host: 'outside.test', port: 443, path: null, url: null });
+    expect(parseConnectTarget('10.218.0.2:8443')).toMatchObject({ host: '10.218.0.2', port: 8443 });
+    expect(parseConnectTarget('[2001:db8::1]:443')).toMatchObject({ host: '2001:db8::1', port: 443 });
+  });
+
+  it.each(['outside.test', 'outside.test:', 'outside.test:0', 'outside.test:99999', ':443', 'a b:443', 'http://x:443', '2001:db8::1:443', 'x/y:1'])(
+    'refuses %j',
+    (authority) => expect(() => parseConnectTarget(authority)).toThrow(),
+  );
+});
+
+describe('forwardHeaders', () => {
+  it('drops hop-by-hop headers and those the Connection header names', () => {
+    expect(
+      forwardHeaders({
+        host: 'outside.test',
+        'user-agent': 'probe',
+        connection: 'keep-alive, X-Secret',
+        'x-secret': 'no',
+        'proxy-connection': 'keep-alive',
+        'proxy-authorization': 'Basic eA==',
+        'transfer-encoding': 'chunked',
+        'content-length': '3',
+      }),
+    ).toEqual({ host: 'outside.test', 'user-agent': 'probe', 'content-length': '3' });
+  });
+});

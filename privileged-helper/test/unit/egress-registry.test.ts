@@ -1,0 +1,90 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openDb, type Db } from '../../src/registry/db.js';
+import { Registry, type WorkspaceRecord } from '../../src/registry/registry.js';
+
+let dir: string;
+let db: Db;
+let reg: Registry;
+
+beforeEach(() => {
+  dir = mkdtempSync(path.join(tmpdir(), 'grove-egress-'));
+  db = openDb(path.join(dir, 'registry.db'));
+  reg = new Registry(db);
+});
+
+afterEach(() => {
+  if (db.open) db.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function branch(id: string, parentId: string | null, netIndex: number): WorkspaceRecord {
+  return {
+    id,
+    name: `b-${id}`,
+    image: 'desktop',
+    state: 'running',
+    hostname: `b-${id}`,
+    machineId: '0'.repeat(32),
+    netIndex,
+    createdAt: '2024-01-01T00:00:00.000Z',
+    pid: null,
+    pidStart: null,
+    parentId,
+    treeId: 'aaaaaaaa',
+    versionId: null,
+    isMain: parentId === null,
+  };
+}
+
+describe('egress policy in the registry', () => {
+  it('defaults to deny with nothing allowed', () => {
+    reg.insertWorkspace(branch('aaaaaaaa', null, 0));
+    expect(reg.egressPolicy('aaaaaaaa')).toEqual({ mode: 'deny', allow: [], holdMutating: false });
+  });
+
+  it("gives a child a copy of its parent's policy when it is recorded; each changes alone afterwards", () => {
+    reg.insertWorkspace(branch('aaaaaaaa', null, 0));
+    const policy = { mode: 'gate' as const, allow: [{ host: 'outside.test', port: 8080 }], holdMutating: true };
+    reg.setEgressPolicy('aaaaaaaa', policy);
+    reg.insertWorkspace(branch('bbbbbbbb', 'aaaaaaaa', 1));
+    expect(reg.egressPolicy('bbbbbbbb')).toEqual(policy);
+    reg.setEgressPolicy('bbbbbbbb', { mode: 'deny', allow: [], holdMutating: false });
+    expect(reg.egressPolicy('aaaaaaaa')).toEqual(policy);
+    reg.setEgressPolicy('aaaaaaaa', { ...policy, mode: 'allow' });
+    expect(reg.egressPolicy('bbbbbbbb').mode).toBe('deny');
+    // A grandchild inherits from its own parent.
+    reg.insertWorkspace(branch('cccccccc', 'bbbbbbbb', 2));
+    expect(reg.egressPolicy('cccccccc').mode).toBe('deny');
+    // Copying explicitly (inheritPolicy) is idempotent with the trigger.
+    reg.copyEgressPolicy('aaaaaaaa', 'cccccccc');
+    expect(reg.egressPolicy('cccccccc').mode).toBe('allow');
+  });
+
+  it('drops the policy with its branch but keeps the log', () => {
+    reg.insertWorkspace(branch('aaaaaaaa', null, 0));
+    reg.setEgressPolicy('aaaaaaaa', { mode: 'allow', allow: [{ host: 'x.test' }], holdMutating: false });
+    const entry = {
+      at: '2024-01-01T00:00:00.000Z',
+      workspace: 'aaaaaaaa',
+      workspaceName: 'b-aaaaaaaa',
+      request: null,
+      host: 'x.test',
+      port: 80,
+      method: 'GET',
+      url: 'http://x.test/',
+      verdict: 'allowed' as const,
+      decidedBy: 'policy',
+      detail: null,
+    };
+    reg.insertEgressLog(entry);
+    reg.insertEgressLog({ ...entry, workspace: 'ffffffff', verdict: 'denied' });
+    reg.deleteWorkspace('aaaaaaaa');
+    expect(reg.egressPolicy('aaaaaaaa').mode).toBe('deny');
+    expect(reg.egressLog('aaaaaaaa', 10)).toEqual([{ ...entry, seq: 1 }]);
+    expect(reg.egressLog(null, 10).map((e) => e.verdict)).toEqual(['allowed', 'denied']);
+    expect(reg.egressLog(null, 1).map((e) => e.verdict)).toEqual(['denied']);
+  });
+});
