@@ -2,7 +2,8 @@
 # Starts Grove on this machine on the embedded default: installs what is
 # missing, starts the privileged helper (a loop-file btrfs pool under
 # /var/lib/grove), builds the desktop image once, and brings up a desktop
-# workspace named "desktop" whose screen you can open with any VNC viewer.
+# workspace named "desktop", and runs the supervisor app in web mode in the
+# foreground (Ctrl-C stops the app; the helper and workspaces keep running).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")" && pwd)"
 step() { printf '\n==> %s\n' "$*" >&2; }
@@ -43,11 +44,17 @@ else
 fi
 vnc_port="$(grove ls --json | node -e 'const l=JSON.parse(require("fs").readFileSync(0,"utf8")); const w=l.find(x=>x.name==="desktop"); console.log(w.ports.find(p=>p.containerPort===5900).hostPort)')"
 
-cat <<MSG
+step "supervisor app"
+npm run --silent --prefix "$repo" build:renderer >/dev/null
+
+cat <<MSG >&2
 
 Grove is running.
   Desktop (VNC, no password): 127.0.0.1:${vnc_port}    e.g. vncviewer 127.0.0.1::${vnc_port}
   CLI:                        $repo/main/bin/grove --help
   Helper log:                 $log_dir/helper.log
   Stop the helper:            kill \$(cat $pid_file)   (workspaces keep running and are adopted on the next start)
+
+The app (open the URL below in a browser on this machine; it carries this launch's secret):
 MSG
+exec "$repo/main/bin/grove" app --web ${GROVE_APP_PORT:+--port "$GROVE_APP_PORT"}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: installs what is missing, then typecheck, lint, unit tests
-# and the system tests (real helper, btrfs, crun, netns and CRIU, as root).
+# and the system tests (real helper, btrfs, crun, netns and CRIU, as root),
+# then the app's end-to-end tests (Chromium against `grove app --web`).
 # The system tests run their own helper instance and remove all it made.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")" && pwd)"
@@ -13,5 +14,7 @@ step "typecheck"
 npm run --silent typecheck
 step "lint"
 npm run --silent lint
-step "unit and system tests"
+step "unit, renderer and system tests"
 npx vitest run
+step "end-to-end tests of the app (Playwright + Debian's Chromium, real helper)"
+npm run --silent test:e2e

@@ -1,6 +1,7 @@
 import { defineConfig } from 'vitest/config';
 
 // unit: pure logic, fast, no privileges.
+// renderer: the renderer's stores, tree layout and components, under happy-dom.
 // system: the real helper as root against real btrfs, crun, netns and CRIU;
 //   one helper instance for the whole run (see privileged-helper/test/system/harness.ts),
 //   files in sequence because workspaces compete for 2 cores.
@@ -11,6 +12,13 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['{privileged-helper,main}/test/unit/**/*.test.ts'],
+        },
+      },
+      {
+        test: {
+          name: 'renderer',
+          include: ['renderer/test/**/*.test.{ts,tsx}'],
+          environment: 'happy-dom',
         },
       },
       {

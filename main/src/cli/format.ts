@@ -1,5 +1,6 @@
 // Human-readable output of the CLI (--json prints the objects as they are).
 import type { DoctorReport, ForkReport, Image, Version, Workspace } from '../../../privileged-helper/src/protocol/entities.js';
+import type { EgressLogEntry, EgressRequest, EgressStatus } from '../../../privileged-helper/src/protocol/entities.js';
 import type { TreeDiff } from '../../../privileged-helper/src/protocol/diff.js';
 
 export function printDoctor(report: DoctorReport): void {
@@ -73,4 +74,42 @@ export function printTree(branches: Workspace[], versions: Version[]): void {
     kids.forEach((k, i) => draw(k, top ? '' : `${prefix}${last ? '  ' : '│ '}`, i === kids.length - 1, false));
   };
   for (const root of children.get(null) ?? []) draw(root, '', true, true);
+}
+
+// egress
+
+const dest = (host: string, port: number) => (host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`);
+
+export function printEgressStatus(s: EgressStatus): void {
+  const p = s.policy;
+  console.log(`policy:   ${p.mode}${p.holdMutating ? ' (mutating HTTP requests held)' : ''}`);
+  console.log(`allow:    ${p.allow.length ? p.allow.map((r) => (r.port === undefined ? r.host : dest(r.host, r.port))).join(' ') : '(none)'}`);
+  console.log(`dropped:  tcp ${s.dropped.tcp} · udp ${s.dropped.udp} · other ${s.dropped.other} (packets)`);
+  console.log(`held:     ${s.pending.length}`);
+  for (const r of s.pending) printEgressRequest(r);
+}
+
+export function printEgressRequest(r: EgressRequest): void {
+  const what = r.url ?? dest(r.host, r.port);
+  console.log(`${r.id}\t${r.workspaceName}\t${r.method} ${what}\t${r.reason === 'mutating' ? 'mutating request' : 'new destination'}\tuntil ${r.expiresAt}`);
+}
+
+export function printApprovals(list: EgressRequest[]): void {
+  if (list.length === 0) {
+    console.log('No requests are waiting for approval.');
+    return;
+  }
+  console.log(['REQUEST', 'BRANCH', 'WHAT', 'WHY', 'EXPIRES'].join('\t'));
+  for (const r of list) printEgressRequest(r);
+}
+
+export function printEgressLog(entries: EgressLogEntry[]): void {
+  if (entries.length === 0) {
+    console.log('No egress attempts yet.');
+    return;
+  }
+  for (const e of entries) {
+    const what = e.url ?? dest(e.host, e.port);
+    console.log(`${e.at}\t${e.workspaceName}\t${e.method} ${what}\t${e.verdict}\tby ${e.decidedBy}${e.detail ? `\t${e.detail}` : ''}`);
+  }
 }

@@ -3,6 +3,9 @@
 import { Command, Option } from 'commander';
 import { GroveError, HelperClient } from '../helper-client/client.js';
 import { printDiff, printDoctor, printForkReport, printImage, printTree, printWorkspace, printWorkspaces } from './format.js';
+import { printApprovals, printEgressLog, printEgressRequest, printEgressStatus } from './format.js';
+import { parseRule } from '../../../privileged-helper/src/egress/policy.js';
+import type { EgressRule } from '../../../privileged-helper/src/protocol/entities.js';
 import { runTerminal } from './terminal.js';
 
 interface Global {
@@ -234,6 +237,118 @@ program
       process.exitCode = res.exitCode;
     }),
   );
+
+program
+  .command('app')
+  .description('run the supervisor app: --web serves it on 127.0.0.1 for a browser')
+  .option('--web', 'serve the app over HTTP + WebSocket (the URL, secret included, is printed)')
+  .option('--port <port>', 'port to listen on (default: a free one)', Number)
+  .option('--host <address>', 'address to listen on; beyond loopback only with --tls-cert and --tls-key', '127.0.0.1')
+  .option('--tls-cert <file>', 'PEM certificate for HTTPS')
+  .option('--tls-key <file>', 'PEM private key for HTTPS')
+  .action(async (opts: { web?: boolean; port?: number; host: string; tlsCert?: string; tlsKey?: string }) => {
+    if (!opts.web) throw new GroveError('E_PRECONDITION', 'the desktop app is started by the Electron shell; use `grove app --web` here');
+    if (Boolean(opts.tlsCert) !== Boolean(opts.tlsKey)) throw new GroveError('E_INVALID_PARAMS', 'give both --tls-cert and --tls-key');
+    const { startApp } = await import('../app/start.js');
+    const app = await startApp({
+      socketPath: globals().socket,
+      host: opts.host,
+      port: opts.port,
+      tls: opts.tlsCert && opts.tlsKey ? { cert: opts.tlsCert, key: opts.tlsKey } : undefined,
+    });
+    const web = app.web;
+    process.stderr.write('Grove app: open this URL (it carries the secret for this launch):\n');
+    process.stdout.write(`${web.launchUrl}\n`);
+    const shutdown = () => void app.stop().then(() => process.exit(0));
+    process.once('SIGINT', shutdown);
+    process.once('SIGTERM', shutdown);
+    await new Promise<never>(() => undefined);
+  });
+
+program
+  .command('egress')
+  .argument('<workspace>', 'id or name of the branch')
+  .option('--deny', 'nothing leaves the branch (the default)')
+  .option('--allow <host[:port]...>', 'let these destinations through without asking (a deny policy becomes allow-list only)', collectRules)
+  .option('--remove <host[:port]...>', 'take destinations off the allow list', collectRules)
+  .option('--gate', 'hold every destination not on the allow list until a person approves it')
+  .option('--hold-mutating', 'also hold plain-HTTP requests other than GET/HEAD/OPTIONS to allowed destinations')
+  .option('--no-hold-mutating', 'stop holding mutating requests to allowed destinations')
+  .option('--log', "show the branch's egress log instead")
+  .description("show or change a branch's egress policy (with no option: policy, drop counters, held requests)")
+  .action(
+    (ref: string, opts: { deny?: boolean; allow?: EgressRule[]; remove?: EgressRule[]; gate?: boolean; holdMutating?: boolean; log?: boolean }) =>
+      withClient(async (c) => {
+        if (opts.deny && opts.gate) throw new GroveError('E_INVALID_PARAMS', 'give --deny or --gate, not both');
+        if (opts.log) {
+          const entries = await c.request('egress.log', { workspace: ref });
+          return output(entries, () => printEgressLog(entries));
+        }
+        const changing = opts.deny || opts.gate || opts.allow || opts.remove || opts.holdMutating !== undefined;
+        if (changing) {
+          let mode: 'deny' | 'allow' | 'gate' | undefined = opts.deny ? 'deny' : opts.gate ? 'gate' : undefined;
+          if (mode === undefined && opts.allow) {
+            const current = await c.request('egress.status', { workspace: ref });
+            if (current.policy.mode === 'deny') mode = 'allow';
+          }
+          await c.request('egress.set', { workspace: ref, mode, holdMutating: opts.holdMutating, allow: opts.allow, remove: opts.remove });
+        }
+        const status = await c.request('egress.status', { workspace: ref });
+        output(status, () => printEgressStatus(status));
+      }),
+  );
+
+program
+  .command('approvals')
+  .option('-w, --watch', 'keep running and print requests as they are held')
+  .argument('[workspace]', 'only this branch')
+  .description('requests held by the egress gate, waiting for a decision')
+  .action((ref: string | undefined, opts: { watch?: boolean }) =>
+    withClient(async (c) => {
+      if (opts.watch) await c.subscribe(['egress.request', 'egress.decision']);
+      const list = await c.request('egress.pending', ref ? { workspace: ref } : {});
+      output(list, () => printApprovals(list));
+      if (!opts.watch) return;
+      c.on('egress.request', (r) => {
+        if (!ref || r.workspace === ref || r.workspaceName === ref) printEgressRequest(r);
+      });
+      c.on('egress.decision', (d) => {
+        if (d.request && (!ref || d.workspace === ref)) console.log(`${d.request}\t${d.verdict} by ${d.decidedBy}`);
+      });
+      await new Promise<void>((resolve) => c.onClose(() => resolve()));
+    }),
+  );
+
+program
+  .command('approve')
+  .argument('<request>', 'the held request (see grove approvals)')
+  .option('--always', "also add its destination to the branch's allow list")
+  .description('let a held request through')
+  .action((request: string, opts: { always?: boolean }) =>
+    withClient(async (c) => {
+      const r = await c.request('egress.approve', { request, always: opts.always ?? false });
+      output(r, () => console.log(`approved ${r.id}: ${r.method} ${r.url ?? `${r.host}:${r.port}`}${opts.always ? ` (always: ${r.host}:${r.port} is now allowed)` : ''}`));
+    }),
+  );
+
+program
+  .command('deny')
+  .argument('<request>', 'the held request (see grove approvals)')
+  .description('refuse a held request')
+  .action((request: string) =>
+    withClient(async (c) => {
+      const r = await c.request('egress.deny', { request });
+      output(r, () => console.log(`denied ${r.id}: ${r.method} ${r.url ?? `${r.host}:${r.port}`}`));
+    }),
+  );
+
+function collectRules(value: string, previous: EgressRule[] | undefined): EgressRule[] {
+  try {
+    return [...(previous ?? []), parseRule(value)];
+  } catch (err) {
+    throw new GroveError('E_INVALID_PARAMS', (err as Error).message);
+  }
+}
 
 function collectPorts(value: string, previous: number[] | undefined): number[] {
   const port = Number(value);

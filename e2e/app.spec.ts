@@ -1,0 +1,227 @@
+// The supervisor app end to end, in web mode, against a real helper and real
+// workspaces: create → see the desktop → type into it → terminal → fork into
+// 2 → compare → discard one → checkpoint and roll back → promote. Each step
+// saves a screenshot (docs/screenshots/, used by the README) and asserts
+// something real on that screen: tree text, canvas pixels, terminal content.
+import path from 'node:path';
+import { expect, test, type Page } from '@playwright/test';
+import { HelperClient } from '../main/src/helper-client/client.js';
+
+const SHOTS = path.resolve(import.meta.dirname, '../docs/screenshots');
+const START_PAGE_RGB: [number, number, number] = [13, 122, 95]; // privileged-helper/image/desktop/start.html
+
+test.describe.configure({ mode: 'serial' });
+
+let page: Page;
+let helper: HelperClient;
+const pageErrors: string[] = [];
+
+test.beforeAll(async ({ browser }) => {
+  page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+  page.on('pageerror', (e) => pageErrors.push(e.message));
+  page.on('console', (m) => {
+    if (m.type() === 'error') pageErrors.push(m.text());
+  });
+  helper = await HelperClient.connect({ socketPath: process.env.GROVE_E2E_SOCKET!, name: 'e2e', kind: 'test' });
+});
+
+test.afterAll(async () => {
+  helper?.close();
+  await page?.close();
+});
+
+// eslint-disable-next-line no-empty-pattern -- Playwright reads the fixtures from this pattern
+test.afterEach(async ({}, testInfo) => {
+  if (testInfo.status !== testInfo.expectedStatus) await page.screenshot({ path: testInfo.outputPath('failed.png') }).catch(() => undefined);
+  // The renderer must not throw or log errors on any screen. (A desktop
+  // stream that drops is shown in the UI and retried; noVNC logs it.)
+  expect(pageErrors.filter((e) => !/WebSocket|Failed to load resource|Failed when connecting|Connection closed/.test(e))).toEqual([]);
+});
+
+const shot = (name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`) });
+const row = (name: string) => page.getByTestId(`branch-${name}`);
+
+/** Pixels of the start page's colour in the first canvas under `selector`. */
+function greenPixels(selector: string): Promise<number> {
+  return page.evaluate(
+    ([sel, [r, g, b]]) => {
+      const canvas = document.querySelector(`${sel} canvas`) as HTMLCanvasElement | null;
+      if (!canvas || canvas.width < 100) return 0;
+      const data = canvas.getContext('2d')!.getImageData(0, 0, canvas.width, canvas.height).data;
+      let n = 0;
+      for (let i = 0; i < data.length; i += 4) if (data[i] === r && data[i + 1] === g && data[i + 2] === b) n++;
+      return n;
+    },
+    [selector, START_PAGE_RGB] as const,
+  );
+}
+
+async function confirm(label: string): Promise<void> {
+  const dialog = page.getByRole('dialog');
+  await expect(dialog).toBeVisible();
+  await dialog.getByRole('button', { name: label }).click();
+  await expect(dialog).toBeHidden();
+}
+
+async function idOf(name: string): Promise<string> {
+  return (await helper.request('workspace.get', { workspace: name })).id;
+}
+
+test('a new user is told what to do first and creates a workspace', async () => {
+  await page.goto(process.env.GROVE_E2E_URL!);
+  // The secret in the URL became a cookie and left the address bar.
+  expect(page.url()).not.toContain('token=');
+  await expect(page.getByTestId('link-status')).toHaveText('live');
+  if (process.env.GROVE_E2E_HELPER) {
+    // A helper with workspaces already: create from the sidebar.
+    await page.getByRole('button', { name: '+ New' }).click();
+  } else {
+    await expect(page.getByRole('heading', { name: 'Create your first workspace' })).toBeVisible();
+    await shot('01-first-run');
+  }
+
+  await page.getByLabel('workspace name').fill('e2e');
+  await page.getByRole('button', { name: 'Create workspace' }).click();
+  await expect(row('e2e')).toHaveAttribute('data-state', 'running', { timeout: 150_000 });
+  await expect(row('e2e')).toContainText('main');
+  // The new workspace is the one selected.
+  await expect(row('e2e')).toHaveAttribute('aria-selected', 'true');
+  await expect(page.getByTestId('actions')).toContainText('e2e');
+});
+
+test("the workspace's desktop draws in the stream", async () => {
+  await row('e2e').click();
+  await expect(page.locator('.desktop.full')).toHaveAttribute('data-branch', await idOf('e2e'));
+  await expect.poll(() => greenPixels('.desktop.full'), { timeout: 90_000, intervals: [500] }).toBeGreaterThan(50_000);
+  await shot('02-desktop');
+});
+
+test('typing into the desktop reaches the workspace', async () => {
+  const x = (script: string) => helper.request('exec.run', { workspace: 'e2e', argv: ['sh', '-c', script], env: { DISPLAY: ':0' } });
+  // The session maps xterm first, then Chromium on top of it.
+  await expect.poll(async () => (await x('xdotool search --onlyvisible --class chromium')).exitCode, { timeout: 60_000 }).toBe(0);
+  // xterm sits at +0+0 under Chromium; its title bar peeks out above it.
+  // Click it through the stream (as a person would) until xterm has the focus.
+  await expect(page.locator('.desktop.full')).toHaveAttribute('data-branch', await idOf('e2e'));
+  const target = await page.evaluate(() => {
+    const c = document.querySelector('.desktop.full canvas') as HTMLCanvasElement;
+    const r = c.getBoundingClientRect();
+    return { x: r.x + (150 * r.width) / c.width, y: r.y + (5 * r.height) / c.height };
+  });
+  await expect
+    .poll(
+      async () => {
+        await page.mouse.click(target.x, target.y);
+        return (await x('xdotool getactivewindow getwindowname')).stdout.trim();
+      },
+      { timeout: 30_000, intervals: [1000] },
+    )
+    .toMatch(/xterm|@/);
+  await page.keyboard.type('echo grove-e2e > /tmp/typed.txt', { delay: 20 });
+  await page.keyboard.press('Enter');
+  await expect.poll(async () => (await x('cat /tmp/typed.txt')).stdout, { timeout: 20_000 }).toBe('grove-e2e\n');
+  await shot('03-typed-into-desktop');
+});
+
+test("the app's terminal runs a command in the branch", async () => {
+  await page.getByRole('tab', { name: 'Terminal' }).click();
+  const term = page.getByTestId('terminal');
+  await expect(term.locator('.xterm-rows')).toBeVisible();
+  await expect(page.locator('.terminal-status')).toHaveCount(0, { timeout: 20_000 });
+  await term.click();
+  await page.keyboard.type('echo $((6*7))-ok; cat /tmp/typed.txt\n', { delay: 10 });
+  await expect(term.locator('.xterm-rows')).toContainText('42-ok');
+  await expect(term.locator('.xterm-rows')).toContainText('grove-e2e');
+  await shot('04-terminal');
+});
+
+test('fork into 2: both children appear with their own live desktops', async () => {
+  await row('e2e').click();
+  await page.getByLabel('copies').fill('2');
+  await page.getByRole('button', { name: 'Fork', exact: true }).click();
+  const op = page.locator('.op[data-kind="branch.fork"]');
+  await expect(op).toBeVisible();
+  // Fail at once, with the helper's words, if the fork fails.
+  await expect(op.locator('.muted').first()).toHaveText(/^(done|failed)$/, { timeout: 150_000 });
+  if (await op.locator('.op-error').count()) throw new Error(`the fork failed: ${await op.locator('.op-error').innerText()}`);
+  await expect(row('e2e-1')).toHaveAttribute('data-state', 'running', { timeout: 30_000 });
+  await expect(row('e2e-2')).toHaveAttribute('data-state', 'running');
+  // The fork's stages were shown as the helper reported them.
+  await expect(op).toContainText('done');
+  for (const stage of ['prepare', 'dump', 'restore']) await expect(op.locator('.stage-name', { hasText: stage }).first()).toBeVisible();
+  // The children hang off the parent: an edge into each (one continues the lane, one curves into a new one).
+  expect(await page.locator('.tree-graph path').count()).toBeGreaterThanOrEqual(2);
+  expect(await page.locator('.tree-graph path[d*="C"]').count()).toBeGreaterThanOrEqual(1);
+  await shot('05-forked');
+
+  await row('e2e-1').click();
+  await row('e2e-2').click({ modifiers: ['Control'] });
+  await page.getByRole('tab', { name: 'Compare' }).click();
+  for (const name of ['e2e-1', 'e2e-2']) {
+    await expect.poll(() => greenPixels(`[data-testid="compare-${name}"]`), { timeout: 90_000, intervals: [500] }).toBeGreaterThan(20_000);
+  }
+  await shot('06-compare');
+});
+
+test('discard one child', async () => {
+  await row('e2e-2').click();
+  await page.getByRole('button', { name: 'Discard' }).click();
+  await expect(page.getByRole('dialog')).toContainText('removed for good');
+  await confirm('Discard');
+  await expect(row('e2e-2')).toHaveCount(0, { timeout: 60_000 });
+  await expect(row('e2e-1')).toBeVisible();
+  await shot('07-discarded');
+});
+
+test('checkpoint the other, then roll it back', async () => {
+  await row('e2e-1').click();
+  await page.getByRole('button', { name: 'Checkpoint' }).click();
+  const options = page.getByLabel('version').locator('option');
+  await expect(options).toHaveCount(2, { timeout: 120_000 });
+  const version = await options.nth(1).getAttribute('value');
+  expect(version).toMatch(/^[0-9a-f]{8}$/);
+  await page.getByLabel('version').selectOption(version!);
+  await page.getByRole('button', { name: 'Roll back' }).click();
+  await confirm('Roll back');
+  await expect(page.locator('.op[data-kind="branch.rollback"].op-done')).toBeVisible({ timeout: 120_000 });
+  await expect(row('e2e-1')).toContainText(`v ${version}`);
+  await expect(row('e2e-1')).toHaveAttribute('data-state', 'running');
+  const id = await idOf('e2e-1');
+  expect((await helper.request('workspace.get', { workspace: id })).version).toBe(version);
+  await page.getByRole('tab', { name: 'Desktop' }).click();
+  await expect.poll(() => greenPixels('.desktop.full'), { timeout: 90_000, intervals: [500] }).toBeGreaterThan(50_000);
+  await shot('08-rolled-back');
+
+  // What the branch changed compared with its parent, file by file.
+  await page.getByRole('tab', { name: 'Diff' }).click();
+  await expect(page.getByTestId('diff')).toContainText('compared with e2e');
+  await expect(page.locator('.diff-summary')).toContainText(/\d+ added/, { timeout: 60_000 });
+  // A text diff: the branch has its own host name.
+  const hostname = (await helper.request('workspace.get', { workspace: 'e2e-1' })).hostname;
+  await page.locator('.diff-file', { hasText: '/etc/hostname' }).click();
+  await expect(page.locator('.diff-text')).toContainText(`+${hostname}`);
+  await shot('11-diff');
+});
+
+test('promote it to the main line', async () => {
+  await row('e2e-1').click();
+  await page.getByRole('button', { name: 'Promote' }).click();
+  await confirm('Promote');
+  await expect(row('e2e-1').locator('.badge')).toHaveText('main', { timeout: 120_000 });
+  expect((await helper.request('workspace.get', { workspace: 'e2e-1' })).main).toBe(true);
+  await shot('09-promoted');
+});
+
+test('the activity log and the diff view tell what happened', async () => {
+  await page.getByRole('tab', { name: 'Activity' }).click();
+  const log = page.getByTestId('activity');
+  for (const what of ['create workspace', 'fork into 2', 'discard', 'checkpoint', 'promote to main line']) await expect(log).toContainText(what);
+  await shot('10-activity');
+
+
+  await page.getByRole('button', { name: 'toggle theme' }).click();
+  await expect(page.locator('html')).toHaveAttribute('data-theme', 'dark');
+  await page.getByRole('tab', { name: 'Desktop' }).click();
+  await expect.poll(() => greenPixels('.desktop.full'), { timeout: 60_000, intervals: [500] }).toBeGreaterThan(50_000);
+  await shot('12-dark');
+});

@@ -1,0 +1,175 @@
+// The branch tree as a git graph: one row per branch, lanes and SVG curves,
+// a colour per lane. Rows are virtualised (only the visible ones and their
+// edges are drawn), so 200 branches stay cheap; live thumbnails are drawn
+// for visible running branches only.
+import { useCallback, useEffect, useMemo, useRef, useState, type KeyboardEvent, type MouseEvent } from 'react';
+import type { Operation, Version, Workspace } from '../../../main/src/api/contract.js';
+import { LANE_COLOURS, edgePath } from '../tree/layout.js';
+import { isLive } from '../store/app.js';
+import { useApp } from './context.js';
+import { Desktop } from './Desktop.js';
+
+export const ROW_HEIGHT = 64;
+const LANE_WIDTH = 18;
+const OVERSCAN = 4;
+const MAX_THUMBNAILS = 8;
+
+export function age(iso: string, now = Date.now()): string {
+  const s = Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h`;
+  return `${Math.floor(s / 86400)}d`;
+}
+
+/** The state a person sees: the helper's state, or forking while a fork of it runs. */
+export function shownState(b: Workspace, ops: readonly Operation[]): string {
+  const fork = ops.find((o) => o.status === 'running' && o.kind === 'branch.fork' && o.target === b.name);
+  if (fork) return fork.stages.some((s) => s.stage === 'dump') && !fork.stages.some((s) => s.stage === 'thaw') ? 'frozen' : 'forking';
+  return b.state;
+}
+
+export function BranchTree() {
+  const server = useApp((s) => s.server);
+  const layout = useApp((s) => s.layout);
+  const order = useApp((s) => s.order);
+  const selection = useApp((s) => s.selection);
+  const focus = useApp((s) => s.focus);
+  const thumbnails = useApp((s) => s.thumbnails);
+  const live = useApp(isLive);
+  const select = useApp((s) => s.select);
+  const moveFocus = useApp((s) => s.moveFocus);
+  const setView = useApp((s) => s.setView);
+  const scroller = useRef<HTMLDivElement>(null);
+  const [viewport, setViewport] = useState({ top: 0, height: 600 });
+  const [now, setNow] = useState(Date.now());
+
+  useEffect(() => {
+    const t = setInterval(() => setNow(Date.now()), 10_000);
+    return () => clearInterval(t);
+  }, []);
+
+  useEffect(() => {
+    const el = scroller.current;
+    if (!el) return;
+    const update = () => setViewport({ top: el.scrollTop, height: el.clientHeight });
+    update();
+    const ro = new ResizeObserver(update);
+    ro.observe(el);
+    el.addEventListener('scroll', update, { passive: true });
+    return () => {
+      ro.disconnect();
+      el.removeEventListener('scroll', update);
+    };
+  }, []);
+
+  // Keep the focused row in view.
+  useEffect(() => {
+    const el = scroller.current;
+    const row = focus ? layout.byId.get(focus)?.row : undefined;
+    if (!el || row === undefined) return;
+    const y = row * ROW_HEIGHT;
+    if (y < el.scrollTop) el.scrollTop = y;
+    else if (y + ROW_HEIGHT > el.scrollTop + el.clientHeight) el.scrollTop = y + ROW_HEIGHT - el.clientHeight;
+  }, [focus, layout]);
+
+  const branches = useMemo(() => new Map((server?.branches ?? []).map((b) => [b.id, b])), [server]);
+  const versions = useMemo(() => {
+    const m = new Map<string, Version>();
+    for (const v of server?.versions ?? []) m.set(v.id, v);
+    return m;
+  }, [server]);
+
+  const first = Math.max(0, Math.floor(viewport.top / ROW_HEIGHT) - OVERSCAN);
+  const last = Math.min(order.length - 1, Math.ceil((viewport.top + viewport.height) / ROW_HEIGHT) + OVERSCAN);
+  const visibleIds = order.slice(first, last + 1);
+  const edges = layout.edges.filter((e) => e.toRow >= first && e.fromRow <= last);
+  const graphWidth = layout.lanes * LANE_WIDTH + 8;
+
+  const onKey = useCallback(
+    (e: KeyboardEvent) => {
+      if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
+        e.preventDefault();
+        moveFocus(e.key === 'ArrowDown' ? 1 : -1, e.shiftKey);
+      } else if (e.key === 'Enter') {
+        e.preventDefault();
+        setView('desktop');
+      } else if (e.key === 'Home' || e.key === 'End') {
+        e.preventDefault();
+        moveFocus(e.key === 'Home' ? -order.length : order.length);
+      }
+    },
+    [moveFocus, setView, order.length],
+  );
+
+  const onRowClick = (id: string) => (e: MouseEvent) => select(id, e.shiftKey ? 'range' : e.ctrlKey || e.metaKey ? 'toggle' : 'single');
+
+  let thumbs = 0;
+  return (
+    <div
+      className={`tree ${live ? '' : 'stale'}`}
+      ref={scroller}
+      tabIndex={0}
+      role="tree"
+      aria-label="Branches"
+      aria-multiselectable="true"
+      onKeyDown={onKey}
+      data-testid="branch-tree"
+    >
+      <div className="tree-inner" style={{ height: order.length * ROW_HEIGHT }}>
+        <svg className="tree-graph" width={graphWidth} height={order.length * ROW_HEIGHT} aria-hidden="true">
+          {edges.map((e) => (
+            <path key={`${e.from}-${e.to}`} d={edgePath(e, LANE_WIDTH, ROW_HEIGHT)} className={`lane-stroke lane-${e.toLane % LANE_COLOURS}`} fill="none" />
+          ))}
+          {visibleIds.map((id) => {
+            const n = layout.byId.get(id)!;
+            const b = branches.get(id);
+            return (
+              <circle
+                key={id}
+                cx={LANE_WIDTH / 2 + n.lane * LANE_WIDTH}
+                cy={ROW_HEIGHT / 2 + n.row * ROW_HEIGHT}
+                r={b?.main ? 6 : 4.5}
+                className={`lane-fill lane-${n.lane % LANE_COLOURS} ${b?.state === 'running' ? '' : 'hollow'}`}
+              />
+            );
+          })}
+        </svg>
+        {visibleIds.map((id) => {
+          const n = layout.byId.get(id)!;
+          const b = branches.get(id);
+          if (!b) return null;
+          const state = shownState(b, server?.operations ?? []);
+          const version = b.version ? versions.get(b.version) : undefined;
+          const showThumb = thumbnails && live && b.state === 'running' && thumbs++ < MAX_THUMBNAILS;
+          return (
+            <div
+              key={id}
+              role="treeitem"
+              aria-selected={selection.includes(id)}
+              className={`tree-row ${selection.includes(id) ? 'selected' : ''} ${focus === id ? 'focused' : ''}`}
+              style={{ top: n.row * ROW_HEIGHT, height: ROW_HEIGHT, paddingLeft: graphWidth }}
+              onClick={onRowClick(id)}
+              onDoubleClick={() => setView('desktop')}
+              data-testid={`branch-${b.name}`}
+              data-state={state}
+            >
+              <div className="thumb">{showThumb ? <Desktop branchId={id} viewOnly light className="mini" /> : <div className="thumb-off">{state}</div>}</div>
+              <div className="row-text">
+                <div className="row-name">
+                  {b.name}
+                  {b.main && <span className="badge">main</span>}
+                </div>
+                <div className="row-meta">
+                  <span className={`state state-${state}`}>{state}</span>
+                  <span title={b.createdAt}>{age(b.createdAt, now)}</span>
+                  <span title="version">{version ? `v ${version.label ?? version.id}` : 'no version'}</span>
+                </div>
+              </div>
+            </div>
+          );
+        })}
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,211 @@
+// The main panels: a branch's desktop, the compare grid, the diff view, the
+// activity log, and the operations in progress.
+import { useEffect, useRef, useState } from 'react';
+import type RFB from '@novnc/novnc';
+import type { TreeDiff } from '../../../main/src/api/contract.js';
+import { NONE, branchById } from '../store/app.js';
+import { useApp } from './context.js';
+import { Desktop } from './Desktop.js';
+
+export function DesktopPanel({ branchId }: { branchId: string }) {
+  const branch = useApp((s) => branchById(s, branchId));
+  const [scale, setScale] = useState(true);
+  const [clip, setClip] = useState('');
+  const rfb = useRef<RFB | null>(null);
+  if (!branch) return null;
+  if (branch.state !== 'running') return <Empty title={`${branch.name} is ${branch.state}`} body="Start it to see its desktop." />;
+  return (
+    <div className="desktop-panel">
+      <div className="panel-bar">
+        <label className="check">
+          <input type="checkbox" checked={scale} onChange={(e) => setScale(e.target.checked)} /> Scale to fit
+        </label>
+        <input className="clip" placeholder="Clipboard: text here is sent to the desktop's clipboard" value={clip} onChange={(e) => setClip(e.target.value)} />
+        <button onClick={() => rfb.current?.clipboardPasteFrom(clip)} disabled={!clip}>
+          Send clipboard
+        </button>
+        <button onClick={() => rfb.current?.focus()}>Focus</button>
+      </div>
+      <Desktop branchId={branchId} scale={scale} onClipboard={setClip} rfbRef={(r) => (rfb.current = r)} className="full" />
+    </div>
+  );
+}
+
+export function CompareGrid({ ids }: { ids: string[] }) {
+  const branches = useApp((s) => s.server?.branches ?? NONE);
+  const shown = branches.filter((b) => ids.includes(b.id) && b.state === 'running');
+  if (shown.length < 2) return <Empty title="Compare branches side by side" body="Select two or more running branches in the tree (Ctrl-click or Shift-click) to see their desktops here together." />;
+  return (
+    <div className="compare" style={{ gridTemplateColumns: `repeat(${Math.ceil(Math.sqrt(shown.length))}, 1fr)` }}>
+      {shown.map((b) => (
+        <div key={b.id} className="compare-cell" data-testid={`compare-${b.name}`}>
+          <div className="compare-title">{b.name}</div>
+          <Desktop branchId={b.id} viewOnly={false} scale />
+        </div>
+      ))}
+    </div>
+  );
+}
+
+export function DiffPanel({ ids }: { ids: string[] }) {
+  const act = useApp((s) => s.act);
+  const branches = useApp((s) => s.server?.branches ?? NONE);
+  const [diff, setDiff] = useState<TreeDiff | null>(null);
+  const [loading, setLoading] = useState(false);
+  const [open, setOpen] = useState<string | null>(null);
+  const [a, b] = ids;
+  const branch = branches.find((x) => x.id === a);
+  const other = b ? branches.find((x) => x.id === b) : branch?.parent ? branches.find((x) => x.id === branch.parent) : undefined;
+  useEffect(() => {
+    setDiff(null);
+    if (!branch || !other) return;
+    setLoading(true);
+    void act('branch.diff', { workspace: branch.id, other: other.id }).then((d) => {
+      setDiff(d ?? null);
+      setLoading(false);
+    });
+  }, [act, branch?.id, other?.id]);
+  if (!branch) return <Empty title="Nothing selected" body="Select a branch to see what changed." />;
+  if (!other) return <Empty title={`${branch.name} has no parent`} body="Select two branches (Ctrl-click) to compare their files." />;
+  return (
+    <div className="diff" data-testid="diff">
+      <div className="panel-bar">
+        Files in <b>{branch.name}</b> compared with <b>{other.name}</b>
+        {loading && <span className="muted"> · reading…</span>}
+      </div>
+      {diff && (
+        <>
+          <div className="diff-summary">
+            <span className="added">{diff.added.length} added</span>
+            <span className="changed">{diff.changed.length} changed</span>
+            <span className="removed">{diff.removed.length} removed</span>
+            {diff.truncated && <span className="muted">text diffs cut short (too many files)</span>}
+          </div>
+          {diff.added.length + diff.changed.length + diff.removed.length === 0 && <Empty title="No differences" body="Both branches hold the same files." />}
+          <ul className="diff-files">
+            {[...diff.added.map((p) => ['added', p] as const), ...diff.changed.map((p) => ['changed', p] as const), ...diff.removed.map((p) => ['removed', p] as const)].map(([kind, p]) => {
+              const text = diff.textDiffs.find((t) => t.path === p);
+              return (
+                <li key={`${kind}${p}`}>
+                  <button className={`diff-file ${kind}`} onClick={() => setOpen(open === p ? null : p)} disabled={!text}>
+                    <span className="diff-kind">{kind === 'added' ? 'A' : kind === 'changed' ? 'M' : 'D'}</span> {p}
+                  </button>
+                  {open === p && text && (
+                    <pre className="diff-text">
+                      {text.diff.split('\n').map((line, i) => (
+                        <div key={i} className={line.startsWith('+') ? 'plus' : line.startsWith('-') ? 'minus' : line.startsWith('@@') ? 'hunk' : ''}>
+                          {line}
+                        </div>
+                      ))}
+                    </pre>
+                  )}
+                </li>
+              );
+            })}
+          </ul>
+        </>
+      )}
+    </div>
+  );
+}
+
+export function ActivityLog() {
+  const activity = useApp((s) => s.server?.activity ?? NONE);
+  if (activity.length === 0) return <Empty title="No activity yet" body="Everything done here and everything the helper reports shows up in this log." />;
+  return (
+    <table className="activity" data-testid="activity">
+      <thead>
+        <tr>
+          <th>When</th>
+          <th>Who</th>
+          <th>What</th>
+          <th>Branch</th>
+          <th>Outcome</th>
+        </tr>
+      </thead>
+      <tbody>
+        {[...activity].reverse().map((a) => (
+          <tr key={a.seq} className={`outcome-${a.outcome}`}>
+            <td>{new Date(a.at).toLocaleTimeString()}</td>
+            <td>{ACTOR[a.actor]}</td>
+            <td>{a.action}</td>
+            <td>{a.target ?? ''}</td>
+            <td>
+              {a.outcome}
+              {a.detail && <span className="muted"> · {a.detail}</span>}
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+const ACTOR = { person: 'you (app)', outside: 'agent / CLI', helper: 'helper', controller: 'app' } as const;
+
+export function Operations() {
+  const ops = useApp((s) => s.server?.operations ?? NONE);
+  const [hidden, setHidden] = useState<Set<string>>(new Set());
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    const t = setInterval(() => setNow(Date.now()), 5000);
+    return () => clearInterval(t);
+  }, []);
+  // Running operations stay; finished ones for 30 s (failed ones until dismissed).
+  const shown = ops
+    .filter((o) => !hidden.has(o.id) && (o.status !== 'done' || now - Date.parse(o.finishedAt ?? o.startedAt) < 30_000))
+    .slice(-4);
+  if (shown.length === 0) return null;
+  return (
+    <div className="operations" data-testid="operations">
+      {shown.map((o) => (
+        <div key={o.id} className={`op op-${o.status}`} data-kind={o.kind}>
+          <div className="op-head">
+            <b>{opTitle(o.kind)}</b> {o.target} <span className="muted">{o.status === 'running' ? 'in progress…' : o.status}</span>
+            {o.status !== 'running' && (
+              <button className="link" aria-label="dismiss" onClick={() => setHidden(new Set([...hidden, o.id]))}>
+                ×
+              </button>
+            )}
+          </div>
+          {o.stages.length > 0 && (
+            <ol className="stages">
+              {o.stages.slice(-8).map((st, i) => (
+                <li key={i}>
+                  <span className="stage-name">{st.stage}</span> {st.message.startsWith(`${st.stage}: `) ? st.message.slice(st.stage.length + 2) : st.message}
+                </li>
+              ))}
+            </ol>
+          )}
+          {o.error && <div className="op-error">{o.error}</div>}
+        </div>
+      ))}
+    </div>
+  );
+}
+
+function opTitle(kind: string): string {
+  return (
+    {
+      'image.build': 'Building image',
+      'workspace.create': 'Creating',
+      'workspace.start': 'Starting',
+      'workspace.stop': 'Stopping',
+      'branch.discard': 'Discarding',
+      'branch.fork': 'Forking',
+      'branch.checkpoint': 'Checkpoint of',
+      'branch.rollback': 'Rolling back',
+      'branch.promote': 'Promoting',
+    }[kind] ?? kind
+  );
+}
+
+export function Empty({ title, body, children }: { title: string; body: string; children?: React.ReactNode }) {
+  return (
+    <div className="empty">
+      <h2>{title}</h2>
+      <p>{body}</p>
+      {children}
+    </div>
+  );
+}

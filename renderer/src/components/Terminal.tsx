@@ -1,0 +1,72 @@
+// A terminal into a branch: @xterm/xterm on a PTY session the controller
+// opens through the helper; it follows the panel's size.
+import { useEffect, useRef, useState } from 'react';
+import { Terminal as XTerm } from '@xterm/xterm';
+import { FitAddon } from '@xterm/addon-fit';
+import '@xterm/xterm/css/xterm.css';
+import { humanError } from '../api/client.js';
+import { useApi, useApp } from './context.js';
+
+export function Terminal({ branchId }: { branchId: string }) {
+  const api = useApi();
+  const dark = useApp((s) => s.theme === 'dark');
+  const el = useRef<HTMLDivElement>(null);
+  const [status, setStatus] = useState('opening a shell…');
+
+  useEffect(() => {
+    if (!el.current) return;
+    const term = new XTerm({
+      fontFamily: 'DejaVu Sans Mono, Menlo, monospace',
+      fontSize: 13,
+      cursorBlink: true,
+      theme: dark ? { background: '#15181c', foreground: '#e6e6e6' } : { background: '#fbfbfa', foreground: '#1d1f21', cursor: '#1d1f21', selectionBackground: '#c8d7f0' },
+    });
+    const fit = new FitAddon();
+    term.loadAddon(fit);
+    term.open(el.current);
+    fit.fit();
+    let session: string | null = null;
+    let closed = false;
+    const offs: (() => void)[] = [];
+    void api
+      .request('terminal.open', { workspace: branchId, cols: term.cols, rows: term.rows })
+      .then((r) => {
+        if (closed) return void api.request('terminal.close', { session: r.session }).catch(() => undefined);
+        session = r.session;
+        setStatus('');
+        offs.push(api.on('terminal.output', (o) => o.session === session && term.write(o.data)));
+        offs.push(
+          api.on('terminal.exit', (x) => {
+            if (x.session !== session) return;
+            setStatus(`the shell ended (exit ${x.exitCode})`);
+            session = null;
+          }),
+        );
+        term.focus();
+      })
+      .catch((err: unknown) => setStatus(humanError(err)));
+    const input = term.onData((data) => {
+      if (session) void api.request('terminal.write', { session, data }).catch(() => undefined);
+    });
+    const ro = new ResizeObserver(() => {
+      fit.fit();
+      if (session) void api.request('terminal.resize', { session, cols: term.cols, rows: term.rows }).catch(() => undefined);
+    });
+    ro.observe(el.current);
+    return () => {
+      closed = true;
+      ro.disconnect();
+      input.dispose();
+      offs.forEach((f) => f());
+      if (session) void api.request('terminal.close', { session }).catch(() => undefined);
+      term.dispose();
+    };
+  }, [api, branchId, dark]);
+
+  return (
+    <div className="terminal-panel">
+      {status && <div className="terminal-status">{status}</div>}
+      <div className="terminal" ref={el} data-testid="terminal" />
+    </div>
+  );
+}

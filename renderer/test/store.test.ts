@@ -1,0 +1,160 @@
+// @vitest-environment happy-dom
+import { describe, expect, it, vi } from 'vitest';
+import type { AppState, Workspace } from '../../main/src/api/contract.js';
+import { ApiError, humanError, type Api } from '../src/api/client.js';
+import { createAppStore, isLive } from '../src/store/app.js';
+
+const ws = (id: string, name: string, parent: string | null, createdAt: string, main = false): Workspace => ({
+  id,
+  name,
+  image: 'desktop',
+  state: 'running',
+  hostname: name,
+  machineId: '0'.repeat(32),
+  createdAt,
+  address: '10.0.0.2',
+  ports: [],
+  pid: 1,
+  parent,
+  tree: 'aaaaaaa1',
+  version: null,
+  main,
+});
+
+const state = (branches: Workspace[], status: 'connected' | 'disconnected' = 'connected'): AppState => ({
+  connection: { status, epoch: 'e1', error: status === 'connected' ? null : 'gone', since: '2026-01-01T00:00:00Z' },
+  branches,
+  versions: [],
+  images: [],
+  operations: [],
+  activity: [],
+});
+
+const A = ws('aaaaaaa1', 'a', null, '2026-01-01T00:00:00Z', true);
+const A1 = ws('aaaaaaa2', 'a-1', 'aaaaaaa1', '2026-01-01T00:01:00Z');
+const A2 = ws('aaaaaaa3', 'a-2', 'aaaaaaa1', '2026-01-01T00:02:00Z');
+const fakeApi = (impl?: Api['request']): Api => ({ request: impl ?? (vi.fn() as unknown as Api['request']) });
+
+describe('app store', () => {
+  it('lays out the tree and selects the main line when state arrives', () => {
+    const s = createAppStore(fakeApi());
+    s.getState().applyState(state([A2, A, A1]));
+    expect(s.getState().order).toEqual([A.id, A1.id, A2.id]);
+    expect(s.getState().selection).toEqual([A.id]);
+    expect(s.getState().focus).toBe(A.id);
+    expect(s.getState().layout.byId.get(A2.id)!.lane).toBe(1);
+  });
+
+  it('keeps the layout object when only branch details change, and recomputes it when the tree changes', () => {
+    const s = createAppStore(fakeApi());
+    s.getState().applyState(state([A, A1]));
+    const first = s.getState().layout;
+    s.getState().applyState(state([A, { ...A1, state: 'stopped' }]));
+    expect(s.getState().layout).toBe(first);
+    s.getState().applyState(state([A, A1, A2]));
+    expect(s.getState().layout).not.toBe(first);
+    expect(s.getState().order).toHaveLength(3);
+  });
+
+  it('selects single, toggles with ctrl, ranges with shift', () => {
+    const s = createAppStore(fakeApi());
+    s.getState().applyState(state([A, A1, A2]));
+    s.getState().select(A1.id);
+    expect(s.getState().selection).toEqual([A1.id]);
+    s.getState().select(A2.id, 'toggle');
+    expect(s.getState().selection).toEqual([A1.id, A2.id]);
+    s.getState().select(A1.id, 'toggle');
+    expect(s.getState().selection).toEqual([A2.id]);
+    s.getState().select(A.id);
+    s.getState().select(A2.id, 'range');
+    expect(s.getState().selection).toEqual([A.id, A1.id, A2.id]);
+  });
+
+  it('moves the focus with the arrow keys, clamped at both ends', () => {
+    const s = createAppStore(fakeApi());
+    s.getState().applyState(state([A, A1, A2]));
+    s.getState().moveFocus(1);
+    expect(s.getState().focus).toBe(A1.id);
+    s.getState().moveFocus(5);
+    expect(s.getState().focus).toBe(A2.id);
+    s.getState().moveFocus(-1, true);
+    expect(s.getState().selection).toEqual([A1.id, A2.id]);
+    s.getState().moveFocus(-10);
+    expect(s.getState().focus).toBe(A.id);
+    expect(s.getState().selection).toEqual([A.id]);
+  });
+
+  it('selects a branch just created as soon as the state holds it', () => {
+    const s = createAppStore(fakeApi());
+    s.getState().applyState(state([A]));
+    s.getState().selectWhenPresent(A1.id);
+    expect(s.getState().selection).toEqual([A.id]);
+    s.getState().applyState(state([A, A1]));
+    expect(s.getState().selection).toEqual([A1.id]);
+    expect(s.getState().focus).toBe(A1.id);
+    expect(s.getState().pendingSelect).toBeNull();
+    // Already there: selected at once.
+    s.getState().selectWhenPresent(A.id);
+    expect(s.getState().focus).toBe(A.id);
+  });
+
+  it('drops removed branches from the selection', () => {
+    const s = createAppStore(fakeApi());
+    s.getState().applyState(state([A, A1, A2]));
+    s.getState().select(A1.id);
+    s.getState().select(A2.id, 'toggle');
+    s.getState().applyState(state([A, A1]));
+    expect(s.getState().selection).toEqual([A1.id]);
+    expect(s.getState().focus).toBe(A1.id);
+  });
+
+  it('is live only when linked to the controller and the controller to the helper', () => {
+    const s = createAppStore(fakeApi());
+    expect(isLive(s.getState())).toBe(false);
+    s.getState().applyState(state([A]));
+    s.getState().setLink('open');
+    expect(isLive(s.getState())).toBe(true);
+    s.getState().applyState(state([A], 'disconnected'));
+    expect(isLive(s.getState())).toBe(false);
+    s.getState().applyState(state([A]));
+    s.getState().setLink('closed');
+    expect(isLive(s.getState())).toBe(false);
+  });
+
+  it('runs a confirmed action only when the person says yes', () => {
+    const s = createAppStore(fakeApi());
+    const run = vi.fn();
+    s.getState().ask({ title: 't', body: 'b', confirmLabel: 'Discard', danger: true, run });
+    s.getState().answer(false);
+    expect(run).not.toHaveBeenCalled();
+    expect(s.getState().confirm).toBeNull();
+    s.getState().ask({ title: 't', body: 'b', confirmLabel: 'Discard', danger: true, run });
+    s.getState().answer(true);
+    expect(run).toHaveBeenCalledOnce();
+  });
+
+  it('turns a failed action into a notice in words, and returns its result when it works', async () => {
+    const request = vi.fn().mockRejectedValueOnce(new ApiError('E_BUSY', 'fork in progress')).mockResolvedValueOnce({ deleted: A1.id });
+    const s = createAppStore(fakeApi(request as unknown as Api['request']));
+    expect(await s.getState().act('branch.discard', { workspace: A1.id })).toBeUndefined();
+    expect(s.getState().errors).toHaveLength(1);
+    expect(s.getState().errors[0]!.text).toMatch(/Another operation is still running/);
+    expect(await s.getState().act('branch.discard', { workspace: A1.id })).toEqual({ deleted: A1.id });
+    expect(request).toHaveBeenLastCalledWith('branch.discard', { workspace: A1.id });
+    s.getState().dismissError(s.getState().errors[0]!.id);
+    expect(s.getState().errors).toEqual([]);
+  });
+
+  it('switches themes', () => {
+    const s = createAppStore(fakeApi(), 'dark');
+    s.getState().toggleTheme();
+    expect(s.getState().theme).toBe('light');
+  });
+});
+
+describe('humanError', () => {
+  it('says what a lost connection means', () => {
+    expect(humanError(new ApiError('E_DISCONNECTED', 'x'))).toMatch(/reconnects by itself/);
+    expect(humanError(new ApiError('E_PRECONDITION', 'the desktop image is not built'))).toBe('Something this needs is missing: the desktop image is not built.');
+  });
+});

@@ -1,0 +1,114 @@
+// @vitest-environment happy-dom
+// The branch tree component: virtualised rows (200 branches put only a
+// screenful in the DOM), lanes drawn as SVG, keyboard navigation, and the
+// stale look when the state is not live.
+import { act } from 'react';
+import { createRoot, type Root } from 'react-dom/client';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { AppState, Workspace } from '../../main/src/api/contract.js';
+import type { ApiClient } from '../src/api/client.js';
+import { BranchTree } from '../src/components/BranchTree.js';
+import { StoreContext } from '../src/components/context.js';
+import { createAppStore, type AppStore } from '../src/store/app.js';
+
+(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
+
+const hex = (n: number) => n.toString(16).padStart(8, '0');
+function branches(n: number): Workspace[] {
+  return Array.from({ length: n }, (_, i) => ({
+    id: hex(i + 1),
+    name: `b-${i}`,
+    image: 'desktop' as const,
+    state: 'running' as const,
+    hostname: `b-${i}`,
+    machineId: '0'.repeat(32),
+    createdAt: new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString(),
+    address: '10.0.0.2',
+    ports: [],
+    pid: 1,
+    // A bushy tree: each branch hangs off one of the first ten.
+    parent: i === 0 ? null : hex((i % 10) + (i < 10 ? 0 : 1)),
+    tree: hex(1),
+    version: null,
+    main: i === 0,
+  }));
+}
+const state = (list: Workspace[], status: 'connected' | 'disconnected' = 'connected'): AppState => ({
+  connection: { status, epoch: 'e', error: null, since: '2026-01-01T00:00:00Z' },
+  branches: list,
+  versions: [],
+  images: [],
+  operations: [],
+  activity: [],
+});
+
+let root: Root;
+let host: HTMLDivElement;
+let store: AppStore;
+
+beforeEach(() => {
+  host = document.createElement('div');
+  document.body.append(host);
+  store = createAppStore({ request: vi.fn() } as unknown as ApiClient);
+  store.getState().setThumbnails(false);
+  root = createRoot(host);
+  act(() => {
+    root.render(
+      <StoreContext.Provider value={{ store, api: {} as ApiClient }}>
+        <BranchTree />
+      </StoreContext.Provider>,
+    );
+  });
+});
+
+afterEach(() => {
+  act(() => root.unmount());
+  host.remove();
+});
+
+describe('BranchTree', () => {
+  it('renders only a screenful of 200 branches, with an edge per visible child', () => {
+    act(() => {
+      store.getState().applyState(state(branches(200)));
+      store.getState().setLink('open');
+    });
+    const rows = host.querySelectorAll('[role="treeitem"]');
+    expect(rows.length).toBeGreaterThan(0);
+    expect(rows.length).toBeLessThan(40);
+    expect(host.querySelector('.tree-inner')!.getAttribute('style')).toContain(`height: ${200 * 64}px`);
+    expect(host.querySelectorAll('.tree-graph path').length).toBeGreaterThan(0);
+    expect(host.querySelectorAll('.tree-graph path').length).toBeLessThan(200);
+    expect(rows[0]!.textContent).toContain('b-0');
+    expect(rows[0]!.textContent).toContain('main');
+    expect(rows[0]!.getAttribute('aria-selected')).toBe('true');
+  });
+
+  it('moves the selection with the arrow keys and extends it with Shift', () => {
+    act(() => {
+      store.getState().applyState(state(branches(5)));
+      store.getState().setLink('open');
+    });
+    const tree = host.querySelector('[role="tree"]')!;
+    const key = (k: string, shiftKey = false) => act(() => void tree.dispatchEvent(new KeyboardEvent('keydown', { key: k, shiftKey, bubbles: true })));
+    key('ArrowDown');
+    const order = store.getState().order;
+    expect(store.getState().selection).toEqual([order[1]]);
+    key('ArrowDown', true);
+    expect(store.getState().selection).toEqual([order[1], order[2]]);
+    key('End');
+    expect(store.getState().focus).toBe(order[4]);
+    key('Enter');
+    expect(store.getState().view).toBe('desktop');
+    expect(host.querySelectorAll('[aria-selected="true"]')).toHaveLength(1);
+  });
+
+  it('looks stale when the helper is not connected', () => {
+    act(() => {
+      store.getState().applyState(state(branches(3), 'disconnected'));
+      store.getState().setLink('open');
+    });
+    expect(host.querySelector('.tree')!.classList.contains('stale')).toBe(true);
+    act(() => store.getState().applyState(state(branches(3))));
+    expect(host.querySelector('.tree')!.classList.contains('stale')).toBe(false);
+  });
+});
