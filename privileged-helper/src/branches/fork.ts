@@ -81,8 +81,8 @@ class ForkTransaction {
       const imagesDir = await this.stage('prepare', () => this.prepare());
       const forkPoint = await this.stage('dump', () => this.dump(imagesDir));
       await this.stage('thaw', () => this.verifySourceRunning());
-      await this.stage('restore', () => Promise.all(this.children.map((c) => this.restoreChild(c, imagesDir, forkPoint))));
-      await this.stage('expose', () => Promise.all(this.children.map((c) => this.expose(c))));
+      await this.stage('restore', () => allSettled(this.children.map((c) => this.restoreChild(c, imagesDir, forkPoint))));
+      await this.stage('expose', () => allSettled(this.children.map((c) => this.expose(c))));
       const children = await this.stage('commit', async () => this.commit());
       this.timings.total = performance.now() - this.started;
       this.d.progress(this.id, 'done', `forked ${this.source.name} into ${children.length} in ${Math.round(this.timings.total)} ms`, true);
@@ -195,4 +195,14 @@ async function sourceAlive(ws: WorkspaceRecord): Promise<boolean> {
   const stat = await readFile(`/proc/${ws.pid}/stat`, 'utf8').catch(() => '');
   const state = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
   return state !== 'T' && state !== 't' && state !== 'Z';
+}
+
+/**
+ * Like Promise.all, but waits for every task before failing: an unwind must not
+ * start while a sibling's restore is still running (its tree would be left
+ * behind, unrecorded).
+ */
+async function allSettled(tasks: Promise<unknown>[]): Promise<void> {
+  const failed = (await Promise.allSettled(tasks)).find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
 }

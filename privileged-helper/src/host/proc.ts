@@ -1,6 +1,6 @@
 // Processes are identified by (pid, start time): a pid alone may have been
 // reused by the time we act on it, so nothing is signalled without both.
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile, readlink } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** The process's start time in clock ticks since boot, or null if it is gone. */
@@ -37,4 +37,29 @@ export async function waitGone(pid: number, start: number, timeoutMs: number): P
     await sleep(50);
   }
   return !(await isSameProcess(pid, start));
+}
+
+/** The pid namespace a process lives in ('pid:[4026532251]'), or null if it is gone. */
+export async function pidNamespace(pid: number): Promise<string | null> {
+  return readlink(`/proc/${pid}/ns/pid`).catch(() => null);
+}
+
+/**
+ * Waits until no process is left in a pid namespace. Its init exiting makes the
+ * kernel kill the rest, but their exits can lag behind the init's own.
+ */
+export async function waitPidNamespaceEmpty(ns: string, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    let alive = false;
+    for (const entry of await readdir('/proc')) {
+      if (/^\d+$/.test(entry) && (await readlink(`/proc/${entry}/ns/pid`).catch(() => '')) === ns) {
+        alive = true;
+        break;
+      }
+    }
+    if (!alive) return true;
+    if (Date.now() > deadline) return false;
+    await sleep(100);
+  }
 }

@@ -9,7 +9,7 @@ import { isMounted } from '../host/mounts.js';
 import { deleteNetns, deleteVeth } from '../host/netns.js';
 import type { HostObject, Registry } from '../registry/registry.js';
 import { GroveError } from '../protocol/wire.js';
-import { signalIfSame, waitGone } from '../host/proc.js';
+import { isSameProcess, pidNamespace, signalIfSame, waitGone, waitPidNamespaceEmpty } from '../host/proc.js';
 
 export function processObjectName(pid: number, start: number): string {
   return `${pid}:${start}`;
@@ -66,6 +66,10 @@ async function removeHostObject(obj: HostObject, crun: Crun): Promise<void> {
 /** Kills a recorded process (and with it, if it is a pid namespace's init, the whole namespace). */
 async function killProcess(name: string): Promise<void> {
   const [pid, start] = name.split(':').map(Number) as [number, number];
+  const own = await pidNamespace(process.pid);
+  const found = (await isSameProcess(pid, start)) ? await pidNamespace(pid) : null;
+  const ns = found === own ? null : found; // only a branch's own namespace is waited for
   await signalIfSame(pid, start, 'SIGKILL');
   if (!(await waitGone(pid, start, 10_000))) throw new GroveError('E_HOST', `process ${pid} did not exit after SIGKILL`);
+  if (ns && !(await waitPidNamespaceEmpty(ns, 10_000))) throw new GroveError('E_HOST', `processes of ${ns} outlived its init ${pid}`);
 }
