@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { execa } from 'execa';
 import { HelperClient } from '../main/src/helper-client/client.js';
 import { purge, REPO, startHelper, tail, testInstance } from '../privileged-helper/test/system/helper-process.js';
 
@@ -21,12 +22,20 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
   if (external) return startAgainst(external);
   const instance = testInstance(`e${randomBytes(2).toString('hex').slice(0, 3)}`);
   instance.env.GROVE_SUBNET = '10.219.0.0/16'; // apart from the system tests' 10.215 and the dev helper's
+  // The approvals test's "outside world" (egress.spec.ts): a netns of its own on
+  // 10.218.0.4/30, apart from the system egress test's 10.218.0.0/30, that the
+  // gate knows as outside.test. Held requests wait long enough for a person.
+  const outside = { ns: `grove-${instance.instance}-outside`, veth: `eo${instance.instance}`, hostSide: '10.218.0.5', address: '10.218.0.6' };
+  instance.env.GROVE_GATE_HOSTS = `outside.test=${outside.address}`;
+  instance.env.GROVE_GATE_TIMEOUT_MS = '90000';
+  process.env.GROVE_E2E_OUTSIDE = JSON.stringify(outside);
   let controller: ChildProcess | null = null;
   const teardown = async () => {
     if (controller?.pid && controller.exitCode === null) {
       controller.kill('SIGTERM');
       await new Promise((r) => controller!.once('exit', r));
     }
+    await removeOutside(outside);
     await purge(instance);
     rmSync(instance.pidFile, { force: true });
     rmSync(instance.pidNsFile, { force: true });
@@ -51,6 +60,23 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
   }
 }
 
+/**
+ * Backstop for egress.spec.ts's own clean-up: ends what still runs in the
+ * outside netns (only the test's server runs there) and removes it and its veth.
+ */
+async function removeOutside(o: { ns: string; veth: string }): Promise<void> {
+  const pids = await execa('ip', ['netns', 'pids', o.ns], { reject: false });
+  for (const pid of pids.stdout.split('\n').map(Number).filter((n) => n > 1)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  await execa('ip', ['netns', 'del', o.ns], { reject: false });
+  await execa('ip', ['link', 'del', o.veth], { reject: false });
+}
+
 /** `grove app --web` against the socket; its first stdout line is the URL with the secret. */
 async function startController(socketPath: string): Promise<ChildProcess> {
   const child = spawn(process.execPath, ['--import', `file://${TSX}`, path.join(REPO, 'main/src/cli/grove.ts'), '--socket', socketPath, 'app', '--web'], {
@@ -72,7 +98,7 @@ async function startController(socketPath: string): Promise<ChildProcess> {
   }
 }
 
-const E2E_NAME = /^e2e(-[0-9]+)*$/;
+const E2E_NAME = /^e2e(-[0-9]+|-gate)*$/;
 
 async function startAgainst(socketPath: string): Promise<() => Promise<void>> {
   const client = await HelperClient.connect({ socketPath, name: 'e2e-setup', kind: 'test' });

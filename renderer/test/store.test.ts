@@ -28,6 +28,7 @@ const state = (branches: Workspace[], status: 'connected' | 'disconnected' = 'co
   images: [],
   operations: [],
   activity: [],
+  approvals: [],
 });
 
 const A = ws('aaaaaaa1', 'a', null, '2026-01-01T00:00:00Z', true);

@@ -40,6 +40,7 @@ const state = (list: Workspace[], status: 'connected' | 'disconnected' = 'connec
   images: [],
   operations: [],
   activity: [],
+  approvals: [],
 });
 
 let root: Root;

@@ -4,10 +4,22 @@
 // of Node imports: the renderer bundles it for the browser.
 import { z } from 'zod';
 import { TreeDiff } from '../../../privileged-helper/src/protocol/diff.js';
-import { ForkReport, ForkStage, Image, Version, Workspace } from '../../../privileged-helper/src/protocol/entities.js';
+import {
+  EgressLogEntry,
+  EgressMode,
+  EgressPolicy,
+  EgressRequest,
+  EgressRule,
+  EgressStatus,
+  ForkReport,
+  ForkStage,
+  Image,
+  Version,
+  Workspace,
+} from '../../../privileged-helper/src/protocol/entities.js';
 import { Id, ImageName, Name, WorkspaceRef } from '../../../privileged-helper/src/protocol/names.js';
 
-export { ForkStage, Image, TreeDiff, Version, Workspace };
+export { EgressLogEntry, EgressMode, EgressPolicy, EgressRequest, EgressRule, EgressStatus, ForkStage, Image, TreeDiff, Version, Workspace };
 export type { ForkReport };
 
 /** The controller's link to the helper: anything but 'connected' means the state shown is not live. */
@@ -73,6 +85,12 @@ export const AppState = z.strictObject({
   images: z.array(Image),
   operations: z.array(Operation),
   activity: z.array(ActivityEntry),
+  /**
+   * Requests the egress gate holds for a person's decision (the approvals
+   * queue): kept live from the helper's egress.request/egress.decision events,
+   * read again with egress.pending after every reconnect.
+   */
+  approvals: z.array(EgressRequest),
 });
 export type AppState = z.infer<typeof AppState>;
 
@@ -93,6 +111,24 @@ export const requests = {
   'branch.rollback': { params: z.strictObject({ workspace: WorkspaceRef, version: Id }), result: Workspace },
   'branch.promote': { params: ByBranch, result: Workspace },
   'branch.diff': { params: z.strictObject({ workspace: WorkspaceRef, other: WorkspaceRef.optional() }), result: TreeDiff },
+  /** A branch's egress policy, its firewall's drop counters and its held requests. */
+  'egress.status': { params: ByBranch, result: EgressStatus },
+  /** Changes one branch's policy (its forks inherit it when they are made; its source keeps its own). */
+  'egress.set': {
+    params: z.strictObject({
+      workspace: WorkspaceRef,
+      mode: EgressMode.optional(),
+      holdMutating: z.boolean().optional(),
+      allow: z.array(EgressRule).max(64).optional(),
+      remove: z.array(EgressRule).max(64).optional(),
+    }),
+    result: EgressPolicy,
+  },
+  /** Lets a held request pass: once, or always for its destination (added to the branch's allow list). */
+  'egress.approve': { params: z.strictObject({ request: EgressRequest.shape.id, always: z.boolean().optional() }), result: EgressRequest },
+  'egress.deny': { params: z.strictObject({ request: EgressRequest.shape.id }), result: EgressRequest },
+  /** The helper's egress log (every attempt and decision), newest last. */
+  'egress.log': { params: z.strictObject({ workspace: WorkspaceRef.optional(), limit: z.number().int().min(1).max(1000).optional() }), result: z.array(EgressLogEntry) },
   'terminal.open': { params: z.strictObject({ workspace: WorkspaceRef, ...TermSize }), result: z.strictObject({ session: Session }) },
   'terminal.write': { params: z.strictObject({ session: Session, data: z.string().max(1 << 20) }), result: Empty },
   'terminal.resize': { params: z.strictObject({ session: Session, ...TermSize }), result: Empty },

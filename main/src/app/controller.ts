@@ -13,6 +13,7 @@ import type {
   ActivityEntry,
   AppState,
   Connection,
+  EgressRequest,
   Image,
   Operation,
   OperationKind,
@@ -25,6 +26,8 @@ import type {
 
 const MAX_ACTIVITY = 500;
 const MAX_OPERATIONS = 50;
+/** Verdicts the policy repeats for one destination are logged once per this window (Chromium retries a lot). */
+const POLICY_LOG_WINDOW_MS = 60_000;
 
 export interface ControllerOptions {
   socketPath?: string;
@@ -46,6 +49,10 @@ export class Controller {
   private operations: Operation[] = [];
   private activity: ActivityEntry[] = [];
   private activitySeq = 0;
+  private approvals = new Map<string, EgressRequest>();
+  /** Held requests this app decided: their egress.decision events are already in the activity log. */
+  private readonly decidedHere = new Set<string>();
+  private readonly policyLogged = new Map<string, number>();
   private opSeq = 0;
   private readonly emitter = new EventEmitter();
   private readonly terminals = new Map<string, TerminalListener>();
@@ -78,6 +85,7 @@ export class Controller {
       images: this.images,
       operations: this.operations,
       activity: this.activity,
+      approvals: [...this.approvals.values()].sort((a, b) => a.at.localeCompare(b.at) || a.id.localeCompare(b.id)),
     };
   }
 
@@ -131,6 +139,42 @@ export class Controller {
         return this.operation('branch.promote', this.nameOf(ws), 'promote to main line', () => c.request('branch.promote', { workspace: ws }), () => 'now the main line');
       case 'branch.diff':
         return c.request('branch.diff', { workspace: ws, other: p.other as string | undefined });
+      case 'egress.status':
+        return c.request('egress.status', { workspace: ws });
+      case 'egress.log':
+        return c.request('egress.log', { workspace: p.workspace as string | undefined, limit: p.limit as number | undefined });
+      case 'egress.set': {
+        const change = p as RequestParams<'egress.set'>;
+        const what = describePolicyChange(change);
+        try {
+          const policy = await c.request('egress.set', change);
+          this.log('person', 'change outside access', this.nameOf(ws), 'ok', `${what} → ${policy.mode}${policy.allow.length ? `, allow ${policy.allow.map(formatRule).join(' ')}` : ''}${policy.holdMutating ? ', hold mutating' : ''}`);
+          return policy;
+        } catch (err) {
+          this.log('person', 'change outside access', this.nameOf(ws), 'failed', (err as Error).message);
+          throw err;
+        }
+      }
+      case 'egress.approve':
+      case 'egress.deny': {
+        const id = p.request as string;
+        const held = this.approvals.get(id);
+        const action = method === 'egress.deny' ? 'deny outside access' : p.always ? 'always allow outside access' : 'allow outside access once';
+        this.decidedHere.add(id);
+        try {
+          const req = method === 'egress.deny' ? await c.request('egress.deny', { request: id }) : await c.request('egress.approve', { request: id, always: p.always === true });
+          this.approvals.delete(id);
+          this.log('person', action, req.workspaceName, 'ok', describeRequest(req));
+          return req;
+        } catch (err) {
+          this.decidedHere.delete(id);
+          this.log('person', action, held ? held.workspaceName : null, 'failed', `${held ? `${describeRequest(held)}: ` : ''}${(err as Error).message}`);
+          // Gone already (decided elsewhere or timed out): the queue must not keep showing it.
+          if (err instanceof GroveError && err.code === 'E_NOT_FOUND') this.approvals.delete(id);
+          this.changed();
+          throw err;
+        }
+      }
       case 'terminal.open': {
         const res = await c.request('exec.open', { workspace: ws, cols: p.cols as number, rows: p.rows as number });
         this.terminals.set(res.session, owner.terminal(res.session));
@@ -244,6 +288,8 @@ export class Controller {
     client.on('workspace.changed', (e) => this.onWorkspaceChanged(e));
     client.on('workspace.removed', (e) => this.onWorkspaceRemoved(e));
     client.on('progress', (e) => this.onProgress(e));
+    client.on('egress.request', (e) => this.onEgressRequest(e));
+    client.on('egress.decision', (e) => this.onEgressDecision(e));
     client.on('exec.output', (e) => this.terminals.get(e.session)?.output(e.data));
     client.on('exec.exit', (e) => {
       this.terminals.get(e.session)?.exit(e.exitCode, e.signal);
@@ -259,12 +305,14 @@ export class Controller {
   }
 
   private async readAll(client: HelperClient): Promise<void> {
-    const [branches, versions, images] = await Promise.all([
+    const [branches, versions, images, pending] = await Promise.all([
       client.request('workspace.list', {}),
       client.request('version.list', {}),
       client.request('image.list', {}),
+      client.request('egress.pending', {}),
     ]);
     this.branches = new Map(branches.map((b) => [b.id, b]));
+    this.approvals = new Map(pending.map((r) => [r.id, r]));
     this.versions = versions;
     this.images = images;
     this.changed();
@@ -293,7 +341,34 @@ export class Controller {
   private onWorkspaceRemoved(e: EventPayload<'workspace.removed'>): void {
     const name = this.nameOf(e.id);
     this.branches.delete(e.id);
+    for (const r of this.approvals.values()) if (r.workspace === e.id) this.approvals.delete(r.id);
     this.log(this.changer(), 'branch removed', name, 'info', '');
+  }
+
+  private onEgressRequest(e: EventPayload<'egress.request'>): void {
+    this.approvals.set(e.id, e);
+    this.log('helper', 'asks for outside access', e.workspaceName, 'info', `${describeRequest(e)} · waiting for a person${e.reason === 'mutating' ? ' (a mutating request)' : ''}`);
+  }
+
+  private onEgressDecision(e: EventPayload<'egress.decision'>): void {
+    if (e.verdict === 'held') return; // egress.request tells it, with more detail
+    if (e.request) {
+      this.approvals.delete(e.request);
+      if (this.decidedHere.delete(e.request)) return this.changed(); // logged when the person decided
+    }
+    const dest = `${e.method} ${e.host}:${e.port}`;
+    if (e.decidedBy === 'policy') {
+      const key = `${e.workspace} ${dest} ${e.verdict}`;
+      const last = this.policyLogged.get(key);
+      const t = Date.now();
+      if (last !== undefined && t - last < POLICY_LOG_WINDOW_MS) return this.changed();
+      this.policyLogged.set(key, t);
+      if (this.policyLogged.size > 1000) this.policyLogged.clear();
+    }
+    // 'app:…' is a person in an app (maybe another window); cli/test clients are agents or scripts.
+    const actor: ActivityEntry['actor'] = e.decidedBy === 'policy' || e.decidedBy === 'timeout' ? 'helper' : e.decidedBy.startsWith('app:') ? 'person' : 'outside';
+    const outcome: ActivityEntry['outcome'] = e.verdict === 'failed' ? 'failed' : 'info';
+    this.log(actor, `outside access ${e.verdict}`, this.nameOf(e.workspace), outcome, `${dest} · by ${e.decidedBy}`);
   }
 
   private onProgress(e: EventPayload<'progress'>): void {
@@ -311,6 +386,24 @@ export class Controller {
 
 export interface TerminalOwner {
   terminal(session: string): TerminalListener;
+}
+
+/** 'GET http://outside.test:8080/x' or 'CONNECT example.org:443'. */
+export function describeRequest(r: Pick<EgressRequest, 'method' | 'host' | 'port' | 'url'>): string {
+  return r.url ? `${r.method} ${r.url}` : `${r.method} ${r.host}:${r.port}`;
+}
+
+function formatRule(r: { host: string; port?: number | undefined }): string {
+  return r.port === undefined ? r.host : `${r.host}:${r.port}`;
+}
+
+function describePolicyChange(c: RequestParams<'egress.set'>): string {
+  const parts: string[] = [];
+  if (c.mode) parts.push(`mode ${c.mode}`);
+  if (c.allow?.length) parts.push(`allow ${c.allow.map(formatRule).join(' ')}`);
+  if (c.remove?.length) parts.push(`remove ${c.remove.map(formatRule).join(' ')}`);
+  if (c.holdMutating !== undefined) parts.push(c.holdMutating ? 'hold mutating requests' : 'do not hold mutating requests');
+  return parts.join(', ') || 'no change';
 }
 
 function now(): string {

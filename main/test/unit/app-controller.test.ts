@@ -14,7 +14,7 @@ import WebSocket from 'ws';
 import type { AppState } from '../../src/api/contract.js';
 import { Controller } from '../../src/app/controller.js';
 import { startWebServer, type WebServer } from '../../src/app/server.js';
-import type { Workspace } from '../../../privileged-helper/src/protocol/entities.js';
+import type { EgressRequest, Workspace } from '../../../privileged-helper/src/protocol/entities.js';
 
 const W = (id: string, name: string): Workspace => ({
   id,
@@ -38,7 +38,9 @@ class FakeHelper {
   server: net.Server | null = null;
   sockets = new Set<net.Socket>();
   workspaces: Workspace[] = [];
+  pending: EgressRequest[] = [];
   calls: string[] = [];
+  params: Record<string, unknown>[] = [];
   constructor(
     readonly socketPath: string,
     public epoch: string,
@@ -57,6 +59,7 @@ class FakeHelper {
           const req = JSON.parse(buf.slice(0, i)) as { id: number; method: string; params: Record<string, unknown> };
           buf = buf.slice(i + 1);
           this.calls.push(req.method);
+          this.params.push(req.params);
           s.write(`${JSON.stringify(this.answer(req))}\n`);
         }
       });
@@ -77,6 +80,17 @@ class FakeHelper {
         return { id: req.id, result: [] };
       case 'workspace.stop':
         return { id: req.id, error: { code: 'E_BUSY', message: 'a fork holds it' } };
+      case 'egress.pending':
+        return { id: req.id, result: this.pending };
+      case 'egress.approve':
+      case 'egress.deny': {
+        const held = this.pending.find((r) => r.id === req.params.request);
+        if (!held) return { id: req.id, error: { code: 'E_NOT_FOUND', message: `no held egress request '${String(req.params.request)}'` } };
+        this.pending = this.pending.filter((r) => r !== held);
+        return { id: req.id, result: held };
+      }
+      case 'egress.set':
+        return { id: req.id, result: { mode: req.params.mode ?? 'deny', allow: req.params.allow ?? [], holdMutating: req.params.holdMutating ?? false } };
       default:
         return { id: req.id, error: { code: 'E_UNKNOWN_METHOD', message: req.method } };
     }
@@ -234,6 +248,74 @@ describe('controller', () => {
     expect(s.activity.at(-1)).toMatchObject({ actor: 'outside', action: 'branch appeared', target: 'one-1' });
     helper.emit('workspace.removed', { id: 'bbbbbbb2' });
     await until(() => r.states.at(-1)!.branches.length === 1);
+    r.ws.close();
+  });
+
+  it('keeps the approvals queue live from egress events, decides as the person, and logs decisions', async () => {
+    const held = (id: string, host: string): EgressRequest => ({
+      id,
+      workspace: 'aaaaaaa1',
+      workspaceName: 'one',
+      host,
+      port: 8080,
+      method: 'GET',
+      url: `http://${host}:8080/x`,
+      reason: 'destination',
+      at: new Date().toISOString(),
+      expiresAt: new Date(Date.now() + 60_000).toISOString(),
+    });
+    const r = await renderer(web.secret);
+    await until(() => r.states.at(-1)?.connection.status === 'connected');
+    const q1 = held('q00000001', 'outside.test');
+    const q2 = held('q00000002', 'other.test');
+    helper.pending = [q1, q2];
+    helper.emit('egress.request', q1);
+    helper.emit('egress.request', q2);
+    const queued = await until(() => r.states.find((x) => x.approvals.length === 2));
+    expect(queued.approvals.map((a) => a.host)).toEqual(['outside.test', 'other.test']);
+    expect(queued.activity.at(-1)).toMatchObject({ actor: 'helper', action: 'asks for outside access', target: 'one' });
+
+    // The person approves one (always for its destination) in the app.
+    expect((await r.call('egress.approve', { request: 'q00000001', always: true })).result).toMatchObject({ id: 'q00000001' });
+    expect(helper.params.at(-1)).toEqual({ request: 'q00000001', always: true });
+    helper.emit('egress.decision', { request: 'q00000001', workspace: 'aaaaaaa1', host: 'outside.test', port: 8080, method: 'GET', verdict: 'approved', decidedBy: 'app:grove-app', at: new Date().toISOString() });
+    // The other times out in the helper.
+    helper.emit('egress.decision', { request: 'q00000002', workspace: 'aaaaaaa1', host: 'other.test', port: 8080, method: 'GET', verdict: 'timeout', decidedBy: 'timeout', at: new Date().toISOString() });
+    const after = await until(() => r.states.find((x) => x.approvals.length === 0 && x.activity.some((a) => a.action === 'outside access timeout')));
+    const mine = after.activity.filter((a) => a.action === 'always allow outside access');
+    expect(mine).toEqual([expect.objectContaining({ actor: 'person', target: 'one', outcome: 'ok', detail: 'GET http://outside.test:8080/x' })]);
+    // The person's decision is logged once, not again when the helper reports it.
+    expect(after.activity.some((a) => a.action === 'outside access approved')).toBe(false);
+    expect(after.activity.find((a) => a.action === 'outside access timeout')).toMatchObject({ actor: 'helper', target: 'one' });
+
+    // Deciding a request that is gone says so, and the queue drops it.
+    expect((await r.call('egress.deny', { request: 'q00000003' })).error?.code).toBe('E_NOT_FOUND');
+    // Policy verdicts repeated for one destination are logged once.
+    for (let i = 0; i < 3; i++) helper.emit('egress.decision', { request: null, workspace: 'aaaaaaa1', host: 'www.google.com', port: 443, method: 'CONNECT', verdict: 'denied', decidedBy: 'policy', at: new Date().toISOString() });
+    const denied = await until(() => r.states.find((x) => x.activity.some((a) => a.action === 'outside access denied')));
+    await sleep(200);
+    expect(r.states.at(-1)!.activity.filter((a) => a.action === 'outside access denied')).toHaveLength(1);
+    expect(denied.activity.find((a) => a.action === 'outside access denied')).toMatchObject({ actor: 'helper', detail: 'CONNECT www.google.com:443 · by policy' });
+
+    // A policy change is the person's, in words.
+    expect((await r.call('egress.set', { workspace: 'aaaaaaa1', mode: 'gate', allow: [{ host: 'outside.test', port: 8080 }] })).result).toEqual({ mode: 'gate', allow: [{ host: 'outside.test', port: 8080 }], holdMutating: false });
+    const set = await until(() => r.states.find((x) => x.activity.some((a) => a.action === 'change outside access')));
+    expect(set.activity.find((a) => a.action === 'change outside access')).toMatchObject({ actor: 'person', target: 'one', detail: 'mode gate, allow outside.test:8080 → gate, allow outside.test:8080' });
+    r.ws.close();
+  });
+
+  it('reads the held requests again after reconnecting', async () => {
+    const r = await renderer(web.secret);
+    await until(() => r.states.at(-1)?.connection.status === 'connected');
+    await helper.stop();
+    await until(() => r.states.find((x) => x.connection.status === 'disconnected'));
+    helper.epoch = 'epoch-2';
+    helper.pending = [
+      { id: 'q0000000a', workspace: 'aaaaaaa1', workspaceName: 'one', host: 'outside.test', port: 443, method: 'CONNECT', url: null, reason: 'destination', at: new Date().toISOString(), expiresAt: new Date(Date.now() + 60_000).toISOString() },
+    ];
+    await helper.listen();
+    const back = await until(() => r.states.find((x) => x.connection.epoch === 'epoch-2' && x.connection.status === 'connected'), 8000);
+    expect(back.approvals.map((a) => a.id)).toEqual(['q0000000a']);
     r.ws.close();
   });
 

@@ -2,6 +2,7 @@ import { useEffect, useState, type FormEvent } from 'react';
 import type { Workspace } from '../../../main/src/api/contract.js';
 import { NONE, branchById, isLive, type View } from '../store/app.js';
 import { BranchTree } from './BranchTree.js';
+import { ApprovalsQueue, NetworkPanel, useApprovalCount } from './Egress.js';
 import { useApp } from './context.js';
 import { ActivityLog, CompareGrid, DesktopPanel, DiffPanel, Empty, Operations } from './Panels.js';
 import { Terminal } from './Terminal.js';
@@ -268,17 +269,25 @@ const TABS: [View, string][] = [
   ['compare', 'Compare'],
   ['terminal', 'Terminal'],
   ['diff', 'Diff'],
+  ['network', 'Outside access'],
   ['activity', 'Activity'],
+  ['approvals', 'Approvals'],
 ];
 
 function Tabs() {
   const view = useApp((s) => s.view);
   const setView = useApp((s) => s.setView);
+  const waiting = useApprovalCount();
   return (
     <nav className="tabs" role="tablist">
       {TABS.map(([v, label]) => (
         <button key={v} role="tab" aria-selected={view === v} className={view === v ? 'active' : ''} onClick={() => setView(v)}>
           {label}
+          {v === 'approvals' && waiting > 0 && (
+            <span className="count" data-testid="approvals-count" aria-label={`${waiting} waiting`}>
+              {waiting}
+            </span>
+          )}
         </button>
       ))}
     </nav>
@@ -291,6 +300,8 @@ function ViewContent() {
   const selection = useApp((s) => s.selection);
   const branch: Workspace | undefined = useApp((s) => branchById(s, s.focus));
   const live = useApp(isLive);
+  if (view === 'approvals') return <ApprovalsQueue />;
+  if (view === 'activity') return <ActivityLog />;
   if (!focus || !branch) return <Empty title="No branch selected" body="Pick a branch in the tree (arrow keys move, Enter opens its desktop)." />;
   switch (view) {
     case 'desktop':
@@ -301,8 +312,8 @@ function ViewContent() {
       return branch.state === 'running' && live ? <Terminal key={focus} branchId={focus} /> : <Empty title={`${branch.name} is not running`} body="Start it to open a terminal." />;
     case 'diff':
       return <DiffPanel ids={selection.length >= 2 ? selection : [focus]} />;
-    case 'activity':
-      return <ActivityLog />;
+    case 'network':
+      return <NetworkPanel key={focus} branchId={focus} />;
   }
 }
 
