@@ -3,6 +3,8 @@
 // import this file and validate what they receive with it. It must stay free
 // of Node imports: the renderer bundles it for the browser.
 import { z } from 'zod';
+// Requests that pass straight through to the helper keep the helper's own definitions.
+import { methods as helper } from '../../../privileged-helper/src/protocol/methods.js';
 import { TreeDiff } from '../../../privileged-helper/src/protocol/diff.js';
 import {
   EgressLogEntry,
@@ -17,7 +19,7 @@ import {
   Version,
   Workspace,
 } from '../../../privileged-helper/src/protocol/entities.js';
-import { Id, ImageName, Name, WorkspaceRef } from '../../../privileged-helper/src/protocol/names.js';
+import { ImageName, Name, WorkspaceRef } from '../../../privileged-helper/src/protocol/names.js';
 
 export { EgressLogEntry, EgressMode, EgressPolicy, EgressRequest, EgressRule, EgressStatus, ForkStage, Image, TreeDiff, Version, Workspace };
 export type { ForkReport };
@@ -107,28 +109,19 @@ export const requests = {
   'workspace.stop': { params: ByBranch, result: Workspace },
   'branch.discard': { params: ByBranch, result: z.strictObject({ deleted: z.string() }) },
   'branch.fork': { params: z.strictObject({ workspace: WorkspaceRef, copies: z.number().int().min(1).max(16) }), result: ForkReport },
-  'branch.checkpoint': { params: z.strictObject({ workspace: WorkspaceRef, label: z.string().max(200).optional() }), result: Version },
-  'branch.rollback': { params: z.strictObject({ workspace: WorkspaceRef, version: Id }), result: Workspace },
+  'branch.checkpoint': helper['branch.checkpoint'],
+  'branch.rollback': helper['branch.rollback'],
   'branch.promote': { params: ByBranch, result: Workspace },
-  'branch.diff': { params: z.strictObject({ workspace: WorkspaceRef, other: WorkspaceRef.optional() }), result: TreeDiff },
+  'branch.diff': helper['branch.diff'],
   /** A branch's egress policy, its firewall's drop counters and its held requests. */
   'egress.status': { params: ByBranch, result: EgressStatus },
   /** Changes one branch's policy (its forks inherit it when they are made; its source keeps its own). */
-  'egress.set': {
-    params: z.strictObject({
-      workspace: WorkspaceRef,
-      mode: EgressMode.optional(),
-      holdMutating: z.boolean().optional(),
-      allow: z.array(EgressRule).max(64).optional(),
-      remove: z.array(EgressRule).max(64).optional(),
-    }),
-    result: EgressPolicy,
-  },
+  'egress.set': helper['egress.set'],
   /** Lets a held request pass: once, or always for its destination (added to the branch's allow list). */
-  'egress.approve': { params: z.strictObject({ request: EgressRequest.shape.id, always: z.boolean().optional() }), result: EgressRequest },
-  'egress.deny': { params: z.strictObject({ request: EgressRequest.shape.id }), result: EgressRequest },
+  'egress.approve': helper['egress.approve'],
+  'egress.deny': helper['egress.deny'],
   /** The helper's egress log (every attempt and decision), newest last. */
-  'egress.log': { params: z.strictObject({ workspace: WorkspaceRef.optional(), limit: z.number().int().min(1).max(1000).optional() }), result: z.array(EgressLogEntry) },
+  'egress.log': helper['egress.log'],
   'terminal.open': { params: z.strictObject({ workspace: WorkspaceRef, ...TermSize }), result: z.strictObject({ session: Session }) },
   'terminal.write': { params: z.strictObject({ session: Session, data: z.string().max(1 << 20) }), result: Empty },
   'terminal.resize': { params: z.strictObject({ session: Session, ...TermSize }), result: Empty },

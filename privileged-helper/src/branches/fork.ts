@@ -15,17 +15,14 @@
 //   commit   children become 'running' and are announced
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Criu } from '../host/criu/criu.js';
 import { netnsPath } from '../host/netns.js';
 import { isSameProcess } from '../host/proc.js';
 import { firstFrame } from '../host/rfb-probe.js';
 import type { ForkReport, ForkStage, Workspace } from '../protocol/entities.js';
 import { GroveError } from '../protocol/wire.js';
-import type { Registry, WorkspaceRecord } from '../registry/registry.js';
-import type { HostLedger } from '../workspaces/ledger.js';
-import type { BranchRuntime } from '../workspaces/runtime.js';
-import type { BranchStorage } from '../workspaces/branch-storage.js';
-import { writeIdentity, type WorkspaceService } from '../workspaces/workspace-service.js';
+import type { BranchDeps } from './branch-deps.js';
+import type { WorkspaceRecord } from '../registry/registry.js';
+import { writeIdentity } from '../workspaces/workspace-service.js';
 import { sourceFrozenMs } from './criu-log.js';
 
 export const MAX_COPIES = 16;
@@ -37,13 +34,7 @@ export interface ForkOptions {
   faultAt?: ForkStage;
 }
 
-export interface ForkDeps {
-  registry: Registry;
-  ledger: HostLedger;
-  runtime: BranchRuntime;
-  storage: BranchStorage;
-  workspaces: WorkspaceService;
-  criu: Criu;
+export interface ForkDeps extends BranchDeps {
   scratchDir: string;
   allowFaultInjection: boolean;
   progress: (job: string, stage: string, message: string, done: boolean) => void;

@@ -6,23 +6,14 @@
 //   pool/versions/<vid>/files    read-only snapshot of the branch's root
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import type { Criu } from '../host/criu/criu.js';
 import { netnsPath } from '../host/netns.js';
 import type { Version, Workspace } from '../protocol/entities.js';
 import { GroveError } from '../protocol/wire.js';
-import type { Registry, VersionRecord } from '../registry/registry.js';
-import type { HostLedger } from '../workspaces/ledger.js';
-import type { BranchRuntime } from '../workspaces/runtime.js';
-import type { BranchStorage } from '../workspaces/branch-storage.js';
-import { writeIdentity, type WorkspaceService } from '../workspaces/workspace-service.js';
+import type { BranchDeps } from './branch-deps.js';
+import type { VersionRecord } from '../registry/registry.js';
+import { writeIdentity } from '../workspaces/workspace-service.js';
 
-export interface VersionDeps {
-  registry: Registry;
-  ledger: HostLedger;
-  runtime: BranchRuntime;
-  storage: BranchStorage;
-  workspaces: WorkspaceService;
-  criu: Criu;
+export interface VersionDeps extends BranchDeps {
   versionsDir: string;
 }
 

@@ -1,0 +1,16 @@
+// What every operation on running branches (fork, checkpoint, rollback) works with.
+import type { Criu } from '../host/criu/criu.js';
+import type { Registry } from '../registry/registry.js';
+import type { BranchStorage } from '../workspaces/branch-storage.js';
+import type { HostLedger } from '../workspaces/ledger.js';
+import type { BranchRuntime } from '../workspaces/runtime.js';
+import type { WorkspaceService } from '../workspaces/workspace-service.js';
+
+export interface BranchDeps {
+  registry: Registry;
+  ledger: HostLedger;
+  runtime: BranchRuntime;
+  storage: BranchStorage;
+  workspaces: WorkspaceService;
+  criu: Criu;
+}
