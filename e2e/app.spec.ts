@@ -6,6 +6,7 @@
 import path from 'node:path';
 import { expect, test, type Page } from '@playwright/test';
 import { HelperClient } from '../main/src/helper-client/client.js';
+import { unexpectedErrors } from './console-errors.js';
 
 const SHOTS = path.resolve(import.meta.dirname, '../docs/screenshots');
 const START_PAGE_RGB: [number, number, number] = [13, 122, 95]; // privileged-helper/image/desktop/start.html
@@ -35,7 +36,7 @@ test.afterEach(async ({}, testInfo) => {
   if (testInfo.status !== testInfo.expectedStatus) await page.screenshot({ path: testInfo.outputPath('failed.png') }).catch(() => undefined);
   // The renderer must not throw or log errors on any screen. (A desktop
   // stream that drops is shown in the UI and retried; noVNC logs it.)
-  expect(pageErrors.filter((e) => !/WebSocket|Failed to load resource|Failed when connecting|Connection closed/.test(e))).toEqual([]);
+  expect(unexpectedErrors(pageErrors)).toEqual([]);
 });
 
 const shot = (name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`) });

@@ -11,6 +11,7 @@ import { expect, test, type Page } from '@playwright/test';
 import { execa } from 'execa';
 import { HelperClient } from '../main/src/helper-client/client.js';
 import type { ExecResult } from '../privileged-helper/src/protocol/entities.js';
+import { unexpectedErrors } from './console-errors.js';
 
 const SHOTS = path.resolve(import.meta.dirname, '../docs/screenshots');
 const BRANCH = 'e2e-gate';
@@ -108,7 +109,7 @@ test.afterEach(async ({}, testInfo) => {
     await page?.screenshot({ path: testInfo.outputPath('failed.png') }).catch(() => undefined);
     await testInfo.attach('outside-server.log', { body: serverLog });
   }
-  expect(pageErrors.filter((e) => !/WebSocket|Failed to load resource|Failed when connecting|Connection closed/.test(e))).toEqual([]);
+  expect(unexpectedErrors(pageErrors)).toEqual([]);
 });
 
 const row = (name: string) => page.getByTestId(`branch-${name}`);
