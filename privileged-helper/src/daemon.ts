@@ -47,7 +47,6 @@ async function boot(config: HelperConfig) {
   const bus = new EventBus();
   const images = new ImageBuilder(config, pool, registry);
   const storage = new BranchStorage(pool, ledger);
-  const runtime = new BranchRuntime(config, registry, ledger, crun, storage);
   const gate = new EgressGate({
     registry,
     subnet: config.subnet,
@@ -59,22 +58,12 @@ async function boot(config: HelperConfig) {
     },
     log,
   });
+  const runtime = new BranchRuntime(config, registry, ledger, crun, storage, gate);
   const egress = new EgressService(registry, gate, (ws) => runtime.netPlan(ws));
-  // Until the runtime opens and closes the gate with a branch's network, follow
-  // the branches' states: a running branch has its gate open, any other not.
-  const followGate = (id: string, state: string | null) => {
-    const ws = state === 'running' ? registry.findWorkspace(id) : null;
-    const step = ws ? egress.openGate(ws) : egress.closeGate(id);
-    step.catch((err: unknown) => log(`egress gate of ${id}: ${(err as Error).message}`));
-  };
-  const removed = (id: string) => {
-    bus.broadcast('workspace.removed', { id });
-    followGate(id, null);
-  };
+  const removed = (id: string) => bus.broadcast('workspace.removed', { id });
   const workspaces = new WorkspaceService(registry, ledger, runtime, storage, images, {
     changed: (workspace) => {
       bus.broadcast('workspace.changed', { workspace });
-      followGate(workspace.id, workspace.state);
       if (workspace.state === 'running') ksm.boost(); // new pages to merge (a start, a fork, a rollback)
     },
     removed,
@@ -93,7 +82,6 @@ async function boot(config: HelperConfig) {
     progress: (job, stage, message, done) => bus.broadcast('progress', { job, stage, message, done }),
   });
   await reconcile({ config, pool, registry, ledger, crun, workspaces, log });
-  for (const ws of registry.listWorkspaces()) if (ws.state === 'running') followGate(ws.id, ws.state);
   const services = {
     registry,
     bus,
@@ -120,7 +108,6 @@ async function serve(config: HelperConfig): Promise<void> {
     log(`${signal}: closing; running workspaces keep running and are adopted on the next start`);
     server.close();
     await services.runtime.detachAll();
-    await services.egress.gate.closeAll();
     db.close();
     process.exit(0);
   };

@@ -67,17 +67,6 @@ export class EgressService {
   log(workspaceId: string | null, limit = 500): EgressLogEntry[] {
     return this.registry.egressLog(workspaceId, limit);
   }
-
-  /** Opens the gate of a branch whose network exists (after makeNetwork, and for adopted branches). */
-  async openGate(ws: WorkspaceRecord): Promise<void> {
-    const plan = this.netPlan(ws);
-    await this.gate.open({ id: ws.id, name: ws.name, hostAddress: plan.hostAddress, containerAddress: plan.containerAddress });
-  }
-
-  /** Closes a branch's gate (before its network is torn down). */
-  closeGate(id: string): Promise<void> {
-    return this.gate.close(id);
-  }
 }
 
 const lower = (r: EgressRule): EgressRule => (r.port === undefined ? { host: r.host.toLowerCase() } : { host: r.host.toLowerCase(), port: r.port });

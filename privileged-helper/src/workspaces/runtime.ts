@@ -11,6 +11,7 @@ import { containerSpec } from '../host/oci-spec.js';
 import { startTime } from '../host/proc.js';
 import { GroveError } from '../protocol/wire.js';
 import type { Registry, WorkspaceRecord } from '../registry/registry.js';
+import type { EgressGate } from '../egress/gate.js';
 import type { BranchStorage } from './branch-storage.js';
 import { processObjectName, type HostLedger } from './ledger.js';
 
@@ -23,6 +24,7 @@ export class BranchRuntime {
     private readonly ledger: HostLedger,
     private readonly crun: Crun,
     private readonly storage: BranchStorage,
+    private readonly gate: EgressGate,
   ) {}
 
   netPlan(ws: WorkspaceRecord): NetPlan {
@@ -66,13 +68,17 @@ export class BranchRuntime {
     await this.ledger.removeOwned(ws.id, ['process', 'container']);
   }
 
-  /** Removes everything the branch runs on, keeping its files (upper and mounted root). */
+  /** Removes everything the branch runs on, keeping its files. */
   async tearDown(ws: { id: string }): Promise<void> {
+    await this.gate.close(ws.id);
     await this.closeForwarders(ws.id);
     await this.ledger.removeOwned(ws.id, ['process', 'container', 'bundle', 'veth', 'netns']);
   }
 
-  /** Opens the branch's host ports (re-using each leased port number when it is free). */
+  /**
+   * Opens what the host listens on for the branch: its host ports (re-using each
+   * leased port number when it is free) and its egress gate on the veth peer.
+   */
   async openForwarders(ws: WorkspaceRecord): Promise<void> {
     await this.closeForwarders(ws.id);
     const target = this.netPlan(ws).containerAddress;
@@ -83,6 +89,8 @@ export class BranchRuntime {
       opened.push(forwarder);
       this.registry.setPort(ws.id, lease.containerPort, forwarder.hostPort);
     }
+    const net = this.netPlan(ws);
+    await this.gate.open({ id: ws.id, name: ws.name, hostAddress: net.hostAddress, containerAddress: net.containerAddress });
   }
 
   async closeForwarders(id: string): Promise<void> {
@@ -91,8 +99,9 @@ export class BranchRuntime {
     await Promise.all(list.map((f) => f.close()));
   }
 
-  /** The helper is shutting down: branches keep running, their ports close. */
+  /** The helper is shutting down: branches keep running, their ports and gates close. */
   async detachAll(): Promise<void> {
+    await this.gate.closeAll();
     for (const id of [...this.forwarders.keys()]) await this.closeForwarders(id);
   }
 }
