@@ -30,7 +30,8 @@ export function testInstance(instance: string): TestInstance {
     GROVE_INSTANCE: instance,
     GROVE_STATE_DIR: stateDir,
     GROVE_RUN_DIR: runDir,
-    GROVE_SUBNET: '10.215.0.0/16',
+    // GROVE_TEST_SUBNET lets two runs share the machine (each needs its own range).
+    GROVE_SUBNET: process.env.GROVE_TEST_SUBNET ?? '10.215.0.0/16',
     GROVE_POOL_SIZE_GIB: '16',
     GROVE_FAULT_INJECTION: '1',
     // Egress (egress.test.ts): held requests time out quickly, and the test's
