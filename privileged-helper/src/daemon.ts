@@ -45,8 +45,8 @@ async function boot(config: HelperConfig) {
   const crun = new Crun(path.join(config.runDir, 'crun'), launcher);
   const ledger = new HostLedger(registry, crun);
   const bus = new EventBus();
-  const images = new ImageBuilder(config, pool, registry);
-  const storage = new BranchStorage(pool, ledger);
+  const storage = new BranchStorage(pool, path.join(config.runDir, 'roots'), ledger);
+  const images = new ImageBuilder(config, pool, registry, () => storage.lowersInUse());
   const gate = new EgressGate({
     registry,
     subnet: config.subnet,

@@ -6,6 +6,7 @@ import path from 'node:path';
 import type { HelperConfig } from './config.js';
 import { deleteSubvolume } from './host/btrfs.js';
 import type { Crun } from './host/crun.js';
+import { isMounted, mountPoints, unmount } from './host/mounts.js';
 import { deleteNetns, listNetns } from './host/netns.js';
 import type { PoolLayout } from './host/pool.js';
 import { removePartialStreams } from './images/image-builder.js';
@@ -34,6 +35,20 @@ export async function reconcile(d: ReconcileDeps): Promise<void> {
   await removePartialStreams(d.config.cacheDir);
 }
 
+/** Merged roots (mounts and their directories) in no record: deepest mounts first. */
+async function removeUnrecordedRoots(d: ReconcileDeps, recorded: Set<string>): Promise<void> {
+  const rootsDir = path.join(d.config.runDir, 'roots');
+  const stale = [...(await mountPoints())].filter((m) => m.startsWith(`${rootsDir}/`) && !recorded.has(`mount:${m}`));
+  for (const m of stale.sort((a, b) => b.length - a.length)) {
+    d.log(`removing unrecorded mount ${m}`);
+    await unmount(m);
+  }
+  for (const entry of await readdir(rootsDir).catch(() => [])) {
+    const dir = path.join(rootsDir, entry);
+    if (!recorded.has(`directory:${dir}`) && !(await isMounted(dir))) await rm(dir, { recursive: true, force: true });
+  }
+}
+
 /** Objects named like ours that the registry has no record of (a crash between making and recording). */
 async function removeUnrecorded(d: ReconcileDeps): Promise<void> {
   const recorded = new Set(d.registry.objects().map((o) => `${o.kind}:${o.name}`));
@@ -50,6 +65,7 @@ async function removeUnrecorded(d: ReconcileDeps): Promise<void> {
       await d.crun.delete(id);
     }
   }
+  await removeUnrecordedRoots(d, recorded);
   for (const entry of await readdir(d.pool.workspaces)) {
     const sub = path.join(d.pool.workspaces, entry);
     if (!recorded.has(`subvolume:${sub}`)) {

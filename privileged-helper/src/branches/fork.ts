@@ -121,13 +121,14 @@ class ForkTransaction {
   }
 
   private async dump(imagesDir: string): Promise<string> {
-    const forkPoint = path.join(path.dirname(this.d.storage.rootfsPath(this.source)), `.fork-point-${this.id}`);
+    const forkPoint = path.join(path.dirname(this.d.storage.filesPath(this.source)), `.fork-point-${this.id}`);
     this.d.registry.recordObject({ kind: 'subvolume', name: forkPoint, owner: this.id });
     await this.d.criu.dump({
       initPid: this.source.pid!,
       netnsPath: netnsPath(this.d.runtime.netPlan(this.source).netns),
       imagesDir,
-      snapshot: { from: this.d.storage.rootfsPath(this.source), to: forkPoint },
+      snapshot: { from: this.d.storage.filesPath(this.source), to: forkPoint },
+      binds: this.d.storage.externalBinds(this.source).map((b) => b.containerPath),
     });
     this.timings.sourceFrozen = sourceFrozenMs(await readFile(path.join(imagesDir, 'dump.log'), 'utf8')) ?? this.timings.dump;
     return forkPoint;
@@ -146,6 +147,7 @@ class ForkTransaction {
       netnsPath: netnsPath(this.d.runtime.netPlan(child).netns),
       hostname: child.hostname,
       name: child.id,
+      binds: this.d.storage.externalBinds(child),
     });
     const proc = await this.d.runtime.adoptProcess(child, pid);
     this.d.registry.setWorkspaceState(child.id, 'creating', proc);

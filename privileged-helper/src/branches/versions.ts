@@ -3,7 +3,7 @@
 // branch to one of its tree's versions — processes and files both.
 //
 //   pool/versions/<vid>/images   CRIU images (on btrfs: they survive reboots)
-//   pool/versions/<vid>/files    read-only snapshot of the branch's root
+//   pool/versions/<vid>/files    read-only snapshot of the branch's own files (branch-storage.ts)
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { netnsPath } from '../host/netns.js';
@@ -42,7 +42,8 @@ export class VersionService {
         initPid: ws.pid!,
         netnsPath: netnsPath(this.d.runtime.netPlan(ws).netns),
         imagesDir: path.join(dir, 'images'),
-        snapshot: { from: this.d.storage.rootfsPath(ws), to: path.join(dir, 'files') },
+        snapshot: { from: this.d.storage.filesPath(ws), to: path.join(dir, 'files') },
+        binds: this.d.storage.externalBinds(ws).map((b) => b.containerPath),
       });
     } catch (err) {
       await this.d.ledger.removeOwned(vid);
@@ -73,6 +74,7 @@ export class VersionService {
           netnsPath: netnsPath(this.d.runtime.netPlan(ws).netns),
           hostname: ws.hostname,
           name: `${ws.id}-${Date.now()}`,
+          binds: this.d.storage.externalBinds(ws),
         });
         const proc = await this.d.runtime.adoptProcess(ws, pid);
         this.d.registry.setVersionOrigin(ws.id, version.id);

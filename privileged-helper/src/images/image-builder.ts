@@ -25,6 +25,8 @@ export class ImageBuilder {
     private readonly config: HelperConfig,
     private readonly pool: PoolLayout,
     private readonly registry: Registry,
+    /** Image subvolumes that branches or versions read from (their overlay's lower): never removed. */
+    private readonly lowersInUse: () => Promise<Set<string>>,
   ) {}
 
   list(): Image[] {
@@ -71,6 +73,9 @@ export class ImageBuilder {
   }
 
   private async produce(name: ImageName, hash: string, target: string, rebuild: boolean, progress: ProgressFn): Promise<void> {
+    if ((await this.lowersInUse()).has(target)) {
+      throw new GroveError('E_CONFLICT', `image '${name}' is in use by workspaces or versions: delete them before rebuilding it`);
+    }
     await btrfs.deleteSubvolume(target);
     const stream = this.streamPath(name, hash);
     if (!rebuild && (await exists(stream))) {
@@ -107,11 +112,13 @@ export class ImageBuilder {
     }
   }
 
-  /** Old versions of the image go (branches are snapshots: they do not depend on them). */
+  /** Old versions of the image go, except those a branch or version still reads from. */
   private async removeOtherVersions(name: ImageName, keepHash: string): Promise<void> {
     const prefix = `${name}-`;
+    const inUse = await this.lowersInUse();
     for (const entry of await readdir(this.pool.images)) {
-      if (entry.startsWith(prefix) && entry !== `${name}-${keepHash}`) await btrfs.deleteSubvolume(path.join(this.pool.images, entry));
+      const sub = path.join(this.pool.images, entry);
+      if (entry.startsWith(prefix) && entry !== `${name}-${keepHash}` && !inUse.has(sub)) await btrfs.deleteSubvolume(sub);
     }
   }
 

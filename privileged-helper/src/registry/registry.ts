@@ -11,7 +11,7 @@ import type { EgressLogEntry, EgressPolicy } from '../protocol/entities.js';
  * A 'bundle' is a directory that lives while a branch runs (crun's bundle); a
  * 'directory' one that lives as long as its owner (a version, a fork's scratch images).
  */
-export type HostObjectKind = 'subvolume' | 'netns' | 'veth' | 'container' | 'bundle' | 'directory' | 'process';
+export type HostObjectKind = 'subvolume' | 'netns' | 'veth' | 'container' | 'bundle' | 'directory' | 'mount' | 'process';
 
 export interface HostObject {
   kind: HostObjectKind;

@@ -68,7 +68,7 @@ export function createHandlers(s: Services): Handlers {
       const fromRef = p.other ?? to.parentId;
       if (fromRef === null) throw new GroveError('E_PRECONDITION', `'${to.name}' has no parent: name the branch to compare it with`);
       const from = s.workspaces.record(fromRef);
-      return diffTrees(s.storage.rootfsPath(from), s.storage.rootfsPath(to));
+      return diffTrees(await s.storage.ensureMounted(from), await s.storage.ensureMounted(to));
     },
     'version.list': async (p) => s.versions.list(p.workspace),
     'version.delete': async (p) => {

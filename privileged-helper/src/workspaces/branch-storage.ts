@@ -1,44 +1,133 @@
-// A branch's files: one writable btrfs subvolume that is its whole root —
-// a snapshot of its image for a new workspace, a snapshot of the fork point
-// for a fork's child, a snapshot of a version for a rollback. Snapshots are
-// O(1) and share every unchanged block, and a branch at any fork depth reads
-// its files from one filesystem layer, so lookups never grow with history.
+// A branch's files, in TClone's shallow layout: every branch of an image reads
+// unchanged files from one shared read-only lower (the image's subvolume), so
+// siblings share those files' inodes and page cache; each branch writes to a
+// private upper. A fork's child gets a btrfs snapshot of its parent's own
+// files (O(1), a reflink copy of every block) and keeps the same lower, so a
+// branch at any fork depth is one overlay over one lower: lookups never grow
+// with history.
 //
-//   pool/workspaces/<id>   the branch's root (subvolume; lives as long as the branch)
+//   pool/workspaces/<id>/    the branch's own files (subvolume): what forks and versions snapshot
+//     lower                  text: the path of its read-only lower (the image it was made from)
+//     upper/                 overlay upper: the branch's writes outside /root
+//     work/                  overlay workdir, made empty at every mount
+//     home/                  /root, bind-mounted over the overlay
+//   run/roots/<id>           the merged root (overlay + home at /root): what the
+//                            container, CRIU's --root and diffs see
 //
-// Not yet TClone's shallow layout (one shared read-only lower + a private
-// overlay upper per branch, which would also share page cache): with the
-// overlay as the container root, CRIU 4.2.1 dumped Chromium's mmapped disk
-// cache files (…/GPUCache/data_1) under the path "root" and the restore failed
-// ("Can't open file root on restore: Is a directory"); see the fork issue's note.
+// Why /root is not in the overlay: CRIU 4.2.1 cannot dump files a process
+// maps from an overlay upper (Chromium's mmapped disk cache, …/GPUCache/data_1,
+// was dumped under the path "root" and the restore failed with "Can't open
+// file root on restore: Is a directory"). The home directory, where Chromium
+// keeps its profile, is therefore a plain btrfs directory, bind-mounted; CRIU
+// treats it as an external mount (EXTERNAL_BINDS), restored from the child's
+// own copy.
+//
+// Why the workdir is emptied: it lives in the snapshot a child inherits, and a
+// copied overlay index refers to the parent's upper (ESTALE at mount). It must
+// be in the same subvolume as the upper (rename across subvolumes is EXDEV).
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { deleteSubvolume, snapshot } from '../host/btrfs.js';
+import { createSubvolume, deleteSubvolume, snapshot } from '../host/btrfs.js';
+import { isMounted } from '../host/mounts.js';
+import { bindMount, mountOverlay } from '../host/overlay.js';
 import type { PoolLayout } from '../host/pool.js';
+import { run } from '../host/run.js';
 import type { HostLedger } from './ledger.js';
+
+/** Container paths bound from the branch's own files instead of living in the overlay (CRIU: external mounts). */
+export const EXTERNAL_BINDS = [{ containerPath: '/root', dir: 'home' }] as const;
+
+export interface ExternalBind {
+  containerPath: string;
+  source: string;
+}
 
 export class BranchStorage {
   constructor(
     private readonly pool: PoolLayout,
+    private readonly rootsDir: string,
     private readonly ledger: HostLedger,
   ) {}
 
-  /** The branch's root subvolume: what containers and CRIU use as / and what forks and versions snapshot. */
+  /** The merged root: what containers and CRIU use as /. */
   rootfsPath(ws: { id: string }): string {
+    return path.join(this.rootsDir, ws.id);
+  }
+
+  /** The branch's own files (a subvolume): what forks and versions snapshot. */
+  filesPath(ws: { id: string }): string {
     return path.join(this.pool.workspaces, ws.id);
   }
 
-  /** A branch whose files start as a copy of `subvolume` (an image, a fork point, a version). */
+  /** Where each external bind of the branch comes from on the host. */
+  externalBinds(ws: { id: string }): ExternalBind[] {
+    return EXTERNAL_BINDS.map((b) => ({ containerPath: b.containerPath, source: path.join(this.filesPath(ws), b.dir) }));
+  }
+
+  /** A new branch of an image: an empty upper over the image, and a copy of the image's home. */
+  async createFromImage(ws: { id: string }, image: string): Promise<string> {
+    const files = this.filesPath(ws);
+    await this.ledger.make({ kind: 'subvolume', name: files, owner: ws.id }, async () => {
+      await createSubvolume(files);
+      await mkdir(path.join(files, 'upper'), { mode: 0o755 });
+      for (const b of EXTERNAL_BINDS) {
+        await run('cp', ['-a', '--reflink=always', '--', path.join(image, b.containerPath), path.join(files, b.dir)]);
+      }
+      await writeFile(path.join(files, 'lower'), `${image}\n`, { mode: 0o600 });
+    });
+    return this.mount(ws);
+  }
+
+  /** A branch whose own files start as a copy of `subvolume` (a fork point, a version). */
   async createFrom(ws: { id: string }, subvolume: string): Promise<string> {
+    const files = this.filesPath(ws);
+    await this.ledger.make({ kind: 'subvolume', name: files, owner: ws.id }, () => snapshot(subvolume, files));
+    return this.mount(ws);
+  }
+
+  /** Replaces the branch's files with a copy of `subvolume` (rollback); its processes must be gone. */
+  async replaceFiles(ws: { id: string }, subvolume: string): Promise<string> {
+    await this.unmount(ws);
+    const files = this.filesPath(ws);
+    await deleteSubvolume(files);
+    await snapshot(subvolume, files);
+    return this.mount(ws);
+  }
+
+  /** The merged root, mounted again if it is not (after a reboot: /run is empty). */
+  async ensureMounted(ws: { id: string }): Promise<string> {
+    return (await isMounted(this.rootfsPath(ws))) ? this.rootfsPath(ws) : this.mount(ws);
+  }
+
+  /** Lowers (image subvolumes) that a branch or a version still reads from. */
+  async lowersInUse(): Promise<Set<string>> {
+    const dirs = [
+      ...(await readdir(this.pool.workspaces)).map((e) => path.join(this.pool.workspaces, e)),
+      ...(await readdir(this.pool.versions)).map((e) => path.join(this.pool.versions, e, 'files')),
+    ];
+    const lowers = await Promise.all(dirs.map((d) => readFile(path.join(d, 'lower'), 'utf8').catch(() => '')));
+    return new Set(lowers.map((l) => l.trim()).filter(Boolean));
+  }
+
+  private async mount(ws: { id: string }): Promise<string> {
+    const files = this.filesPath(ws);
     const root = this.rootfsPath(ws);
-    await this.ledger.make({ kind: 'subvolume', name: root, owner: ws.id }, () => snapshot(subvolume, root));
+    const lower = (await readFile(path.join(files, 'lower'), 'utf8')).trim();
+    const work = path.join(files, 'work');
+    await rm(work, { recursive: true, force: true });
+    await mkdir(work, { mode: 0o700 });
+    await this.ledger.make({ kind: 'directory', name: root, owner: ws.id }, () => mkdir(root, { recursive: true, mode: 0o755 }));
+    await this.ledger.make({ kind: 'mount', name: root, owner: ws.id }, () => mountOverlay(root, { lower, upper: path.join(files, 'upper'), work }));
+    for (const b of this.externalBinds(ws)) {
+      const target = path.join(root, b.containerPath);
+      await this.ledger.make({ kind: 'mount', name: target, owner: ws.id }, () => bindMount(b.source, target));
+    }
     return root;
   }
 
-  /** Replaces the branch's files with a copy of `subvolume` (rollback). */
-  async replaceFiles(ws: { id: string }, subvolume: string): Promise<string> {
+  private async unmount(ws: { id: string }): Promise<void> {
     const root = this.rootfsPath(ws);
-    await deleteSubvolume(root);
-    await snapshot(subvolume, root);
-    return root;
+    const binds = this.externalBinds(ws).map((b) => path.join(root, b.containerPath));
+    for (const name of [...binds, root]) await this.ledger.remove({ kind: 'mount', name, owner: ws.id });
   }
 }

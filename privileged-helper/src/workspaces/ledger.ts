@@ -5,7 +5,7 @@
 import { rm } from 'node:fs/promises';
 import { deleteSubvolume } from '../host/btrfs.js';
 import type { Crun } from '../host/crun.js';
-import { isMounted } from '../host/mounts.js';
+import { isMounted, unmount } from '../host/mounts.js';
 import { deleteNetns, deleteVeth } from '../host/netns.js';
 import type { HostObject, Registry } from '../registry/registry.js';
 import { GroveError } from '../protocol/wire.js';
@@ -53,6 +53,8 @@ async function removeHostObject(obj: HostObject, crun: Crun): Promise<void> {
       return deleteVeth(obj.name);
     case 'subvolume':
       return deleteSubvolume(obj.name);
+    case 'mount':
+      return unmount(obj.name);
     case 'bundle':
     case 'directory':
       // Never recurse into a mounted file system (a branch's merged root).

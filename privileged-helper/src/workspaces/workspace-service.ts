@@ -64,7 +64,7 @@ export class WorkspaceService {
     const ws = this.reserve({ name: input.name, image, parent: null, ports: [...STANDARD_PORTS, ...(input.ports ?? [])] });
     return this.lock.run(ws.id, async () => {
       try {
-        await writeIdentity(await this.storage.createFrom(ws, imagePath), ws);
+        await writeIdentity(await this.storage.createFromImage(ws, imagePath), ws);
         return await this.startLocked(ws);
       } catch (err) {
         await this.destroy(ws);
@@ -172,6 +172,7 @@ export class WorkspaceService {
 
   private async startLocked(ws: WorkspaceRecord): Promise<Workspace> {
     try {
+      await this.storage.ensureMounted(ws);
       await this.runtime.makeNetwork(ws);
       return await this.markRunning(ws, await this.runtime.bootContainer(ws));
     } catch (err) {

@@ -6,7 +6,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Workspace } from '../../src/protocol/entities.js';
-import { linkNames, netnsNames, pidNamespaceOf, processesInPidNs } from './leftovers.js';
+import { linkNames, mountPointsUnder, netnsNames, pidNamespaceOf, processesInPidNs } from './leftovers.js';
 import { connect, createWorkspace, hostPort, httpGet, instance, sh, track } from './support.js';
 import { launchBrowser, watchDesktop } from './vnc-viewer.js';
 
@@ -56,7 +56,7 @@ describe('live fork of a running desktop', () => {
     made.push(source.id);
     await startCounter(client, source);
     for (let i = 0; i < 5; i++) await counter(source, '/inc');
-    await sh(client, source, 'echo before-fork > /root/before.txt');
+    await sh(client, source, 'echo before-fork > /root/before.txt; echo system-before > /srv/before.txt');
     // The fork point must have Chromium's window up, so the children can show it.
     const { server } = await watchDesktop(browser, hostPort(source, 5900));
     server.close();
@@ -112,18 +112,36 @@ describe('live fork of a running desktop', () => {
   });
 
   it("has the source's files as of the fork, and keeps later writes to itself", async () => {
-    await sh(client, source, 'echo after-fork > /root/after.txt');
-    await sh(client, children[0]!, 'echo mine > /root/child0.txt');
+    // /root is the branch's bound home, the rest its overlay upper: both are the branch's own.
+    await sh(client, source, 'echo after-fork > /root/after.txt; echo system-after > /srv/before.txt');
+    await sh(client, children[0]!, 'echo mine > /root/child0.txt; echo mine > /srv/child0.txt; echo changed > /etc/motd');
     for (const child of children) {
       expect(await fileIn(client, child, '/root/before.txt')).toBe('before-fork\n');
+      expect(await fileIn(client, child, '/srv/before.txt')).toBe('system-before\n');
       expect(await fileIn(client, child, '/root/after.txt')).toBeNull();
     }
-    expect(await fileIn(client, children[1]!, '/root/child0.txt')).toBeNull();
-    expect(await fileIn(client, source, '/root/child0.txt')).toBeNull();
+    for (const other of [source, children[1]!]) {
+      expect(await fileIn(client, other, '/root/child0.txt')).toBeNull();
+      expect(await fileIn(client, other, '/srv/child0.txt')).toBeNull();
+      expect(await fileIn(client, other, '/etc/motd')).not.toBe('changed\n');
+    }
     const diff = await client.request('branch.diff', { workspace: children[0]!.id });
     expect(diff.added).toContain('/root/child0.txt');
     expect(diff.added).not.toContain('/root/after.txt');
     expect(diff.removed).toContain('/root/after.txt'); // present in the parent, not in the child
+    expect(diff.added).toContain('/srv/child0.txt');
+    expect(diff.changed).toEqual(expect.arrayContaining(['/etc/motd', '/srv/before.txt']));
+  });
+
+  it('shares the page cache of unchanged files among siblings (one read-only lower)', async () => {
+    const file = '/usr/lib/python3.11/pydoc_data/topics.py'; // ~750 KiB that nothing in the desktop reads
+    const cached = async (ws: Workspace) => Number((await sh(client, ws, `fincore --bytes --noheadings --output RES ${file}`)).trim());
+    await sh(client, children[1]!, `dd if=${file} iflag=nocache count=0 status=none`);
+    expect(await cached(children[2]!)).toBe(0);
+    await sh(client, children[1]!, `cat ${file} >/dev/null`);
+    const size = Number((await sh(client, source, `stat -c %s ${file}`)).trim());
+    // Read by one branch, cached for all: the source and a sibling see the same pages.
+    for (const ws of [source, children[2]!]) expect(await cached(ws)).toBeGreaterThanOrEqual(size);
   });
 
   it('shows each child’s own desktop with Chromium’s window on its own VNC port', async () => {
@@ -190,6 +208,8 @@ describe('live fork of a running desktop', () => {
     expect((await linkNames()).some((l) => l === `gv${t.instance}${child.id}`)).toBe(false);
     expect(await processesInPidNs(pidNs)).toEqual([]);
     await expect(access(`${t.stateDir}/pool/workspaces/${child.id}`)).rejects.toThrow();
+    expect(await mountPointsUnder(`${t.runDir}/roots/${child.id}`)).toEqual([]);
+    await expect(access(`${t.runDir}/roots/${child.id}`)).rejects.toThrow();
   });
 });
 

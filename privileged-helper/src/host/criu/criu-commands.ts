@@ -19,8 +19,17 @@ export const CRUN_MASKED_FILES = ['/proc/keys', '/proc/timer_list'] as const;
 
 /** Key used for an external mount in the images (dump side) for a container path. */
 export function externalMountKey(containerPath: string): string {
-  return `masked${containerPath.replace(/[^A-Za-z0-9]+/g, '_')}`;
+  return `ext${containerPath.replace(/[^A-Za-z0-9]+/g, '_')}`;
 }
+
+/** An external mount at restore: what to bind at a container path. */
+export interface ExternalMountSource {
+  containerPath: string;
+  source: string;
+}
+
+/** crun's masked files, bound from /dev/null again at restore. */
+export const MASKED_FILE_SOURCES: readonly ExternalMountSource[] = CRUN_MASKED_FILES.map((p) => ({ containerPath: p, source: '/dev/null' }));
 
 export const EXTERNAL_NETNS_KEY = 'extnet';
 
@@ -40,7 +49,7 @@ export interface ForkDumpInput extends CriuLogOptions {
   netnsInode: number;
   /** Absolute path of the action script (takes the btrfs snapshot at post-dump). */
   actionScript?: string;
-  /** Container paths bind-mounted from outside (crun's masked files). */
+  /** Container paths bind-mounted from outside (default: crun's masked files). */
   externalMounts?: readonly string[];
   /** Chromium keeps deleted mapped files; default 256M. */
   ghostLimit?: string;
@@ -79,10 +88,8 @@ export interface ForkRestoreInput extends CriuLogOptions {
   /** fd number (in CRIU's process) of the child's open netns file. */
   netnsFd: number;
   actionScript?: string;
-  /** Same list as given to forkDumpArgs. */
-  externalMounts?: readonly string[];
-  /** Host path each external mount is bound from; default /dev/null. */
-  externalMountSource?: string;
+  /** Each container path given to forkDumpArgs and what to bind there (default: crun's masked files from /dev/null). */
+  externalMounts?: readonly ExternalMountSource[];
   /**
    * Lazy restore (userfaultfd): needs `criu lazy-pages -D imagesDir` started
    * first (see lazyPagesDaemonArgs) and vm.overcommit_memory=1 on this host,
@@ -95,8 +102,7 @@ export interface ForkRestoreInput extends CriuLogOptions {
 export function forkRestoreArgs(input: ForkRestoreInput): string[] {
   if (!Number.isInteger(input.netnsFd) || input.netnsFd < 3) throw new Error(`bad netns fd ${input.netnsFd}`);
   assertAbsolute(input.imagesDir, input.rootfs, input.pidFile, input.logFile, input.actionScript);
-  const mounts = input.externalMounts ?? CRUN_MASKED_FILES;
-  const source = input.externalMountSource ?? '/dev/null';
+  const mounts = input.externalMounts ?? MASKED_FILE_SOURCES;
   return [
     'restore',
     '--images-dir', input.imagesDir,
@@ -110,7 +116,7 @@ export function forkRestoreArgs(input: ForkRestoreInput): string[] {
     // The host's cgroups belong to the machinery; the restored tree stays in CRIU's.
     '--manage-cgroups=ignore',
     '--inherit-fd', `fd[${input.netnsFd}]:${EXTERNAL_NETNS_KEY}`,
-    ...mounts.flatMap((p) => ['--external', `mnt[${externalMountKey(p)}]:${source}`]),
+    ...mounts.flatMap((m) => ['--external', `mnt[${externalMountKey(m.containerPath)}]:${m.source}`]),
     ...(input.lazyPages ? ['--lazy-pages'] : []),
     ...(input.actionScript ? ['--action-script', input.actionScript] : []),
   ];

@@ -8,7 +8,7 @@ import { closeSync, openSync } from 'node:fs';
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { GroveError } from '../../protocol/wire.js';
-import { forkDumpArgs, forkRestoreArgs } from './criu-commands.js';
+import { CRUN_MASKED_FILES, forkDumpArgs, forkRestoreArgs, MASKED_FILE_SOURCES, type ExternalMountSource } from './criu-commands.js';
 
 export const ACTION_SCRIPT = path.join(import.meta.dirname, 'action-script.sh');
 
@@ -22,8 +22,10 @@ export interface DumpRequest {
   initPid: number;
   netnsPath: string;
   imagesDir: string;
-  /** Snapshot the source's root while it is still frozen (read-only). */
+  /** Snapshot the source's files while it is still frozen (read-only). */
   snapshot?: { from: string; to: string };
+  /** Container paths bind-mounted from the branch's files (branch-storage.ts). */
+  binds: readonly string[];
 }
 
 export interface RestoreRequest {
@@ -33,6 +35,8 @@ export interface RestoreRequest {
   hostname: string;
   /** Distinct per concurrent restore from one images dir. */
   name: string;
+  /** The restored branch's own source for each bind its dump had. */
+  binds: readonly ExternalMountSource[];
 }
 
 export class Criu {
@@ -48,7 +52,14 @@ export class Criu {
   async dump(req: DumpRequest): Promise<void> {
     const { ino } = await stat(req.netnsPath);
     const logFile = path.join(req.imagesDir, 'dump.log');
-    const args = forkDumpArgs({ initPid: req.initPid, imagesDir: req.imagesDir, netnsInode: ino, logFile, actionScript: ACTION_SCRIPT });
+    const args = forkDumpArgs({
+      initPid: req.initPid,
+      imagesDir: req.imagesDir,
+      netnsInode: ino,
+      logFile,
+      actionScript: ACTION_SCRIPT,
+      externalMounts: [...CRUN_MASKED_FILES, ...req.binds],
+    });
     const env = req.snapshot ? { GROVE_SNAPSHOT_FROM: req.snapshot.from, GROVE_SNAPSHOT_TO: req.snapshot.to } : {};
     const res = await execa(this.binary, args, { env: { ...CRIU_ENV, ...env }, reject: false, timeout: 120_000 });
     if (res.exitCode !== 0) throw await this.failure('dump', logFile, res.stderr);
@@ -65,6 +76,7 @@ export class Criu {
       netnsFd: NETNS_FD,
       logFile,
       actionScript: ACTION_SCRIPT,
+      externalMounts: [...MASKED_FILE_SOURCES, ...req.binds],
     });
     const netnsFd = openSync(req.netnsPath, 'r');
     try {

@@ -1,0 +1,39 @@
+// Overlay and bind mounts for branch roots (see workspaces/branch-storage.ts
+// for the layout and why each option is there).
+import { mkdir } from 'node:fs/promises';
+import { run } from './run.js';
+
+export interface OverlayLayers {
+  /** Read-only, shared by every branch that uses it. */
+  lower: string;
+  /** The branch's private writes. */
+  upper: string;
+  /** Overlay's scratch dir: on the upper's file system and subvolume, empty at mount. */
+  work: string;
+}
+
+/**
+ * index=on + nfs_export=on: CRIU dumps inotify watches as file handles and
+ * opens them again by handle on restore, which an overlay only decodes with
+ * both. (Measured on this kernel: without them Chromium's and openbox's
+ * inotify watches fail to restore.)
+ */
+export const OVERLAY_OPTIONS = ['index=on', 'nfs_export=on'] as const;
+
+export function overlayOptions(layers: OverlayLayers): string {
+  for (const dir of Object.values(layers)) {
+    // The option string is comma- and colon-separated: such a path would change its meaning.
+    if (!dir.startsWith('/') || /[,:\\]/.test(dir)) throw new Error(`unusable overlay layer path: ${dir}`);
+  }
+  return [`lowerdir=${layers.lower}`, `upperdir=${layers.upper}`, `workdir=${layers.work}`, ...OVERLAY_OPTIONS].join(',');
+}
+
+export async function mountOverlay(target: string, layers: OverlayLayers): Promise<void> {
+  await mkdir(target, { recursive: true, mode: 0o755 });
+  await run('mount', ['-t', 'overlay', '-o', overlayOptions(layers), '--', 'overlay', target]);
+}
+
+export async function bindMount(source: string, target: string): Promise<void> {
+  await mkdir(target, { recursive: true, mode: 0o700 });
+  await run('mount', ['--bind', '--', source, target]);
+}

@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { CRUN_MASKED_FILES, externalMountKey, forkDumpArgs, forkRestoreArgs, MASKED_FILE_SOURCES } from '../../src/host/criu/criu-commands.js';
+import { overlayOptions } from '../../src/host/overlay.js';
+
+const externals = (args: string[]) => args.flatMap((a, i) => (args[i - 1] === '--external' ? [a] : []));
+
+describe('CRIU arguments for a fork', () => {
+  it('declares each bind of the branch as an external mount at dump and binds the child’s own source at restore', () => {
+    const dump = forkDumpArgs({ initPid: 42, imagesDir: '/i', netnsInode: 7, logFile: '/i/d.log', externalMounts: [...CRUN_MASKED_FILES, '/root'] });
+    expect(externals(dump)).toEqual(['net[7]:extnet', 'mnt[/proc/keys]:ext_proc_keys', 'mnt[/proc/timer_list]:ext_proc_timer_list', 'mnt[/root]:ext_root']);
+    const restore = forkRestoreArgs({
+      imagesDir: '/i',
+      rootfs: '/run/roots/b',
+      pidFile: '/i/p',
+      netnsFd: 3,
+      logFile: '/i/r.log',
+      externalMounts: [...MASKED_FILE_SOURCES, { containerPath: '/root', source: '/pool/workspaces/b/home' }],
+    });
+    expect(externals(restore)).toEqual(['mnt[ext_proc_keys]:/dev/null', 'mnt[ext_proc_timer_list]:/dev/null', 'mnt[ext_root]:/pool/workspaces/b/home']);
+    expect(restore).toContain('--tcp-close');
+    expect(dump).toEqual(expect.arrayContaining(['--leave-running', '--tcp-close']));
+  });
+
+  it('keys are the same for the same container path and never contain brackets or colons', () => {
+    expect(externalMountKey('/root')).toBe(externalMountKey('/root'));
+    expect(externalMountKey('/a:b[c]')).toMatch(/^[A-Za-z0-9_]+$/);
+  });
+
+  it('refuses relative paths and bad pids', () => {
+    expect(() => forkDumpArgs({ initPid: 1, imagesDir: '/i', netnsInode: 7, logFile: '/l' })).toThrow(/pid/);
+    expect(() => forkDumpArgs({ initPid: 9, imagesDir: 'i', netnsInode: 7, logFile: '/l' })).toThrow(/absolute/);
+    expect(() => forkRestoreArgs({ imagesDir: '/i', rootfs: 'r', pidFile: '/p', netnsFd: 3, logFile: '/l' })).toThrow(/absolute/);
+  });
+});
+
+describe('overlay options for a branch root', () => {
+  it('stack one lower under the branch’s upper, with the options CRIU needs for file handles', () => {
+    expect(overlayOptions({ lower: '/pool/images/desktop-1', upper: '/pool/workspaces/b/upper', work: '/pool/workspaces/b/work' })).toBe(
+      'lowerdir=/pool/images/desktop-1,upperdir=/pool/workspaces/b/upper,workdir=/pool/workspaces/b/work,index=on,nfs_export=on',
+    );
+  });
+
+  it('refuse a layer path that would change the option string’s meaning', () => {
+    for (const bad of ['/a,upperdir=/x', '/a:/b', 'relative', '/a\\b']) {
+      expect(() => overlayOptions({ lower: bad, upper: '/u', work: '/w' })).toThrow(/unusable/);
+    }
+  });
+});
