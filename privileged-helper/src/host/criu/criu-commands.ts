@@ -90,13 +90,6 @@ export interface ForkRestoreInput extends CriuLogOptions {
   actionScript?: string;
   /** Each container path given to forkDumpArgs and what to bind there (default: crun's masked files from /dev/null). */
   externalMounts?: readonly ExternalMountSource[];
-  /**
-   * Lazy restore (userfaultfd): needs `criu lazy-pages -D imagesDir` started
-   * first (see lazyPagesDaemonArgs) and vm.overcommit_memory=1 on this host,
-   * otherwise Chromium's huge PROT_NONE reservations fail with
-   * "Unable to map ANON_VMA: Cannot allocate memory".
-   */
-  lazyPages?: boolean;
 }
 
 export function forkRestoreArgs(input: ForkRestoreInput): string[] {
@@ -117,14 +110,8 @@ export function forkRestoreArgs(input: ForkRestoreInput): string[] {
     '--manage-cgroups=ignore',
     '--inherit-fd', `fd[${input.netnsFd}]:${EXTERNAL_NETNS_KEY}`,
     ...mounts.flatMap((m) => ['--external', `mnt[${externalMountKey(m.containerPath)}]:${m.source}`]),
-    ...(input.lazyPages ? ['--lazy-pages'] : []),
     ...(input.actionScript ? ['--action-script', input.actionScript] : []),
   ];
-}
-
-export function lazyPagesDaemonArgs(input: CriuLogOptions & { imagesDir: string }): string[] {
-  assertAbsolute(input.imagesDir, input.logFile);
-  return ['lazy-pages', '--images-dir', input.imagesDir, '--log-file', input.logFile, `-v${input.verbosity ?? 4}`];
 }
 
 function assertAbsolute(...paths: readonly (string | undefined)[]): void {
