@@ -164,6 +164,24 @@ test('fork into 2: both children appear with their own live desktops', async () 
   await shot('06-compare');
 });
 
+test('the performance panel shows the fork and what each branch costs in memory', async () => {
+  await page.getByRole('tab', { name: 'Performance' }).click();
+  const forks = page.getByTestId('perf-forks');
+  await expect(forks.locator('.perf-fork')).not.toHaveCount(0);
+  const latest = (await helper.request('perf.get', {})).forks[0]!;
+  expect(latest).toMatchObject({ source: { name: 'e2e' }, copies: 2 });
+  // Newest right: the last bar is the fork just made, stage by stage.
+  await expect(forks.locator('.perf-fork').last()).toHaveAttribute('data-fork', latest.fork);
+  await expect(forks.locator('.perf-fork').last().locator('rect')).toHaveCount(6);
+  for (const name of ['e2e', 'e2e-1', 'e2e-2']) {
+    const row = page.locator(`[data-testid="perf-branch"][data-branch="${name}"]`);
+    await expect(row).toContainText(/[1-9][0-9.]* MiB PSS/);
+    await expect(row).toContainText(/\d+ processes/);
+  }
+  await expect(page.getByTestId('perf-host')).toContainText(/GiB available of/);
+  await shot('15-performance');
+});
+
 test('discard one child', async () => {
   await row('e2e-2').click();
   await page.getByRole('button', { name: 'Discard' }).click();

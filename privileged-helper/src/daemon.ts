@@ -28,6 +28,7 @@ import { WorkspaceService } from './workspaces/workspace-service.js';
 import { DEFAULT_HOLD_TIMEOUT_MS, EgressGate } from './egress/gate.js';
 import { EgressService } from './egress/egress-service.js';
 import { parseHostsMap } from './egress/policy.js';
+import { PerfService } from './perf/perf-service.js';
 
 const log = (msg: string) => process.stderr.write(`[grove-helper] ${msg}\n`);
 
@@ -95,6 +96,7 @@ async function boot(config: HelperConfig) {
     exec: new ExecService(),
     doctor: new Doctor(config),
     egress,
+    perf: new PerfService(registry),
   };
   return { db, services };
 }

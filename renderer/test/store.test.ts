@@ -1,8 +1,9 @@
 // @vitest-environment happy-dom
 import { describe, expect, it, vi } from 'vitest';
-import type { AppState, Workspace } from '../../main/src/api/contract.js';
+import type { Workspace } from '../../main/src/api/contract.js';
 import { ApiError, humanError, type Api } from '../src/api/client.js';
 import { createAppStore, isLive } from '../src/store/app.js';
+import { appState as state } from './app-state.js';
 
 const ws = (id: string, name: string, parent: string | null, createdAt: string, main = false): Workspace => ({
   id,
@@ -19,16 +20,6 @@ const ws = (id: string, name: string, parent: string | null, createdAt: string, 
   tree: 'aaaaaaa1',
   version: null,
   main,
-});
-
-const state = (branches: Workspace[], status: 'connected' | 'disconnected' = 'connected'): AppState => ({
-  connection: { status, epoch: 'e1', error: status === 'connected' ? null : 'gone', since: '2026-01-01T00:00:00Z' },
-  branches,
-  versions: [],
-  images: [],
-  operations: [],
-  activity: [],
-  approvals: [],
 });
 
 const A = ws('aaaaaaa1', 'a', null, '2026-01-01T00:00:00Z', true);

@@ -5,11 +5,12 @@
 import { act } from 'react';
 import { createRoot, type Root } from 'react-dom/client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { AppState, Workspace } from '../../main/src/api/contract.js';
+import type { Workspace } from '../../main/src/api/contract.js';
 import type { ApiClient } from '../src/api/client.js';
 import { BranchTree } from '../src/components/BranchTree.js';
 import { StoreContext } from '../src/components/context.js';
 import { createAppStore, type AppStore } from '../src/store/app.js';
+import { appState as state } from './app-state.js';
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
 
@@ -33,16 +34,6 @@ function branches(n: number): Workspace[] {
     main: i === 0,
   }));
 }
-const state = (list: Workspace[], status: 'connected' | 'disconnected' = 'connected'): AppState => ({
-  connection: { status, epoch: 'e', error: null, since: '2026-01-01T00:00:00Z' },
-  branches: list,
-  versions: [],
-  images: [],
-  operations: [],
-  activity: [],
-  approvals: [],
-});
-
 let root: Root;
 let host: HTMLDivElement;
 let store: AppStore;

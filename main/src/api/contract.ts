@@ -16,13 +16,14 @@ import {
   ForkReport,
   ForkStage,
   Image,
+  PerfReport,
   Version,
   Workspace,
 } from '../../../privileged-helper/src/protocol/entities.js';
 import { ImageName, Name, WorkspaceRef } from '../../../privileged-helper/src/protocol/names.js';
 
 export { EgressLogEntry, EgressMode, EgressPolicy, EgressRequest, EgressRule, EgressStatus, ForkStage, Image, TreeDiff, Version, Workspace };
-export type { ForkReport };
+export type { ForkReport, PerfReport };
 
 /** The controller's link to the helper: anything but 'connected' means the state shown is not live. */
 export const Connection = z.strictObject({
@@ -122,6 +123,8 @@ export const requests = {
   'egress.deny': helper['egress.deny'],
   /** The helper's egress log (every attempt and decision), newest last. */
   'egress.log': helper['egress.log'],
+  /** Fork history and memory per running branch and of the host (the Performance panel polls it). */
+  'perf.get': helper['perf.get'],
   'terminal.open': { params: z.strictObject({ workspace: WorkspaceRef, ...TermSize }), result: z.strictObject({ session: Session }) },
   'terminal.write': { params: z.strictObject({ session: Session, data: z.string().max(1 << 20) }), result: Empty },
   'terminal.resize': { params: z.strictObject({ session: Session, ...TermSize }), result: Empty },

@@ -143,6 +143,8 @@ export class Controller {
         return c.request('egress.status', { workspace: ws });
       case 'egress.log':
         return c.request('egress.log', { workspace: p.workspace as string | undefined, limit: p.limit as number | undefined });
+      case 'perf.get':
+        return c.request('perf.get', {});
       case 'egress.set': {
         const change = p as RequestParams<'egress.set'>;
         const what = describePolicyChange(change);

@@ -1,5 +1,5 @@
 // Human-readable output of the CLI (--json prints the objects as they are).
-import type { DoctorReport, ForkReport, Image, Version, Workspace } from '../../../privileged-helper/src/protocol/entities.js';
+import type { DoctorReport, ForkReport, Image, PerfReport, Version, Workspace } from '../../../privileged-helper/src/protocol/entities.js';
 import type { EgressLogEntry, EgressRequest, EgressStatus } from '../../../privileged-helper/src/protocol/entities.js';
 import type { TreeDiff } from '../../../privileged-helper/src/protocol/diff.js';
 
@@ -36,12 +36,37 @@ export function printWorkspaces(list: Workspace[]): void {
 
 export function printForkReport(r: ForkReport): void {
   for (const child of r.children) console.log(`${child.id}\t${child.name}\t${ports(child)}`);
-  const t = r.timings;
+  console.log(describeTimings(r.timings));
+}
+
+function describeTimings(t: ForkReport['timings']): string {
   const ms = (n: number) => `${Math.round(n)} ms`;
-  console.log(
+  return (
     `prepare ${ms(t.prepare)} · dump ${ms(t.dump)} (source frozen ${ms(t.sourceFrozen)}) · restore ${ms(t.restore)} · ` +
-      `expose ${ms(t.expose)} (first frame ${ms(t.firstFrame)}) · total ${ms(t.total)}`,
+    `expose ${ms(t.expose)} (first frame ${ms(t.firstFrame)}) · total ${ms(t.total)}`
   );
+}
+
+const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
+
+/** How many of the last forks `grove stats` lists. */
+const STATS_FORKS = 5;
+
+export function printStats(p: PerfReport): void {
+  const h = p.host;
+  console.log(
+    `host: ${mib(h.availableBytes)} of ${mib(h.totalBytes)} MiB available · KSM ${h.ksm.run === 1 ? 'on' : 'off'}, ` +
+      `saving ${mib(h.ksm.pagesSharing * h.pageBytes)} MiB (${h.ksm.fullScans} full scans)`,
+  );
+  console.log();
+  if (p.branches.length === 0) console.log('No branch is running.');
+  else {
+    console.log(['BRANCH', 'PSS MiB', 'KSM MiB', 'PROCESSES'].join('\t'));
+    for (const b of p.branches) console.log([b.name, mib(b.pssBytes), mib(b.ksm.sharedBytes), b.processes].join('\t'));
+  }
+  console.log();
+  if (p.forks.length === 0) console.log('No forks yet.');
+  for (const f of p.forks.slice(0, STATS_FORKS)) console.log(`${f.at}\t${f.source.name} into ${f.copies}\t${describeTimings(f.timings)}`);
 }
 
 export function printDiff(d: TreeDiff, statOnly: boolean): void {

@@ -2,7 +2,7 @@
 // API like the app; every command that prints has --json for scripts.
 import { Command, Option } from 'commander';
 import { GroveError, HelperClient } from '../helper-client/client.js';
-import { printDiff, printDoctor, printForkReport, printImage, printTree, printWorkspace, printWorkspaces } from './format.js';
+import { printDiff, printDoctor, printForkReport, printImage, printStats, printTree, printWorkspace, printWorkspaces } from './format.js';
 import { printApprovals, printEgressLog, printEgressRequest, printEgressStatus } from './format.js';
 import { parseRule } from '../../../privileged-helper/src/egress/policy.js';
 import type { EgressRule } from '../../../privileged-helper/src/protocol/entities.js';
@@ -202,6 +202,16 @@ program
     withClient(async (c) => {
       const [branches, versions] = await Promise.all([c.request('workspace.list', {}), c.request('version.list', {})]);
       output({ branches, versions }, () => printTree(branches, versions));
+    }),
+  );
+
+program
+  .command('stats')
+  .description("memory of each running branch (PSS, shared through KSM, processes), the host's, and the last forks' stage timings")
+  .action(() =>
+    withClient(async (c) => {
+      const perf = await c.request('perf.get', {});
+      output(perf, () => printStats(perf));
     }),
   );
 

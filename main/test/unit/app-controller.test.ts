@@ -91,6 +91,8 @@ class FakeHelper {
       }
       case 'egress.set':
         return { id: req.id, result: { mode: req.params.mode ?? 'deny', allow: req.params.allow ?? [], holdMutating: req.params.holdMutating ?? false } };
+      case 'perf.get':
+        return { id: req.id, result: PERF };
       default:
         return { id: req.id, error: { code: 'E_UNKNOWN_METHOD', message: req.method } };
     }
@@ -105,6 +107,14 @@ class FakeHelper {
     await new Promise<void>((r) => this.server!.close(() => r()));
   }
 }
+
+/** What perf.get answers: no forks yet, no branch running. */
+const PERF = {
+  forks: [],
+  branches: [],
+  host: { totalBytes: 2 ** 34, availableBytes: 2 ** 33, pageBytes: 4096, ksm: { pagesShared: 0, pagesSharing: 0, pagesUnshared: 0, fullScans: 3, run: 1 } },
+  at: '2026-11-30T10:00:00.000Z',
+};
 
 let dir: string;
 let helper: FakeHelper;
@@ -236,6 +246,15 @@ describe('controller', () => {
     const after = await until(() => r.states.find((x) => x.activity.some((a) => a.outcome === 'failed' && a.action === 'stop')));
     expect(after.activity.find((a) => a.action === 'stop' && a.outcome === 'failed')).toMatchObject({ actor: 'person', target: 'one', detail: 'a fork holds it' });
     expect(after.operations.at(-1)).toMatchObject({ kind: 'workspace.stop', status: 'failed' });
+    r.ws.close();
+  });
+
+  it("passes perf.get through to the helper, with the contract's strict params", async () => {
+    const r = await renderer(web.secret);
+    await until(() => r.states.at(-1));
+    expect((await r.call('perf.get', {})).result).toEqual(PERF);
+    expect(helper.calls.at(-1)).toBe('perf.get');
+    expect((await r.call('perf.get', { limit: 5 })).error?.code).toBe('E_INVALID_PARAMS');
     r.ws.close();
   });
 

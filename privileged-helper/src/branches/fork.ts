@@ -76,6 +76,7 @@ class ForkTransaction {
       await this.stage('expose', () => allSettled(this.children.map((c) => this.expose(c))));
       const children = await this.stage('commit', async () => this.commit());
       this.timings.total = performance.now() - this.started;
+      this.d.registry.recordFork({ fork: this.id, source: this.source, copies: children.length, timings: this.timings });
       this.d.progress(this.id, 'done', `forked ${this.source.name} into ${children.length} in ${Math.round(this.timings.total)} ms`, true);
       return { fork: this.id, source: this.source.id, children, timings: this.timings };
     } catch (err) {

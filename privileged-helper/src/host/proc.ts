@@ -45,20 +45,29 @@ export async function pidNamespace(pid: number): Promise<string | null> {
 }
 
 /**
+ * The processes in each of the given pid namespaces, from one pass over /proc
+ * (one pass serves any number of branches). Processes that exit meanwhile are left out.
+ */
+export async function pidsByNamespace(namespaces: ReadonlySet<string>): Promise<Map<string, number[]>> {
+  const found = new Map<string, number[]>();
+  const entries = (await readdir('/proc')).filter((e) => /^\d+$/.test(e));
+  await Promise.all(
+    entries.map(async (entry) => {
+      const ns = await pidNamespace(Number(entry));
+      if (ns !== null && namespaces.has(ns)) found.set(ns, [...(found.get(ns) ?? []), Number(entry)]);
+    }),
+  );
+  return found;
+}
+
+/**
  * Waits until no process is left in a pid namespace. Its init exiting makes the
  * kernel kill the rest, but their exits can lag behind the init's own.
  */
 export async function waitPidNamespaceEmpty(ns: string, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    let alive = false;
-    for (const entry of await readdir('/proc')) {
-      if (/^\d+$/.test(entry) && (await readlink(`/proc/${entry}/ns/pid`).catch(() => '')) === ns) {
-        alive = true;
-        break;
-      }
-    }
-    if (!alive) return true;
+    if (!(await pidsByNamespace(new Set([ns]))).has(ns)) return true;
     if (Date.now() > deadline) return false;
     await sleep(100);
   }

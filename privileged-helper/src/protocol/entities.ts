@@ -104,6 +104,68 @@ export const ForkReport = z.strictObject({
 });
 export type ForkReport = z.infer<typeof ForkReport>;
 
+// Performance (perf.get): fork history and memory per branch.
+const Bytes = z.number().int();
+
+/** A fork that succeeded, as the registry keeps it (after its branches are gone too). */
+export const ForkRecord = z.strictObject({
+  fork: z.string(),
+  /** The branch forked (by its name at the time). */
+  source: z.strictObject({ id: Id, name: z.string() }),
+  copies: z.number().int(),
+  /** When it finished. */
+  at: z.string(),
+  timings: ForkReport.shape.timings,
+});
+export type ForkRecord = z.infer<typeof ForkRecord>;
+
+/** The memory of every process in a running branch's pid namespace, summed. */
+export const BranchMemory = z.strictObject({
+  workspace: Id,
+  name: z.string(),
+  processes: z.number().int(),
+  /** Proportional set size: shared pages split among their sharers, so branches add up. */
+  pssBytes: Bytes,
+  rssBytes: Bytes,
+  swapBytes: Bytes,
+  ksm: z.strictObject({
+    /** Pages KSM merged with identical pages (of this branch or others), from ksm_stat. */
+    mergingPages: z.number().int(),
+    /** mergingPages in bytes. */
+    sharedBytes: Bytes,
+    /** What KSM saves the branch, less its bookkeeping (ksm_process_profit; may be negative). */
+    profitBytes: Bytes,
+    /** The branch's init has ksm_merge_any: all anonymous memory of what it starts is mergeable. */
+    mergeAny: z.boolean(),
+  }),
+});
+export type BranchMemory = z.infer<typeof BranchMemory>;
+
+export const HostMemory = z.strictObject({
+  totalBytes: Bytes,
+  availableBytes: Bytes,
+  pageBytes: z.number().int(),
+  /** ksmd's counters (pages), from /sys/kernel/mm/ksm. */
+  ksm: z.strictObject({
+    pagesShared: z.number().int(),
+    pagesSharing: z.number().int(),
+    pagesUnshared: z.number().int(),
+    fullScans: z.number().int(),
+    run: z.number().int(),
+  }),
+});
+export type HostMemory = z.infer<typeof HostMemory>;
+
+export const PerfReport = z.strictObject({
+  /** Newest first, at most 100. */
+  forks: z.array(ForkRecord),
+  /** Running branches, in the registry's order. */
+  branches: z.array(BranchMemory),
+  host: HostMemory,
+  at: z.string(),
+});
+export type PerfReport = z.infer<typeof PerfReport>;
+
 // Egress: what a branch may reach outside itself (see egress/).
 export const EgressMode = z.enum(['deny', 'allow', 'gate']);
 export type EgressMode = z.infer<typeof EgressMode>;

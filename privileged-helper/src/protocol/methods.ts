@@ -3,7 +3,7 @@
 // typed clients derive their signatures from it. Params objects are strict:
 // unknown fields are refused, not ignored.
 import { z } from 'zod';
-import { DoctorReport, EgressLogEntry, EgressMode, EgressPolicy, EgressRequest, EgressRule, EgressStatus, ExecResult, ForkReport, ForkStage, Image, Version, Workspace } from './entities.js';
+import { DoctorReport, EgressLogEntry, EgressMode, EgressPolicy, EgressRequest, EgressRule, EgressStatus, ExecResult, ForkReport, ForkStage, Image, PerfReport, Version, Workspace } from './entities.js';
 import { TreeDiff } from './diff.js';
 import { Id, ImageName, Name, Port, WorkspaceRef } from './names.js';
 
@@ -161,6 +161,8 @@ export const methods = {
     params: z.strictObject({ workspace: WorkspaceRef.optional(), limit: z.number().int().min(1).max(10_000).optional() }),
     result: z.array(EgressLogEntry),
   },
+  /** Fork history and memory per running branch and of the host; cheap enough to poll every few seconds. */
+  'perf.get': { params: Empty, result: PerfReport },
 } as const;
 
 export type Methods = typeof methods;

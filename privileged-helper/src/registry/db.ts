@@ -98,6 +98,19 @@ const MIGRATIONS: readonly string[] = [
       SELECT NEW.id, mode, hold_mutating, allow_json FROM egress_policies WHERE workspace_id = NEW.parent_id;
   END;
   `,
+  // Fork history: each successful fork's stage timings, kept after its branches
+  // are gone (the source's name with it) for the performance panel.
+  `
+  CREATE TABLE forks (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    source_id TEXT NOT NULL,
+    source_name TEXT NOT NULL,
+    copies INTEGER NOT NULL,
+    finished_at TEXT NOT NULL,
+    timings_json TEXT NOT NULL
+  );
+  `,
 ];
 
 export type Db = Database.Database;

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import type { Db } from './db.js';
 import type { Image } from '../protocol/entities.js';
 import type { WorkspaceState } from '../protocol/entities.js';
-import type { EgressLogEntry, EgressPolicy } from '../protocol/entities.js';
+import type { EgressLogEntry, EgressPolicy, ForkRecord, ForkReport } from '../protocol/entities.js';
 
 /**
  * A 'process' is named PID:STARTTIME, so it is never signalled after its pid was reused.
@@ -264,6 +264,28 @@ export class Registry {
         ? this.db.prepare(`SELECT ${cols} FROM egress_log ORDER BY seq DESC LIMIT ?`).all(limit)
         : this.db.prepare(`SELECT ${cols} FROM egress_log WHERE workspace_id = ? ORDER BY seq DESC LIMIT ?`).all(workspaceId, limit);
     return (rows as EgressLogEntry[]).reverse();
+  }
+
+  // fork history
+  /** Records a fork that succeeded, finished now. */
+  recordFork(fork: { fork: string; source: Pick<WorkspaceRecord, 'id' | 'name'>; copies: number; timings: ForkReport['timings'] }): void {
+    this.db
+      .prepare('INSERT INTO forks (id, source_id, source_name, copies, finished_at, timings_json) VALUES (?, ?, ?, ?, ?, ?)')
+      .run(fork.fork, fork.source.id, fork.source.name, fork.copies, new Date().toISOString(), JSON.stringify(fork.timings));
+  }
+
+  /** The newest `limit` forks, newest first. */
+  recentForks(limit: number): ForkRecord[] {
+    const rows = this.db
+      .prepare('SELECT id, source_id, source_name, copies, finished_at, timings_json FROM forks ORDER BY seq DESC LIMIT ?')
+      .all(limit) as { id: string; source_id: string; source_name: string; copies: number; finished_at: string; timings_json: string }[];
+    return rows.map((r) => ({
+      fork: r.id,
+      source: { id: r.source_id, name: r.source_name },
+      copies: r.copies,
+      at: r.finished_at,
+      timings: JSON.parse(r.timings_json) as ForkReport['timings'],
+    }));
   }
 
   // audit

@@ -16,6 +16,7 @@ import type { BranchStorage } from '../workspaces/branch-storage.js';
 import { GroveError } from '../protocol/wire.js';
 import type { EventBus, EventListener } from './event-bus.js';
 import type { EgressService } from '../egress/egress-service.js';
+import type { PerfService } from '../perf/perf-service.js';
 import { ID_PATTERN } from '../protocol/names.js';
 
 export interface Services {
@@ -31,6 +32,7 @@ export interface Services {
   versions: VersionService;
   promotions: PromoteService;
   egress: EgressService;
+  perf: PerfService;
 }
 
 export interface CallContext {
@@ -112,6 +114,7 @@ export function createHandlers(s: Services): Handlers {
       if (!found && !ID_PATTERN.test(p.workspace)) throw new GroveError('E_NOT_FOUND', `no workspace '${p.workspace}'`);
       return s.egress.log(found?.id ?? p.workspace, p.limit);
     },
+    'perf.get': () => s.perf.report(),
   };
 }
 

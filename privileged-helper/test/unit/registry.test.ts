@@ -50,9 +50,9 @@ function workspace(over: Partial<WorkspaceRecord> = {}): WorkspaceRecord {
 
 describe('openDb', () => {
   it('applies the migrations and records them in user_version', () => {
-    expect(db.pragma('user_version', { simple: true })).toBe(3);
+    expect(db.pragma('user_version', { simple: true })).toBe(4);
     const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
-    expect(tables).toEqual(expect.arrayContaining(['audit', 'host_objects', 'images', 'ports', 'workspaces']));
+    expect(tables).toEqual(expect.arrayContaining(['audit', 'forks', 'host_objects', 'images', 'ports', 'workspaces']));
   });
 
   it('runs in WAL mode with full sync and foreign keys on', () => {
@@ -70,7 +70,7 @@ describe('openDb', () => {
 
     // Reopening would throw "table images already exists" if the migration ran again.
     reopen();
-    expect(db.pragma('user_version', { simple: true })).toBe(3);
+    expect(db.pragma('user_version', { simple: true })).toBe(4);
     expect(reg.findWorkspace('alpha')).toEqual(workspace());
     expect(reg.ports('0123abcd')).toEqual([{ containerPort: 5900, hostPort: 40001 }]);
     expect(reg.objects()).toEqual([{ kind: 'netns', name: 'grove-t1-0123abcd', owner: '0123abcd' }]);
@@ -284,5 +284,20 @@ describe('audit', () => {
       expect(at).toBeGreaterThanOrEqual(before - 1000);
       expect(at).toBeLessThanOrEqual(Date.now() + 1000);
     }
+  });
+});
+
+describe('fork history', () => {
+  const timings = (total: number) => ({ prepare: 1, dump: 2, sourceFrozen: 1.5, thaw: 3, restore: 4, expose: 5, firstFrame: 4.5, total });
+
+  it('keeps each fork with its source name, newest first, up to the limit, after the source is gone and across reopening', () => {
+    reg.insertWorkspace(workspace());
+    for (let i = 1; i <= 3; i++) reg.recordFork({ fork: `fork-0000000${i}`, source: { id: '0123abcd', name: 'alpha' }, copies: i, timings: timings(i * 100) });
+    reg.deleteWorkspace('0123abcd');
+    reopen();
+    const forks = reg.recentForks(2);
+    expect(forks.map((f) => f.fork)).toEqual(['fork-00000003', 'fork-00000002']);
+    expect(forks[0]).toMatchObject({ source: { id: '0123abcd', name: 'alpha' }, copies: 3, timings: timings(300) });
+    expect(Date.parse(forks[0]!.at)).toBeGreaterThan(Date.now() - 60_000);
   });
 });

@@ -5,6 +5,7 @@ import { BranchTree } from './BranchTree.js';
 import { ApprovalsQueue, NetworkPanel, useApprovalCount } from './Egress.js';
 import { useApp } from './context.js';
 import { ActivityLog, CompareGrid, DesktopPanel, DiffPanel, Empty, Operations } from './Panels.js';
+import { PerformancePanel } from './Performance.js';
 import { Terminal } from './Terminal.js';
 
 const NAME = /^[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?$/;
@@ -272,6 +273,7 @@ const TABS: [View, string][] = [
   ['network', 'Outside access'],
   ['activity', 'Activity'],
   ['approvals', 'Approvals'],
+  ['performance', 'Performance'],
 ];
 
 function Tabs() {
@@ -302,6 +304,7 @@ function ViewContent() {
   const live = useApp(isLive);
   if (view === 'approvals') return <ApprovalsQueue />;
   if (view === 'activity') return <ActivityLog />;
+  if (view === 'performance') return <PerformancePanel />;
   if (!focus || !branch) return <Empty title="No branch selected" body="Pick a branch in the tree (arrow keys move, Enter opens its desktop)." />;
   switch (view) {
     case 'desktop':

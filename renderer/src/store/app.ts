@@ -3,11 +3,11 @@
 // (selection, focus, view, theme, confirmations, errors). A vanilla zustand
 // store so tests can drive it without React.
 import { createStore, type StoreApi } from 'zustand/vanilla';
-import type { AppState, EgressPolicy, EgressRequest, EgressRule, EgressStatus, RequestName, RequestParams, RequestResult, Workspace } from '../../../main/src/api/contract.js';
+import type { AppState, EgressPolicy, EgressRequest, EgressRule, EgressStatus, PerfReport, RequestName, RequestParams, RequestResult, Workspace } from '../../../main/src/api/contract.js';
 import { humanError, type Api } from '../api/client.js';
 import { layoutTree, type TreeLayout } from '../tree/layout.js';
 
-export type View = 'desktop' | 'compare' | 'terminal' | 'diff' | 'network' | 'activity' | 'approvals';
+export type View = 'desktop' | 'compare' | 'terminal' | 'diff' | 'network' | 'activity' | 'approvals' | 'performance';
 export type Decision = 'once' | 'always' | 'deny';
 /** A change of a branch's egress policy, as the panel asks for it. */
 export type EgressChange = Omit<RequestParams<'egress.set'>, 'workspace'>;
@@ -47,6 +47,8 @@ export interface UiState {
   egress: Record<string, EgressStatus>;
   /** Held requests whose decision was sent and not yet answered (their buttons are disabled). */
   deciding: string[];
+  /** Fork history and memory as last read (while the Performance panel is open). */
+  perf: PerfReport | null;
 
   applyState(state: AppState): void;
   setLink(link: Link): void;
@@ -65,6 +67,8 @@ export interface UiState {
   loadEgress(branchId: string): Promise<EgressStatus | undefined>;
   /** Changes a branch's egress policy; the store keeps the policy the helper answers with. */
   setEgress(branchId: string, change: EgressChange): Promise<EgressPolicy | undefined>;
+  /** Reads fork history and memory per branch. */
+  loadPerf(): Promise<PerfReport | undefined>;
   /** Approves once, always for the destination, or denies a held request. */
   decide(requestId: string, decision: Decision): Promise<boolean>;
   /** Sends a request; a failure becomes a notice in words (and resolves undefined). */
@@ -100,6 +104,7 @@ export function createAppStore(api: Api, initialTheme: Theme = 'light'): AppStor
     pendingSelect: null,
     egress: {},
     deciding: [],
+    perf: null,
 
     applyState(state) {
       const prev = get();
@@ -208,6 +213,12 @@ export function createAppStore(api: Api, initialTheme: Theme = 'light'): AppStor
       const known = get().egress[branchId];
       if (policy) set({ egress: { ...get().egress, [branchId]: known ? { ...known, policy } : { workspace: branchId, policy, dropped: { tcp: 0, udp: 0, other: 0 }, pending: [] } } });
       return policy;
+    },
+
+    async loadPerf() {
+      const perf = await get().act('perf.get', {});
+      if (perf) set({ perf });
+      return perf;
     },
 
     async decide(requestId, decision) {
