@@ -1,17 +1,19 @@
 // The baseline a Grove fork is measured against: plain CRIU on the same
 // running workspace, built here from the helper's host building blocks and
-// not through the helper's fork service.
+// not through the helper's fork service. One dump, N copies (1 for the fork
+// latency, up to 16 for the fan-out):
 //
-//   prepare   a fresh netns with a veth pair and an address (as planNetwork
-//             does), the firewall, an images directory on tmpfs
+//   prepare   per copy a fresh netns with a veth pair and an address (as
+//             planNetwork does) and the firewall; an images directory on tmpfs
 //   dump      criu dump --leave-running with the same flags as a fork
 //             (criu-commands.ts forkDumpArgs); its post-dump action takes a
 //             read-only btrfs snapshot of the source's root while the tree is
 //             still stopped, so files and memory are one instant
-//   restore   a writable btrfs snapshot of that, and an eager criu restore of
-//             the tree into it and into the fresh netns
-//   firstFrame  the RFB probe against containerAddress:5900 directly (the host
-//             end of the veth is routed, and the firewall admits it)
+//   restore   per copy, in parallel: a writable btrfs snapshot of that, and an
+//             eager criu restore of the tree into it and into its own netns
+//   firstFrame  the RFB probe against each copy's containerAddress:5900
+//             directly (the host end of the veth is routed, and the firewall
+//             admits it); the stage ends with the last copy's first frame
 //
 // Every object is registered for removal before it is made and removed in
 // reverse order: the restored tree is killed by pid only after its start time
@@ -21,12 +23,15 @@
 import { mkdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { sourceFrozenMs } from '../src/branches/criu-log.js';
-import { deleteSubvolume, snapshot } from '../src/host/btrfs.js';
+import { allSettled } from '../src/branches/fork.js';
+import { snapshot } from '../src/host/btrfs.js';
 import { Criu } from '../src/host/criu/criu.js';
 import { applyFirewall, createNetns, createVeth, deleteNetns, netnsPath, planNetwork, type NetPlan } from '../src/host/netns.js';
 import { signalIfSame, startTime, waitGone } from '../src/host/proc.js';
 import { firstFrame } from '../src/host/rfb-probe.js';
 import { run } from '../src/host/run.js';
+import { EXTERNAL_BINDS } from '../src/workspaces/branch-storage.js';
+import { deleteWithRetry, unmountWithRetry } from './host-retry.js';
 
 export interface BaselineSource {
   /** Host pid of the source container's init. */
@@ -42,10 +47,25 @@ export interface BaselineSource {
   overlay: { lowerdir: string; options: string } | null;
   /** The source's named netns. */
   netns: string;
+  /**
+   * Container paths bound from the source's subvolume over its root
+   * (branch-storage.ts EXTERNAL_BINDS, overlay layout only): CRIU dumps them as
+   * external mounts, and each copy's restore binds its own snapshot's `dir`.
+   */
+  binds: readonly { containerPath: string; dir: string }[];
+}
+
+/**
+ * Where the source is on the host, with its layout read from the mount table:
+ * the one place that knows what a branch's files look like.
+ */
+export async function readBaselineSource(where: { pid: number; subvolume: string; rootfs: string; netns: string }): Promise<BaselineSource> {
+  const overlay = await sourceLayout(where.rootfs);
+  return { pid: where.pid, subvolume: where.subvolume, overlay, netns: where.netns, binds: overlay ? EXTERNAL_BINDS : [] };
 }
 
 /** Reads the source's layout: an overlay mounted at overlayRoot, or a plain subvolume root. */
-export async function sourceLayout(overlayRoot: string): Promise<BaselineSource['overlay']> {
+async function sourceLayout(overlayRoot: string): Promise<BaselineSource['overlay']> {
   const mounts = await readFile('/proc/self/mounts', 'utf8');
   for (const line of mounts.split('\n')) {
     const [, where, type, opts] = line.split(' ');
@@ -86,35 +106,63 @@ export interface BaselineTimings {
 
 type Undo = { what: string; run: () => Promise<void> };
 
-/** One plain-CRIU fork: run() measures it, cleanup() removes all it made (idempotent). */
+/** One restored copy's host objects. */
+interface Copy {
+  /** Distinct per concurrent restore from the one images directory. */
+  name: string;
+  net: NetPlan;
+  subvolume: string;
+  /** The restored tree's root: the subvolume itself, or an overlay mounted over its upper. */
+  rootfs: string;
+}
+
+/** One plain-CRIU fork into `copies` copies: run() measures it, cleanup() removes all it made (idempotent). */
 export class BaselineFork {
   private readonly undo: Undo[] = [];
-  private readonly net: NetPlan;
+  private readonly copies: Copy[];
   private readonly imagesDir: string;
   private readonly forkPoint: string;
-  private readonly subvolume: string;
-  private readonly rootfs: string;
-  private restoring: Promise<unknown> | null = null;
   private cleaning: Promise<string[]> | null = null;
+  /** The measurement in flight (settled), and whether cleanup() asked it to stop. */
+  private running: Promise<unknown> = Promise.resolve();
+  private stopped = false;
+  /** Host pids of the restored trees' inits (each the init of its own pid namespace). */
+  readonly restoredPids: number[] = [];
 
   constructor(
     private readonly s: BaselineSetting,
     private readonly source: BaselineSource,
     readonly tag: string,
+    copies = 1,
   ) {
     if (!/^[a-z0-9]{1,5}$/.test(tag)) throw new Error(`bad baseline tag ${tag}`);
-    this.net = planNetwork(s.instance, `cb${tag}`, s.subnet, s.netIndex);
+    if (!Number.isInteger(copies) || copies < 1 || copies > 16) throw new Error(`bad number of copies ${copies}`);
     this.imagesDir = path.join(s.scratchDir, `criu-baseline-${tag}`);
     this.forkPoint = path.join(s.subvolumeDir, `.bench-criu-point-${tag}`);
-    this.subvolume = path.join(s.subvolumeDir, `bench-criu-${tag}`);
-    this.rootfs = source.overlay ? path.join(s.scratchDir, `criu-baseline-root-${tag}`) : this.subvolume;
+    this.copies = Array.from({ length: copies }, (_, i) => {
+      const name = `${tag}x${i.toString(16)}`;
+      const subvolume = path.join(s.subvolumeDir, `bench-criu-${name}`);
+      return {
+        name,
+        net: planNetwork(s.instance, `c${name}`, s.subnet, s.netIndex - i),
+        subvolume,
+        rootfs: source.overlay ? path.join(s.scratchDir, `criu-baseline-root-${name}`) : subvolume,
+      };
+    });
   }
 
-  async run(): Promise<BaselineTimings> {
+  run(): Promise<BaselineTimings> {
+    const measuring = this.measure();
+    this.running = measuring.catch(() => undefined);
+    return measuring;
+  }
+
+  private async measure(): Promise<BaselineTimings> {
     const criu = new Criu(this.s.criuBinary, this.s.failedLogsDir, null); // plain CRIU: no KSM launcher
     const t: BaselineTimings = { prepare: 0, dump: 0, sourceFrozen: 0, restore: 0, firstFrame: 0, total: 0 };
     const started = performance.now();
     const timed = async <T>(stage: string, work: () => Promise<T>): Promise<T> => {
+      if (this.stopped) throw new Error(`baseline fork ${this.tag} stopped before ${stage}`);
       const t0 = performance.now();
       const out = await work();
       t[stage] = performance.now() - t0;
@@ -125,9 +173,7 @@ export class BaselineFork {
       await this.make('images directory', () => mkdir(this.imagesDir, { recursive: true, mode: 0o700 }), () =>
         rm(this.imagesDir, { recursive: true, force: true }),
       );
-      await this.make(`netns ${this.net.netns}`, () => createNetns(this.net.netns), () => deleteNetns(this.net.netns));
-      await createVeth(this.net);
-      await applyFirewall(this.net);
+      await allSettled(this.copies.map((c) => this.prepareNetwork(c.net)));
     });
 
     await timed('dump', async () => {
@@ -137,57 +183,31 @@ export class BaselineFork {
           netnsPath: netnsPath(this.source.netns),
           imagesDir: this.imagesDir,
           snapshot: { from: this.source.subvolume, to: this.forkPoint },
+          binds: this.source.binds.map((b) => b.containerPath),
         });
       }, () => deleteWithRetry(this.forkPoint));
     });
     const log = await readFile(path.join(this.imagesDir, 'dump.log'), 'utf8');
     t.sourceFrozen = sourceFrozenMs(log) ?? t.dump;
 
-    await timed('restore', async () => {
-      await this.make(`subvolume ${this.subvolume}`, () => snapshot(this.forkPoint, this.subvolume), () => deleteWithRetry(this.subvolume));
-      const overlay = this.source.overlay;
-      if (overlay) {
-        // As branch-storage.ts: an empty workdir (a copied overlay index fails with ESTALE).
-        const work = path.join(this.subvolume, 'work');
-        await rm(work, { recursive: true, force: true });
-        await mkdir(work, { mode: 0o700 });
-        await this.make(`directory ${this.rootfs}`, () => mkdir(this.rootfs, { recursive: true }), () => rm(this.rootfs, { recursive: true, force: true }));
-        const options = [`lowerdir=${overlay.lowerdir}`, `upperdir=${path.join(this.subvolume, 'upper')}`, `workdir=${work}`, overlay.options].filter(Boolean).join(',');
-        await this.make(`mount ${this.rootfs}`, () => run('mount', ['-t', 'overlay', 'overlay', '-o', options, '--', this.rootfs]), () => unmountWithRetry(this.rootfs));
-      }
-      const restored = criu.restore({
-        imagesDir: this.imagesDir,
-        rootfs: this.rootfs,
-        netnsPath: netnsPath(this.net.netns),
-        hostname: `bench-criu-${this.tag}`,
-        name: `baseline-${this.tag}`,
-      });
-      this.restoring = restored.catch(() => undefined);
-      // The tree's undo is registered before the restore can finish, so an
-      // interruption while CRIU works still waits for it and kills what it made.
-      let proc: { pid: number; start: number } | null = null;
-      this.undo.push({
-        what: 'restored process tree',
-        run: async () => {
-          await this.restoring;
-          proc ??= await this.restoredFromPidFile();
-          if (proc) await killTree(proc.pid, proc.start);
-        },
-      });
-      const pid = await restored;
-      const start = await startTime(pid);
-      if (start === null) throw new Error(`the restored baseline tree (pid ${pid}) exited right after restore`);
-      proc = { pid, start };
-    });
-
-    await timed('firstFrame', () => firstFrame(this.net.containerAddress, 5900, { timeoutMs: this.s.firstFrameTimeoutMs }));
+    await timed('restore', () => allSettled(this.copies.map((c) => this.restoreCopy(criu, c))));
+    await timed('firstFrame', () =>
+      allSettled(this.copies.map((c) => firstFrame(c.net.containerAddress, 5900, { timeoutMs: this.s.firstFrameTimeoutMs }))),
+    );
     t.total = performance.now() - started;
     return t;
   }
 
-  /** Removes everything made so far, newest first; returns what could not be removed. */
+  /**
+   * Removes everything made so far, newest first; returns what could not be
+   * removed. A measurement in flight is stopped at its next stage and waited
+   * for first: CRIU may be holding the source stopped, and nothing may kill or
+   * unmount under it.
+   */
   cleanup(): Promise<string[]> {
     this.cleaning ??= (async () => {
+      this.stopped = true;
+      await this.running;
       const failed: string[] = [];
       while (this.undo.length > 0) {
         const u = this.undo.pop()!;
@@ -202,14 +222,67 @@ export class BaselineFork {
     return this.cleaning;
   }
 
+  private async prepareNetwork(net: NetPlan): Promise<void> {
+    await this.make(`netns ${net.netns}`, () => createNetns(net.netns), () => deleteNetns(net.netns));
+    await createVeth(net);
+    await applyFirewall(net);
+  }
+
+  private async restoreCopy(criu: Criu, copy: Copy): Promise<void> {
+    await this.buildRoot(copy);
+    const restored = criu.restore({
+      imagesDir: this.imagesDir,
+      rootfs: copy.rootfs,
+      netnsPath: netnsPath(copy.net.netns),
+      hostname: `bench-criu-${copy.name}`,
+      name: `baseline-${copy.name}`,
+      binds: this.source.binds.map((b) => ({ containerPath: b.containerPath, source: path.join(copy.subvolume, b.dir) })),
+    });
+    const settled = restored.catch(() => undefined);
+    // The tree's undo is registered before the restore can finish, so an
+    // interruption while CRIU works still waits for it and kills what it made.
+    let proc: { pid: number; start: number } | null = null;
+    this.undo.push({
+      what: `restored process tree ${copy.name}`,
+      run: async () => {
+        await settled;
+        proc ??= await this.restoredFromPidFile(copy);
+        if (proc) await killTree(proc.pid, proc.start);
+      },
+    });
+    const pid = await restored;
+    const start = await startTime(pid);
+    if (start === null) throw new Error(`the restored baseline tree ${copy.name} (pid ${pid}) exited right after restore`);
+    proc = { pid, start };
+    this.restoredPids.push(pid);
+  }
+
+  /**
+   * The copy's root, from the fork point: the one place that decides what a
+   * baseline root is (a whole-root snapshot, or the source's overlay over the
+   * snapshot's upper), so a change of the branch layout is one edit here.
+   */
+  private async buildRoot(copy: Copy): Promise<void> {
+    await this.make(`subvolume ${copy.subvolume}`, () => snapshot(this.forkPoint, copy.subvolume), () => deleteWithRetry(copy.subvolume));
+    const overlay = this.source.overlay;
+    if (!overlay) return;
+    // As branch-storage.ts: an empty workdir (a copied overlay index fails with ESTALE).
+    const work = path.join(copy.subvolume, 'work');
+    await rm(work, { recursive: true, force: true });
+    await mkdir(work, { mode: 0o700 });
+    await this.make(`directory ${copy.rootfs}`, () => mkdir(copy.rootfs, { recursive: true }), () => rm(copy.rootfs, { recursive: true, force: true }));
+    const options = [`lowerdir=${overlay.lowerdir}`, `upperdir=${path.join(copy.subvolume, 'upper')}`, `workdir=${work}`, overlay.options].filter(Boolean).join(',');
+    await this.make(`mount ${copy.rootfs}`, () => run('mount', ['-t', 'overlay', 'overlay', '-o', options, '--', copy.rootfs]), () => unmountWithRetry(copy.rootfs));
+  }
+
   private async make(what: string, make: () => Promise<unknown>, remove: () => Promise<unknown>): Promise<void> {
     this.undo.push({ what, run: async () => void (await remove()) });
     await make();
   }
 
   /** After an interrupted restore: the pid CRIU wrote, if that process is still there. */
-  private async restoredFromPidFile(): Promise<{ pid: number; start: number } | null> {
-    const text = await readFile(path.join(this.imagesDir, `restore-baseline-${this.tag}.pid`), 'utf8').catch(() => '');
+  private async restoredFromPidFile(copy: Copy): Promise<{ pid: number; start: number } | null> {
+    const text = await readFile(path.join(this.imagesDir, `restore-baseline-${copy.name}.pid`), 'utf8').catch(() => '');
     const pid = Number(text.trim());
     if (!Number.isInteger(pid) || pid <= 1) return null;
     const start = await startTime(pid);
@@ -224,27 +297,4 @@ async function killTree(pid: number, start: number): Promise<void> {
   // The namespace's other processes die with their init; give the kernel a moment
   // to release the mount namespace that holds the subvolume.
   await new Promise((r) => setTimeout(r, 200));
-}
-
-/** A subvolume stays busy while the dead tree's mount namespace is being released. */
-async function deleteWithRetry(subvolume: string): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await deleteSubvolume(subvolume);
-      return;
-    } catch (err) {
-      if (attempt >= 10) throw err;
-      await new Promise((r) => setTimeout(r, 500));
-    }
-  }
-}
-
-async function unmountWithRetry(where: string): Promise<void> {
-  const mounted = async () => (await readFile('/proc/self/mounts', 'utf8')).split('\n').some((l) => l.split(' ')[1] === where);
-  for (let attempt = 1; await mounted(); attempt++) {
-    const res = await run('umount', ['--', where], { allowFailure: true });
-    if (res.exitCode === 0) return;
-    if (attempt >= 10) throw new Error(`umount ${where}: ${res.stderr.trim()}`);
-    await new Promise((r) => setTimeout(r, 500));
-  }
 }

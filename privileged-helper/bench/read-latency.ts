@@ -1,29 +1,33 @@
-// Read latency of files a branch inherited from the image, measured inside the
-// branch (exec.run → python3): a warm loop of open+read+close over a set of
-// small files, and one cold-ish sequential read of a big file after dropping
-// that file's own page cache (POSIX_FADV_DONTNEED on the branch's inode;
-// pages a running process maps stay cached, so the script prefers a big file
-// nobody maps and says which it used).
+// Read latency of inherited files: one python3 read loop, run inside a branch
+// (exec.run) or on the host over a naively stacked overlay (naive-overlay.ts),
+// so both layouts are measured by the same code. A warm loop of
+// open+read+close over a set of small files, and one cold-ish sequential read
+// of a big file after dropping that file's own page cache (POSIX_FADV_DONTNEED
+// on the reader's inode; pages a running process maps stay cached, so the
+// script prefers a big file nobody maps and says which it used).
 import type { HelperClient } from '../../main/src/helper-client/client.js';
+import type { ReadLatency, ReadLayout } from './result-schema.js';
 
-export interface ReadLatency {
-  layout: 'grove';
-  depth: number;
-  /** Microseconds per open+read+close of one small inherited file (warm cache). */
-  us: number;
-  smallFiles: number;
-  smallReads: number;
-  bigFile: string;
-  bigFileMiB: number;
-  bigFileMapped: boolean;
-  /** Cold-ish sequential read of the big file: total ms and MiB/s. */
-  bigReadMs: number;
-  bigReadMiBps: number;
+/** Directories the script looks in: the first with ≥ 16 small files, the biggest file of the others. */
+export interface ReadPlaces {
+  small: string[];
+  big: string[];
 }
+
+/** Files every branch inherits from the desktop image. */
+export const IMAGE_FILES: ReadPlaces = {
+  small: ['/usr/share/X11/xkb/symbols', '/usr/share/zoneinfo/Europe', '/usr/share/common-licenses', '/etc'],
+  big: ['/usr/lib/x86_64-linux-gnu', '/usr/lib/chromium', '/usr/lib', '/usr/bin'],
+};
+
+/** Runs `python3 ARGV…` where the files are and returns its exit code and output. */
+export type ScriptRunner = (argv: string[]) => Promise<{ exitCode: number; stdout: string; stderr: string }>;
 
 const SCRIPT = String.raw`
 import json, os, sys, time
 rounds = int(sys.argv[1])
+small_dirs = sys.argv[2].split(':')
+big_dirs = sys.argv[3].split(':')
 
 def regular_files(d):
     try:
@@ -38,7 +42,7 @@ def regular_files(d):
     return out
 
 small = []
-for d in ('/usr/share/X11/xkb/symbols', '/usr/share/zoneinfo/Europe', '/usr/share/common-licenses', '/etc'):
+for d in small_dirs:
     small = regular_files(d)[:64]
     if len(small) >= 16:
         break
@@ -68,7 +72,7 @@ for pid in os.listdir('/proc'):
             pass
 
 candidates = []
-for d in ('/usr/lib/x86_64-linux-gnu', '/usr/lib/chromium', '/usr/lib', '/usr/bin'):
+for d in big_dirs:
     try:
         for n in os.listdir(d):
             p = os.path.join(d, n)
@@ -95,9 +99,13 @@ print(json.dumps({'smallFiles': len(small), 'smallReads': rounds * len(small), '
                   'bigFile': big, 'bigBytes': total, 'bigMapped': big in mapped, 'bigNs': big_ns}))
 `;
 
-export async function measureReadLatency(client: HelperClient, workspace: string, depth: number, rounds: number): Promise<ReadLatency> {
-  const res = await client.request('exec.run', { workspace, argv: ['python3', '-c', SCRIPT, String(rounds)], timeoutMs: 300_000 });
-  if (res.exitCode !== 0) throw new Error(`read-latency script exited ${res.exitCode} in ${workspace}: ${res.stderr.slice(-500)}`);
+export async function measureReadLatency(
+  runScript: ScriptRunner,
+  where: { layout: ReadLayout; depth: number; files: ReadPlaces },
+  rounds: number,
+): Promise<ReadLatency> {
+  const res = await runScript(['-c', SCRIPT, String(rounds), where.files.small.join(':'), where.files.big.join(':')]);
+  if (res.exitCode !== 0) throw new Error(`read-latency script exited ${res.exitCode}: ${res.stderr.slice(-500)}`);
   const r = JSON.parse(res.stdout.trim().split('\n').pop()!) as {
     smallFiles: number;
     smallReads: number;
@@ -110,8 +118,8 @@ export async function measureReadLatency(client: HelperClient, workspace: string
   const mib = r.bigBytes / (1 << 20);
   const bigMs = r.bigNs / 1e6;
   return {
-    layout: 'grove',
-    depth,
+    layout: where.layout,
+    depth: where.depth,
     us: r.smallReads > 0 ? r.smallNs / 1000 / r.smallReads : Number.NaN,
     smallFiles: r.smallFiles,
     smallReads: r.smallReads,
@@ -120,5 +128,13 @@ export async function measureReadLatency(client: HelperClient, workspace: string
     bigFileMapped: r.bigMapped,
     bigReadMs: bigMs,
     bigReadMiBps: bigMs > 0 ? mib / (bigMs / 1000) : Number.NaN,
+  };
+}
+
+/** python3 inside a branch. */
+export function inBranch(client: HelperClient, workspace: string): ScriptRunner {
+  return async (argv) => {
+    const res = await client.request('exec.run', { workspace, argv: ['python3', ...argv], timeoutMs: 300_000 });
+    return { exitCode: res.exitCode, stdout: res.stdout, stderr: res.stderr };
   };
 }

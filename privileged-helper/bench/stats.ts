@@ -62,6 +62,11 @@ export function round(x: number, digits = 1): number {
   return Math.round(x * f) / f;
 }
 
+/** Every value of a record rounded (a fork's stage timings, for JSON). */
+export function roundAll(r: Record<string, number>, digits = 1): Record<string, number> {
+  return Object.fromEntries(Object.entries(r).map(([k, v]) => [k, round(v, digits)]));
+}
+
 /** How many times faster `candidate` is than `baseline` (baseline / candidate); null when undefined. */
 export function speedup(baselineMs: number, candidateMs: number): number | null {
   if (!(baselineMs > 0) || !(candidateMs > 0)) return null;

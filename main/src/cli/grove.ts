@@ -276,6 +276,16 @@ program
   });
 
 program
+  .command('bench')
+  .option('--quick', 'fewer repetitions, up to 8 copies and depth 10: a check in minutes')
+  .option('--out <file>', 'where to write the JSON (the SVG goes next to it; default privileged-helper/bench/results/)')
+  .description('fork benchmark, Grove against plain CRIU (as root, on its own helper instance); progress on stderr, --json puts the result on stdout')
+  .action(async (opts: { quick?: boolean; out?: string }) => {
+    const { runBench } = await import('../../../privileged-helper/bench/bench.js');
+    process.exitCode = await runBench({ quick: opts.quick ?? false, json: globals().json ?? false, out: opts.out });
+  });
+
+program
   .command('egress')
   .argument('<workspace>', 'id or name of the branch')
   .option('--deny', 'nothing leaves the branch (the default)')

@@ -196,7 +196,7 @@ async function sourceAlive(ws: WorkspaceRecord): Promise<boolean> {
  * start while a sibling's restore is still running (its tree would be left
  * behind, unrecorded).
  */
-async function allSettled(tasks: Promise<unknown>[]): Promise<void> {
+export async function allSettled(tasks: Promise<unknown>[]): Promise<void> {
   const failed = (await Promise.allSettled(tasks)).find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failed) throw failed.reason;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { percentile, round, speedup, summarize, summarizeByKey } from '../../bench/stats.js';
+import { percentile, round, roundAll, speedup, summarize, summarizeByKey } from '../../bench/stats.js';
 
 describe('bench stats', () => {
   it('interpolates percentiles linearly between ranks', () => {
@@ -45,5 +45,10 @@ describe('bench stats', () => {
     expect(round(1234.5678, 0)).toBe(1235);
     expect(speedup(4000, 1000)).toBe(4);
     expect(speedup(4000, 0)).toBeNull();
+  });
+
+  it('rounds every value of a record', () => {
+    expect(roundAll({ dump: 1184.83, total: 3424.25 })).toEqual({ dump: 1184.8, total: 3424.3 });
+    expect(roundAll({ a: 1.234 }, 2)).toEqual({ a: 1.23 });
   });
 });

@@ -1,0 +1,400 @@
+// The benchmark of issue 6 (`grove bench`, `npm run bench`), on the standard
+// desktop workspace (Chromium with its start page, xterm, editor), as root,
+// on its own helper instance and subnet (purged at the end, also on failure
+// and on Ctrl-C), Grove and plain CRIU side by side in one run:
+//   1. fork → child's first frame, per stage, and the source's frozen time:
+//      Grove's branch.fork of 1 copy and plain CRIU (baseline.ts), alternating
+//      so both see the same background load; each child is removed after it
+//      is measured.
+//   2. fan-out to 1, 4, 8, 16 copies in one go, time and memory (fanout.ts).
+//   3. read latency of an inherited file at fork depth 0, 10, 50: in real
+//      Grove branches (a chain of forks, each parent discarded once its child
+//      is up) and through naively stacked overlays (naive-overlay.ts).
+// It writes JSON (result-schema.ts) and an SVG (plots.ts) to bench/results/,
+// and prints a table with each target next to the measured value; with
+// `json` the JSON goes to stdout instead. Nothing here asserts on time.
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { execa } from 'execa';
+import { HelperClient } from '../../main/src/helper-client/client.js';
+import { pidNamespace } from '../src/host/proc.js';
+import { firstFrame } from '../src/host/rfb-probe.js';
+import type { Workspace } from '../src/protocol/entities.js';
+import { GroveError } from '../src/protocol/wire.js';
+import { purge, startHelper, tail, testInstance, type TestInstance } from '../test/system/helper-process.js';
+import { leftovers } from '../test/system/leftovers.js';
+import { BaselineFork, readBaselineSource, type BaselineSetting, type BaselineSource } from './baseline.js';
+import { criuFanout, fits, groveFanout, measureFanout, type FanoutRun } from './fanout.js';
+import { pssOfPidNamespaces } from './memory.js';
+import { NaiveOverlay } from './naive-overlay.js';
+import { benchSvg } from './plots.js';
+import { IMAGE_FILES, inBranch, measureReadLatency } from './read-latency.js';
+import { reportTable } from './report-table.js';
+import { BenchResult, RESULT_SCHEMA, type FanoutPoint, type HostInfo, type ReadLatency, type Side, type SkippedFanout, type StageTimings } from './result-schema.js';
+import { round, roundAll, speedup, summarizeByKey, type Summary } from './stats.js';
+import { checkTargets } from './targets.js';
+
+export const RESULTS_DIR = path.join(import.meta.dirname, 'results');
+/** Not the dev helper's (10.213/10.214) nor the system tests' (10.215) range. */
+const BENCH_SUBNET = '10.217.0.0/16';
+const CRIU = process.env.GROVE_CRIU ?? '/var/cache/grove/criu/sbin/criu';
+
+export interface BenchOptions {
+  quick: boolean;
+  /** JSON on stdout instead of the table. */
+  json: boolean;
+  /** Where the JSON goes (default: results/bench-<time>.json); the SVG goes next to it. */
+  out?: string;
+}
+
+/** How much a run measures: --quick is a check in minutes, the full run the issue's numbers. */
+function plan(quick: boolean) {
+  return {
+    forks: quick ? 3 : 5,
+    fanoutSizes: quick ? [1, 4, 8] : [1, 4, 8, 16],
+    depths: quick ? [0, 10] : [0, 10, 50],
+    readRounds: quick ? 200 : 1000,
+    settleMs: 30_000,
+  };
+}
+type Plan = ReturnType<typeof plan>;
+
+const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
+
+/** Everything one run made that must go at the end, whatever happens. */
+class Session {
+  readonly t: TestInstance = testInstance(`b${randomBytes(2).toString('hex').slice(0, 3)}`);
+  readonly baselines = new Set<BaselineFork>();
+  readonly naive = new NaiveOverlay(path.join(this.t.stateDir, 'naive-overlay'));
+  client: HelperClient | null = null;
+  /** Set on SIGINT/SIGTERM/SIGHUP: the measurement stops at its next step while finish() removes everything. */
+  interrupted = false;
+  private finished: Promise<string[]> | null = null;
+
+  constructor() {
+    this.t.env.GROVE_SUBNET = BENCH_SUBNET;
+  }
+
+  /** A plain-CRIU setting whose /30s count down from the top of the subnet (the helper hands out from the bottom). */
+  baselineSetting(): BaselineSetting {
+    return {
+      criuBinary: CRIU,
+      instance: this.t.instance,
+      subnet: BENCH_SUBNET,
+      netIndex: 16383,
+      subvolumeDir: path.join(this.t.stateDir, 'pool/workspaces'),
+      scratchDir: path.join(this.t.runDir, 'scratch'),
+      firstFrameTimeoutMs: 120_000,
+      failedLogsDir: `/var/tmp/grove-bench-${this.t.instance}-criu-logs`,
+    };
+  }
+
+  /** Called before each step that makes something: nothing new is made once the run was interrupted. */
+  proceed(): void {
+    if (this.interrupted) throw new Error('interrupted');
+  }
+
+  /** Removes everything (idempotent); returns what could not be removed. */
+  finish(): Promise<string[]> {
+    this.finished ??= (async () => {
+      this.client?.close();
+      const problems: string[] = [];
+      for (const b of this.baselines) problems.push(...(await b.cleanup()));
+      problems.push(...(await this.naive.cleanup()));
+      try {
+        await purge(this.t);
+      } catch (err) {
+        problems.push(`purge: ${(err as Error).message}`);
+      }
+      problems.push(...(await leftovers(this.t)));
+      for (const f of [this.t.pidFile, this.t.pidNsFile]) await execa('rm', ['-f', '--', f], { reject: false });
+      if (problems.length === 0) await execa('rm', ['-f', '--', this.t.logFile], { reject: false });
+      return problems;
+    })();
+    return this.finished;
+  }
+}
+
+export async function runBench(opts: BenchOptions): Promise<number> {
+  if (process.getuid?.() !== 0) throw new GroveError('E_PRECONDITION', 'the benchmark runs as root (it starts its own helper and runs CRIU)');
+  const p = plan(opts.quick);
+  const s = new Session();
+  // Handled on every signal, not once: with no handler left, a second signal
+  // (another Ctrl-C, or one relayed again by npm or tsx) would end the process
+  // halfway through the removal.
+  const onSignal = (sig: NodeJS.Signals) => {
+    if (s.interrupted) return log(`${sig}: still removing what the benchmark made, please wait`);
+    log(`${sig}: removing everything the benchmark made (instance ${s.t.instance})…`);
+    s.interrupted = true;
+    void s.finish().then((problems) => {
+      for (const pr of problems) log(`left behind: ${pr}`);
+      process.exit(130);
+    });
+  };
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+  for (const sig of signals) process.on(sig, onSignal);
+  try {
+    const result = await measure(s, p, opts.quick);
+    const out = opts.out ? path.resolve(opts.out) : path.join(RESULTS_DIR, `bench-${result.startedAt.replace(/[:.]/g, '-')}.json`);
+    await mkdir(path.dirname(out), { recursive: true });
+    await writeFile(out, `${JSON.stringify(result, null, 2)}\n`);
+    await writeFile(out.replace(/\.json$/, '') + '.svg', benchSvg(result));
+    process.stdout.write(opts.json ? `${JSON.stringify(result, null, 2)}\n` : reportTable(result));
+    log(`results written to ${out} (+ .svg)`);
+    return 0;
+  } catch (err) {
+    if (s.interrupted) return 130;
+    log(`failed: ${(err as Error).stack ?? String(err)}`);
+    log(`helper log tail:\n${tail(s.t.logFile)}`);
+    return 1;
+  } finally {
+    log(`removing instance ${s.t.instance}`);
+    const problems = await s.finish();
+    for (const pr of problems) log(`left behind: ${pr}`);
+    for (const sig of signals) process.off(sig, onSignal);
+    if (problems.length > 0) process.exitCode = 1;
+  }
+}
+
+async function measure(s: Session, p: Plan, quick: boolean): Promise<BenchResult> {
+  const startedAt = new Date().toISOString();
+  const loadavgStart = os.loadavg();
+  log(`instance ${s.t.instance}: starting a helper (log ${s.t.logFile})`);
+  await startHelper(s.t);
+  const c = (s.client = await HelperClient.connect({ socketPath: s.t.socketPath, name: 'bench', kind: 'test' }));
+  await c.subscribe(['progress']);
+  c.on('progress', (ev) => log(`[${ev.stage}] ${ev.message}`));
+  await c.request('image.build', { name: 'desktop' });
+  log('creating the standard desktop workspace');
+  const source = await c.request('workspace.create', { name: 'bench' });
+  await desktopUp(c, source);
+  const baseSource = await baselineSource(s, source);
+
+  const forks = await forkLatency(s, p, source, baseSource);
+  const fan = await fanouts(s, p, source, baseSource);
+  const naiveReads = await naiveReadLatency(s, p);
+  const chain = await groveReadLatency(s, p, source);
+
+  const grove: Side = { ...side(forks.grove), errors: [...forks.groveErrors, ...chain.errors], fanout: fan.grove.points, fanoutSkipped: fan.grove.skipped, readLatency: chain.reads };
+  const criu: Side = { ...side(forks.criu), errors: forks.criuErrors, fanout: fan.criu.points, fanoutSkipped: fan.criu.skipped, readLatency: naiveReads };
+  const ratio = speedup(criu.forkToFirstFrameMs.p50 ?? Number.NaN, grove.forkToFirstFrameMs.p50 ?? Number.NaN);
+  const measured = {
+    schema: RESULT_SCHEMA,
+    startedAt,
+    finishedAt: new Date().toISOString(),
+    quick,
+    forks: p.forks,
+    host: await hostInfo(loadavgStart),
+    layout: baseSource.overlay ? ('overlay' as const) : ('subvolume' as const),
+    grove,
+    criu,
+    ratio: ratio === null ? null : round(ratio, 3),
+    depthForks: chain.depthForks,
+    notes: NOTES,
+  };
+  return BenchResult.parse({ ...measured, targets: checkTargets(measured) });
+}
+
+const NOTES = [
+  'grove.* is measured inside the helper (branch.fork report); its total includes waiting for the child’s first VNC frame.',
+  'criu.* is plain CRIU on the same source: dump --leave-running (same flags) + eager restore into a plain btrfs snapshot in a fresh netns, to the first frame (baseline.ts). Its stages: prepare = netns+veth+firewall; dump includes the post-dump read-only snapshot; restore includes the writable snapshot; there is no thaw or expose stage.',
+  'fanout: Grove = one branch.fork call with N copies; criu = one dump + N eager restores in parallel. pssMiB = PSS summed over every process in the N copies’ pid namespaces right after the last first frame; *Settled = the same settleMs later. memAvailableDropMiB = MemAvailable just before the fan-out minus MemAvailable then: host-wide, so other work on the machine shows in it (even as a negative drop), which PSS is immune to. The copies are removed before the next size. criu’s MemAvailable drop includes its dump images on tmpfs (kept until its copies are removed).',
+  'Plain CRIU restores keep the source’s VM_MERGEABLE marks, so ksmd (paced by the helper: fast for a while after each Grove fork) can merge their pages too.',
+  'grove.readLatency: real Grove branches, a chain of forks (each parent discarded once its child is up), read inside the branch. criu.readLatency: layout naive-overlay = an overlay with depth+1 stacked lowerdirs (one per fork generation) plus a private upper, built on the host; the file comes from the bottom layer, read through the top mount by the same script.',
+  'readLatency.us = µs per open+read+close of a small inherited file (warm); bigRead* = one sequential read after POSIX_FADV_DONTNEED on that file.',
+  'Percentiles interpolate linearly between ranks; with 3-5 samples p95 is close to the maximum.',
+];
+
+/** Where the baseline finds the source on the host. */
+async function baselineSource(s: Session, source: Workspace): Promise<BaselineSource> {
+  const b = await readBaselineSource({
+    pid: source.pid!,
+    subvolume: path.join(s.t.stateDir, 'pool/workspaces', source.id),
+    rootfs: path.join(s.t.runDir, 'roots', source.id),
+    netns: `grove-${s.t.instance}-${source.id}`,
+  });
+  if (!existsSync(b.subvolume) || !existsSync(`/run/netns/${b.netns}`)) {
+    throw new Error(`cannot find the source's subvolume ${b.subvolume} or netns ${b.netns}`);
+  }
+  log(`source layout: ${b.overlay ? `overlay over ${b.overlay.lowerdir} (${b.overlay.options})` : 'plain btrfs subvolume root'}`);
+  return b;
+}
+
+/** Grove first, then plain CRIU, alternating; a failed fork is recorded and the run goes on. */
+async function forkLatency(s: Session, p: Plan, source: Workspace, baseSource: BaselineSource) {
+  const c = s.client!;
+  const out = { grove: [] as StageTimings[], criu: [] as StageTimings[], groveErrors: [] as string[], criuErrors: [] as string[] };
+  for (let i = 0; i < p.forks; i++) {
+    s.proceed();
+    try {
+      const report = await c.request('branch.fork', { workspace: source.id, copies: 1, names: [`bench-g${i}`] });
+      out.grove.push({ ...report.timings });
+      log(`grove fork ${i + 1}/${p.forks}: ${fmtTimings(report.timings)}`);
+      for (const child of report.children) await c.request('workspace.delete', { workspace: child.id });
+    } catch (err) {
+      out.groveErrors.push((err as Error).message);
+      log(`grove fork ${i + 1}/${p.forks} FAILED: ${(err as Error).message}`);
+    }
+    await sleep(1000);
+    s.proceed();
+    const b = new BaselineFork(s.baselineSetting(), baseSource, String(i));
+    s.baselines.add(b);
+    try {
+      const timings = await b.run();
+      out.criu.push(timings);
+      log(`criu  fork ${i + 1}/${p.forks}: ${fmtTimings(timings)}`);
+    } catch (err) {
+      out.criuErrors.push((err as Error).message);
+      log(`criu  fork ${i + 1}/${p.forks} FAILED: ${(err as Error).message}`);
+    }
+    await removeOrThrow(`baseline fork ${i}`, () => b.cleanup());
+    s.baselines.delete(b);
+    await sleep(1000);
+    await sourceStillRunning(c, source);
+  }
+  return out;
+}
+
+/** For each size: Grove, then plain CRIU; a size that would not fit in memory is skipped and says why. */
+async function fanouts(s: Session, p: Plan, source: Workspace, baseSource: BaselineSource) {
+  const c = s.client!;
+  const sides = { grove: { points: [] as FanoutPoint[], skipped: [] as SkippedFanout[] }, criu: { points: [] as FanoutPoint[], skipped: [] as SkippedFanout[] } };
+  const sourceNs = await pidNamespace(source.pid!);
+  let perCopyMiB = sourceNs ? (await pssOfPidNamespaces(new Set([sourceNs]))).pssMiB : 1024;
+  log(`source PSS ${Math.round(perCopyMiB)} MiB`);
+  for (const copies of p.fanoutSizes) {
+    for (const name of ['grove', 'criu'] as const) {
+      s.proceed();
+      const room = await fits(copies, perCopyMiB);
+      if (!room.ok) {
+        sides[name].skipped.push({ copies, reason: `not enough memory: ${room.reason}` });
+        log(`${name} fan-out ${copies}: SKIPPED, ${room.reason}`);
+        continue;
+      }
+      log(`${name} fan-out to ${copies} cop${copies === 1 ? 'y' : 'ies'} (then ${p.settleMs / 1000} s to settle)`);
+      const run: FanoutRun = name === 'grove' ? groveFanout(c, source.id, copies) : criuFanout(s.baselineSetting(), baseSource, copies, s.baselines);
+      try {
+        const point = await measureFanout(copies, run, p.settleMs);
+        sides[name].points.push(point);
+        perCopyMiB = Math.max(perCopyMiB, point.pssMiB / copies);
+        log(`${name} fan-out ${copies}: ${Math.round(point.totalMs)} ms, PSS ${point.pssMiB} → ${point.pssMiBSettled} MiB, MemAvailable drop ${point.memAvailableDropMiB} → ${point.memAvailableDropMiBSettled} MiB`);
+      } catch (err) {
+        sides[name].skipped.push({ copies, reason: `failed: ${(err as Error).message}` });
+        log(`${name} fan-out ${copies} FAILED: ${(err as Error).message}`);
+      } finally {
+        await removeOrThrow(`${name} fan-out ${copies}`, () => run.remove());
+      }
+      await sleep(3000); // the removed copies' memory is returned before the next "before"
+      await sourceStillRunning(c, source);
+    }
+  }
+  return sides;
+}
+
+async function naiveReadLatency(s: Session, p: Plan): Promise<ReadLatency[]> {
+  const reads: ReadLatency[] = [];
+  for (const depth of p.depths) {
+    s.proceed();
+    const r = await s.naive.measure(depth, p.readRounds);
+    reads.push(r);
+    log(`naive overlay read at depth ${depth}: ${r.us.toFixed(2)} µs/read`);
+  }
+  await removeOrThrow('naive overlays', () => s.naive.cleanup());
+  return reads;
+}
+
+/**
+ * A chain of real forks down to the deepest depth: each child is forked from
+ * the previous one, which is then discarded (the source excepted), so only
+ * the source and the newest branch are alive at any time.
+ */
+async function groveReadLatency(s: Session, p: Plan, source: Workspace) {
+  const c = s.client!;
+  const reads: ReadLatency[] = [];
+  const depthForks: StageTimings[] = [];
+  const errors: string[] = [];
+  const readAt = async (ws: Workspace, depth: number) => {
+    if (!p.depths.includes(depth)) return;
+    const r = await measureReadLatency(inBranch(c, ws.id), { layout: 'grove', depth, files: IMAGE_FILES }, p.readRounds);
+    reads.push(r);
+    log(`grove read at depth ${depth}: ${r.us.toFixed(2)} µs/read (${r.smallFiles} files), ${r.bigFile} ${r.bigReadMiBps.toFixed(0)} MiB/s`);
+  };
+  await readAt(source, 0);
+  let newest = source;
+  try {
+    for (let depth = 1; depth <= Math.max(...p.depths); depth++) {
+      s.proceed();
+      const report = await c.request('branch.fork', { workspace: newest.id, copies: 1, names: [`bench-d${depth}`] });
+      const parent = newest;
+      newest = report.children[0]!;
+      depthForks.push({ depth, ...report.timings });
+      log(`depth ${depth}: ${fmtTimings(report.timings)}`);
+      if (parent !== source) await c.request('workspace.delete', { workspace: parent.id });
+      await readAt(newest, depth);
+    }
+  } catch (err) {
+    errors.push(`fork chain at depth ${depthForks.length + 1}: ${(err as Error).message}`);
+    log(`fork chain FAILED at depth ${depthForks.length + 1}: ${(err as Error).message}`);
+  } finally {
+    if (newest !== source) await c.request('workspace.delete', { workspace: newest.id }).catch(() => undefined);
+  }
+  return { reads, depthForks, errors };
+}
+
+async function removeOrThrow(what: string, remove: () => Promise<string[]>): Promise<void> {
+  const problems = await remove();
+  if (problems.length > 0) throw new Error(`${what} left objects behind: ${problems.join('; ')}`);
+}
+
+async function sourceStillRunning(c: HelperClient, source: Workspace): Promise<void> {
+  const still = await c.request('workspace.get', { workspace: source.id });
+  if (still.state !== 'running' || still.pid !== source.pid) throw new Error(`the source is no longer running (${still.state})`);
+}
+
+/** The desktop serves frames, and Chromium has had a few seconds to draw its start page. */
+async function desktopUp(c: HelperClient, ws: Workspace): Promise<void> {
+  const vnc = ws.ports.find((x) => x.containerPort === 5900);
+  if (!vnc) throw new Error('the workspace maps no VNC port');
+  await firstFrame('127.0.0.1', vnc.hostPort, { timeoutMs: 120_000 });
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const res = await c.request('exec.run', { workspace: ws.id, argv: ['sh', '-c', 'pgrep -x chromium >/dev/null || pgrep -f /usr/lib/chromium/chromium >/dev/null'] });
+    if (res.exitCode === 0) break;
+    if (Date.now() > deadline) throw new Error('Chromium did not start in the workspace within 120 s');
+    await sleep(1000);
+  }
+  await sleep(8000);
+  log('desktop is up (first frame, Chromium running + 8 s)');
+}
+
+/** Percentiles of one side's fork samples (fan-out and read latency are added by the caller). */
+function side(samples: StageTimings[]): Pick<Side, 'forkToFirstFrameMs' | 'sourceFrozenMs' | 'stages' | 'samples'> {
+  const by = summarizeByKey(samples);
+  const pick = (x: Summary | undefined) => ({ p50: x ? round(x.p50) : null, p95: x ? round(x.p95) : null });
+  const stages: Side['stages'] = {};
+  for (const [k, x] of Object.entries(by)) stages[k] = pick(x);
+  return { forkToFirstFrameMs: pick(by.total), sourceFrozenMs: pick(by.sourceFrozen), stages, samples: samples.map((x) => roundAll(x)) };
+}
+
+function fmtTimings(timings: StageTimings): string {
+  return Object.entries(timings)
+    .map(([k, v]) => `${k} ${Math.round(v)}`)
+    .join(', ');
+}
+
+async function hostInfo(loadavgStart: number[]): Promise<HostInfo> {
+  const version = await execa(CRIU, ['--version'], { reject: false });
+  const mem = /MemTotal:\s+(\d+)/.exec(await readFile('/proc/meminfo', 'utf8'))?.[1];
+  return {
+    kernel: os.release(),
+    cpus: os.cpus().length,
+    memTotalMiB: Math.round(Number(mem ?? 0) / 1024),
+    loadavgStart: loadavgStart.map((x) => round(x, 2)),
+    loadavgEnd: os.loadavg().map((x) => round(x, 2)),
+    criu: String(version.stdout).split('\n')[0] ?? 'unknown',
+  };
+}

@@ -1,0 +1,118 @@
+// The benchmark's result, as written to bench/results/*.json and printed by
+// `grove bench --json`: the one definition of its shape. The TypeScript types
+// are inferred from it, the bench validates what it writes with it, and a
+// script comparing runs can validate what it reads with it.
+//
+// Times are milliseconds, memory MiB (2^20 bytes), read latency microseconds.
+// A value that could not be measured (every sample failed) is null.
+import { z } from 'zod';
+
+export const RESULT_SCHEMA = 'grove-bench@2' as const;
+
+const Ms = z.number().nonnegative();
+const MaybeMs = Ms.nullable();
+
+export const Percentiles = z.strictObject({ p50: MaybeMs, p95: MaybeMs });
+export type Percentiles = z.infer<typeof Percentiles>;
+
+/** One fork's milliseconds per stage (the stage names differ between the sides). */
+export const StageTimings = z.record(z.string(), z.number());
+export type StageTimings = z.infer<typeof StageTimings>;
+
+export const FanoutPoint = z.strictObject({
+  copies: z.number().int().positive(),
+  /** From the start of the fan-out to the last copy's first frame. */
+  totalMs: Ms,
+  /**
+   * PSS summed over every process of every copy (each copy is its own pid
+   * namespace), right after the last first frame.
+   */
+  pssMiB: z.number(),
+  /** The same, settleMs later (on Grove's side KSM merges pages in between). */
+  pssMiBSettled: z.number(),
+  /** MemAvailable before the fan-out minus MemAvailable right after the last first frame. */
+  memAvailableDropMiB: z.number(),
+  memAvailableDropMiBSettled: z.number(),
+  /** Processes counted (those that vanished while being read are not). */
+  processes: z.number().int().nonnegative(),
+  processesSettled: z.number().int().nonnegative(),
+  settleMs: Ms,
+  timings: StageTimings,
+});
+export type FanoutPoint = z.infer<typeof FanoutPoint>;
+
+export const SkippedFanout = z.strictObject({ copies: z.number().int().positive(), reason: z.string() });
+export type SkippedFanout = z.infer<typeof SkippedFanout>;
+
+export const ReadLayout = z.enum(['grove', 'naive-overlay']);
+export type ReadLayout = z.infer<typeof ReadLayout>;
+
+export const ReadLatency = z.strictObject({
+  layout: ReadLayout,
+  /** Fork generations between the file's origin and the reader. */
+  depth: z.number().int().nonnegative(),
+  /** Microseconds per open+read+close of one small inherited file (warm cache). */
+  us: z.number(),
+  smallFiles: z.number().int(),
+  smallReads: z.number().int(),
+  bigFile: z.string(),
+  bigFileMiB: z.number(),
+  bigFileMapped: z.boolean(),
+  /** Cold-ish sequential read of the big file: total ms and MiB/s. */
+  bigReadMs: z.number(),
+  bigReadMiBps: z.number(),
+});
+export type ReadLatency = z.infer<typeof ReadLatency>;
+
+export const Side = z.strictObject({
+  forkToFirstFrameMs: Percentiles,
+  sourceFrozenMs: Percentiles,
+  stages: z.record(z.string(), Percentiles),
+  samples: z.array(StageTimings),
+  /** Forks that failed (not in the samples). */
+  errors: z.array(z.string()),
+  fanout: z.array(FanoutPoint),
+  fanoutSkipped: z.array(SkippedFanout),
+  readLatency: z.array(ReadLatency),
+});
+export type Side = z.infer<typeof Side>;
+
+/** A target of issue 6 next to what this run measured; met is null when nothing was measured. */
+export const TargetCheck = z.strictObject({
+  name: z.string(),
+  target: z.string(),
+  measured: z.string(),
+  met: z.boolean().nullable(),
+});
+export type TargetCheck = z.infer<typeof TargetCheck>;
+
+export const HostInfo = z.strictObject({
+  kernel: z.string(),
+  cpus: z.number().int(),
+  memTotalMiB: z.number(),
+  loadavgStart: z.array(z.number()),
+  loadavgEnd: z.array(z.number()),
+  criu: z.string(),
+});
+export type HostInfo = z.infer<typeof HostInfo>;
+
+export const BenchResult = z.strictObject({
+  schema: z.literal(RESULT_SCHEMA),
+  startedAt: z.string(),
+  finishedAt: z.string(),
+  quick: z.boolean(),
+  /** Forks per side for the fork → first frame percentiles. */
+  forks: z.number().int().nonnegative(),
+  host: HostInfo,
+  /** The source's file layout: its own subvolume, or an overlay (image lower + subvolume upper). */
+  layout: z.enum(['subvolume', 'overlay']),
+  grove: Side,
+  criu: Side,
+  /** criu.forkToFirstFrameMs.p50 / grove.forkToFirstFrameMs.p50: how many times faster Grove is. */
+  ratio: z.number().nullable(),
+  /** Timings of the forks that built the depth chain (fork of fork of …). */
+  depthForks: z.array(StageTimings),
+  targets: z.array(TargetCheck),
+  notes: z.array(z.string()),
+});
+export type BenchResult = z.infer<typeof BenchResult>;

@@ -1,0 +1,54 @@
+// Issue 6's targets, checked against a run's printed numbers (never by timed
+// assertions): each target next to what was measured and whether it was met.
+// Pure, so it is unit-tested (test/unit/bench-targets.test.ts).
+import type { BenchResult, TargetCheck } from './result-schema.js';
+
+type Measured = Omit<BenchResult, 'targets'>;
+
+const FIRST_FRAME_MS = 500;
+const SPEEDUP = 5;
+const SOURCE_FROZEN_MS = 150;
+const FANOUT_COPIES = 16;
+const FANOUT_MS = 8000;
+const FANOUT_PSS_MIB = 2.5 * 1024;
+const READ_DEPTH = 50;
+const READ_SLOWDOWN = 0.1;
+
+export function checkTargets(r: Measured): TargetCheck[] {
+  const fan = r.grove.fanout.find((f) => f.copies === FANOUT_COPIES);
+  const fanMissing = `not measured${r.quick ? ' (--quick stops at 8 copies)' : ''}`;
+  const read0 = r.grove.readLatency.find((x) => x.depth === 0)?.us;
+  const readDeep = r.grove.readLatency.find((x) => x.depth === READ_DEPTH)?.us;
+  const readMissing = `not measured${r.quick ? ' (--quick stops at depth 10)' : ''}`;
+  return [
+    check('fork → first frame p50', `≤ ${FIRST_FRAME_MS} ms`, r.grove.forkToFirstFrameMs.p50, (x) => x <= FIRST_FRAME_MS, ms),
+    check('speed-up over plain CRIU (p50)', `≥ ${SPEEDUP}×`, r.ratio, (x) => x >= SPEEDUP, (x) => `${x.toFixed(2)}×`),
+    check('source frozen p50', `≤ ${SOURCE_FROZEN_MS} ms`, r.grove.sourceFrozenMs.p50, (x) => x <= SOURCE_FROZEN_MS, ms),
+    check(`${FANOUT_COPIES} copies, one call`, `≤ ${FANOUT_MS / 1000} s`, fan?.totalMs ?? null, (x) => x <= FANOUT_MS, ms, fanMissing),
+    check(`${FANOUT_COPIES} live branches, PSS after settling`, '≤ 2.5 GiB', fan?.pssMiBSettled ?? null, (x) => x <= FANOUT_PSS_MIB, gib, fanMissing),
+    readAtDepth(read0, readDeep, readMissing),
+  ];
+}
+
+function readAtDepth(shallow: number | undefined, deep: number | undefined, missing: string): TargetCheck {
+  const name = `inherited read at depth ${READ_DEPTH} vs depth 0`;
+  const target = `within ${READ_SLOWDOWN * 100} %`;
+  if (shallow === undefined || deep === undefined || !(shallow > 0)) return { name, target, measured: missing, met: null };
+  const change = deep / shallow - 1;
+  const measured = `${deep.toFixed(1)} vs ${shallow.toFixed(1)} µs (${change >= 0 ? '+' : ''}${(change * 100).toFixed(1)} %)`;
+  return { name, target, measured, met: change <= READ_SLOWDOWN };
+}
+
+function check(
+  name: string,
+  target: string,
+  value: number | null,
+  ok: (x: number) => boolean,
+  show: (x: number) => string,
+  missing = 'not measured',
+): TargetCheck {
+  return value === null ? { name, target, measured: missing, met: null } : { name, target, measured: show(value), met: ok(value) };
+}
+
+const ms = (x: number) => `${Math.round(x)} ms`;
+const gib = (x: number) => `${(x / 1024).toFixed(2)} GiB`;

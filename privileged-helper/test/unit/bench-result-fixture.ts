@@ -1,0 +1,57 @@
+// A benchmark result that passes BenchResult, for the bench's unit tests;
+// `with` overrides parts of it.
+import { BenchResult, type Side } from '../../bench/result-schema.js';
+
+function side(total: number, layout: 'grove' | 'naive-overlay', perCopyMiB: number): Side {
+  const stage = (p50: number) => ({ p50, p95: p50 * 1.2 });
+  return {
+    forkToFirstFrameMs: stage(total),
+    sourceFrozenMs: stage(total / 10),
+    stages: { prepare: stage(total / 10), dump: stage(total / 3), sourceFrozen: stage(total / 10), restore: stage(total / 2), total: stage(total) },
+    samples: [{ prepare: total / 10, dump: total / 3, sourceFrozen: total / 10, restore: total / 2, total }],
+    errors: [],
+    fanout: [1, 4, 8, 16].map((copies) => ({
+      copies,
+      totalMs: total * (1 + copies / 4),
+      pssMiB: copies * perCopyMiB,
+      pssMiBSettled: copies * perCopyMiB * 0.5,
+      memAvailableDropMiB: copies * perCopyMiB,
+      memAvailableDropMiBSettled: copies * perCopyMiB * 0.5,
+      processes: copies * 40,
+      processesSettled: copies * 40,
+      settleMs: 30_000,
+      timings: { total: total * (1 + copies / 4) },
+    })),
+    fanoutSkipped: [],
+    readLatency: [0, 10, 50].map((depth) => ({
+      layout,
+      depth,
+      us: 10 + depth / 10,
+      smallFiles: 64,
+      smallReads: 64_000,
+      bigFile: '/usr/lib/big',
+      bigFileMiB: 20,
+      bigFileMapped: false,
+      bigReadMs: 40,
+      bigReadMiBps: 500,
+    })),
+  };
+}
+
+export function sampleResult(): BenchResult {
+  return BenchResult.parse({
+    schema: 'grove-bench@2',
+    startedAt: '2026-11-30T12:00:00.000Z',
+    finishedAt: '2026-11-30T12:20:00.000Z',
+    quick: false,
+    forks: 5,
+    host: { kernel: '6.18', cpus: 2, memTotalMiB: 24_000, loadavgStart: [0.5, 0.4, 0.3], loadavgEnd: [1, 1, 1], criu: 'Version: 4.2.1' },
+    layout: 'overlay',
+    grove: side(400, 'grove', 100),
+    criu: side(3000, 'naive-overlay', 500),
+    ratio: 7.5,
+    depthForks: [{ depth: 1, total: 400 }],
+    targets: [],
+    notes: [],
+  });
+}

@@ -1,0 +1,49 @@
+import { describe, expect, it } from 'vitest';
+import { checkTargets } from '../../bench/targets.js';
+import { sampleResult } from './bench-result-fixture.js';
+
+const verdicts = (r: ReturnType<typeof sampleResult>) => Object.fromEntries(checkTargets(r).map((t) => [t.name, t.met]));
+
+describe('bench targets', () => {
+  it('puts each target next to the measured value', () => {
+    const checks = checkTargets(sampleResult());
+    expect(checks.map((t) => t.name)).toEqual([
+      'fork → first frame p50',
+      'speed-up over plain CRIU (p50)',
+      'source frozen p50',
+      '16 copies, one call',
+      '16 live branches, PSS after settling',
+      'inherited read at depth 50 vs depth 0',
+    ]);
+    expect(checks[0]).toEqual({ name: 'fork → first frame p50', target: '≤ 500 ms', measured: '400 ms', met: true });
+    expect(checks[4]!.measured).toBe('0.78 GiB');
+    expect(checks[5]).toMatchObject({ measured: '15.0 vs 10.0 µs (+50.0 %)', met: false });
+  });
+
+  it('judges each bound on the right side', () => {
+    const r = sampleResult();
+    r.grove.forkToFirstFrameMs.p50 = 501;
+    r.ratio = 4.99;
+    r.grove.sourceFrozenMs.p50 = 150;
+    r.grove.fanout[3]!.totalMs = 8001;
+    r.grove.fanout[3]!.pssMiBSettled = 2560;
+    r.grove.readLatency[2]!.us = 10.9;
+    expect(verdicts(r)).toEqual({
+      'fork → first frame p50': false,
+      'speed-up over plain CRIU (p50)': false,
+      'source frozen p50': true,
+      '16 copies, one call': false,
+      '16 live branches, PSS after settling': true,
+      'inherited read at depth 50 vs depth 0': true,
+    });
+  });
+
+  it('says what a quick run did not measure instead of judging it', () => {
+    const r = { ...sampleResult(), quick: true, ratio: null };
+    r.grove = { ...r.grove, fanout: r.grove.fanout.filter((f) => f.copies <= 8), readLatency: r.grove.readLatency.filter((x) => x.depth <= 10) };
+    const checks = checkTargets(r);
+    expect(checks[1]).toMatchObject({ measured: 'not measured', met: null });
+    expect(checks[3]).toMatchObject({ measured: 'not measured (--quick stops at 8 copies)', met: null });
+    expect(checks[5]).toMatchObject({ measured: 'not measured (--quick stops at depth 10)', met: null });
+  });
+});
