@@ -22,7 +22,6 @@
 // interrupted (see BaselineFork.cleanup).
 import { mkdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { sourceFrozenMs } from '../src/branches/criu-log.js';
 import { allSettled } from '../src/branches/fork.js';
 import { snapshot } from '../src/host/btrfs.js';
 import { Criu } from '../src/host/criu/criu.js';
@@ -176,9 +175,10 @@ export class BaselineFork {
       await allSettled(this.copies.map((c) => this.prepareNetwork(c.net)));
     });
 
+    let frozen: { sourceFrozenMs: number | null } = { sourceFrozenMs: null };
     await timed('dump', async () => {
       await this.make(`subvolume ${this.forkPoint}`, async () => {
-        await criu.dump({
+        frozen = await criu.dump({
           initPid: this.source.pid,
           netnsPath: netnsPath(this.source.netns),
           imagesDir: this.imagesDir,
@@ -187,8 +187,7 @@ export class BaselineFork {
         });
       }, () => deleteWithRetry(this.forkPoint));
     });
-    const log = await readFile(path.join(this.imagesDir, 'dump.log'), 'utf8');
-    t.sourceFrozen = sourceFrozenMs(log) ?? t.dump;
+    t.sourceFrozen = frozen.sourceFrozenMs ?? t.dump;
 
     await timed('restore', () => allSettled(this.copies.map((c) => this.restoreCopy(criu, c))));
     await timed('firstFrame', () =>

@@ -23,7 +23,6 @@ import { GroveError } from '../protocol/wire.js';
 import type { BranchDeps } from './branch-deps.js';
 import type { WorkspaceRecord } from '../registry/registry.js';
 import { writeIdentity } from '../workspaces/workspace-service.js';
-import { sourceFrozenMs } from './criu-log.js';
 
 export const MAX_COPIES = 16;
 
@@ -124,14 +123,14 @@ class ForkTransaction {
   private async dump(imagesDir: string): Promise<string> {
     const forkPoint = path.join(path.dirname(this.d.storage.filesPath(this.source)), `.fork-point-${this.id}`);
     this.d.registry.recordObject({ kind: 'subvolume', name: forkPoint, owner: this.id });
-    await this.d.criu.dump({
+    const { sourceFrozenMs } = await this.d.criu.dump({
       initPid: this.source.pid!,
       netnsPath: netnsPath(this.d.runtime.netPlan(this.source).netns),
       imagesDir,
       snapshot: { from: this.d.storage.filesPath(this.source), to: forkPoint },
       binds: this.d.storage.externalBinds(this.source).map((b) => b.containerPath),
     });
-    this.timings.sourceFrozen = sourceFrozenMs(await readFile(path.join(imagesDir, 'dump.log'), 'utf8')) ?? this.timings.dump;
+    this.timings.sourceFrozen = sourceFrozenMs ?? this.timings.dump;
     return forkPoint;
   }
 

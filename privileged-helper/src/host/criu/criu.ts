@@ -8,6 +8,7 @@ import { closeSync, openSync } from 'node:fs';
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { GroveError } from '../../protocol/wire.js';
+import { sourceFrozenMs } from './criu-stats.js';
 import { CRUN_MASKED_FILES, forkDumpArgs, forkRestoreArgs, MASKED_FILE_SOURCES, type ExternalMountSource } from './criu-commands.js';
 
 export const ACTION_SCRIPT = path.join(import.meta.dirname, 'action-script.sh');
@@ -48,8 +49,11 @@ export class Criu {
     private readonly launcher: string | null,
   ) {}
 
-  /** Dumps with --leave-running: the source is frozen only while CRIU works, then runs on. */
-  async dump(req: DumpRequest): Promise<void> {
+  /**
+   * Dumps with --leave-running: the source is frozen only while CRIU works,
+   * then runs on. Resolves with how long it was stopped (ms), if CRIU said.
+   */
+  async dump(req: DumpRequest): Promise<{ sourceFrozenMs: number | null }> {
     const { ino } = await stat(req.netnsPath);
     const logFile = path.join(req.imagesDir, 'dump.log');
     const args = forkDumpArgs({
@@ -63,6 +67,8 @@ export class Criu {
     const env = req.snapshot ? { GROVE_SNAPSHOT_FROM: req.snapshot.from, GROVE_SNAPSHOT_TO: req.snapshot.to } : {};
     const res = await execa(this.binary, args, { env: { ...CRIU_ENV, ...env }, reject: false, timeout: 120_000 });
     if (res.exitCode !== 0) throw await this.failure('dump', logFile, res.stderr);
+    const stats = await readFile(path.join(req.imagesDir, 'stats-dump')).catch(() => Buffer.alloc(0));
+    return { sourceFrozenMs: sourceFrozenMs(stats) };
   }
 
   /** Restores a tree detached, as a new sibling; resolves with its init's host PID. */
