@@ -173,21 +173,11 @@ export class EgressGate {
 
   private async onRequest(branch: GateBranch, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const method = req.method ?? 'GET';
-    let target: ProxyTarget;
-    try {
-      target = parseProxyUrl(req.url ?? '');
-    } catch (err) {
-      return void sendHttp(res, 400, `Grove gate: ${(err as Error).message}\n`);
-    }
-    const gone = new AbortController();
-    res.on('close', () => gone.abort());
-    const outcome = await this.authorize(branch, target, method, gone.signal);
-    if (!outcome.ok) {
-      if (!('abandoned' in outcome)) sendHttp(res, outcome.status, outcome.message, outcome.verdict);
-      return;
-    }
+    const admitted = await this.admit(branch, () => parseProxyUrl(req.url ?? ''), method, res, (...a) => sendHttp(res, ...a));
+    if (!admitted) return;
+    const { target, ip } = admitted;
     const upstream = http.request({
-      host: outcome.ip,
+      host: ip,
       port: target.port,
       method,
       path: target.path ?? '/',
@@ -212,20 +202,10 @@ export class EgressGate {
 
   private async onConnect(branch: GateBranch, req: http.IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     socket.on('error', () => socket.destroy());
-    let target: ProxyTarget;
-    try {
-      target = parseConnectTarget(req.url ?? '');
-    } catch (err) {
-      return void sendRaw(socket, 400, `Grove gate: ${(err as Error).message}\n`);
-    }
-    const gone = new AbortController();
-    socket.on('close', () => gone.abort());
-    const outcome = await this.authorize(branch, target, 'CONNECT', gone.signal);
-    if (!outcome.ok) {
-      if (!('abandoned' in outcome)) sendRaw(socket, outcome.status, outcome.message, outcome.verdict);
-      return;
-    }
-    const upstream = net.connect({ host: outcome.ip, port: target.port });
+    const admitted = await this.admit(branch, () => parseConnectTarget(req.url ?? ''), 'CONNECT', socket, (...a) => sendRaw(socket, ...a));
+    if (!admitted) return;
+    const { target, ip } = admitted;
+    const upstream = net.connect({ host: ip, port: target.port });
     upstream.once('connect', () => {
       socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
       if (head.length) upstream.write(head);
@@ -245,6 +225,34 @@ export class EgressGate {
   // --- the decision ---------------------------------------------------------------
 
   /** Decides one request; resolves the name only once it may pass, then refuses Grove's and the host's own addresses. */
+  /**
+   * Parses what the client asks for and waits for the policy's (or a
+   * person's) answer, which it gives the client itself when it is a refusal:
+   * resolves with where to connect, or null when the request ends here. A
+   * client that hangs up (`client` closes) while held abandons its request.
+   */
+  private async admit(
+    branch: GateBranch,
+    parse: () => ProxyTarget,
+    method: string,
+    client: { on(event: 'close', listener: () => void): unknown },
+    refuse: (status: number, body: string, verdict?: EgressVerdict) => void,
+  ): Promise<{ target: ProxyTarget; ip: string } | null> {
+    let target: ProxyTarget;
+    try {
+      target = parse();
+    } catch (err) {
+      refuse(400, `Grove gate: ${(err as Error).message}\n`);
+      return null;
+    }
+    const gone = new AbortController();
+    client.on('close', () => gone.abort());
+    const outcome = await this.authorize(branch, target, method, gone.signal);
+    if (outcome.ok) return { target, ip: outcome.ip };
+    if (!('abandoned' in outcome)) refuse(outcome.status, outcome.message, outcome.verdict);
+    return null;
+  }
+
   private async authorize(branch: GateBranch, target: ProxyTarget, method: string, gone: AbortSignal): Promise<Outcome> {
     const dest = { host: target.host, port: target.port, method };
     const refuse = (status: number, verdict: EgressVerdict, by: string, why: string, request: string | null = null): Outcome => {
