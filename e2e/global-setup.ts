@@ -8,9 +8,9 @@ import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { execa } from 'execa';
 import { HelperClient } from '../main/src/helper-client/client.js';
 import { purge, REPO, startHelper, tail, testInstance } from '../privileged-helper/test/system/helper-process.js';
+import { removeOutsideWorld, type OutsidePlan } from '../privileged-helper/test/system/outside-world.js';
 
 const TSX = path.join(REPO, 'node_modules/tsx/dist/loader.mjs');
 
@@ -25,7 +25,7 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
   // The approvals test's "outside world" (egress.spec.ts): a netns of its own on
   // 10.218.0.4/30, apart from the system egress test's 10.218.0.0/30, that the
   // gate knows as outside.test. Held requests wait long enough for a person.
-  const outside = { ns: `grove-${instance.instance}-outside`, veth: `eo${instance.instance}`, hostSide: '10.218.0.5', address: '10.218.0.6' };
+  const outside: OutsidePlan = { ns: `grove-${instance.instance}-outside`, veth: `eo${instance.instance}`, hostSide: '10.218.0.5', address: '10.218.0.6' };
   instance.env.GROVE_GATE_HOSTS = `outside.test=${outside.address}`;
   instance.env.GROVE_GATE_TIMEOUT_MS = '90000';
   process.env.GROVE_E2E_OUTSIDE = JSON.stringify(outside);
@@ -35,7 +35,7 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
       controller.kill('SIGTERM');
       await new Promise((r) => controller!.once('exit', r));
     }
-    await removeOutside(outside);
+    await removeOutsideWorld(outside); // backstop for egress.spec.ts's own clean-up
     await purge(instance);
     rmSync(instance.pidFile, { force: true });
     rmSync(instance.pidNsFile, { force: true });
@@ -58,23 +58,6 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
     await teardown().catch(() => undefined);
     throw new Error(`e2e set-up failed: ${(err as Error).message}\n${log}`, { cause: err });
   }
-}
-
-/**
- * Backstop for egress.spec.ts's own clean-up: ends what still runs in the
- * outside netns (only the test's server runs there) and removes it and its veth.
- */
-async function removeOutside(o: { ns: string; veth: string }): Promise<void> {
-  const pids = await execa('ip', ['netns', 'pids', o.ns], { reject: false });
-  for (const pid of pids.stdout.split('\n').map(Number).filter((n) => n > 1)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-  await execa('ip', ['netns', 'del', o.ns], { reject: false });
-  await execa('ip', ['link', 'del', o.veth], { reject: false });
 }
 
 /** `grove app --web` against the socket; its first stdout line is the URL with the secret. */

@@ -1,64 +1,20 @@
-// Egress for real: the "outside world" is an HTTP server, a UDP echo and a UDP
+// Egress for real: the "outside world" (outside-world.ts) is an HTTP server, a UDP echo and a UDP
 // "DNS" in a network namespace of the test's own (10.218.0.2, with a veth to
 // the host), named outside.test through GROVE_GATE_HOSTS. Nothing beyond this
 // machine is contacted. A branch reaches it only through its gate, as its
 // policy says: deny, allow list, or held for a person's decision.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { EgressRequest, Workspace } from '../../src/protocol/entities.js';
+import { FETCH_THROUGH_GATE, OutsideWorld, removeOutsideWorld } from './outside-world.js';
 import { connect, createWorkspace, instance, track } from './support.js';
 
 const OUTSIDE = '10.218.0.2';
 const HOST_SIDE = '10.218.0.1';
 const GATE = 'http://169.254.77.1:3128'; // = http://grove-gate:3128 inside a configured branch
-
-/** The outside world: HTTP on :8080 (echoes method and path), UDP echo on :5353, a UDP "resolver" on :53. */
-const OUTSIDE_SERVER = `
-import http.server, socket, socketserver, sys, threading
-class H(http.server.BaseHTTPRequestHandler):
-    def handle_one(self):
-        n = int(self.headers.get('Content-Length') or 0)
-        if n: self.rfile.read(n)
-        print('HIT', self.command, self.path, flush=True)
-        body = ('hello from outside ' + self.command + ' ' + self.path).encode()
-        self.send_response(200)
-        self.send_header('Content-Length', str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    do_GET = do_POST = do_PUT = do_DELETE = handle_one
-    def log_message(self, *a): pass
-def udp(port):
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind(('${OUTSIDE}', port))
-    while True:
-        data, addr = s.recvfrom(2048)
-        print('UDP', port, flush=True)
-        s.sendto(data, addr)
-for p in (5353, 53):
-    threading.Thread(target=udp, args=(p,), daemon=True).start()
-srv = http.server.ThreadingHTTPServer(('${OUTSIDE}', 8080), H)
-print('READY', flush=True)
-srv.serve_forever()
-`;
-
-/** Inside a branch: one request through the gate (urllib with the proxy env); prints status and body as JSON. */
-const FETCH = `
-import json, sys, urllib.request, urllib.error
-method, url = sys.argv[1], sys.argv[2]
-req = urllib.request.Request(url, method=method, data=(b'payload' if method in ('POST', 'PUT') else None))
-try:
-    with urllib.request.urlopen(req, timeout=90) as r:
-        print(json.dumps({'status': r.status, 'body': r.read().decode()}))
-except urllib.error.HTTPError as e:
-    print(json.dumps({'status': e.code, 'body': e.read().decode()}))
-except Exception as e:
-    print(json.dumps({'status': 0, 'body': repr(e)}))
-`;
 
 /** Inside a branch: a CONNECT tunnel through the gate, then a plain request over it. */
 const TUNNEL = `
@@ -103,7 +59,7 @@ interface Fetched {
 async function fetchIn(client: HelperClient, ws: Workspace, method: string, url: string): Promise<Fetched> {
   const res = await client.request('exec.run', {
     workspace: ws.id,
-    argv: ['python3', '-c', FETCH, method, url],
+    argv: ['python3', '-c', FETCH_THROUGH_GATE, method, url],
     // Through the gate even for loopback: the workspace's own no_proxy would bypass it for 127.0.0.1.
     env: { http_proxy: GATE, https_proxy: GATE, no_proxy: '', NO_PROXY: '' },
     timeoutMs: 120_000,
@@ -127,16 +83,15 @@ async function bypassIn(client: HelperClient, ws: Workspace): Promise<Record<str
 describe('egress: policy, gate and approvals', () => {
   const ns = `egress-outside-${instance().instance}`;
   const veth = `eo${instance().instance}${randomBytes(2).toString('hex')}`;
-  let outside: ChildProcess | null = null;
-  let outsideLog = '';
+  let outside: OutsideWorld | null = null;
   let client: HelperClient;
   let approver: HelperClient;
   let ws: Workspace;
   const requests: EgressRequest[] = [];
   const made: string[] = [];
 
-  const hits = () => outsideLog.split('\n').filter((l) => l.startsWith('HIT')).length;
-  const udpHits = () => outsideLog.split('\n').filter((l) => l.startsWith('UDP')).length;
+  const hits = () => outside!.log.split('\n').filter((l) => l.startsWith('HIT')).length;
+  const udpHits = () => outside!.log.split('\n').filter((l) => l.startsWith('UDP')).length;
 
   async function nextHeld(after: number, timeoutMs = 30_000): Promise<EgressRequest> {
     const deadline = Date.now() + timeoutMs;
@@ -148,22 +103,7 @@ describe('egress: policy, gate and approvals', () => {
   }
 
   beforeAll(async () => {
-    await execa('ip', ['netns', 'del', ns], { reject: false });
-    await execa('ip', ['netns', 'add', ns]);
-    await execa('ip', ['link', 'add', veth, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', ns]);
-    await execa('ip', ['addr', 'add', `${HOST_SIDE}/30`, 'dev', veth]);
-    await execa('ip', ['link', 'set', veth, 'up']);
-    await execa('ip', ['-n', ns, 'link', 'set', 'lo', 'up']);
-    await execa('ip', ['-n', ns, 'addr', 'add', `${OUTSIDE}/30`, 'dev', 'eth0']);
-    await execa('ip', ['-n', ns, 'link', 'set', 'eth0', 'up']);
-    await execa('ip', ['-n', ns, 'route', 'add', 'default', 'via', HOST_SIDE]);
-    outside = spawn('ip', ['netns', 'exec', ns, 'python3', '-u', '-c', OUTSIDE_SERVER], { stdio: ['ignore', 'pipe', 'pipe'] });
-    outside.stdout!.on('data', (d: Buffer) => (outsideLog += d.toString()));
-    outside.stderr!.on('data', (d: Buffer) => (outsideLog += d.toString()));
-    outside.on('exit', (code, signal) => (outsideLog += `\nEXITED ${code ?? signal}\n`));
-    outside.on('error', (err) => (outsideLog += `\nERROR ${err.message}\n`));
-    for (let i = 0; i < 300 && !outsideLog.includes('READY') && !outsideLog.includes('EXITED'); i++) await sleep(100);
-    expect(outsideLog).toContain('READY');
+    outside = await OutsideWorld.start({ ns, veth, hostSide: HOST_SIDE, address: OUTSIDE });
 
     client = await connect('egress-test');
     approver = await connect('approver');
@@ -180,9 +120,7 @@ describe('egress: policy, gate and approvals', () => {
     for (const id of made.reverse()) await client?.request('workspace.delete', { workspace: id }).catch(() => undefined);
     client?.close();
     approver?.close();
-    outside?.kill('SIGTERM');
-    await execa('ip', ['netns', 'del', ns], { reject: false });
-    await execa('ip', ['link', 'del', veth], { reject: false });
+    await (outside?.stop() ?? removeOutsideWorld({ ns, veth }));
   });
 
   it('has an outside world the host itself can reach (control)', async () => {
@@ -336,7 +274,7 @@ describe('egress: policy, gate and approvals', () => {
     expect(hosts.stdout).toMatch(/^169\.254\.77\.1\s+grove-gate/);
     const viaProfile = await client.request('exec.run', {
       workspace: ws.id,
-      argv: ['sh', '-c', `. /etc/profile.d/grove-proxy.sh && python3 -c "$0" GET http://outside.test:8080/via-name`, FETCH],
+      argv: ['sh', '-c', `. /etc/profile.d/grove-proxy.sh && python3 -c "$0" GET http://outside.test:8080/via-name`, FETCH_THROUGH_GATE],
     });
     expect(JSON.parse(viaProfile.stdout)).toEqual({ status: 200, body: 'hello from outside GET /via-name' });
   });
