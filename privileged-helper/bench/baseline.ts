@@ -25,10 +25,10 @@ import path from 'node:path';
 import { allSettled } from '../src/branches/fork.js';
 import { snapshot } from '../src/host/btrfs.js';
 import { Criu } from '../src/host/criu/criu.js';
+import { mountOverlay } from '../src/host/overlay.js';
 import { applyFirewall, createNetns, createVeth, deleteNetns, netnsPath, planNetwork, type NetPlan } from '../src/host/netns.js';
 import { signalIfSame, startTime, waitGone } from '../src/host/proc.js';
 import { firstFrame } from '../src/host/rfb-probe.js';
-import { run } from '../src/host/run.js';
 import { EXTERNAL_BINDS } from '../src/workspaces/branch-storage.js';
 import { deleteWithRetry, unmountWithRetry } from './host-retry.js';
 
@@ -43,7 +43,7 @@ export interface BaselineSource {
    * overlay over its snapshot, since an overlay cannot be snapshotted as one
    * btrfs root (and CRIU's inotify file handles need the same kind of root).
    */
-  overlay: { lowerdir: string; options: string } | null;
+  overlay: { lower: string } | null;
   /** The source's named netns. */
   netns: string;
   /**
@@ -63,17 +63,15 @@ export async function readBaselineSource(where: { pid: number; subvolume: string
   return { pid: where.pid, subvolume: where.subvolume, overlay, netns: where.netns, binds: overlay ? EXTERNAL_BINDS : [] };
 }
 
-/** Reads the source's layout: an overlay mounted at overlayRoot, or a plain subvolume root. */
+/** Reads the source's layout: an overlay mounted at overlayRoot (its lower), or a plain subvolume root. */
 async function sourceLayout(overlayRoot: string): Promise<BaselineSource['overlay']> {
   const mounts = await readFile('/proc/self/mounts', 'utf8');
   for (const line of mounts.split('\n')) {
     const [, where, type, opts] = line.split(' ');
     if (where !== overlayRoot || type !== 'overlay' || !opts) continue;
-    const parts = opts.split(',');
-    const lowerdir = parts.find((o) => o.startsWith('lowerdir='))?.slice('lowerdir='.length);
-    if (!lowerdir) throw new Error(`overlay at ${overlayRoot} has no lowerdir`);
-    const keep = parts.filter((o) => /^(index|nfs_export|xino|redirect_dir|metacopy)=/.test(o));
-    return { lowerdir, options: keep.join(',') };
+    const lower = opts.split(',').find((o) => o.startsWith('lowerdir='))?.slice('lowerdir='.length);
+    if (!lower) throw new Error(`overlay at ${overlayRoot} has no lowerdir`);
+    return { lower };
   }
   return null;
 }
@@ -265,13 +263,9 @@ export class BaselineFork {
     await this.make(`subvolume ${copy.subvolume}`, () => snapshot(this.forkPoint, copy.subvolume), () => deleteWithRetry(copy.subvolume));
     const overlay = this.source.overlay;
     if (!overlay) return;
-    // As branch-storage.ts: an empty workdir (a copied overlay index fails with ESTALE).
-    const work = path.join(copy.subvolume, 'work');
-    await rm(work, { recursive: true, force: true });
-    await mkdir(work, { mode: 0o700 });
     await this.make(`directory ${copy.rootfs}`, () => mkdir(copy.rootfs, { recursive: true }), () => rm(copy.rootfs, { recursive: true, force: true }));
-    const options = [`lowerdir=${overlay.lowerdir}`, `upperdir=${path.join(copy.subvolume, 'upper')}`, `workdir=${work}`, overlay.options].filter(Boolean).join(',');
-    await this.make(`mount ${copy.rootfs}`, () => run('mount', ['-t', 'overlay', 'overlay', '-o', options, '--', copy.rootfs]), () => unmountWithRetry(copy.rootfs));
+    const layers = { lower: overlay.lower, upper: path.join(copy.subvolume, 'upper'), work: path.join(copy.subvolume, 'work') };
+    await this.make(`mount ${copy.rootfs}`, () => mountOverlay(copy.rootfs, layers), () => unmountWithRetry(copy.rootfs));
   }
 
   private async make(what: string, make: () => Promise<unknown>, remove: () => Promise<unknown>): Promise<void> {

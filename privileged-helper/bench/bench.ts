@@ -220,7 +220,7 @@ async function baselineSource(s: Session, source: Workspace): Promise<BaselineSo
   if (!existsSync(b.subvolume) || !existsSync(`/run/netns/${b.netns}`)) {
     throw new Error(`cannot find the source's subvolume ${b.subvolume} or netns ${b.netns}`);
   }
-  log(`source layout: ${b.overlay ? `overlay over ${b.overlay.lowerdir} (${b.overlay.options})` : 'plain btrfs subvolume root'}`);
+  log(`source layout: ${b.overlay ? `overlay over ${b.overlay.lower}` : 'plain btrfs subvolume root'}`);
   return b;
 }
 

@@ -82,7 +82,7 @@ async function boot(config: HelperConfig) {
     allowFaultInjection: config.allowFaultInjection,
     progress: (job, stage, message, done) => bus.broadcast('progress', { job, stage, message, done }),
   });
-  await reconcile({ config, pool, registry, ledger, crun, workspaces, log });
+  await reconcile({ config, pool, registry, ledger, crun, workspaces, storage, log });
   const services = {
     registry,
     bus,

@@ -11,6 +11,7 @@ import { deleteNetns, listNetns } from './host/netns.js';
 import type { PoolLayout } from './host/pool.js';
 import { removePartialStreams } from './images/image-builder.js';
 import type { Registry } from './registry/registry.js';
+import type { BranchStorage } from './workspaces/branch-storage.js';
 import type { HostLedger } from './workspaces/ledger.js';
 import type { WorkspaceService } from './workspaces/workspace-service.js';
 
@@ -21,6 +22,7 @@ export interface ReconcileDeps {
   ledger: HostLedger;
   crun: Crun;
   workspaces: WorkspaceService;
+  storage: BranchStorage;
   log: (msg: string) => void;
 }
 
@@ -37,7 +39,7 @@ export async function reconcile(d: ReconcileDeps): Promise<void> {
 
 /** Merged roots (mounts and their directories) in no record: deepest mounts first. */
 async function removeUnrecordedRoots(d: ReconcileDeps, recorded: Set<string>): Promise<void> {
-  const rootsDir = path.join(d.config.runDir, 'roots');
+  const { rootsDir } = d.storage;
   const stale = [...(await mountPoints())].filter((m) => m.startsWith(`${rootsDir}/`) && !recorded.has(`mount:${m}`));
   for (const m of stale.sort((a, b) => b.length - a.length)) {
     d.log(`removing unrecorded mount ${m}`);

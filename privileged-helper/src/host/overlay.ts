@@ -1,6 +1,6 @@
 // Overlay and bind mounts for branch roots (see workspaces/branch-storage.ts
 // for the layout and why each option is there).
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import { run } from './run.js';
 
 export interface OverlayLayers {
@@ -8,7 +8,7 @@ export interface OverlayLayers {
   lower: string;
   /** The branch's private writes. */
   upper: string;
-  /** Overlay's scratch dir: on the upper's file system and subvolume, empty at mount. */
+  /** Overlay's scratch dir: on the upper's file system and subvolume (rename across subvolumes is EXDEV); emptied at every mount. */
   work: string;
 }
 
@@ -28,7 +28,14 @@ export function overlayOptions(layers: OverlayLayers): string {
   return [`lowerdir=${layers.lower}`, `upperdir=${layers.upper}`, `workdir=${layers.work}`, ...OVERLAY_OPTIONS].join(',');
 }
 
+/**
+ * Mounts the overlay at `target`. The workdir is emptied first: a workdir
+ * copied along with its upper (a fork's snapshot) holds an index that refers
+ * to the other upper, and the mount then fails with ESTALE.
+ */
 export async function mountOverlay(target: string, layers: OverlayLayers): Promise<void> {
+  await rm(layers.work, { recursive: true, force: true });
+  await mkdir(layers.work, { mode: 0o700 });
   await mkdir(target, { recursive: true, mode: 0o755 });
   await run('mount', ['-t', 'overlay', '-o', overlayOptions(layers), '--', 'overlay', target]);
 }

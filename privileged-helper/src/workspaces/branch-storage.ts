@@ -9,7 +9,7 @@
 //   pool/workspaces/<id>/    the branch's own files (subvolume): what forks and versions snapshot
 //     lower                  text: the path of its read-only lower (the image it was made from)
 //     upper/                 overlay upper: the branch's writes outside /root
-//     work/                  overlay workdir, made empty at every mount
+//     work/                  overlay workdir, emptied at every mount (host/overlay.ts)
 //     home/                  /root, bind-mounted over the overlay
 //   run/roots/<id>           the merged root (overlay + home at /root): what the
 //                            container, CRIU's --root and diffs see
@@ -21,11 +21,7 @@
 // keeps its profile, is therefore a plain btrfs directory, bind-mounted; CRIU
 // treats it as an external mount (EXTERNAL_BINDS), restored from the child's
 // own copy.
-//
-// Why the workdir is emptied: it lives in the snapshot a child inherits, and a
-// copied overlay index refers to the parent's upper (ESTALE at mount). It must
-// be in the same subvolume as the upper (rename across subvolumes is EXDEV).
-import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createSubvolume, deleteSubvolume, snapshot } from '../host/btrfs.js';
 import { isMounted } from '../host/mounts.js';
@@ -45,7 +41,8 @@ export interface ExternalBind {
 export class BranchStorage {
   constructor(
     private readonly pool: PoolLayout,
-    private readonly rootsDir: string,
+    /** Where merged roots are mounted, one directory per branch. */
+    readonly rootsDir: string,
     private readonly ledger: HostLedger,
   ) {}
 
@@ -113,11 +110,8 @@ export class BranchStorage {
     const files = this.filesPath(ws);
     const root = this.rootfsPath(ws);
     const lower = (await readFile(path.join(files, 'lower'), 'utf8')).trim();
-    const work = path.join(files, 'work');
-    await rm(work, { recursive: true, force: true });
-    await mkdir(work, { mode: 0o700 });
     await this.ledger.make({ kind: 'directory', name: root, owner: ws.id }, () => mkdir(root, { recursive: true, mode: 0o755 }));
-    await this.ledger.make({ kind: 'mount', name: root, owner: ws.id }, () => mountOverlay(root, { lower, upper: path.join(files, 'upper'), work }));
+    await this.ledger.make({ kind: 'mount', name: root, owner: ws.id }, () => mountOverlay(root, { lower, upper: path.join(files, 'upper'), work: path.join(files, 'work') }));
     for (const b of this.externalBinds(ws)) {
       const target = path.join(root, b.containerPath);
       await this.ledger.make({ kind: 'mount', name: target, owner: ws.id }, () => bindMount(b.source, target));
