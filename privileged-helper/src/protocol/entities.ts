@@ -1,6 +1,7 @@
 // The objects the helper reports to its clients. One definition: TypeScript types
 // are inferred from these schemas, and clients validate what they receive with them.
 import { z } from 'zod';
+import { Maker } from './identity.js';
 import { Id, ImageName, Name, Port } from './names.js';
 
 export const ImageState = z.enum(['absent', 'building', 'ready', 'failed']);
@@ -46,6 +47,8 @@ export const Workspace = z.strictObject({
   version: Id.nullable(),
   /** The workspace's main line: it holds the stable host ports. */
   main: z.boolean(),
+  /** Who made it (created it, or forked it from its parent); null for branches older than identities. */
+  madeBy: Maker.nullable(),
 });
 export type Workspace = z.infer<typeof Workspace>;
 
@@ -189,23 +192,16 @@ export const EgressPolicy = z.strictObject({
 });
 export type EgressPolicy = z.infer<typeof EgressPolicy>;
 
-/** A request the gate holds until a person decides (the approvals queue). */
-export const EgressRequest = z.strictObject({
-  id: z.string().regex(/^q[0-9a-f]{8}$/),
-  workspace: Id,
-  workspaceName: z.string(),
-  host: z.string(),
-  port: Port,
-  /** HTTP method, or CONNECT for a tunnel (HTTPS). */
-  method: z.string(),
-  /** The full URL of a plain-HTTP request; null for a tunnel. */
-  url: z.string().nullable(),
-  /** Why it is held: a destination not on the allow list, or a mutating request under holdMutating. */
-  reason: z.enum(['destination', 'mutating']),
-  at: z.string(),
-  expiresAt: z.string(),
+/** A change to one branch's policy: fields left out stay as they are. */
+export const EgressChange = z.strictObject({
+  mode: EgressMode.optional(),
+  holdMutating: z.boolean().optional(),
+  /** Destinations added to the allow list. */
+  allow: z.array(EgressRule).max(64).optional(),
+  /** Destinations removed from the allow list (a rule without port removes every rule for the host). */
+  remove: z.array(EgressRule).max(64).optional(),
 });
-export type EgressRequest = z.infer<typeof EgressRequest>;
+export type EgressChange = z.infer<typeof EgressChange>;
 
 export const EgressVerdict = z.enum(['allowed', 'denied', 'held', 'approved', 'rejected', 'timeout', 'abandoned', 'failed']);
 export type EgressVerdict = z.infer<typeof EgressVerdict>;
@@ -222,7 +218,7 @@ export const EgressLogEntry = z.strictObject({
   method: z.string(),
   url: z.string().nullable(),
   verdict: EgressVerdict,
-  /** 'policy', 'timeout', or the client that decided (e.g. 'cli:grove-cli'). */
+  /** 'policy', 'timeout', 'gate', or the person who decided ('person:alice'). */
   decidedBy: z.string(),
   detail: z.string().nullable(),
 });
@@ -233,6 +229,5 @@ export const EgressStatus = z.strictObject({
   policy: EgressPolicy,
   /** Packets the branch's firewall dropped since its network was made (0 while it is not running). */
   dropped: z.strictObject({ tcp: z.number().int(), udp: z.number().int(), other: z.number().int() }),
-  pending: z.array(EgressRequest),
 });
 export type EgressStatus = z.infer<typeof EgressStatus>;

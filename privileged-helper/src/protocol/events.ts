@@ -1,8 +1,11 @@
 // Events the helper publishes: topic → payload schema. Broadcast topics reach
 // every subscribed connection; exec.* topics reach only the session's owner.
+// An event a call caused carries the caller's identity in its envelope (`by`).
 import { z } from 'zod';
+import { Approval, AuditEntry, Grant } from './approvals.js';
+import { DesktopAction } from './desktop.js';
 import { ImageName, Id } from './names.js';
-import { EgressRequest, EgressVerdict, Workspace } from './entities.js';
+import { EgressVerdict, Workspace } from './entities.js';
 
 export const events = {
   /** Progress of a long operation (an image build, later forks). */
@@ -17,8 +20,15 @@ export const events = {
   'workspace.removed': z.strictObject({ id: Id }),
   'exec.output': z.strictObject({ session: z.string(), data: z.string() }),
   'exec.exit': z.strictObject({ session: z.string(), exitCode: z.number().int(), signal: z.string().nullable() }),
-  /** A request the gate holds for a person's decision. */
-  'egress.request': EgressRequest,
+  /** A request joined the approvals queue (an agent's, or a connection the gate holds). */
+  'approval.opened': Approval,
+  /** A request was decided, carried out, withdrawn or timed out. */
+  'approval.changed': Approval,
+  'grant.changed': z.strictObject({ grant: Grant, revoked: z.boolean() }),
+  /** Every call that changes something, with who made it. */
+  audit: AuditEntry,
+  /** Every computer-use call on a branch's desktop. */
+  'desktop.action': DesktopAction,
   /** The verdict on an egress attempt (by policy, by a person, or by timeout). */
   'egress.decision': z.strictObject({
     request: z.string().nullable(),

@@ -3,11 +3,15 @@
 // typed clients derive their signatures from it. Params objects are strict:
 // unknown fields are refused, not ignored.
 import { z } from 'zod';
-import { DoctorReport, EgressLogEntry, EgressMode, EgressPolicy, EgressRequest, EgressRule, EgressStatus, ExecResult, ForkReport, ForkStage, Image, PerfReport, Version, Workspace } from './entities.js';
+import { DoctorReport, EgressChange, EgressLogEntry, EgressPolicy, EgressStatus, ExecResult, ForkReport, ForkStage, Image, PerfReport, Version, Workspace } from './entities.js';
+import { AgentRequestAction, AgentRequestKind, Approval, ApprovalId, AuditEntry, Grant, GrantId } from './approvals.js';
+import { MAX_TYPED_CHARS, MouseButton, Point, PointerState, Region, Screenshot, WaitCondition, WaitResult } from './desktop.js';
+import { Actor } from './identity.js';
 import { TreeDiff } from './diff.js';
 import { Id, ImageName, Name, Port, WorkspaceRef } from './names.js';
 
-export const PROTOCOL_VERSION = 1;
+/** 2: identities from peer credentials, the approvals queue, the computer-use API. */
+export const PROTOCOL_VERSION = 2;
 
 const Empty = z.strictObject({});
 const ByWorkspace = z.strictObject({ workspace: WorkspaceRef });
@@ -17,6 +21,10 @@ const Argv = z.array(z.string().max(4096).refine((s) => !s.includes('\0'), 'NUL 
 const EnvVars = z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'bad environment variable name'), z.string().max(4096));
 const TermSize = { cols: z.number().int().min(1).max(1000), rows: z.number().int().min(1).max(500) };
 const SessionId = z.string().regex(/^s[0-9]+$/);
+const Coordinate = Point.shape.x;
+/** Where a pointer action happens; the current pointer position when left out. */
+const At = { x: Coordinate.optional(), y: Coordinate.optional() };
+const Note = z.string().max(2000);
 
 export const ClientKind = z.enum(['cli', 'app', 'test']);
 
@@ -31,6 +39,8 @@ export const methods = {
       helperVersion: z.string(),
       epoch: z.string(),
       capabilities: z.array(z.string()),
+      /** Who the helper takes this connection for (from the kernel's peer credentials). */
+      identity: Actor,
     }),
   },
   'events.subscribe': {
@@ -134,28 +144,8 @@ export const methods = {
   },
   'egress.status': { params: ByWorkspace, result: EgressStatus },
   'egress.set': {
-    params: z.strictObject({
-      workspace: WorkspaceRef,
-      mode: EgressMode.optional(),
-      holdMutating: z.boolean().optional(),
-      /** Destinations added to the allow list. */
-      allow: z.array(EgressRule).max(64).optional(),
-      /** Destinations removed from the allow list (a rule without port removes every rule for the host). */
-      remove: z.array(EgressRule).max(64).optional(),
-    }),
+    params: EgressChange.extend({ workspace: WorkspaceRef }),
     result: EgressPolicy,
-  },
-  'egress.pending': {
-    params: z.strictObject({ workspace: WorkspaceRef.optional() }),
-    result: z.array(EgressRequest),
-  },
-  'egress.approve': {
-    params: z.strictObject({ request: EgressRequest.shape.id, always: z.boolean().optional() }),
-    result: EgressRequest,
-  },
-  'egress.deny': {
-    params: z.strictObject({ request: EgressRequest.shape.id }),
-    result: EgressRequest,
   },
   'egress.log': {
     params: z.strictObject({ workspace: WorkspaceRef.optional(), limit: z.number().int().min(1).max(10_000).optional() }),
@@ -163,6 +153,98 @@ export const methods = {
   },
   /** Fork history and memory per running branch and of the host; cheap enough to poll every few seconds. */
   'perf.get': { params: Empty, result: PerfReport },
+
+  // The approvals queue: requests only a person decides.
+  'approval.list': {
+    params: z.strictObject({ workspace: WorkspaceRef.optional(), all: z.boolean().optional() }),
+    /** Open requests (pending or being carried out), oldest first; with all, recently closed ones too. */
+    result: z.array(Approval),
+  },
+  'approval.get': { params: z.strictObject({ id: ApprovalId }), result: Approval },
+  /** An agent asks a person to do something only a person may do; it runs when a person approves it. */
+  'approval.create': {
+    params: z.strictObject({
+      workspace: WorkspaceRef,
+      action: AgentRequestAction,
+      reason: z.string().trim().min(1, 'say why: the person deciding reads it').max(2000),
+      /** How long the request may wait for a decision (default: the helper's, GROVE_APPROVAL_TIMEOUT_MS). */
+      timeoutS: z.number().int().min(10).max(86_400).optional(),
+    }),
+    result: Approval,
+  },
+  /** Waits until the request is decided and carried out, or timeoutMs passes; answers its state then. */
+  'approval.wait': { params: z.strictObject({ id: ApprovalId, timeoutMs: z.number().int().min(0).max(300_000) }), result: Approval },
+  /** The agent that asked takes its request back. */
+  'approval.withdraw': { params: z.strictObject({ id: ApprovalId }), result: Approval },
+  /** A person lets it happen (always: a held connection's destination joins the branch's allow list). */
+  'approval.approve': { params: z.strictObject({ id: ApprovalId, always: z.boolean().optional(), note: Note.optional() }), result: Approval },
+  'approval.deny': { params: z.strictObject({ id: ApprovalId, note: Note.optional() }), result: Approval },
+  'grant.list': { params: z.strictObject({ workspace: WorkspaceRef.optional() }), result: z.array(Grant) },
+  /** A person lets agents do one kind of thing in one workspace (every branch of its tree) without asking. */
+  'grant.set': { params: z.strictObject({ workspace: WorkspaceRef, kind: AgentRequestKind }), result: Grant },
+  'grant.revoke': { params: z.strictObject({ grant: GrantId }), result: Grant },
+  /** Who did what, newest last. */
+  'audit.list': {
+    params: z.strictObject({ workspace: WorkspaceRef.optional(), limit: z.number().int().min(1).max(10_000).optional() }),
+    result: z.array(AuditEntry),
+  },
+
+  // Computer use: a branch's desktop, driven over its own VNC server from the host.
+  'desktop.screenshot': {
+    params: z.strictObject({
+      workspace: WorkspaceRef,
+      /** Only this part of the screen (default: all of it). */
+      region: Region.optional(),
+      /** Scale the picture down by this factor (0 < scale ≤ 1). */
+      scale: z.number().gt(0).max(1).optional(),
+    }),
+    result: Screenshot,
+  },
+  'desktop.cursor': { params: ByWorkspace, result: PointerState },
+  'desktop.move': { params: z.strictObject({ workspace: WorkspaceRef, x: Coordinate, y: Coordinate }), result: PointerState },
+  'desktop.click': {
+    params: z.strictObject({
+      workspace: WorkspaceRef,
+      ...At,
+      button: MouseButton.optional(),
+      /** 2: double click, 3: triple click. */
+      count: z.number().int().min(1).max(3).optional(),
+      /** Keys held during the click, e.g. 'shift' or 'ctrl+alt'. */
+      modifiers: z.string().max(64).optional(),
+    }),
+    result: PointerState,
+  },
+  /** Presses or releases one mouse button (for drags an agent paces itself). */
+  'desktop.button': {
+    params: z.strictObject({ workspace: WorkspaceRef, ...At, button: MouseButton.optional(), action: z.enum(['down', 'up']) }),
+    result: PointerState,
+  },
+  'desktop.drag': {
+    params: z.strictObject({ workspace: WorkspaceRef, from: Point, to: Point, button: MouseButton.optional() }),
+    result: PointerState,
+  },
+  /** Wheel notches: dy > 0 scrolls down, dx > 0 right. */
+  'desktop.scroll': {
+    params: z.strictObject({ workspace: WorkspaceRef, ...At, dx: z.number().int().min(-50).max(50), dy: z.number().int().min(-50).max(50) }),
+    result: PointerState,
+  },
+  /** Key combos written the usual way ('ctrl+l', 'alt+F4', 'Return'); several separated by spaces are pressed in turn. */
+  'desktop.key': { params: z.strictObject({ workspace: WorkspaceRef, keys: z.string().trim().min(1).max(256) }), result: PointerState },
+  /** Types any Unicode text as key presses. */
+  'desktop.type': {
+    params: z.strictObject({ workspace: WorkspaceRef, text: z.string().min(1).max(MAX_TYPED_CHARS, `text is at most ${MAX_TYPED_CHARS} characters a call`) }),
+    result: PointerState,
+  },
+  /** Waits until the screen has not changed for quietMs (still), or until it changes (changed). */
+  'desktop.wait': {
+    params: z.strictObject({
+      workspace: WorkspaceRef,
+      until: WaitCondition,
+      timeoutMs: z.number().int().min(1).max(120_000),
+      quietMs: z.number().int().min(50).max(10_000).optional(),
+    }),
+    result: WaitResult,
+  },
 } as const;
 
 export type Methods = typeof methods;

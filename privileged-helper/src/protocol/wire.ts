@@ -1,17 +1,23 @@
 // Envelopes on the socket: newline-delimited JSON, one message per line.
 //   request  {id, method, params}
 //   response {id, result} | {id, error: {code, message}}
-//   event    {event, seq, data}
+//   event    {event, seq, data, by?}   by: the identity of the call that caused it
 import { z } from 'zod';
+import { Actor } from './identity.js';
 
-/** A line longer than this is refused (and skipped) without being parsed. */
+/** A request line longer than this is refused (and skipped) without being parsed. */
 export const MAX_MESSAGE_BYTES = 4 << 20;
+/** Replies may be larger (a full-size screenshot): clients read lines up to this. */
+export const MAX_REPLY_BYTES = 32 << 20;
 
 export const ErrorCode = z.enum([
   'E_PARSE', // the line is not JSON
   'E_TOO_LARGE', // the line exceeds MAX_MESSAGE_BYTES
   'E_INVALID_REQUEST', // not a {id, method, params} envelope
   'E_HANDSHAKE_REQUIRED', // a request before hello
+  'E_FORBIDDEN', // the caller's role may not do this (the message says how to ask a person)
+  'E_DENIED', // a person denied the request
+  'E_TIMEOUT', // nobody decided the request in time
   'E_PROTOCOL_VERSION', // hello with a protocol this helper does not speak
   'E_UNKNOWN_METHOD',
   'E_INVALID_PARAMS', // params fail the method's schema (unknown fields included)
@@ -48,6 +54,7 @@ export const EventEnvelope = z.strictObject({
   event: z.string(),
   seq: z.number().int(),
   data: z.unknown(),
+  by: Actor.optional(),
 });
 
 /** An error that crosses the socket with a stable code. */
