@@ -52,17 +52,23 @@ fi
 step "CRIU ≥ 4.2"
 "$repo/build/host/criu.sh"
 
-step "ksm-exec (marks workspace processes mergeable for KSM)"
-ksm_src="$repo/privileged-helper/native/ksm-exec.c"
-ksm_bin="$GROVE_CACHE/bin/ksm-exec"
-if [ ! -x "$ksm_bin" ] || [ "$ksm_src" -nt "$ksm_bin" ]; then
-  mkdir -p "$GROVE_CACHE/bin"
-  cc -O2 -Wall -Werror -o "$ksm_bin" "$ksm_src"
-  echo "built $ksm_bin" >&2
-else
-  echo "up to date" >&2
-fi
+step "native helpers (ksm-exec marks workspace processes mergeable; peercred.node reads a peer's credentials)"
+build_native() { # SOURCE TARGET CC-ARGS...
+  local src="$1" out="$2"; shift 2
+  if [ ! -e "$out" ] || [ "$src" -nt "$out" ]; then
+    mkdir -p "$(dirname "$out")"
+    cc -O2 -Wall -Werror "$@" -o "$out.tmp" "$src" && mv "$out.tmp" "$out"
+    echo "built $out" >&2
+  else
+    echo "up to date: $out" >&2
+  fi
+}
+build_native "$repo/privileged-helper/native/ksm-exec.c" "$GROVE_CACHE/bin/ksm-exec"
+build_native "$repo/privileged-helper/native/peercred.c" "$GROVE_CACHE/lib/peercred.node" \
+  -shared -fPIC -DNODE_GYP_MODULE_NAME=peercred -I"$(dirname "$(command -v node)")/../include/node"
 
-step "grove group"
-getent group grove >/dev/null || groupadd --system grove
-echo "group grove: $(getent group grove)" >&2
+step "groups: grove (persons) and grove-agent (agents)"
+for g in grove grove-agent; do
+  getent group "$g" >/dev/null || groupadd --system "$g"
+  echo "group $g: $(getent group "$g")" >&2
+done

@@ -13,9 +13,17 @@ export interface HelperConfig {
   instance: string;
   stateDir: string;
   runDir: string;
+  /** The person socket (root and `group`). */
   socketPath: string;
+  /** The agent socket (`agentGroup`), in a directory of its own. */
+  agentSocketPath: string;
   cacheDir: string;
   group: string;
+  agentGroup: string;
+  /** native/peercred.c, built by build/host/setup.sh: peer credentials of each connection. */
+  peercredAddon: string;
+  /** How long an agent's request waits for a person by default. */
+  approvalTimeoutMs: number;
   pool: { device: string | null; loopFile: string; sizeGiB: number; mountPoint: string };
   /** /16 from which each workspace gets a /30 for its veth pair. */
   subnet: string;
@@ -34,13 +42,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HelperConfig {
   const cacheDir = env.GROVE_CACHE ?? '/var/cache/grove';
   const sizeGiB = Number(env.GROVE_POOL_SIZE_GIB ?? '40');
   if (!Number.isInteger(sizeGiB) || sizeGiB < 4) throw new Error('GROVE_POOL_SIZE_GIB must be an integer ≥ 4');
+  const approvalTimeoutMs = Number(env.GROVE_APPROVAL_TIMEOUT_MS ?? 15 * 60_000);
+  if (!Number.isInteger(approvalTimeoutMs) || approvalTimeoutMs < 1000) throw new Error('GROVE_APPROVAL_TIMEOUT_MS must be an integer ≥ 1000');
   return {
     instance: Instance.parse(env.GROVE_INSTANCE ?? 'g'),
     stateDir,
     runDir,
     socketPath: env.GROVE_SOCKET ?? path.join(runDir, 'helper.sock'),
+    agentSocketPath: env.GROVE_AGENT_SOCKET ?? path.join(`${runDir}-agent`, 'agent.sock'),
     cacheDir,
     group: env.GROVE_GROUP ?? 'grove',
+    agentGroup: env.GROVE_AGENT_GROUP ?? 'grove-agent',
+    peercredAddon: env.GROVE_PEERCRED ?? path.join(cacheDir, 'lib/peercred.node'),
+    approvalTimeoutMs,
     pool: {
       device: env.GROVE_POOL_DEVICE ?? null,
       loopFile: path.join(stateDir, 'pool.img'),

@@ -29,6 +29,14 @@ import { DEFAULT_HOLD_TIMEOUT_MS, EgressGate } from './egress/gate.js';
 import { EgressService } from './egress/egress-service.js';
 import { parseHostsMap } from './egress/policy.js';
 import { PerfService } from './perf/perf-service.js';
+import { ApprovalQueue } from './approvals/approval-queue.js';
+import { ApprovalService } from './approvals/approval-service.js';
+import { PreviewMaker } from './approvals/preview.js';
+import { AuditLog } from './audit/audit-log.js';
+import type { AuthorityLookup } from './auth/authority.js';
+import { loadPeerCredentials } from './auth/peer-identity.js';
+import { DesktopService } from './desktop/desktop-service.js';
+import { createHandlers } from './server/handlers.js';
 
 const log = (msg: string) => process.stderr.write(`[grove-helper] ${msg}\n`);
 
@@ -46,26 +54,41 @@ async function boot(config: HelperConfig) {
   const crun = new Crun(path.join(config.runDir, 'crun'), launcher);
   const ledger = new HostLedger(registry, crun);
   const bus = new EventBus();
+  const approvalQueue = new ApprovalQueue({
+    opened: (a) => bus.broadcast('approval.opened', a),
+    changed: (a) => bus.broadcast('approval.changed', a),
+  });
+  const exec = new ExecService();
+  const desktop = new DesktopService({
+    publish: (action) => bus.broadcast('desktop.action', action),
+    exec: (t, req) => exec.run({ pid: t.pid, pidStart: t.pidStart }, req),
+    log,
+  });
   const storage = new BranchStorage(pool, path.join(config.runDir, 'roots'), ledger);
   const images = new ImageBuilder(config, pool, registry, () => storage.lowersInUse());
   const gate = new EgressGate({
     registry,
+    approvals: approvalQueue,
     subnet: config.subnet,
     holdTimeoutMs: Number(process.env.GROVE_GATE_TIMEOUT_MS ?? DEFAULT_HOLD_TIMEOUT_MS),
     staticHosts: parseHostsMap(process.env.GROVE_GATE_HOSTS),
     publish: {
-      request: (req) => bus.broadcast('egress.request', req),
       decision: (d) => bus.broadcast('egress.decision', d),
     },
     log,
   });
   const runtime = new BranchRuntime(config, registry, ledger, crun, storage, gate);
   const egress = new EgressService(registry, gate, (ws) => runtime.netPlan(ws));
-  const removed = (id: string) => bus.broadcast('workspace.removed', { id });
+  const removed = (id: string) => {
+    desktop.forget(id);
+    approvalQueue.abandonBranch(id, 'the branch was removed');
+    bus.broadcast('workspace.removed', { id });
+  };
   const workspaces = new WorkspaceService(registry, ledger, runtime, storage, images, {
     changed: (workspace) => {
       bus.broadcast('workspace.changed', { workspace });
       if (workspace.state === 'running') ksm.boost(); // new pages to merge (a start, a fork, a rollback)
+      else desktop.forget(workspace.id);
     },
     removed,
   });
@@ -83,6 +106,26 @@ async function boot(config: HelperConfig) {
     progress: (job, stage, message, done) => bus.broadcast('progress', { job, stage, message, done }),
   });
   await reconcile({ config, pool, registry, ledger, crun, workspaces, storage, log });
+  const promotions = new PromoteService(registry, runtime, workspaces, versions, removed);
+  const audit = new AuditLog(registry, (entry) => bus.broadcast('audit', entry), log);
+  const approvals = new ApprovalService({
+    registry,
+    queue: approvalQueue,
+    workspaces,
+    promotions,
+    egress,
+    previews: new PreviewMaker({ registry, runtime, storage, desktop }),
+    audit,
+    defaultTimeoutMs: config.approvalTimeoutMs,
+    grantChanged: (grant, revoked) => bus.broadcast('grant.changed', { grant, revoked }),
+  });
+  const authority: AuthorityLookup = {
+    branch: (ref) => {
+      const ws = registry.findWorkspace(ref);
+      return ws && { name: ws.name, treeId: ws.treeId, madeByAgentUid: ws.madeBy?.role === 'agent' ? ws.madeBy.uid : null };
+    },
+    grant: (treeId, kind) => registry.findGrant(treeId, kind),
+  };
   const services = {
     registry,
     bus,
@@ -92,23 +135,33 @@ async function boot(config: HelperConfig) {
     storage,
     forks,
     versions,
-    promotions: new PromoteService(registry, runtime, workspaces, versions, removed),
-    exec: new ExecService(),
+    promotions,
+    exec,
     doctor: new Doctor(config),
     egress,
     perf: new PerfService(registry),
+    approvals,
+    audit,
+    desktop,
+    authority,
   };
   return { db, services };
 }
 
 async function serve(config: HelperConfig): Promise<void> {
+  const credentials = loadPeerCredentials(config.peercredAddon);
   const { db, services } = await boot(config);
-  const gid = await ensureGroup(config.group);
-  const server = await listen(config.socketPath, gid, services, log);
-  log(`listening on ${config.socketPath} (instance ${config.instance}, epoch ${services.bus.epoch})`);
+  const groups = { person: await ensureGroup(config.group), agent: await ensureGroup(config.agentGroup) };
+  const deps = { services, handlers: createHandlers(services), groups, credentials, log };
+  const servers = [
+    await listen({ path: config.socketPath, role: 'person', gid: groups.person }, deps),
+    await listen({ path: config.agentSocketPath, role: 'agent', gid: groups.agent }, deps),
+  ];
+  log(`listening on ${config.socketPath} (persons) and ${config.agentSocketPath} (agents); instance ${config.instance}, epoch ${services.bus.epoch}`);
   const shutdown = async (signal: string) => {
     log(`${signal}: closing; running workspaces keep running and are adopted on the next start`);
-    server.close();
+    for (const server of servers) server.close();
+    await services.desktop.closeAll();
     await services.runtime.detachAll();
     db.close();
     process.exit(0);
@@ -124,6 +177,7 @@ async function purge(config: HelperConfig): Promise<void> {
   await unmountPool(config);
   await rm(config.stateDir, { recursive: true, force: true });
   await rm(config.runDir, { recursive: true, force: true });
+  await rm(path.dirname(config.agentSocketPath), { recursive: true, force: true });
   log(`purged instance ${config.instance}`);
 }
 

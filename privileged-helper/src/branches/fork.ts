@@ -19,6 +19,7 @@ import { netnsPath } from '../host/netns.js';
 import { isSameProcess } from '../host/proc.js';
 import { firstFrame } from '../host/rfb-probe.js';
 import type { ForkReport, ForkStage, Workspace } from '../protocol/entities.js';
+import type { Maker } from '../protocol/identity.js';
 import { GroveError } from '../protocol/wire.js';
 import type { BranchDeps } from './branch-deps.js';
 import type { WorkspaceRecord } from '../registry/registry.js';
@@ -29,6 +30,8 @@ export const MAX_COPIES = 16;
 export interface ForkOptions {
   copies: number;
   names?: string[];
+  /** Who forks: the children are theirs (an agent may discard what it forked without asking). */
+  madeBy: Maker;
   /** Test switch: fail right after this stage (refused unless the helper allows fault injection). */
   faultAt?: ForkStage;
 }
@@ -100,7 +103,7 @@ class ForkTransaction {
     const names = this.opts.names ?? this.childNames();
     const ports = this.d.registry.ports(this.source.id).map((p) => p.containerPort);
     for (const name of names) {
-      const child = this.d.workspaces.reserve({ name, image: this.source.image, parent: this.source, ports });
+      const child = this.d.workspaces.reserve({ name, image: this.source.image, parent: this.source, ports, madeBy: this.opts.madeBy });
       this.children.push(child);
       await this.d.runtime.makeNetwork(child);
     }

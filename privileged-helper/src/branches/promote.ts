@@ -40,13 +40,14 @@ export class PromoteService {
     this.swapLeases(branch, main);
     if (oldMain === 'keep') {
       if (main.state === 'running') await this.runtime.openForwarders(this.workspaces.record(main.id));
-      this.workspaces.publish(main.id);
     } else {
       await this.workspaces.destroy(main);
       this.removed(main.id);
     }
     this.registry.setMain(branch.treeId, branch.id);
     await this.runtime.openForwarders(this.workspaces.record(branch.id));
+    // Announced after the switch, so no listener ever sees two main lines.
+    if (oldMain === 'keep') this.workspaces.publish(main.id);
     return this.workspaces.publish(branch.id);
   }
 

@@ -1,18 +1,13 @@
 // Egress, the API side: each branch's policy (stored in the registry, inherited
-// by forks), its firewall's drop counters, the approvals queue and the log.
+// by forks), its firewall's drop counters and the log. (Held requests wait in
+// the approvals queue: approvals/.)
 import type { NetPlan } from '../host/netns.js';
-import type { EgressLogEntry, EgressPolicy, EgressRequest, EgressRule, EgressStatus } from '../protocol/entities.js';
+import type { EgressChange, EgressLogEntry, EgressPolicy, EgressRule, EgressStatus } from '../protocol/entities.js';
+import type { Actor } from '../protocol/identity.js';
 import type { Registry, WorkspaceRecord } from '../registry/registry.js';
 import { readDropCounters } from './counters.js';
 import type { EgressGate } from './gate.js';
 import { editAllowList } from './policy.js';
-
-export interface EgressChange {
-  mode?: EgressPolicy['mode'];
-  holdMutating?: boolean;
-  allow?: EgressRule[];
-  remove?: EgressRule[];
-}
 
 export class EgressService {
   constructor(
@@ -26,7 +21,7 @@ export class EgressService {
   }
 
   /** Changes one branch's policy (never its source's or children's); held requests are decided again. */
-  set(ws: WorkspaceRecord, change: EgressChange, actor: string): EgressPolicy {
+  set(ws: WorkspaceRecord, change: EgressChange, actor: Actor): EgressPolicy {
     const current = this.registry.egressPolicy(ws.id);
     const next: EgressPolicy = {
       mode: change.mode ?? current.mode,
@@ -34,7 +29,7 @@ export class EgressService {
       allow: editAllowList(current.allow, (change.allow ?? []).map(lower), (change.remove ?? []).map(lower)),
     };
     this.registry.setEgressPolicy(ws.id, next);
-    this.gate.reevaluate(ws.id, actor);
+    void this.gate.reevaluate(ws.id, actor);
     return next;
   }
 
@@ -48,20 +43,7 @@ export class EgressService {
       workspace: ws.id,
       policy: this.registry.egressPolicy(ws.id),
       dropped: await readDropCounters(this.netPlan(ws).netns),
-      pending: this.gate.pending(ws.id),
     };
-  }
-
-  pending(ws: WorkspaceRecord | null): EgressRequest[] {
-    return this.gate.pending(ws?.id);
-  }
-
-  approve(request: string, actor: string, always: boolean): EgressRequest {
-    return this.gate.approve(request, actor, always);
-  }
-
-  deny(request: string, actor: string): EgressRequest {
-    return this.gate.deny(request, actor);
   }
 
   log(workspaceId: string | null, limit = 500): EgressLogEntry[] {

@@ -3,22 +3,25 @@
 // The branch's firewall lets out nothing else, so every outbound connection a
 // branch makes passes here, is attributed to the branch whose listener received
 // it, and is decided by the branch's policy: passed, refused (403), or held
-// until a person approves or denies it (or it times out: 504).
-import { randomBytes } from 'node:crypto';
+// until a person approves or denies it (or it times out: 504). A held request
+// waits in the approvals queue, beside every other decision a person makes.
 import dns from 'node:dns/promises';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import type { Duplex } from 'node:stream';
-import type { EgressRequest, EgressVerdict } from '../protocol/entities.js';
+import { NO_PREVIEW, type ApprovalQueue } from '../approvals/approval-queue.js';
+import { formatRule } from '../protocol/egress-rules.js';
+import type { Approval } from '../protocol/approvals.js';
+import type { EgressVerdict } from '../protocol/entities.js';
 import type { EventPayload } from '../protocol/events.js';
+import type { Actor } from '../protocol/identity.js';
 import { GroveError } from '../protocol/wire.js';
 import type { Registry } from '../registry/registry.js';
 import {
   decide,
   editAllowList,
   forbiddenReason,
-  formatRule,
   GATE_PORT,
   parseCidr,
   parseConnectTarget,
@@ -35,6 +38,7 @@ const MAX_PENDING_PER_BRANCH = 200;
 export interface GateBranch {
   id: string;
   name: string;
+  treeId: string;
   /** The host end of the branch's veth: the gate listens here. */
   hostAddress: string;
   /** The branch's own address: the only client the listener serves. */
@@ -43,24 +47,20 @@ export interface GateBranch {
 
 export interface GateOptions {
   registry: Registry;
+  /** Held requests wait here for a person. */
+  approvals: ApprovalQueue;
   /** Grove's branch subnet (e.g. 10.213.0.0/16): never a destination. */
   subnet: string;
   holdTimeoutMs: number;
   /** Names resolved without DNS (tests: GROVE_GATE_HOSTS). */
   staticHosts: Map<string, string>;
   publish: {
-    request(req: EgressRequest): void;
     decision(d: EventPayload<'egress.decision'>): void;
   };
   log: (msg: string) => void;
 }
 
 type Decision = { verdict: 'approved' | 'rejected' | 'timeout' | 'abandoned'; by: string };
-
-interface Held {
-  info: EgressRequest;
-  settle(d: Decision): void;
-}
 
 type Outcome = { ok: true; ip: string } | { ok: false; status: number; message: string; verdict: EgressVerdict } | { ok: false; abandoned: true };
 
@@ -72,7 +72,6 @@ interface Listener {
 
 export class EgressGate {
   private readonly listeners = new Map<string, Listener>();
-  private readonly held = new Map<string, Held>();
 
   constructor(private readonly o: GateOptions) {}
 
@@ -115,7 +114,7 @@ export class EgressGate {
   async close(id: string): Promise<void> {
     const listener = this.listeners.get(id);
     this.listeners.delete(id);
-    for (const h of [...this.held.values()]) if (h.info.workspace === id) h.settle({ verdict: 'abandoned', by: 'teardown' });
+    this.o.approvals.abandonBranch(id, 'the branch stopped');
     if (!listener) return;
     for (const s of listener.sockets) s.destroy();
     await new Promise<void>((resolve) => listener.server.close(() => resolve()));
@@ -129,44 +128,20 @@ export class EgressGate {
     return this.listeners.get(id)?.server.listening ?? false;
   }
 
-  pending(workspaceId?: string): EgressRequest[] {
-    return [...this.held.values()].map((h) => h.info).filter((r) => workspaceId === undefined || r.workspace === workspaceId);
-  }
-
-  /** Releases a held request; `always` first adds its destination to the branch's allow list. */
-  approve(requestId: string, actor: string, always: boolean): EgressRequest {
-    const h = this.heldRequest(requestId);
-    if (always) {
-      const policy = this.o.registry.egressPolicy(h.info.workspace);
-      const allow = editAllowList(policy.allow, [{ host: h.info.host, port: h.info.port }], []);
-      this.o.registry.setEgressPolicy(h.info.workspace, { ...policy, allow });
-    }
-    h.settle({ verdict: 'approved', by: actor });
-    if (always) this.reevaluate(h.info.workspace, actor);
-    return h.info;
-  }
-
-  deny(requestId: string, actor: string): EgressRequest {
-    const h = this.heldRequest(requestId);
-    h.settle({ verdict: 'rejected', by: actor });
-    return h.info;
+  /** The held connections of a branch that wait for a person. */
+  private held(workspaceId: string): Approval[] {
+    return this.o.approvals.openOf((a) => a.workspace === workspaceId && a.action.kind === 'egress.connection' && a.state === 'pending');
   }
 
   /** After a policy change: held requests it now allows pass, those it now denies are refused. */
-  reevaluate(workspaceId: string, actor: string): void {
+  async reevaluate(workspaceId: string, actor: Actor): Promise<void> {
     const policy = this.o.registry.egressPolicy(workspaceId);
-    for (const h of [...this.held.values()]) {
-      if (h.info.workspace !== workspaceId) continue;
-      const v = decide(policy, { host: h.info.host, port: h.info.port, method: h.info.method });
-      if (v.action === 'allow') h.settle({ verdict: 'approved', by: actor });
-      else if (v.action === 'deny') h.settle({ verdict: 'rejected', by: actor });
+    for (const a of this.held(workspaceId)) {
+      if (a.action.kind !== 'egress.connection') continue;
+      const v = decide(policy, { host: a.action.host, port: a.action.port, method: a.action.method });
+      if (v.action === 'allow') await this.o.approvals.approve(a.id, actor, { note: 'allowed by the new policy' });
+      else if (v.action === 'deny') this.o.approvals.deny(a.id, actor, 'denied by the new policy');
     }
-  }
-
-  private heldRequest(id: string): Held {
-    const h = this.held.get(id);
-    if (!h) throw new GroveError('E_NOT_FOUND', `no held egress request '${id}' (it may have been decided or timed out)`);
-    return h;
   }
 
   // --- plain HTTP -----------------------------------------------------------
@@ -266,7 +241,7 @@ export class EgressGate {
     const verdict = decide(this.o.registry.egressPolicy(branch.id), dest);
     if (verdict.action === 'deny') return refuse(403, 'denied', 'policy', verdict.reason);
     if (verdict.action === 'hold') {
-      if (this.pending(branch.id).length >= MAX_PENDING_PER_BRANCH) return refuse(429, 'denied', 'policy', 'too many requests are waiting for approval');
+      if (this.held(branch.id).length >= MAX_PENDING_PER_BRANCH) return refuse(429, 'denied', 'policy', 'too many requests are waiting for approval');
       const { info, decision } = this.hold(branch, target, method, verdict.reason, gone);
       const d = await decision;
       if (d.verdict === 'abandoned') return { ok: false, abandoned: true };
@@ -298,37 +273,47 @@ export class EgressGate {
   }
 
   private hold(branch: GateBranch, target: ProxyTarget, method: string, reason: 'destination' | 'mutating', gone: AbortSignal) {
-    const id = `q${randomBytes(4).toString('hex')}`;
-    const now = Date.now();
-    const info: EgressRequest = {
-      id,
-      workspace: branch.id,
-      workspaceName: branch.name,
-      host: target.host,
-      port: target.port,
-      method,
-      url: target.url,
-      reason,
-      at: new Date(now).toISOString(),
-      expiresAt: new Date(now + this.o.holdTimeoutMs).toISOString(),
-    };
-    const decision = new Promise<Decision>((resolve) => {
-      const settle = (d: Decision) => {
-        if (!this.held.delete(id)) return;
-        clearTimeout(timer);
-        gone.removeEventListener('abort', onGone);
-        const verdict: EgressVerdict = d.verdict;
-        this.record(branch, target, method, id, verdict, d.by, d.verdict === 'timeout' ? `not decided within ${this.o.holdTimeoutMs} ms` : null);
-        resolve(d);
-      };
-      const timer = setTimeout(() => settle({ verdict: 'timeout', by: 'timeout' }), this.o.holdTimeoutMs);
-      const onGone = () => settle({ verdict: 'abandoned', by: 'client' });
-      gone.addEventListener('abort', onGone);
-      this.held.set(id, { info, settle });
+    const dest = formatRule(target);
+    const what = target.url ? `${method} ${target.url}` : `${method} ${dest}`;
+    let settle!: (d: Decision) => void;
+    const decision = new Promise<Decision>((resolve) => (settle = resolve));
+    let clientGone = false;
+    const info = this.o.approvals.open({
+      action: { kind: 'egress.connection', host: target.host, port: target.port, method, url: target.url, held: reason },
+      branch: { id: branch.id, name: branch.name, treeId: branch.treeId },
+      requestedBy: null,
+      reason: reason === 'destination' ? `${dest} is not on ${branch.name}'s allow list` : `${method} changes something, and ${branch.name} holds such requests`,
+      effect: `${what} from ${branch.name} is let through (always: ${dest} also joins its allow list)`,
+      preview: NO_PREVIEW,
+      timeoutMs: this.o.holdTimeoutMs,
+      carryOut: async (d) => {
+        if (d.always) this.allowAlways(branch.id, target, d.by);
+        settle({ verdict: 'approved', by: actorLabel(d.by) });
+        if (d.always && d.by) await this.reevaluate(branch.id, d.by);
+        return d.always ? `let through; ${dest} is now on the allow list` : 'let through once';
+      },
+      onRefused: (a) => settle(a.state === 'abandoned' ? { verdict: 'abandoned', by: clientGone ? 'client' : 'teardown' } : refusal(a)),
     });
-    this.o.registry.insertEgressLog({ ...logFields(branch, target, method, id), verdict: 'held', decidedBy: 'policy', detail: reason });
-    this.o.publish.request(info);
-    return { info, decision };
+    const onGone = () => {
+      clientGone = true;
+      this.o.approvals.abandon(info.id, 'the connection from the branch closed');
+    };
+    gone.addEventListener('abort', onGone);
+    const recorded = decision.then((d) => {
+      gone.removeEventListener('abort', onGone);
+      const detail = d.verdict === 'timeout' ? `not decided within ${this.o.holdTimeoutMs} ms` : null;
+      this.record(branch, target, method, info.id, d.verdict, d.by, detail);
+      return d;
+    });
+    this.o.registry.insertEgressLog({ ...logFields(branch, target, method, info.id), verdict: 'held', decidedBy: 'policy', detail: reason });
+    return { info, decision: recorded };
+  }
+
+  private allowAlways(workspaceId: string, target: ProxyTarget, by: Actor | null): void {
+    const policy = this.o.registry.egressPolicy(workspaceId);
+    const allow = editAllowList(policy.allow, [{ host: target.host, port: target.port }], []);
+    this.o.registry.setEgressPolicy(workspaceId, { ...policy, allow });
+    this.o.log(`egress: ${formatRule(target)} joined the allow list of ${workspaceId} (${actorLabel(by)})`);
   }
 
   private async resolve(host: string): Promise<string> {
@@ -359,6 +344,17 @@ export class EgressGate {
     }
     this.o.publish.decision({ request, workspace: branch.id, host: target.host, port: target.port, method, verdict, decidedBy: by, at: entry.at });
   }
+}
+
+/** How the egress log names who decided: 'person:alice', or the helper's reason. */
+function actorLabel(by: Actor | null): string {
+  return by ? `${by.role}:${by.user}` : 'helper';
+}
+
+/** A held request that closed unapproved: denied, timed out, or withdrawn (which no branch can do; treated as denied). */
+function refusal(a: Approval): Decision {
+  if (a.state === 'expired') return { verdict: 'timeout', by: 'timeout' };
+  return { verdict: 'rejected', by: actorLabel(a.decision?.by ?? null) };
 }
 
 function logFields(branch: GateBranch, target: ProxyTarget, method: string, request: string | null) {

@@ -3,6 +3,7 @@
 // connect to whatever a policy says. No I/O here, so all of it is unit-tested.
 import net from 'node:net';
 import type { EgressPolicy, EgressRule } from '../protocol/entities.js';
+import { formatRule, isHostPattern } from '../protocol/egress-rules.js';
 
 /** Inside every branch, the gate answers on this fixed address (DNAT'ed to the branch's own veth peer). */
 export const GATE_ADDRESS = '169.254.77.1';
@@ -29,40 +30,6 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 export function isMutating(method: string): boolean {
   const m = method.toUpperCase();
   return m !== 'CONNECT' && !SAFE_METHODS.has(m);
-}
-
-/** "host", "host:port", "[v6]:port", "*.example.com:443" → a rule; throws on anything else. */
-export function parseRule(text: string): EgressRule {
-  const t = text.trim().toLowerCase();
-  let host = t;
-  let port: number | undefined;
-  const bracketed = /^\[([0-9a-f:.]+)\](?::(\d+))?$/.exec(t);
-  if (bracketed) {
-    host = bracketed[1]!;
-    port = bracketed[2] === undefined ? undefined : Number(bracketed[2]);
-  } else if (net.isIPv6(t)) {
-    host = t;
-  } else {
-    const m = /^(.*):(\d+)$/.exec(t);
-    if (m) {
-      host = m[1]!;
-      port = Number(m[2]);
-    }
-  }
-  if (port !== undefined && (!Number.isInteger(port) || port < 1 || port > 65535)) throw new Error(`not a port in '${text}'`);
-  if (!isHostPattern(host)) throw new Error(`not a host name or IP address: '${text}'`);
-  return port === undefined ? { host } : { host, port };
-}
-
-export function formatRule(r: EgressRule): string {
-  const host = net.isIPv6(r.host) ? `[${r.host}]` : r.host;
-  return r.port === undefined ? host : `${host}:${r.port}`;
-}
-
-function isHostPattern(host: string): boolean {
-  if (net.isIP(host)) return true;
-  const name = host.startsWith('*.') ? host.slice(2) : host;
-  return name.length > 0 && name.length <= 253 && name.split('.').every((l) => /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(l));
 }
 
 /** Does the rule cover this destination? Names match exactly (case-insensitive) or by '*.' suffix; IPs match only IPs. */

@@ -111,6 +111,22 @@ const MIGRATIONS: readonly string[] = [
     timings_json TEXT NOT NULL
   );
   `,
+  // Identities: who made each branch and who made each audited call, as the
+  // kernel reported them (JSON of protocol/identity.ts's Maker and Actor), and
+  // the standing approvals persons give agents per workspace (tree).
+  `
+  ALTER TABLE workspaces ADD COLUMN made_by_json TEXT;
+  ALTER TABLE audit ADD COLUMN actor_json TEXT;
+  CREATE INDEX audit_target ON audit (target, seq);
+  CREATE TABLE grants (
+    id TEXT PRIMARY KEY,
+    tree_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    granted_by_json TEXT NOT NULL,
+    at TEXT NOT NULL,
+    UNIQUE (tree_id, kind)
+  );
+  `,
 ];
 
 export type Db = Database.Database;

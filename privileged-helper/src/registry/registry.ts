@@ -5,6 +5,20 @@ import type { Db } from './db.js';
 import type { Image } from '../protocol/entities.js';
 import type { WorkspaceState } from '../protocol/entities.js';
 import type { EgressLogEntry, EgressPolicy, ForkRecord, ForkReport } from '../protocol/entities.js';
+import type { AgentRequestKind, AuditEntry } from '../protocol/approvals.js';
+import { Actor, Maker } from '../protocol/identity.js';
+
+/** The audit log keeps this many newest entries. */
+export const AUDIT_ROWS_KEPT = 100_000;
+const PRUNE_EVERY = 1000;
+
+export interface GrantRecord {
+  id: string;
+  treeId: string;
+  kind: AgentRequestKind;
+  grantedBy: Actor;
+  at: string;
+}
 
 /**
  * A 'process' is named PID:STARTTIME, so it is never signalled after its pid was reused.
@@ -38,6 +52,8 @@ export interface WorkspaceRecord {
   versionId: string | null;
   /** The tree's main line: it holds the workspace's stable host ports. */
   isMain: boolean;
+  /** Who created or forked it (null for branches from before identities were kept). */
+  madeBy: Maker | null;
 }
 
 export interface VersionRecord {
@@ -68,6 +84,7 @@ interface WorkspaceRow {
   tree_id: string;
   version_id: string | null;
   is_main: number;
+  made_by_json: string | null;
 }
 
 const toWorkspace = (r: WorkspaceRow): WorkspaceRecord => ({
@@ -85,9 +102,12 @@ const toWorkspace = (r: WorkspaceRow): WorkspaceRecord => ({
   treeId: r.tree_id,
   versionId: r.version_id,
   isMain: r.is_main === 1,
+  madeBy: r.made_by_json === null ? null : Maker.parse(JSON.parse(r.made_by_json)),
 });
 
 export class Registry {
+  private auditInserts = 0;
+
   constructor(private readonly db: Db) {}
 
   /** A new 8-hex-digit id, unused by any branch or version. */
@@ -136,10 +156,10 @@ export class Registry {
   insertWorkspace(ws: WorkspaceRecord): void {
     this.db
       .prepare(
-        `INSERT INTO workspaces (id, name, image, state, hostname, machine_id, net_index, created_at, pid, pid_start, parent_id, tree_id, version_id, is_main)
-         VALUES (@id, @name, @image, @state, @hostname, @machineId, @netIndex, @createdAt, @pid, @pidStart, @parentId, @treeId, @versionId, @isMain)`,
+        `INSERT INTO workspaces (id, name, image, state, hostname, machine_id, net_index, created_at, pid, pid_start, parent_id, tree_id, version_id, is_main, made_by_json)
+         VALUES (@id, @name, @image, @state, @hostname, @machineId, @netIndex, @createdAt, @pid, @pidStart, @parentId, @treeId, @versionId, @isMain, @madeBy)`,
       )
-      .run({ ...ws, isMain: ws.isMain ? 1 : 0 });
+      .run({ ...ws, isMain: ws.isMain ? 1 : 0, madeBy: ws.madeBy === null ? null : JSON.stringify(ws.madeBy) });
   }
 
   setWorkspaceState(id: string, state: WorkspaceState, proc: { pid: number; pidStart: number } | null): void {
@@ -288,10 +308,71 @@ export class Registry {
     }));
   }
 
-  // audit
-  audit(entry: { actor: string; action: string; target?: string; outcome: 'ok' | 'error'; detail?: string }): void {
+  // grants
+  grants(treeId?: string): GrantRecord[] {
+    const rows = (
+      treeId === undefined
+        ? this.db.prepare('SELECT * FROM grants ORDER BY at, id').all()
+        : this.db.prepare('SELECT * FROM grants WHERE tree_id = ? ORDER BY at, id').all(treeId)
+    ) as { id: string; tree_id: string; kind: AgentRequestKind; granted_by_json: string; at: string }[];
+    return rows.map((r) => ({ id: r.id, treeId: r.tree_id, kind: r.kind, grantedBy: Actor.parse(JSON.parse(r.granted_by_json)), at: r.at }));
+  }
+
+  findGrant(treeId: string, kind: AgentRequestKind): GrantRecord | null {
+    return this.grants(treeId).find((g) => g.kind === kind) ?? null;
+  }
+
+  /** Records a grant; the existing one when the tree already has that kind. */
+  putGrant(g: GrantRecord): GrantRecord {
     this.db
-      .prepare('INSERT INTO audit (at, actor, action, target, outcome, detail) VALUES (?, ?, ?, ?, ?, ?)')
-      .run(new Date().toISOString(), entry.actor, entry.action, entry.target ?? null, entry.outcome, entry.detail ?? null);
+      .prepare('INSERT OR IGNORE INTO grants (id, tree_id, kind, granted_by_json, at) VALUES (?, ?, ?, ?, ?)')
+      .run(g.id, g.treeId, g.kind, JSON.stringify(g.grantedBy), g.at);
+    return this.findGrant(g.treeId, g.kind)!;
+  }
+
+  deleteGrant(id: string): void {
+    this.db.prepare('DELETE FROM grants WHERE id = ?').run(id);
+  }
+
+  /** A tree's grants end with its last branch. */
+  deleteGrantsOfTree(treeId: string): void {
+    this.db.prepare('DELETE FROM grants WHERE tree_id = ?').run(treeId);
+  }
+
+  // audit
+  /** Appends one entry (the newest AUDIT_ROWS_KEPT are kept) and returns it as stored. */
+  audit(entry: { actor: Actor | null; action: string; target: string | null; outcome: 'ok' | 'error'; detail: string | null }): AuditEntry {
+    const at = new Date().toISOString();
+    const summary = entry.actor ? `${entry.actor.role}:${entry.actor.user}` : 'helper';
+    const res = this.db
+      .prepare('INSERT INTO audit (at, actor, action, target, outcome, detail, actor_json) VALUES (?, ?, ?, ?, ?, ?, ?)')
+      .run(at, summary, entry.action, entry.target, entry.outcome, entry.detail, entry.actor ? JSON.stringify(entry.actor) : null);
+    if (++this.auditInserts % PRUNE_EVERY === 0) this.pruneAudit();
+    return { seq: Number(res.lastInsertRowid), at, ...entry };
+  }
+
+  /** The newest `limit` entries (about `targets`, when given), oldest first. */
+  auditLog(targets: readonly string[] | null, limit: number): AuditEntry[] {
+    const cols = 'seq, at, actor_json, action, target, outcome, detail';
+    const rows = (
+      targets === null
+        ? this.db.prepare(`SELECT ${cols} FROM audit ORDER BY seq DESC LIMIT ?`).all(limit)
+        : this.db
+            .prepare(`SELECT ${cols} FROM audit WHERE target IN (${targets.map(() => '?').join(',')}) ORDER BY seq DESC LIMIT ?`)
+            .all(...targets, limit)
+    ) as { seq: number; at: string; actor_json: string | null; action: string; target: string | null; outcome: 'ok' | 'error'; detail: string | null }[];
+    return rows.reverse().map((r) => ({
+      seq: r.seq,
+      at: r.at,
+      actor: r.actor_json === null ? null : Actor.parse(JSON.parse(r.actor_json)),
+      action: r.action,
+      target: r.target,
+      outcome: r.outcome,
+      detail: r.detail,
+    }));
+  }
+
+  pruneAudit(): void {
+    this.db.prepare('DELETE FROM audit WHERE seq <= (SELECT MAX(seq) FROM audit) - ?').run(AUDIT_ROWS_KEPT);
   }
 }

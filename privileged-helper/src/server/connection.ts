@@ -1,25 +1,30 @@
 // One client connection: newline-delimited JSON in both directions. Every line
-// is checked in order — size, JSON, envelope, handshake, method, params — and a
-// failure at any step is answered with a typed error while the connection (and
-// the helper) keep serving.
+// is checked in order — size, JSON, envelope, handshake, method, params,
+// authority — and a failure at any step is answered with a typed error while
+// the connection (and the helper) keep serving. The caller's identity was
+// derived from the kernel's peer credentials before the first line was read.
 import type net from 'node:net';
 import { z } from 'zod';
+import { AUTHORITY, authorize } from '../auth/authority.js';
 import { events as eventSchemas, PRIVATE_TOPICS, type Topic } from '../protocol/events.js';
+import type { Actor } from '../protocol/identity.js';
 import { LineReader } from '../protocol/line-reader.js';
 import { isMethodName, methods, PROTOCOL_VERSION, type MethodName } from '../protocol/methods.js';
 import { GroveError, MAX_MESSAGE_BYTES, RequestEnvelope } from '../protocol/wire.js';
+import { callers } from './caller.js';
 import type { EventListener } from './event-bus.js';
-import { AUDITED, type Handlers, type Services } from './handlers.js';
+import type { Handlers, Services } from './handlers.js';
 
-export const HELPER_VERSION = '0.1.0';
+export const HELPER_VERSION = '0.2.0';
 
 export class Connection implements EventListener {
   private readonly reader = new LineReader(MAX_MESSAGE_BYTES);
-  private actor: string | null = null;
+  private greeted = false;
   private topics: Set<string> | 'all' | null = null;
 
   constructor(
     private readonly socket: net.Socket,
+    private readonly actor: Actor,
     private readonly services: Services,
     private readonly handlers: Handlers,
     private readonly log: (msg: string) => void,
@@ -45,8 +50,9 @@ export class Connection implements EventListener {
     return this.topics === 'all' || this.topics.has(topic);
   }
 
-  deliver(topic: Topic, seq: number, data: unknown): void {
-    this.send({ event: topic, seq, data: eventSchemas[topic].parse(data) });
+  deliver(topic: Topic, seq: number, data: unknown, by: Actor | undefined): void {
+    const parsed = eventSchemas[topic].parse(data);
+    this.send(by ? { event: topic, seq, data: parsed, by } : { event: topic, seq, data: parsed });
   }
 
   private async handleLine(text: string): Promise<void> {
@@ -66,33 +72,49 @@ export class Connection implements EventListener {
     if (!isMethodName(method)) throw new GroveError('E_UNKNOWN_METHOD', `unknown method '${method}'`);
     const params = parseParams(method, rawParams);
     if (method === 'hello') return this.hello(params as z.infer<(typeof methods)['hello']['params']>);
-    if (this.actor === null) throw new GroveError('E_HANDSHAKE_REQUIRED', 'send hello before any other request');
+    if (!this.greeted) throw new GroveError('E_HANDSHAKE_REQUIRED', 'send hello before any other request');
     if (method === 'events.subscribe') {
       const p = params as z.infer<(typeof methods)['events.subscribe']['params']>;
       this.topics = p.topics ? new Set(p.topics) : 'all';
       this.services.bus.add(this);
       return { seq: this.services.bus.lastSeq };
     }
-    const handler = this.handlers[method] as (p: unknown, ctx: { connection: EventListener; actor: string }) => Promise<unknown>;
     const actor = this.actor;
+    const target = targetOf(params);
+    const audited = AUTHORITY[method].audit;
+    let grant: string | null;
     try {
-      const result = methods[method].result.parse(await handler(params, { connection: this, actor }));
-      if (AUDITED.has(method)) this.services.registry.audit({ actor, action: method, target: targetOf(params), outcome: 'ok' });
-      return result;
+      grant = authorize(actor, method, params as { workspace?: unknown }, this.services.authority).grant;
     } catch (err) {
-      if (AUDITED.has(method)) {
-        this.services.registry.audit({ actor, action: method, target: targetOf(params), outcome: 'error', detail: String((err as Error).message) });
-      }
+      if (audited) this.services.audit.record(actor, method, target, 'error', (err as Error).message);
       throw err;
     }
+    const handler = this.handlers[method] as (p: unknown, ctx: { connection: EventListener; actor: Actor }) => Promise<unknown>;
+    return callers.during(actor, async () => {
+      try {
+        const result = methods[method].result.parse(await handler(params, { connection: this, actor }));
+        if (audited) this.services.audit.record(actor, method, target, 'ok', grant ? `allowed by grant ${grant}` : null);
+        return result;
+      } catch (err) {
+        if (audited) this.services.audit.record(actor, method, target, 'error', String((err as Error).message));
+        throw err;
+      }
+    });
   }
 
   private hello(p: z.infer<(typeof methods)['hello']['params']>) {
     if (p.protocol !== PROTOCOL_VERSION) {
       throw new GroveError('E_PROTOCOL_VERSION', `this helper speaks protocol ${PROTOCOL_VERSION}, the client ${p.protocol}`);
     }
-    this.actor = `${p.client.kind}:${p.client.name}`;
-    return { protocol: PROTOCOL_VERSION, helperVersion: HELPER_VERSION, epoch: this.services.bus.epoch, capabilities: Object.keys(methods) };
+    this.actor.client = `${p.client.kind}:${p.client.name}`;
+    this.greeted = true;
+    return {
+      protocol: PROTOCOL_VERSION,
+      helperVersion: HELPER_VERSION,
+      epoch: this.services.bus.epoch,
+      capabilities: Object.keys(methods),
+      identity: this.actor,
+    };
   }
 
   private send(message: object): void {
@@ -115,9 +137,9 @@ function parseParams(method: MethodName, raw: unknown): unknown {
   return parsed.data;
 }
 
-function targetOf(params: unknown): string | undefined {
-  const p = params as { workspace?: string; name?: string };
-  return p.workspace ?? p.name;
+function targetOf(params: unknown): string | null {
+  const p = params as { workspace?: string; name?: string; id?: string; grant?: string; session?: string };
+  return p.workspace ?? p.name ?? p.id ?? p.grant ?? p.session ?? null;
 }
 
 function toGroveError(err: unknown, log: (msg: string) => void): GroveError {

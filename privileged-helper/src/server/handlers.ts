@@ -18,6 +18,11 @@ import type { EventBus, EventListener } from './event-bus.js';
 import type { EgressService } from '../egress/egress-service.js';
 import type { PerfService } from '../perf/perf-service.js';
 import { ID_PATTERN } from '../protocol/names.js';
+import type { Actor } from '../protocol/identity.js';
+import type { AuthorityLookup } from '../auth/authority.js';
+import type { ApprovalService } from '../approvals/approval-service.js';
+import type { AuditLog } from '../audit/audit-log.js';
+import type { DesktopService, DesktopTarget } from '../desktop/desktop-service.js';
 
 export interface Services {
   registry: Registry;
@@ -33,19 +38,25 @@ export interface Services {
   promotions: PromoteService;
   egress: EgressService;
   perf: PerfService;
+  approvals: ApprovalService;
+  audit: AuditLog;
+  desktop: DesktopService;
+  authority: AuthorityLookup;
 }
 
 export interface CallContext {
   /** Identifies the connection: owner of its terminal sessions and its event listener. */
   connection: EventListener;
-  /** Who asked, for the audit log: the client's declared name and kind. */
-  actor: string;
+  /** Who asked: from the kernel's peer credentials of the connection. */
+  actor: Actor;
 }
 
 type Handler<M extends MethodName> = (params: Params<M>, ctx: CallContext) => Promise<Result<M>>;
 export type Handlers = { [M in Exclude<MethodName, 'hello' | 'events.subscribe'>]: Handler<M> };
 
 export function createHandlers(s: Services): Handlers {
+  const desktop = (ref: string): DesktopTarget => s.runtime.desktopTarget(s.workspaces.running(ref));
+  const branchOrNull = (ref: string | undefined) => (ref === undefined ? null : s.workspaces.record(ref));
   return {
     'host.doctor': () => s.doctor.report(),
     'image.list': async () => s.images.list(),
@@ -55,13 +66,13 @@ export function createHandlers(s: Services): Handlers {
         s.bus.broadcast('progress', { job, stage, message, done: stage === 'done' || stage === 'cached', image: p.name }),
       );
     },
-    'workspace.create': (p) => s.workspaces.create(p),
+    'workspace.create': (p, ctx) => s.workspaces.create(p, ctx.actor),
     'workspace.list': async () => s.workspaces.list(),
     'workspace.get': async (p) => s.workspaces.get(p.workspace),
     'workspace.start': (p) => s.workspaces.start(p.workspace),
     'workspace.stop': (p) => s.workspaces.stop(p.workspace),
     'workspace.delete': (p) => s.workspaces.delete(p.workspace),
-    'branch.fork': (p) => s.forks.fork(p.workspace, { copies: p.copies, names: p.names, faultAt: p.faultAt }),
+    'branch.fork': (p, ctx) => s.forks.fork(p.workspace, { copies: p.copies, names: p.names, faultAt: p.faultAt, madeBy: ctx.actor }),
     'branch.checkpoint': (p) => s.versions.checkpoint(p.workspace, p.label),
     'branch.rollback': (p) => s.versions.rollback(p.workspace, p.version),
     'branch.promote': (p) => s.promotions.promote(p.workspace, p.oldMain ?? 'version'),
@@ -102,11 +113,7 @@ export function createHandlers(s: Services): Handlers {
       return {};
     },
     'egress.status': (p) => s.egress.status(s.workspaces.record(p.workspace)),
-    'egress.set': async (p, ctx) =>
-      s.egress.set(s.workspaces.record(p.workspace), { mode: p.mode, holdMutating: p.holdMutating, allow: p.allow, remove: p.remove }, ctx.actor),
-    'egress.pending': async (p) => s.egress.pending(p.workspace === undefined ? null : s.workspaces.record(p.workspace)),
-    'egress.approve': async (p, ctx) => s.egress.approve(p.request, ctx.actor, p.always ?? false),
-    'egress.deny': async (p, ctx) => s.egress.deny(p.request, ctx.actor),
+    'egress.set': async ({ workspace, ...change }, ctx) => s.egress.set(s.workspaces.record(workspace), change, ctx.actor),
     'egress.log': async (p) => {
       if (p.workspace === undefined) return s.egress.log(null, p.limit);
       // The log outlives its branches: a removed branch is still found by its id.
@@ -115,24 +122,26 @@ export function createHandlers(s: Services): Handlers {
       return s.egress.log(found?.id ?? p.workspace, p.limit);
     },
     'perf.get': () => s.perf.report(),
+    'approval.list': async (p) => s.approvals.list(branchOrNull(p.workspace), p.all ?? false),
+    'approval.get': async (p) => s.approvals.get(p.id),
+    'approval.create': (p, ctx) => s.approvals.create(ctx.actor, s.workspaces.record(p.workspace), p.action, p.reason, p.timeoutS),
+    'approval.wait': (p) => s.approvals.wait(p.id, p.timeoutMs),
+    'approval.withdraw': async (p, ctx) => s.approvals.withdraw(p.id, ctx.actor),
+    'approval.approve': (p, ctx) => s.approvals.approve(p.id, ctx.actor, { always: p.always ?? false, note: p.note ?? null }),
+    'approval.deny': async (p, ctx) => s.approvals.deny(p.id, ctx.actor, p.note ?? null),
+    'grant.list': async (p) => s.approvals.grants(branchOrNull(p.workspace)),
+    'grant.set': async (p, ctx) => s.approvals.grant(ctx.actor, s.workspaces.record(p.workspace), p.kind),
+    'grant.revoke': async (p, ctx) => s.approvals.revoke(ctx.actor, p.grant),
+    'audit.list': async (p) => s.audit.list(branchOrNull(p.workspace), p.limit ?? 500),
+    'desktop.screenshot': (p) => s.desktop.screenshot(desktop(p.workspace), p),
+    'desktop.cursor': (p) => s.desktop.cursor(desktop(p.workspace)),
+    'desktop.move': (p) => s.desktop.move(desktop(p.workspace), p),
+    'desktop.click': (p) => s.desktop.click(desktop(p.workspace), p),
+    'desktop.button': (p) => s.desktop.button(desktop(p.workspace), p),
+    'desktop.drag': (p) => s.desktop.drag(desktop(p.workspace), p),
+    'desktop.scroll': (p) => s.desktop.scroll(desktop(p.workspace), p),
+    'desktop.key': (p) => s.desktop.key(desktop(p.workspace), p),
+    'desktop.type': (p) => s.desktop.type(desktop(p.workspace), p),
+    'desktop.wait': (p) => s.desktop.wait(desktop(p.workspace), p),
   };
 }
-
-/** Methods whose calls are recorded in the audit log (they change something). */
-export const AUDITED: ReadonlySet<MethodName> = new Set([
-  'image.build',
-  'workspace.create',
-  'workspace.start',
-  'workspace.stop',
-  'workspace.delete',
-  'exec.run',
-  'exec.open',
-  'branch.fork',
-  'branch.checkpoint',
-  'branch.rollback',
-  'branch.promote',
-  'version.delete',
-  'egress.set',
-  'egress.approve',
-  'egress.deny',
-]);

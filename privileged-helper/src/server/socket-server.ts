@@ -1,13 +1,19 @@
-// The helper's Unix socket. Access control is the kernel's: the socket is
-// root:grove 0660 inside a root:grove 0750 directory, so connect(2) fails with
-// EACCES for anyone who is neither root nor in the group (clients turn that
-// into a clear message). Nobody else can even reach the protocol.
+// The helper's Unix sockets. Two of them, and the kernel guards both:
+//   person socket  root:grove       0660 in a root:grove 0750 directory
+//   agent socket   root:grove-agent 0660 in a root:grove-agent 0750 directory
+// connect(2) fails with EACCES for anyone outside the socket's group (clients
+// turn that into a clear message). Behind that, every accepted connection's
+// peer credentials (SO_PEERCRED, SO_PEERGROUPS) decide its identity and role;
+// a peer that fails that check is told so and dropped before a line is read.
 import { chmod, chown, mkdir, rm, stat } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
+import { identify, type PeerCredentials, type RoleGroups } from '../auth/peer-identity.js';
 import { run } from '../host/run.js';
+import type { Role } from '../protocol/identity.js';
+import { GroveError } from '../protocol/wire.js';
 import { Connection } from './connection.js';
-import { createHandlers, type Services } from './handlers.js';
+import type { Handlers, Services } from './handlers.js';
 
 export async function ensureGroup(group: string): Promise<number> {
   const lookup = await run('getent', ['group', group], { allowFailure: true });
@@ -16,27 +22,54 @@ export async function ensureGroup(group: string): Promise<number> {
   return Number(stdout.split(':')[2]);
 }
 
-export async function listen(socketPath: string, gid: number, services: Services, log: (msg: string) => void): Promise<net.Server> {
-  const dir = path.dirname(socketPath);
+export interface SocketPlan {
+  path: string;
+  /** The role this socket gives (at most). */
+  role: Role;
+  /** The group that may connect. */
+  gid: number;
+}
+
+export interface ListenDeps {
+  services: Services;
+  handlers: Handlers;
+  groups: RoleGroups;
+  credentials: (socket: net.Socket) => PeerCredentials;
+  log: (msg: string) => void;
+}
+
+export async function listen(plan: SocketPlan, deps: ListenDeps): Promise<net.Server> {
+  const dir = path.dirname(plan.path);
   await mkdir(dir, { recursive: true });
-  await chown(dir, 0, gid);
+  await chown(dir, 0, plan.gid);
   await chmod(dir, 0o750);
-  await removeStaleSocket(socketPath);
-  const handlers = createHandlers(services);
-  const server = net.createServer((socket) => new Connection(socket, services, handlers, log));
+  await removeStaleSocket(plan.path);
+  const server = net.createServer((socket) => void accept(socket, plan, deps));
   // Created 0600 by a umask for the instant between bind and chmod.
   const previous = process.umask(0o177);
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(socketPath, () => resolve());
+      server.listen(plan.path, () => resolve());
     });
   } finally {
     process.umask(previous);
   }
-  await chown(socketPath, 0, gid);
-  await chmod(socketPath, 0o660);
+  await chown(plan.path, 0, plan.gid);
+  await chmod(plan.path, 0o660);
   return server;
+}
+
+async function accept(socket: net.Socket, plan: SocketPlan, deps: ListenDeps): Promise<void> {
+  socket.on('error', () => socket.destroy());
+  try {
+    const actor = await identify(plan.role, deps.credentials(socket), deps.groups);
+    if (!actor) throw new GroveError('E_FORBIDDEN', `this ${plan.role} socket serves only ${plan.role === 'person' ? "root and the 'grove' group" : "the 'grove-agent' group"}`);
+    new Connection(socket, actor, deps.services, deps.handlers, deps.log);
+  } catch (err) {
+    const body = err instanceof GroveError ? err.toBody() : { code: 'E_HOST', message: `cannot identify the peer: ${(err as Error).message}` };
+    socket.end(`${JSON.stringify({ id: null, error: body })}\n`);
+  }
 }
 
 async function removeStaleSocket(socketPath: string): Promise<void> {

@@ -12,6 +12,7 @@ import { startTime } from '../host/proc.js';
 import { GroveError } from '../protocol/wire.js';
 import type { Registry, WorkspaceRecord } from '../registry/registry.js';
 import type { EgressGate } from '../egress/gate.js';
+import type { DesktopTarget } from '../desktop/desktop-service.js';
 import type { BranchStorage } from './branch-storage.js';
 import { processObjectName, type HostLedger } from './ledger.js';
 
@@ -31,6 +32,12 @@ export class BranchRuntime {
     return planNetwork(this.config.instance, ws.id, this.config.subnet, ws.netIndex);
   }
 
+
+  /** A running branch's desktop, for the computer-use API (its VNC server listens on the branch's own address). */
+  desktopTarget(ws: WorkspaceRecord): DesktopTarget {
+    if (ws.pid === null) throw new GroveError('E_CONFLICT', `workspace '${ws.name}' is ${ws.state}, not running`);
+    return { id: ws.id, name: ws.name, pid: ws.pid, pidStart: ws.pidStart, address: this.netPlan(ws).containerAddress };
+  }
 
   containerId(ws: { id: string }): string {
     return `grove-${this.config.instance}-${ws.id}`;
@@ -90,7 +97,7 @@ export class BranchRuntime {
       this.registry.setPort(ws.id, lease.containerPort, forwarder.hostPort);
     }
     const net = this.netPlan(ws);
-    await this.gate.open({ id: ws.id, name: ws.name, hostAddress: net.hostAddress, containerAddress: net.containerAddress });
+    await this.gate.open({ id: ws.id, name: ws.name, treeId: ws.treeId, hostAddress: net.hostAddress, containerAddress: net.containerAddress });
   }
 
   async closeForwarders(id: string): Promise<void> {

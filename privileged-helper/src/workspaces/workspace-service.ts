@@ -6,6 +6,7 @@ import { MAX_NET_INDEX } from '../host/netns.js';
 import { isSameProcess } from '../host/proc.js';
 import type { ImageBuilder } from '../images/image-builder.js';
 import type { Workspace } from '../protocol/entities.js';
+import type { Maker } from '../protocol/identity.js';
 import { ID_PATTERN } from '../protocol/names.js';
 import { GroveError } from '../protocol/wire.js';
 import type { Registry, WorkspaceRecord } from '../registry/registry.js';
@@ -58,10 +59,10 @@ export class WorkspaceService {
     return ws;
   }
 
-  async create(input: { name: string; image?: 'desktop'; ports?: number[] }): Promise<Workspace> {
+  async create(input: { name: string; image?: 'desktop'; ports?: number[] }, madeBy: Maker): Promise<Workspace> {
     const image = input.image ?? 'desktop';
     const imagePath = this.images.readyPath(image);
-    const ws = this.reserve({ name: input.name, image, parent: null, ports: [...STANDARD_PORTS, ...(input.ports ?? [])] });
+    const ws = this.reserve({ name: input.name, image, parent: null, ports: [...STANDARD_PORTS, ...(input.ports ?? [])], madeBy });
     return this.lock.run(ws.id, async () => {
       try {
         await writeIdentity(await this.storage.createFromImage(ws, imagePath), ws);
@@ -76,9 +77,9 @@ export class WorkspaceService {
   /**
    * Records a new branch in state 'creating' with a fresh id, network slot,
    * hostname and machine-id. A branch forked from `parent` joins its tree and
-   * leases the same container ports.
+   * leases the same container ports. `madeBy` is kept with it (who may discard it without asking depends on it).
    */
-  reserve(input: { name: string; image: 'desktop'; parent: WorkspaceRecord | null; ports: number[] }): WorkspaceRecord {
+  reserve(input: { name: string; image: 'desktop'; parent: WorkspaceRecord | null; ports: number[]; madeBy: Maker }): WorkspaceRecord {
     if (ID_PATTERN.test(input.name)) throw new GroveError('E_INVALID_PARAMS', `'${input.name}' looks like an id; choose another name`);
     return this.registry.transaction(() => {
       if (this.registry.findWorkspace(input.name)) throw new GroveError('E_CONFLICT', `a workspace named '${input.name}' already exists`);
@@ -98,6 +99,7 @@ export class WorkspaceService {
         treeId: input.parent?.treeId ?? id,
         versionId: input.parent?.versionId ?? null,
         isMain: input.parent === null,
+        madeBy: { role: input.madeBy.role, uid: input.madeBy.uid, user: input.madeBy.user },
       };
       this.registry.insertWorkspace(record);
       for (const port of new Set(input.ports)) this.registry.setPort(record.id, port, null);
@@ -201,6 +203,7 @@ export class WorkspaceService {
       tree: ws.treeId,
       version: ws.versionId,
       main: ws.isMain,
+      madeBy: ws.madeBy,
     };
   }
 

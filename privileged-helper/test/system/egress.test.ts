@@ -8,7 +8,8 @@ import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
-import type { EgressRequest, Workspace } from '../../src/protocol/entities.js';
+import type { Workspace } from '../../src/protocol/entities.js';
+import type { Approval, HeldConnection } from '../../src/protocol/approvals.js';
 import { FETCH_THROUGH_GATE, OutsideWorld, removeOutsideWorld } from './outside-world.js';
 import { connect, createWorkspace, instance, track } from './support.js';
 
@@ -87,16 +88,22 @@ describe('egress: policy, gate and approvals', () => {
   let client: HelperClient;
   let approver: HelperClient;
   let ws: Workspace;
-  const requests: EgressRequest[] = [];
+  const requests: Approval[] = [];
   const made: string[] = [];
 
   const hits = () => outside!.log.split('\n').filter((l) => l.startsWith('HIT')).length;
   const udpHits = () => outside!.log.split('\n').filter((l) => l.startsWith('UDP')).length;
 
-  async function nextHeld(after: number, timeoutMs = 30_000): Promise<EgressRequest> {
+  /** The connection a held request stands for. */
+  const connection = (a: Approval): HeldConnection => {
+    if (a.action.kind !== 'egress.connection') throw new Error(`request ${a.id} is a ${a.action.kind}`);
+    return a.action;
+  };
+
+  async function nextHeld(after: number, timeoutMs = 30_000): Promise<Approval> {
     const deadline = Date.now() + timeoutMs;
     while (requests.length <= after) {
-      if (Date.now() > deadline) throw new Error('no egress.request event arrived');
+      if (Date.now() > deadline) throw new Error('no approval.opened event arrived');
       await sleep(50);
     }
     return requests[after]!;
@@ -107,10 +114,10 @@ describe('egress: policy, gate and approvals', () => {
 
     client = await connect('egress-test');
     approver = await connect('approver');
-    await approver.subscribe(['egress.request']);
+    await approver.subscribe(['approval.opened']);
     // Only this test's destinations: the workspace's Chromium asks the gate for hosts of its own too.
-    approver.on('egress.request', (r) => {
-      if (r.host.endsWith('.test')) requests.push(r);
+    approver.on('approval.opened', (r) => {
+      if (r.action.kind === 'egress.connection' && r.action.host.endsWith('.test')) requests.push(r);
     });
     ws = await createWorkspace(client, 'egress-a');
     made.push(ws.id);
@@ -193,36 +200,38 @@ describe('egress: policy, gate and approvals', () => {
     let n = requests.length;
     let pending = fetchIn(client, ws, 'GET', 'http://outside.test:8080/approve-me');
     let held = await nextHeld(n);
-    expect(held).toMatchObject({ workspace: ws.id, workspaceName: 'egress-a', host: 'outside.test', port: 8080, method: 'GET', url: 'http://outside.test:8080/approve-me', reason: 'destination' });
-    expect((await client.request('egress.pending', {})).map((r) => r.id)).toContain(held.id);
+    expect(held).toMatchObject({ workspace: ws.id, workspaceName: 'egress-a', requestedBy: null, state: 'pending' });
+    expect(connection(held)).toEqual({ kind: 'egress.connection', host: 'outside.test', port: 8080, method: 'GET', url: 'http://outside.test:8080/approve-me', held: 'destination' });
+    expect(held.reason).toContain('not on egress-a');
+    expect((await client.request('approval.list', {})).map((r) => r.id)).toContain(held.id);
     expect(hits()).toBe(seen); // nothing reached the outside while held
-    await approver.request('egress.approve', { request: held.id });
+    expect(await approver.request('approval.approve', { id: held.id })).toMatchObject({ state: 'done', outcome: 'let through once', decision: { by: { role: 'person', uid: 0 } } });
     expect(await pending).toEqual({ status: 200, body: 'hello from outside GET /approve-me' });
 
     // deny
     n = requests.length;
     pending = fetchIn(client, ws, 'POST', 'http://outside.test:8080/deny-me');
     held = await nextHeld(n);
-    expect(held).toMatchObject({ method: 'POST', url: 'http://outside.test:8080/deny-me' });
-    await approver.request('egress.deny', { request: held.id });
+    expect(connection(held)).toMatchObject({ method: 'POST', url: 'http://outside.test:8080/deny-me' });
+    await approver.request('approval.deny', { id: held.id, note: 'not now' });
     const denied = await pending;
     expect(denied.status).toBe(403);
-    expect(denied.body).toMatch(/denied by test:approver/);
-    await expect(approver.request('egress.approve', { request: held.id })).rejects.toMatchObject({ code: 'E_NOT_FOUND' });
+    expect(denied.body).toMatch(/denied by person:root/);
+    await expect(approver.request('approval.approve', { id: held.id })).rejects.toMatchObject({ code: 'E_CONFLICT', message: expect.stringContaining('already denied') });
 
     // a tunnel is held the same way
     n = requests.length;
     const tunnel = tunnelIn(client, ws, 'outside.test', 8080);
     held = await nextHeld(n);
-    expect(held).toMatchObject({ method: 'CONNECT', host: 'outside.test', port: 8080, url: null });
-    await approver.request('egress.approve', { request: held.id });
+    expect(connection(held)).toMatchObject({ method: 'CONNECT', host: 'outside.test', port: 8080, url: null });
+    await approver.request('approval.approve', { id: held.id });
     expect((await tunnel).status).toBe(200);
 
     // always
     n = requests.length;
     pending = fetchIn(client, ws, 'GET', 'http://outside.test:8080/always');
     held = await nextHeld(n);
-    await approver.request('egress.approve', { request: held.id, always: true });
+    await approver.request('approval.approve', { id: held.id, always: true });
     expect((await pending).status).toBe(200);
     expect((await client.request('egress.status', { workspace: ws.id })).policy.allow).toEqual([{ host: 'outside.test', port: 8080 }]);
     n = requests.length;
@@ -237,8 +246,8 @@ describe('egress: policy, gate and approvals', () => {
     const n = requests.length;
     const pending = fetchIn(client, ws, 'PUT', 'http://outside.test:8080/write');
     const held = await nextHeld(n);
-    expect(held).toMatchObject({ method: 'PUT', reason: 'mutating' });
-    await approver.request('egress.approve', { request: held.id });
+    expect(connection(held)).toMatchObject({ method: 'PUT', held: 'mutating' });
+    await approver.request('approval.approve', { id: held.id });
     expect(await pending).toEqual({ status: 200, body: 'hello from outside PUT /write' });
     await client.request('egress.set', { workspace: ws.id, holdMutating: false });
   });
@@ -253,15 +262,16 @@ describe('egress: policy, gate and approvals', () => {
     expect(res.body).toMatch(/not approved in time/);
     expect(res.body).toContain(held.id);
     expect(Date.now() - t0).toBeGreaterThanOrEqual(14_000);
-    const pendingOfTest = (await client.request('egress.pending', { workspace: ws.id })).filter((r) => r.host.endsWith('.test'));
+    const pendingOfTest = (await client.request('approval.list', { workspace: ws.id })).filter((r) => connection(r).host.endsWith('.test'));
     expect(pendingOfTest).toEqual([]);
+    expect(await client.request('approval.get', { id: held.id })).toMatchObject({ state: 'expired', decision: null });
   });
 
   it('logs every attempt and decision with who decided', async () => {
     const log = await client.request('egress.log', { workspace: ws.id });
     const verdicts = new Set(log.map((e) => e.verdict));
     for (const v of ['denied', 'allowed', 'held', 'approved', 'rejected', 'timeout'] as const) expect(verdicts, v).toContain(v);
-    expect(log.find((e) => e.verdict === 'rejected')).toMatchObject({ decidedBy: 'test:approver', method: 'POST', url: 'http://outside.test:8080/deny-me' });
+    expect(log.find((e) => e.verdict === 'rejected')).toMatchObject({ decidedBy: 'person:root', method: 'POST', url: 'http://outside.test:8080/deny-me' });
     expect(log.find((e) => e.verdict === 'timeout' && e.host === 'other.test')).toMatchObject({ decidedBy: 'timeout' });
     expect(log.every((e) => e.workspace === ws.id && e.workspaceName === 'egress-a')).toBe(true);
   });

@@ -6,6 +6,7 @@ import { rmSync } from 'node:fs';
 import type { TestProject } from 'vitest/node';
 import { HelperClient } from '../../../main/src/helper-client/client.js';
 import { leftovers } from './leftovers.js';
+import { ensureAgentUsers, removeAgentUsers } from './agent-users.js';
 import { purge, startHelper, tail, testInstance, type TestInstance } from './helper-process.js';
 
 let instance: TestInstance | null = null;
@@ -14,6 +15,7 @@ export async function setup(project: TestProject): Promise<void> {
   if (process.getuid?.() !== 0) throw new Error('system tests run as root (they use btrfs, netns and crun for real)');
   instance = testInstance(`t${randomBytes(2).toString('hex').slice(0, 3)}`);
   project.provide('groveInstance', instance.instance);
+  await ensureAgentUsers(instance.instance);
   await startHelper(instance);
   const client = await HelperClient.connect({ socketPath: instance.socketPath, name: 'global-setup', kind: 'test' });
   try {
@@ -29,6 +31,7 @@ export async function setup(project: TestProject): Promise<void> {
 
 export async function teardown(): Promise<void> {
   if (!instance) return;
+  await removeAgentUsers(instance.instance);
   await purge(instance);
   const left = await leftovers(instance);
   rmSync(instance.pidFile, { force: true });

@@ -15,6 +15,8 @@ export interface TestInstance {
   instance: string;
   env: Record<string, string>;
   socketPath: string;
+  /** The agent socket (the helper's default next to its run directory). */
+  agentSocketPath: string;
   stateDir: string;
   runDir: string;
   logFile: string;
@@ -43,6 +45,7 @@ export function testInstance(instance: string): TestInstance {
     instance,
     env,
     socketPath: path.join(runDir, 'helper.sock'),
+    agentSocketPath: path.join(`${runDir}-agent`, 'agent.sock'),
     stateDir,
     runDir,
     logFile: `/var/tmp/grove-test-${instance}.log`,
@@ -67,7 +70,7 @@ export async function startHelper(t: TestInstance): Promise<number> {
   const deadline = Date.now() + 120_000;
   while (Date.now() < deadline) {
     if (exited) throw new Error(`helper exited during start:\n${tail(t.logFile)}`);
-    if (await accepts(t.socketPath)) return pid;
+    if ((await accepts(t.socketPath)) && (await accepts(t.agentSocketPath))) return pid;
     await sleep(100);
   }
   throw new Error(`helper did not listen within 120 s:\n${tail(t.logFile)}`);

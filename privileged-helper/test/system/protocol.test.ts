@@ -4,6 +4,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PROTOCOL_VERSION } from '../../src/protocol/methods.js';
 import { MAX_MESSAGE_BYTES } from '../../src/protocol/wire.js';
 import { REPO } from './helper-process.js';
 import { connect, instance } from './support.js';
@@ -50,7 +51,7 @@ class RawPeer {
   }
 }
 
-const hello = (id: number) => `${JSON.stringify({ id, method: 'hello', params: { protocol: 1, client: { name: 'raw', kind: 'test' } } })}\n`;
+const hello = (id: number) => `${JSON.stringify({ id, method: 'hello', params: { protocol: PROTOCOL_VERSION, client: { name: 'raw', kind: 'test' } } })}\n`;
 
 describe('protocol robustness', () => {
   let peer: RawPeer;
@@ -72,7 +73,11 @@ describe('protocol robustness', () => {
 
   it('answers hello with version, epoch and capabilities', async () => {
     const r = await peer.ask(hello(3));
-    expect(r.result).toMatchObject({ protocol: 1, capabilities: expect.arrayContaining(['workspace.create', 'exec.run']) });
+    expect(r.result).toMatchObject({
+      protocol: PROTOCOL_VERSION,
+      capabilities: expect.arrayContaining(['workspace.create', 'exec.run', 'approval.approve', 'desktop.screenshot']),
+      identity: { role: 'person', uid: 0, user: 'root', pid: process.pid, client: 'test:raw' },
+    });
   });
 
   it.each([
@@ -114,6 +119,11 @@ describe('socket access', () => {
   it('is root:grove 0660 in a 0750 directory', async () => {
     const { stdout } = await execa('stat', ['-c', '%a %U %G', instance().socketPath, path.dirname(instance().socketPath)]);
     expect(stdout.split('\n')).toEqual(['660 root grove', '750 root grove']);
+  });
+
+  it('has an agent socket root:grove-agent 0660 in a 0750 directory of its own', async () => {
+    const { stdout } = await execa('stat', ['-c', '%a %U %G', instance().agentSocketPath, path.dirname(instance().agentSocketPath)]);
+    expect(stdout.split('\n')).toEqual(['660 root grove-agent', '750 root grove-agent']);
   });
 
   it('refuses a peer outside the group with a clear error', async () => {

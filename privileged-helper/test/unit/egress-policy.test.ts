@@ -1,16 +1,15 @@
+import { formatRule, parseRule } from '../../src/protocol/egress-rules.js';
 import { describe, expect, it } from 'vitest';
 import {
   decide,
   DEFAULT_POLICY,
   editAllowList,
   forbiddenReason,
-  formatRule,
   inCidr,
   isMutating,
   normalizeIp,
   parseCidr,
   parseHostsMap,
-  parseRule,
   ruleMatches,
 } from '../../src/egress/policy.js';
 import { parseDropCounters } from '../../src/egress/counters.js';

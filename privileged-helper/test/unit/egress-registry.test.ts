@@ -33,6 +33,7 @@ function branch(id: string, parentId: string | null, netIndex: number): Workspac
     pid: null,
     pidStart: null,
     parentId,
+    madeBy: null,
     treeId: 'aaaaaaaa',
     versionId: null,
     isMain: parentId === null,

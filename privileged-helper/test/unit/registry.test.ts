@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDb, type Db } from '../../src/registry/db.js';
-import { Registry, type WorkspaceRecord } from '../../src/registry/registry.js';
+import { AUDIT_ROWS_KEPT, Registry, type WorkspaceRecord } from '../../src/registry/registry.js';
+import type { Actor } from '../../src/protocol/identity.js';
 
 let dir: string;
 let file: string;
@@ -44,15 +45,19 @@ function workspace(over: Partial<WorkspaceRecord> = {}): WorkspaceRecord {
     treeId: over.id ?? '0123abcd',
     versionId: null,
     isMain: true,
+    madeBy: { role: 'person', uid: 0, user: 'root' },
     ...over,
   };
 }
 
+const person: Actor = { role: 'person', uid: 0, user: 'root', pid: 100, process: 'node', client: 'cli:grove-cli' };
+const agent: Actor = { role: 'agent', uid: 1001, user: 'alice', pid: 200, process: 'node', client: 'cli:grove-cli' };
+
 describe('openDb', () => {
   it('applies the migrations and records them in user_version', () => {
-    expect(db.pragma('user_version', { simple: true })).toBe(4);
+    expect(db.pragma('user_version', { simple: true })).toBe(5);
     const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
-    expect(tables).toEqual(expect.arrayContaining(['audit', 'forks', 'host_objects', 'images', 'ports', 'workspaces']));
+    expect(tables).toEqual(expect.arrayContaining(['audit', 'forks', 'grants', 'host_objects', 'images', 'ports', 'workspaces']));
   });
 
   it('runs in WAL mode with full sync and foreign keys on', () => {
@@ -66,11 +71,11 @@ describe('openDb', () => {
     reg.setPort('0123abcd', 5900, 40001);
     reg.recordObject({ kind: 'netns', name: 'grove-t1-0123abcd', owner: '0123abcd' });
     reg.putImage({ name: 'desktop', state: 'ready', recipeHash: 'abc', builtAt: '2024-01-01', sizeBytes: 123 });
-    reg.audit({ actor: 'cli', action: 'workspace.create', target: 'alpha', outcome: 'ok' });
+    reg.audit({ actor: person, action: 'workspace.create', target: 'alpha', outcome: 'ok', detail: null });
 
     // Reopening would throw "table images already exists" if the migration ran again.
     reopen();
-    expect(db.pragma('user_version', { simple: true })).toBe(4);
+    expect(db.pragma('user_version', { simple: true })).toBe(5);
     expect(reg.findWorkspace('alpha')).toEqual(workspace());
     expect(reg.ports('0123abcd')).toEqual([{ containerPort: 5900, hostPort: 40001 }]);
     expect(reg.objects()).toEqual([{ kind: 'netns', name: 'grove-t1-0123abcd', owner: '0123abcd' }]);
@@ -262,28 +267,59 @@ describe('host objects', () => {
 });
 
 describe('audit', () => {
-  it('appends rows with increasing seq, a timestamp and nulls for omitted fields', () => {
+  it('appends entries with increasing seq, a timestamp and the full identity, and reads them back by target', () => {
     const before = Date.now();
-    reg.audit({ actor: 'cli', action: 'workspace.create', target: 'alpha', outcome: 'ok' });
-    reg.audit({ actor: 'app', action: 'workspace.delete', outcome: 'error', detail: 'E_BUSY' });
-    const rows = db.prepare('SELECT * FROM audit ORDER BY seq').all() as {
-      seq: number;
-      at: string;
-      actor: string;
-      action: string;
-      target: string | null;
-      outcome: string;
-      detail: string | null;
-    }[];
-    expect(rows).toHaveLength(2);
-    expect(rows[1]!.seq).toBeGreaterThan(rows[0]!.seq);
-    expect(rows[0]).toMatchObject({ actor: 'cli', action: 'workspace.create', target: 'alpha', outcome: 'ok', detail: null });
-    expect(rows[1]).toMatchObject({ actor: 'app', action: 'workspace.delete', target: null, outcome: 'error', detail: 'E_BUSY' });
-    for (const r of rows) {
-      const at = Date.parse(r.at);
-      expect(at).toBeGreaterThanOrEqual(before - 1000);
-      expect(at).toBeLessThanOrEqual(Date.now() + 1000);
+    const first = reg.audit({ actor: person, action: 'workspace.create', target: 'alpha', outcome: 'ok', detail: null });
+    reg.audit({ actor: agent, action: 'workspace.delete', target: 'beta', outcome: 'error', detail: 'E_FORBIDDEN' });
+    reg.audit({ actor: null, action: 'branch.promote', target: 'alpha', outcome: 'ok', detail: 'approved by person root' });
+    const all = reg.auditLog(null, 10);
+    expect(all.map((e) => e.action)).toEqual(['workspace.create', 'workspace.delete', 'branch.promote']);
+    expect(all[1]!.seq).toBeGreaterThan(all[0]!.seq);
+    expect(all[0]).toEqual(first);
+    expect(all[1]).toMatchObject({ actor: agent, target: 'beta', outcome: 'error', detail: 'E_FORBIDDEN' });
+    expect(all[2]!.actor).toBeNull();
+    expect(reg.auditLog(['alpha'], 10).map((e) => e.action)).toEqual(['workspace.create', 'branch.promote']);
+    expect(reg.auditLog(null, 1).map((e) => e.action)).toEqual(['branch.promote']);
+    for (const e of all) {
+      expect(Date.parse(e.at)).toBeGreaterThanOrEqual(before - 1000);
+      expect(Date.parse(e.at)).toBeLessThanOrEqual(Date.now() + 1000);
     }
+    // The summary column keeps role:user for people reading the table by hand.
+    expect(db.prepare('SELECT actor FROM audit ORDER BY seq').pluck().all()).toEqual(['person:root', 'agent:alice', 'helper']);
+  });
+
+  it('keeps only the newest AUDIT_ROWS_KEPT entries when pruned', () => {
+    const insert = db.prepare("INSERT INTO audit (at, actor, action, target, outcome) VALUES ('x', 'helper', 'a', NULL, 'ok')");
+    db.transaction(() => {
+      for (let i = 0; i < AUDIT_ROWS_KEPT + 5; i++) insert.run();
+    })();
+    reg.pruneAudit();
+    expect(db.prepare('SELECT COUNT(*) FROM audit').pluck().get()).toBe(AUDIT_ROWS_KEPT);
+    expect(db.prepare('SELECT MIN(seq) FROM audit').pluck().get()).toBe(6);
+  });
+});
+
+describe('grants', () => {
+  it('keeps one grant per workspace and kind, and forgets it when revoked', () => {
+    const g = reg.putGrant({ id: 'g00000001', treeId: '0123abcd', kind: 'branch.discard', grantedBy: person, at: '2024-01-01T00:00:00.000Z' });
+    const again = reg.putGrant({ id: 'g00000002', treeId: '0123abcd', kind: 'branch.discard', grantedBy: person, at: '2024-01-02T00:00:00.000Z' });
+    expect(again).toEqual(g);
+    reg.putGrant({ id: 'g00000003', treeId: '0123abcd', kind: 'branch.promote', grantedBy: person, at: '2024-01-03T00:00:00.000Z' });
+    reg.putGrant({ id: 'g00000004', treeId: '99999999', kind: 'branch.discard', grantedBy: person, at: '2024-01-04T00:00:00.000Z' });
+    expect(reg.grants('0123abcd').map((x) => x.kind)).toEqual(['branch.discard', 'branch.promote']);
+    expect(reg.findGrant('0123abcd', 'branch.discard')?.grantedBy).toEqual(person);
+    expect(reg.findGrant('0123abcd', 'workspace.stop')).toBeNull();
+    reg.deleteGrant('g00000001');
+    expect(reg.findGrant('0123abcd', 'branch.discard')).toBeNull();
+    expect(reg.grants().map((x) => x.id)).toEqual(['g00000003', 'g00000004']);
+  });
+});
+
+describe('who made a branch', () => {
+  it('is kept with the branch', () => {
+    reg.insertWorkspace(workspace({ madeBy: { role: 'agent', uid: 1001, user: 'alice' } }));
+    reopen();
+    expect(reg.findWorkspace('alpha')?.madeBy).toEqual({ role: 'agent', uid: 1001, user: 'alice' });
   });
 });
 

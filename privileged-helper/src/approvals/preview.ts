@@ -1,0 +1,99 @@
+// What a person sees before deciding an agent's request: the branch's screen,
+// the files it changed, and what would be lost. Made once, when the request is
+// opened; a part that cannot be made is left out with a note that says why.
+import { readFile } from 'node:fs/promises';
+import { diffTrees } from '../branches/diff.js';
+import type { DesktopService } from '../desktop/desktop-service.js';
+import { pidNamespace, pidsByNamespace } from '../host/proc.js';
+import type { AgentRequestAction, ApprovalPreview } from '../protocol/approvals.js';
+import type { Registry, WorkspaceRecord } from '../registry/registry.js';
+import type { BranchRuntime } from '../workspaces/runtime.js';
+import type { BranchStorage } from '../workspaces/branch-storage.js';
+
+const THUMBNAIL_WIDTH = 320;
+const DIFF_PATHS_SHOWN = 12;
+const PROCESS_NAMES_SHOWN = 8;
+/** A preview part that takes longer is left out: the request must reach the person promptly. */
+const PART_TIMEOUT_MS = 15_000;
+
+export interface PreviewDeps {
+  registry: Registry;
+  runtime: BranchRuntime;
+  storage: BranchStorage;
+  desktop: DesktopService;
+}
+
+export class PreviewMaker {
+  constructor(private readonly d: PreviewDeps) {}
+
+  async make(ws: WorkspaceRecord, action: AgentRequestAction): Promise<ApprovalPreview> {
+    const notes: string[] = [];
+    const part = async <T>(what: string, make: () => Promise<T | null>): Promise<T | null> => {
+      try {
+        return await withTimeout(make(), PART_TIMEOUT_MS, what);
+      } catch (err) {
+        notes.push(`no ${what}: ${(err as Error).message}`);
+        return null;
+      }
+    };
+    const running = ws.state === 'running' && ws.pid !== null;
+    const losing = action.kind === 'branch.discard' || action.kind === 'workspace.stop';
+    const compareWith = this.comparisonBase(ws, action, notes);
+    const [thumbnail, diff, processes] = await Promise.all([
+      running && action.kind !== 'egress.policy' ? part('thumbnail', () => this.thumbnail(ws)) : null,
+      compareWith ? part('diff', () => this.diff(compareWith, ws)) : null,
+      losing && running ? part('process list', () => processesOf(ws.pid!)) : null,
+    ]);
+    const versions = action.kind === 'egress.policy' ? null : this.d.registry.listVersions(ws.treeId).filter((v) => v.branchId === ws.id).length;
+    return { thumbnail, diff, processes, versions, notes };
+  }
+
+  /** Promote: against the main line. Discard: against the parent (what the branch did since its fork). */
+  private comparisonBase(ws: WorkspaceRecord, action: AgentRequestAction, notes: string[]): WorkspaceRecord | null {
+    if (action.kind === 'branch.promote') {
+      const main = this.d.registry.listWorkspaces().find((w) => w.treeId === ws.treeId && w.isMain);
+      if (!main || main.id === ws.id) notes.push('no diff: it is the main line already');
+      return main && main.id !== ws.id ? main : null;
+    }
+    if (action.kind !== 'branch.discard') return null;
+    const parent = ws.parentId === null ? null : this.d.registry.findWorkspace(ws.parentId);
+    if (!parent) notes.push(ws.parentId === null ? 'no diff: it was created, not forked' : 'no diff: its parent is gone');
+    return parent;
+  }
+
+  private thumbnail(ws: WorkspaceRecord): Promise<string> {
+    return this.d.desktop.thumbnail(this.d.runtime.desktopTarget(ws), THUMBNAIL_WIDTH);
+  }
+
+  private async diff(from: WorkspaceRecord, to: WorkspaceRecord): Promise<NonNullable<ApprovalPreview['diff']>> {
+    const d = await diffTrees(await this.d.storage.ensureMounted(from), await this.d.storage.ensureMounted(to));
+    const paths = [...d.added.map((p) => `+ ${p}`), ...d.changed.map((p) => `~ ${p}`), ...d.removed.map((p) => `- ${p}`)];
+    return {
+      against: { id: from.id, name: from.name },
+      added: d.added.length,
+      changed: d.changed.length,
+      removed: d.removed.length,
+      paths: paths.slice(0, DIFF_PATHS_SHOWN),
+    };
+  }
+}
+
+/** The processes in a branch's pid namespace, and their names, the most frequent first. */
+async function processesOf(initPid: number): Promise<{ count: number; names: string[] }> {
+  const ns = await pidNamespace(initPid);
+  if (ns === null) throw new Error('the branch stopped meanwhile');
+  const pids = (await pidsByNamespace(new Set([ns]))).get(ns) ?? [];
+  const counts = new Map<string, number>();
+  for (const pid of pids) {
+    const name = (await readFile(`/proc/${pid}/comm`, 'utf8').catch(() => '')).trim();
+    if (name) counts.set(name, (counts.get(name) ?? 0) + 1);
+  }
+  const names = [...counts].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).map(([n, c]) => (c > 1 ? `${n} ×${c}` : n));
+  return { count: pids.length, names: names.slice(0, PROCESS_NAMES_SHOWN) };
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`the ${what} took longer than ${ms / 1000} s`)), ms)));
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}

@@ -1,0 +1,143 @@
+// What each role may do, method by method, in one table: the connection checks
+// every call against it before a handler runs. Persons may do everything.
+// Agents work in branches; what leaves the sandbox or becomes the main line
+// they must ask a person for (approval.create), unless a person granted that
+// kind of request for the workspace beforehand. Approving or denying is never
+// an agent's.
+import type { AgentRequestKind } from '../protocol/approvals.js';
+import type { Actor } from '../protocol/identity.js';
+import type { MethodName } from '../protocol/methods.js';
+import { GroveError } from '../protocol/wire.js';
+
+/**
+ * read:    observing; anyone.
+ * allow:   agents may.
+ * ask:     agents must ask a person (approval.create with this kind).
+ * own-ask: agents may on branches they made themselves; on others they must ask.
+ * person:  only persons, ever.
+ */
+export type AgentRule = { rule: 'read' | 'allow' | 'person' } | { rule: 'ask' | 'own-ask'; kind: AgentRequestKind };
+
+export interface Authority {
+  agent: AgentRule;
+  /** Recorded in the audit log (it changes something, or acts on a desktop). */
+  audit: boolean;
+}
+
+const read: Authority = { agent: { rule: 'read' }, audit: false };
+const allow: Authority = { agent: { rule: 'allow' }, audit: true };
+const allowQuietly: Authority = { agent: { rule: 'allow' }, audit: false };
+const person: Authority = { agent: { rule: 'person' }, audit: true };
+const ask = (kind: AgentRequestKind): Authority => ({ agent: { rule: 'ask', kind }, audit: true });
+const ownOrAsk = (kind: AgentRequestKind): Authority => ({ agent: { rule: 'own-ask', kind }, audit: true });
+
+export const AUTHORITY = {
+  hello: read,
+  'events.subscribe': read,
+  'host.doctor': read,
+  'image.list': read,
+  'image.build': person,
+  'workspace.create': person,
+  'workspace.list': read,
+  'workspace.get': read,
+  'workspace.start': person,
+  'workspace.stop': ownOrAsk('workspace.stop'),
+  'workspace.delete': ownOrAsk('branch.discard'),
+  'branch.fork': allow,
+  'branch.checkpoint': allow,
+  'branch.rollback': allow,
+  'branch.promote': ask('branch.promote'),
+  'branch.diff': read,
+  'version.list': read,
+  'version.delete': person,
+  'exec.run': allow,
+  'exec.open': allow,
+  // A terminal's keystrokes go to the connection's own sessions only.
+  'exec.write': allowQuietly,
+  'exec.resize': allowQuietly,
+  'exec.close': allowQuietly,
+  'egress.status': read,
+  'egress.set': ask('egress.policy'),
+  'egress.log': read,
+  'perf.get': read,
+  'approval.list': read,
+  'approval.get': read,
+  'approval.create': allow,
+  'approval.wait': read,
+  'approval.withdraw': allow,
+  'approval.approve': person,
+  'approval.deny': person,
+  'grant.list': read,
+  'grant.set': person,
+  'grant.revoke': person,
+  'audit.list': read,
+  'desktop.screenshot': read,
+  'desktop.cursor': read,
+  'desktop.wait': read,
+  'desktop.move': allow,
+  'desktop.click': allow,
+  'desktop.button': allow,
+  'desktop.drag': allow,
+  'desktop.scroll': allow,
+  'desktop.key': allow,
+  'desktop.type': allow,
+} as const satisfies Record<MethodName, Authority>;
+
+/** What the check needs to know about the branch a call names. */
+export interface BranchFacts {
+  name: string;
+  treeId: string;
+  /** The agent made it (forked it) under this uid; null when a person made it. */
+  madeByAgentUid: number | null;
+}
+
+export interface AuthorityLookup {
+  /** The branch a call names (null when it names none or it does not exist: the handler then says so). */
+  branch(ref: string): BranchFacts | null;
+  /** The grant that lets agents do `kind` in the tree, if a person gave one. */
+  grant(treeId: string, kind: AgentRequestKind): { id: string } | null;
+}
+
+/** How the agent CLI asks for each kind, for the error message. */
+const HOW_TO_ASK: Record<AgentRequestKind, (ref: string) => string> = {
+  'branch.promote': (ref) => `grove promote ${ref} --reason "…"`,
+  'branch.discard': (ref) => `grove discard ${ref} --reason "…"`,
+  'workspace.stop': (ref) => `grove ws stop ${ref} --reason "…"`,
+  'egress.policy': (ref) => `grove egress ${ref} --allow HOST --reason "…"`,
+};
+
+const VERB: Record<AgentRequestKind, string> = {
+  'branch.promote': 'promote a branch',
+  'branch.discard': 'discard a branch it did not fork itself',
+  'workspace.stop': 'stop a branch it did not fork itself',
+  'egress.policy': "change a branch's outside access",
+};
+
+/**
+ * Throws E_FORBIDDEN unless `actor` may call `method` with `params` right now.
+ * Resolves with the grant that allowed it, if one did (for the audit log).
+ */
+export function authorize(actor: Actor, method: MethodName, params: { workspace?: unknown }, lookup: AuthorityLookup): { grant: string | null } {
+  if (actor.role === 'person') return { grant: null };
+  const rule = AUTHORITY[method].agent;
+  switch (rule.rule) {
+    case 'read':
+    case 'allow':
+      return { grant: null };
+    case 'person':
+      throw new GroveError('E_FORBIDDEN', `only a person may call ${method}; ${actor.user} connected as an agent${method.startsWith('approval.') ? ' (approving and denying is never an agent\'s)' : ''}`);
+    case 'ask':
+    case 'own-ask': {
+      const ref = typeof params.workspace === 'string' ? params.workspace : '';
+      const branch = lookup.branch(ref);
+      if (!branch) return { grant: null }; // the handler reports the missing branch
+      if (rule.rule === 'own-ask' && branch.madeByAgentUid === actor.uid) return { grant: null };
+      const grant = lookup.grant(branch.treeId, rule.kind);
+      if (grant) return { grant: grant.id };
+      throw new GroveError(
+        'E_FORBIDDEN',
+        `an agent may not ${VERB[rule.kind]} itself: ask a person (approval.create, kind ${rule.kind}; on the command line: ${HOW_TO_ASK[rule.kind](branch.name)})`,
+      );
+    }
+  }
+}

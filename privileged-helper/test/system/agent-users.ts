@@ -1,0 +1,51 @@
+// Real unprivileged users for the tests of roles: members of grove-agent (the
+// agent socket's group) and one in neither group. They are made for a test
+// run (named after its instance) and removed when it ends.
+import path from 'node:path';
+import { execa } from 'execa';
+import { REPO } from './helper-process.js';
+
+const TSX = path.join(REPO, 'node_modules/.bin/tsx');
+export const AGENT_GROUP = 'grove-agent';
+
+export interface TestUser {
+  name: string;
+  uid: number;
+}
+
+export function agentUserNames(instance: string): string[] {
+  return [`grove-${instance}-agent1`, `grove-${instance}-agent2`, `grove-${instance}-nobody`];
+}
+
+/** Makes the run's users (idempotent): two agents, and one in no Grove group. */
+export async function ensureAgentUsers(instance: string): Promise<void> {
+  const [a1, a2, none] = agentUserNames(instance);
+  await execa('getent', ['group', AGENT_GROUP]).catch(() => execa('groupadd', ['--system', AGENT_GROUP]));
+  for (const [user, groups] of [[a1, AGENT_GROUP], [a2, AGENT_GROUP], [none, '']] as const) {
+    const exists = await execa('id', ['-u', user!], { reject: false });
+    if (exists.exitCode === 0) continue;
+    await execa('useradd', ['--system', '--user-group', '--no-create-home', '--home-dir', '/nonexistent', '--shell', '/usr/sbin/nologin', ...(groups ? ['--groups', groups] : []), user!]);
+  }
+}
+
+export async function removeAgentUsers(instance: string): Promise<void> {
+  for (const user of agentUserNames(instance)) await execa('userdel', [user], { reject: false });
+}
+
+export async function testUser(name: string): Promise<TestUser> {
+  return { name, uid: Number((await execa('id', ['-u', name])).stdout) };
+}
+
+/** Runs a TypeScript entry point (tsx) as `user`, with the groups /etc/group gives it, and nothing of root's environment. */
+export function runAs(user: string, script: string, args: string[], opts: { input?: string } = {}) {
+  return execa('setpriv', ['--reuid', user, '--regid', user, '--init-groups', TSX, script, ...args], {
+    reject: false,
+    env: { HOME: '/tmp', PATH: '/usr/bin:/bin' },
+    extendEnv: false,
+    input: opts.input,
+    timeout: 300_000,
+  });
+}
+
+export const GROVE_CLI = path.join(REPO, 'main/src/cli/grove.ts');
+export const CALL = path.join(REPO, 'privileged-helper/test/system/fixtures/call.ts');
