@@ -1,4 +1,4 @@
-// The benchmark of issue 6 (`grove bench`, `npm run bench`), on the standard
+// The benchmark of issues 6 and 10 (`grove bench`, `npm run bench`), on the standard
 // desktop workspace (Chromium with its start page, xterm, editor), as root,
 // on its own helper instance and subnet (purged at the end, also on failure
 // and on Ctrl-C), Grove and plain CRIU side by side in one run:
@@ -10,6 +10,9 @@
 //   3. read latency of an inherited file at fork depth 0, 10, 50: in real
 //      Grove branches (a chain of forks, each parent discarded once its child
 //      is up) and through naively stacked overlays (naive-overlay.ts).
+//   4. computer use: screenshot latency and key press → changed frame
+//      (computer-use.ts), measured first, on the untouched source.
+// `only` runs one section (e.g. computer-use: a check in a minute).
 // It writes JSON (result-schema.ts) and an SVG (plots.ts) to bench/results/,
 // and prints a table with each target next to the measured value; with
 // `json` the JSON goes to stdout instead. Nothing here asserts on time.
@@ -27,6 +30,7 @@ import type { Workspace } from '../src/protocol/entities.js';
 import { GroveError } from '../src/protocol/wire.js';
 import { purge, startHelper, tail, testInstance, type TestInstance } from '../test/system/helper-process.js';
 import { leftovers } from '../test/system/leftovers.js';
+import { measureComputerUse } from './computer-use.js';
 import { BaselineFork, readBaselineSource, type BaselineSetting, type BaselineSource } from './baseline.js';
 import { criuFanout, fits, groveFanout, measureFanout, type FanoutRun } from './fanout.js';
 import { pssOfPidNamespaces } from './memory.js';
@@ -34,7 +38,7 @@ import { NaiveOverlay } from './naive-overlay.js';
 import { benchSvg } from './plots.js';
 import { IMAGE_FILES, inBranch, measureReadLatency } from './read-latency.js';
 import { reportTable } from './report-table.js';
-import { BenchResult, RESULT_SCHEMA, type FanoutPoint, type HostInfo, type ReadLatency, type Side, type SkippedFanout, type StageTimings } from './result-schema.js';
+import { BenchResult, BenchSection, RESULT_SCHEMA, type FanoutPoint, type HostInfo, type ReadLatency, type Side, type SkippedFanout, type StageTimings } from './result-schema.js';
 import { round, roundAll, speedup, summarizeByKey, type Summary } from './stats.js';
 import { checkTargets } from './targets.js';
 
@@ -49,6 +53,8 @@ export interface BenchOptions {
   json: boolean;
   /** Where the JSON goes (default: results/bench-<time>.json); the SVG goes next to it. */
   out?: string;
+  /** Only this section (the others are left empty in the result). */
+  only?: BenchSection;
 }
 
 /** How much a run measures: --quick is a check in minutes, the full run the issue's numbers. */
@@ -59,6 +65,7 @@ function plan(quick: boolean) {
     depths: quick ? [0, 10] : [0, 10, 50],
     readRounds: quick ? 200 : 1000,
     settleMs: 30_000,
+    computerUseSamples: quick ? 20 : 50,
   };
 }
 type Plan = ReturnType<typeof plan>;
@@ -119,6 +126,13 @@ class Session {
   }
 }
 
+/** The section `--only` names; a clear error for anything else. */
+export function benchSection(text: string): BenchSection {
+  const parsed = BenchSection.safeParse(text);
+  if (!parsed.success) throw new Error(`--only takes one of: ${BenchSection.options.join(', ')}`);
+  return parsed.data;
+}
+
 export async function runBench(opts: BenchOptions): Promise<number> {
   if (process.getuid?.() !== 0) throw new GroveError('E_PRECONDITION', 'the benchmark runs as root (it starts its own helper and runs CRIU)');
   const p = plan(opts.quick);
@@ -138,7 +152,7 @@ export async function runBench(opts: BenchOptions): Promise<number> {
   const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
   for (const sig of signals) process.on(sig, onSignal);
   try {
-    const result = await measure(s, p, opts.quick);
+    const result = await measure(s, p, opts.quick, opts.only ? [opts.only] : BenchSection.options);
     const out = opts.out ? path.resolve(opts.out) : path.join(RESULTS_DIR, `bench-${result.startedAt.replace(/[:.]/g, '-')}.json`);
     await mkdir(path.dirname(out), { recursive: true });
     await writeFile(out, `${JSON.stringify(result, null, 2)}\n`);
@@ -160,7 +174,7 @@ export async function runBench(opts: BenchOptions): Promise<number> {
   }
 }
 
-async function measure(s: Session, p: Plan, quick: boolean): Promise<BenchResult> {
+async function measure(s: Session, p: Plan, quick: boolean, sections: BenchSection[]): Promise<BenchResult> {
   const startedAt = new Date().toISOString();
   const loadavgStart = os.loadavg();
   log(`instance ${s.t.instance}: starting a helper (log ${s.t.logFile})`);
@@ -174,10 +188,13 @@ async function measure(s: Session, p: Plan, quick: boolean): Promise<BenchResult
   await desktopUp(c, source);
   const baseSource = await baselineSource(s, source);
 
-  const forks = await forkLatency(s, p, source, baseSource);
-  const fan = await fanouts(s, p, source, baseSource);
-  const naiveReads = await naiveReadLatency(s, p);
-  const chain = await groveReadLatency(s, p, source);
+  const runs = (section: BenchSection) => sections.includes(section);
+  const computerUse = runs('computer-use') ? await measureComputerUse(c, source, p.computerUseSamples, log) : null;
+  const forks = runs('fork') ? await forkLatency(s, p, source, baseSource) : { grove: [], criu: [], groveErrors: [], criuErrors: [] };
+  const noFanout = { points: [], skipped: [] };
+  const fan = runs('fanout') ? await fanouts(s, p, source, baseSource) : { grove: noFanout, criu: noFanout };
+  const naiveReads = runs('read-latency') ? await naiveReadLatency(s, p) : [];
+  const chain = runs('read-latency') ? await groveReadLatency(s, p, source) : { reads: [], depthForks: [], errors: [] };
 
   const grove: Side = { ...side(forks.grove), errors: [...forks.groveErrors, ...chain.errors], fanout: fan.grove.points, fanoutSkipped: fan.grove.skipped, readLatency: chain.reads };
   const criu: Side = { ...side(forks.criu), errors: forks.criuErrors, fanout: fan.criu.points, fanoutSkipped: fan.criu.skipped, readLatency: naiveReads };
@@ -187,13 +204,15 @@ async function measure(s: Session, p: Plan, quick: boolean): Promise<BenchResult
     startedAt,
     finishedAt: new Date().toISOString(),
     quick,
-    forks: p.forks,
+    sections,
+    forks: runs('fork') ? p.forks : 0,
     host: await hostInfo(loadavgStart),
     layout: baseSource.overlay ? ('overlay' as const) : ('subvolume' as const),
     grove,
     criu,
     ratio: ratio === null ? null : round(ratio, 3),
     depthForks: chain.depthForks,
+    computerUse,
     notes: NOTES,
   };
   return BenchResult.parse({ ...measured, targets: checkTargets(measured) });
@@ -206,6 +225,7 @@ const NOTES = [
   'Plain CRIU restores keep the source’s VM_MERGEABLE marks, so ksmd (paced by the helper: fast for a while after each Grove fork) can merge their pages too.',
   'grove.readLatency: real Grove branches, a chain of forks (each parent discarded once its child is up), read inside the branch. criu.readLatency: layout naive-overlay = an overlay with depth+1 stacked lowerdirs (one per fork generation) plus a private upper, built on the host; the file comes from the bottom layer, read through the top mount by the same script.',
   'readLatency.us = µs per open+read+close of a small inherited file (warm); bigRead* = one sequential read after POSIX_FADV_DONTNEED on that file.',
+  'computerUse: through the helper\'s socket like an agent. screenshotMs = desktop.screenshot of the whole screen, request to reply (PNG, base64); actionToFrameMs = from sending desktop.key (a letter into the start page\'s note) until a second VNC client (the bench\'s own) receives the frame with the page\'s new colour; pngEncodeMs = the helper\'s PNG encoder on one full-screen frame, in process.',
   'Percentiles interpolate linearly between ranks; with 3-5 samples p95 is close to the maximum.',
 ];
 

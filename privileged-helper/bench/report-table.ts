@@ -1,11 +1,19 @@
 // The benchmark's printout for people: the same numbers as the JSON, side by
-// side, with each of issue 6's targets next to what was measured.
-import type { BenchResult, Side } from './result-schema.js';
+// side, with each of the targets (issues 6 and 10) next to what was measured.
+import type { BenchResult, BenchSection, Side } from './result-schema.js';
 
 const STAGES = ['prepare', 'dump', 'sourceFrozen', 'thaw', 'restore', 'expose', 'firstFrame', 'total'];
 
 export function reportTable(r: BenchResult): string {
-  return [...forkSection(r), ...fanoutSection(r), ...readSection(r), ...targetSection(r), ''].join('\n');
+  const only = (section: BenchSection, lines: () => string[]) => (r.sections.includes(section) ? lines() : []);
+  return [
+    ...only('fork', () => forkSection(r)),
+    ...only('fanout', () => fanoutSection(r)),
+    ...only('read-latency', () => readSection(r)),
+    ...computerUseSection(r),
+    ...targetSection(r),
+    '',
+  ].join('\n');
 }
 
 const num = (x: number | null | undefined) => (x === null || x === undefined || Number.isNaN(x) ? '—' : String(Math.round(x)));
@@ -52,8 +60,21 @@ function readSection(r: BenchResult): string[] {
   return lines;
 }
 
+function computerUseSection(r: BenchResult): string[] {
+  const u = r.computerUse;
+  if (!u) return [];
+  const lines = ['', `Computer use through the helper (${u.screen.width}x${u.screen.height} desktop, ${u.samples} samples each; ms)`];
+  lines.push(row(['measure', 'p50', 'p95'], 26));
+  lines.push(row(['screenshot (whole screen)', num(u.screenshotMs.p50), num(u.screenshotMs.p95)], 26) + `   ${u.screenshotKiB} KiB PNG`);
+  lines.push(row(['key press → changed frame', num(u.actionToFrameMs.p50), num(u.actionToFrameMs.p95)], 26));
+  lines.push(row(['PNG encode (in process)', num(u.pngEncodeMs.p50), num(u.pngEncodeMs.p95)], 26));
+  if (u.mcpScreenshotMs) lines.push(row(['MCP screenshot call', num(u.mcpScreenshotMs.p50), num(u.mcpScreenshotMs.p95)], 26));
+  if (u.errors.length) lines.push(`${u.errors.length} failure(s), first: ${u.errors[0]!.slice(0, 300)}`);
+  return lines;
+}
+
 function targetSection(r: BenchResult): string[] {
-  const lines = ['', 'Targets (issue 6)'];
+  const lines = ['', 'Targets (fork: issue 6; computer use: issue 10)'];
   for (const t of r.targets) {
     const verdict = t.met === null ? 'not measured' : t.met ? 'met' : 'NOT MET';
     lines.push(`  ${t.name.padEnd(42)} ${t.target.padEnd(12)} ${t.measured.padEnd(42)} ${verdict}`);

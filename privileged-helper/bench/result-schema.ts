@@ -7,7 +7,8 @@
 // A value that could not be measured (every sample failed) is null.
 import { z } from 'zod';
 
-export const RESULT_SCHEMA = 'grove-bench@2' as const;
+/** 3: the computer-use section (screenshot and action-to-frame latency) and `sections`. */
+export const RESULT_SCHEMA = 'grove-bench@3' as const;
 
 const Ms = z.number().nonnegative();
 const MaybeMs = Ms.nullable();
@@ -77,7 +78,32 @@ export const Side = z.strictObject({
 });
 export type Side = z.infer<typeof Side>;
 
-/** A target of issue 6 next to what this run measured; met is null when nothing was measured. */
+/** Computer use on the standard desktop, through the helper's socket like an agent (computer-use.ts). */
+export const ComputerUse = z.strictObject({
+  /** desktop.screenshot of the whole screen: request to decoded reply, PNG (base64) included. */
+  screenshotMs: Percentiles,
+  screenshotKiB: z.number().nonnegative(),
+  /**
+   * From sending desktop.key (one character into the start page's note) until
+   * a second VNC client receives the frame with the page's new colour.
+   */
+  actionToFrameMs: Percentiles,
+  /** Encoding one full-screen PNG in this process (no socket, no VNC). */
+  pngEncodeMs: Percentiles,
+  /** The round trip of one MCP screenshot call (measured once the MCP server is benchmarked). */
+  mcpScreenshotMs: Percentiles.optional(),
+  screen: z.strictObject({ width: z.number().int().positive(), height: z.number().int().positive() }),
+  /** Samples per measurement. */
+  samples: z.number().int().nonnegative(),
+  errors: z.array(z.string()),
+});
+export type ComputerUse = z.infer<typeof ComputerUse>;
+
+/** The parts of the benchmark a run can measure (`--only` picks one). */
+export const BenchSection = z.enum(['fork', 'fanout', 'read-latency', 'computer-use']);
+export type BenchSection = z.infer<typeof BenchSection>;
+
+/** A target (issue 6 or 10) next to what this run measured; met is null when nothing was measured. */
 export const TargetCheck = z.strictObject({
   name: z.string(),
   target: z.string(),
@@ -101,6 +127,8 @@ export const BenchResult = z.strictObject({
   startedAt: z.string(),
   finishedAt: z.string(),
   quick: z.boolean(),
+  /** What this run measured: every section, or the one `--only` asked for (the others are empty). */
+  sections: z.array(BenchSection),
   /** Forks per side for the fork → first frame percentiles. */
   forks: z.number().int().nonnegative(),
   host: HostInfo,
@@ -112,6 +140,8 @@ export const BenchResult = z.strictObject({
   ratio: z.number().nullable(),
   /** Timings of the forks that built the depth chain (fork of fork of …). */
   depthForks: z.array(StageTimings),
+  /** Null when the run left the section out. */
+  computerUse: ComputerUse.nullable(),
   targets: z.array(TargetCheck),
   notes: z.array(z.string()),
 });

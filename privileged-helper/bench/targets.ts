@@ -13,6 +13,8 @@ const FANOUT_MS = 8000;
 const FANOUT_PSS_MIB = 2.5 * 1024;
 const READ_DEPTH = 50;
 const READ_SLOWDOWN = 0.1;
+const SCREENSHOT_MS = 100;
+const ACTION_TO_FRAME_MS = 100;
 
 export function checkTargets(r: Measured): TargetCheck[] {
   const fan = r.grove.fanout.find((f) => f.copies === FANOUT_COPIES);
@@ -27,6 +29,8 @@ export function checkTargets(r: Measured): TargetCheck[] {
     check(`${FANOUT_COPIES} copies, one call`, `≤ ${FANOUT_MS / 1000} s`, fan?.totalMs ?? null, (x) => x <= FANOUT_MS, ms, fanMissing),
     check(`${FANOUT_COPIES} live branches, PSS after settling`, '≤ 2.5 GiB', fan?.pssMiBSettled ?? null, (x) => x <= FANOUT_PSS_MIB, gib, fanMissing),
     readAtDepth(read0, readDeep, readMissing),
+    check('screenshot p50 (whole screen)', `≤ ${SCREENSHOT_MS} ms`, r.computerUse?.screenshotMs.p50 ?? null, (x) => x <= SCREENSHOT_MS, ms),
+    check('key press → changed frame p50', `≤ ${ACTION_TO_FRAME_MS} ms`, r.computerUse?.actionToFrameMs.p50 ?? null, (x) => x <= ACTION_TO_FRAME_MS, ms),
   ];
 }
 

@@ -69,7 +69,18 @@ for hook in /etc/grove/services.d/*.sh; do
   bash "$hook" &
 done
 
-xterm -geometry 100x45+0+0 &
+# The windows are tiled so that a person and an agent see all three at once:
+# Chromium on the left two thirds, xterm top right, the editor bottom right.
+width="${geometry%x*}"
+height="${geometry#*x}"
+side=$((width / 3))
+left=$((width - side))
+half=$((height / 2))
+
+# +ut: no utmp entry. Writing one runs the setgid utmp helper (utempter), and a
+# fork that catches a process of another group cannot be dumped here (CRIU
+# needs CAP_SYS_RESOURCE to read its limits; this host's root lacks it).
+xterm +ut -geometry "$((side / 6 - 2))x$((half / 13 - 3))-0+0" &
 
 # The editor's preferences go to ~/.config/glib-2.0/settings/keyfile: there is
 # no D-Bus session (dconf) in a workspace.
@@ -81,6 +92,8 @@ for class in xterm mousepad; do
   timeout 5 xdotool search --sync --onlyvisible --class "$class" >/dev/null 2>&1 ||
     log "no $class window after 5 s"
 done
+xdotool search --onlyvisible --class mousepad windowsize %@ "$side" "$((half - 30))" windowmove %@ "$left" "$half" 2>/dev/null ||
+  log "could not place the editor's window"
 
 # Chromium's profile keeps host-name-bound singleton locks; a copy of a
 # stopped workspace (new host name) would otherwise refuse to open it.
@@ -97,6 +110,7 @@ chromium \
   --no-first-run --test-type --no-default-browser-check --password-store=basic \
   --disable-features=Translate,MediaRouter,PersistentHistograms \
   --user-data-dir="$profile" \
+  --window-position=0,0 --window-size="$left,$height" \
   --disable-quic \
   "$start_url" &
 

@@ -59,8 +59,7 @@ export function launchBrowser(): Promise<Browser> {
 export async function watchDesktop(browser: Browser, vncPort: number, minPixels = 50_000): Promise<{ page: Page; server: http.Server; pixels: number }> {
   const server = await startViewerServer(vncPort);
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-  await page.goto(`http://127.0.0.1:${(server.address() as { port: number }).port}/`);
-  await page.waitForFunction(() => (window as unknown as { vncConnected?: boolean }).vncConnected === true, null, { timeout: 30_000 });
+  await openViewer(page, `http://127.0.0.1:${(server.address() as { port: number }).port}/`);
   const matching = await page.waitForFunction(
     ([r, g, b, min]) => {
       const canvas = document.querySelector('#screen canvas') as HTMLCanvasElement | null;
@@ -74,4 +73,22 @@ export async function watchDesktop(browser: Browser, vncPort: number, minPixels 
     { timeout: 90_000, polling: 500 },
   );
   return { page, server, pixels: (await matching.jsonValue()) as number };
+}
+
+/**
+ * Loads the viewer until noVNC is connected. Chromium aborts every load in
+ * flight with ERR_NETWORK_CHANGED when the host's interfaces change (each
+ * workspace adds a veth pair, whose addresses settle a moment later), so a
+ * page whose modules failed that way is loaded again.
+ */
+async function openViewer(page: Page, url: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    await page.goto(url);
+    const connected = await page
+      .waitForFunction(() => (window as unknown as { vncConnected?: boolean }).vncConnected === true, null, { timeout: 10_000 })
+      .then(() => true, () => false);
+    if (connected) return;
+    if (Date.now() > deadline) throw new Error(`noVNC did not connect to ${url} within 60 s`);
+  }
 }

@@ -40,10 +40,11 @@ function side(total: number, layout: 'grove' | 'naive-overlay', perCopyMiB: numb
 
 export function sampleResult(): BenchResult {
   return BenchResult.parse({
-    schema: 'grove-bench@2',
+    schema: 'grove-bench@3',
     startedAt: '2026-11-30T12:00:00.000Z',
     finishedAt: '2026-11-30T12:20:00.000Z',
     quick: false,
+    sections: ['fork', 'fanout', 'read-latency', 'computer-use'],
     forks: 5,
     host: { kernel: '6.18', cpus: 2, memTotalMiB: 24_000, loadavgStart: [0.5, 0.4, 0.3], loadavgEnd: [1, 1, 1], criu: 'Version: 4.2.1' },
     layout: 'overlay',
@@ -51,6 +52,15 @@ export function sampleResult(): BenchResult {
     criu: side(3000, 'naive-overlay', 500),
     ratio: 7.5,
     depthForks: [{ depth: 1, total: 400 }],
+    computerUse: {
+      screenshotMs: { p50: 30, p95: 60 },
+      screenshotKiB: 50,
+      actionToFrameMs: { p50: 40, p95: 90 },
+      pngEncodeMs: { p50: 8, p95: 12 },
+      screen: { width: 1280, height: 800 },
+      samples: 50,
+      errors: [],
+    },
     targets: [],
     notes: [],
   });

@@ -14,7 +14,10 @@ describe('bench targets', () => {
       '16 copies, one call',
       '16 live branches, PSS after settling',
       'inherited read at depth 50 vs depth 0',
+      'screenshot p50 (whole screen)',
+      'key press → changed frame p50',
     ]);
+    expect(checks[6]).toEqual({ name: 'screenshot p50 (whole screen)', target: '≤ 100 ms', measured: '30 ms', met: true });
     expect(checks[0]).toEqual({ name: 'fork → first frame p50', target: '≤ 500 ms', measured: '400 ms', met: true });
     expect(checks[4]!.measured).toBe('0.78 GiB');
     expect(checks[5]).toMatchObject({ measured: '15.0 vs 10.0 µs (+50.0 %)', met: false });
@@ -28,6 +31,8 @@ describe('bench targets', () => {
     r.grove.fanout[3]!.totalMs = 8001;
     r.grove.fanout[3]!.pssMiBSettled = 2560;
     r.grove.readLatency[2]!.us = 10.9;
+    r.computerUse!.screenshotMs.p50 = 100;
+    r.computerUse!.actionToFrameMs.p50 = 101;
     expect(verdicts(r)).toEqual({
       'fork → first frame p50': false,
       'speed-up over plain CRIU (p50)': false,
@@ -35,7 +40,17 @@ describe('bench targets', () => {
       '16 copies, one call': false,
       '16 live branches, PSS after settling': true,
       'inherited read at depth 50 vs depth 0': true,
+      'screenshot p50 (whole screen)': true,
+      'key press → changed frame p50': false,
     });
+  });
+
+  it('judges only computer use after --only computer-use', () => {
+    const r = sampleResult();
+    const empty = { ...r.grove, forkToFirstFrameMs: { p50: null, p95: null }, sourceFrozenMs: { p50: null, p95: null }, fanout: [], readLatency: [] };
+    const checks = checkTargets({ ...r, sections: ['computer-use'], grove: empty, ratio: null });
+    expect(checks.filter((t) => t.met !== null).map((t) => t.name)).toEqual(['screenshot p50 (whole screen)', 'key press → changed frame p50']);
+    expect(checkTargets({ ...r, computerUse: null }).at(-1)).toMatchObject({ measured: 'not measured', met: null });
   });
 
   it('says what a quick run did not measure instead of judging it', () => {

@@ -1,0 +1,236 @@
+// Computer use on a real desktop: the helper drives a branch's own VNC server
+// (Xvnc) and the tests check what arrived on the screen, without OCR: the
+// start page colours its top section from the note's text (noteColour), the
+// editor shows FULL BLOCK characters as dark pixels, X says which window has
+// the focus, and scrolling brings the page's blue band into view.
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { execa } from 'execa';
+import { PNG } from 'pngjs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EMPTY_NOTE_RGB, noteColour, type Rgb } from '../../../main/src/agent/note-colour.js';
+import type { HelperClient } from '../../../main/src/helper-client/client.js';
+import type { DesktopAction, Region } from '../../src/protocol/desktop.js';
+import type { Workspace } from '../../src/protocol/entities.js';
+import { REPO } from './helper-process.js';
+import { connect, createWorkspace, instance, sh, track } from './support.js';
+
+const GREEN = EMPTY_NOTE_RGB;
+const BLUE: Rgb = [40, 64, 160];
+/** Inside the page's top section, away from the note and the pointer. */
+const MARKER = { x: 600, y: 560 };
+const NOTE = { x: 360, y: 236 };
+const XTERM = { x: 1060, y: 200 };
+const EDITOR = { x: 1060, y: 640 };
+const SCROLL_AT = { x: 700, y: 450 };
+/** The editor's text area (below its menu and warning bar). */
+const EDITOR_TEXT: Region = { x: 860, y: 480, width: 410, height: 300 };
+
+describe('computer use on a branch desktop', () => {
+  let client: HelperClient;
+  let ws: Workspace;
+  const made: string[] = [];
+  const actions: DesktopAction[] = [];
+
+  const shot = async (region?: Region, scale?: number) => {
+    const s = await client.request('desktop.screenshot', { workspace: ws.id, region, scale });
+    return { meta: s, png: PNG.sync.read(Buffer.from(s.png, 'base64')) };
+  };
+  const pixel = async (x: number, y: number): Promise<Rgb> => {
+    const { png } = await shot({ x, y, width: 1, height: 1 });
+    return [png.data[0]!, png.data[1]!, png.data[2]!];
+  };
+  /** Polls until the pixel has the colour (apps draw a moment after the input arrived). */
+  const pixelBecomes = async (at: { x: number; y: number }, rgb: Rgb, timeoutMs = 10_000) => {
+    const deadline = Date.now() + timeoutMs;
+    let last = await pixel(at.x, at.y);
+    while (last.join() !== rgb.join() && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+      last = await pixel(at.x, at.y);
+    }
+    return last;
+  };
+  const darkPixels = async (region: Region) => {
+    const { png } = await shot(region);
+    let dark = 0;
+    for (let i = 0; i < png.data.length; i += 4) if (png.data[i]! + png.data[i + 1]! + png.data[i + 2]! < 150) dark++;
+    return dark;
+  };
+  const activeWindow = async () => (await sh(client, ws, 'DISPLAY=:0 xdotool getactivewindow getwindowname')).trim();
+  const clearNote = async () => {
+    await client.request('desktop.click', { workspace: ws.id, ...NOTE });
+    await client.request('desktop.key', { workspace: ws.id, keys: 'ctrl+a BackSpace' });
+    expect(await pixelBecomes(MARKER, GREEN)).toEqual(GREEN);
+  };
+
+  beforeAll(async () => {
+    client = await connect('desktop-test');
+    await client.subscribe(['desktop.action']);
+    client.on('desktop.action', (a) => actions.push(a));
+    ws = await createWorkspace(client, 'cu');
+    made.push(ws.id);
+    // The start page is up when its top section shows; Chromium takes a while on a fresh desktop.
+    expect(await pixelBecomes(MARKER, GREEN, 120_000)).toEqual(GREEN);
+  });
+
+  afterAll(async () => {
+    for (const id of made.reverse()) await client.request('workspace.delete', { workspace: id }).catch(() => undefined);
+    client.close();
+  });
+
+  it('takes screenshots of the whole screen, a region, and scaled down', async () => {
+    const whole = await shot();
+    expect(whole.meta).toMatchObject({ width: 1280, height: 800, screen: { width: 1280, height: 800 }, region: { x: 0, y: 0, width: 1280, height: 800 } });
+    expect([whole.png.width, whole.png.height]).toEqual([1280, 800]);
+    const part = await shot({ x: 0, y: 0, width: 640, height: 400 }, 0.5);
+    expect(part.meta).toMatchObject({ width: 320, height: 200, region: { x: 0, y: 0, width: 640, height: 400 } });
+    expect([part.png.width, part.png.height]).toEqual([320, 200]);
+  });
+
+  it("types into the page's note exactly the text given, symbols and non-Latin included", async () => {
+    await clearNote();
+    const text = 'Grove $|~" é ß ж 漢 █';
+    await client.request('desktop.type', { workspace: ws.id, text });
+    expect(await pixelBecomes(MARKER, noteColour(text))).toEqual(noteColour(text));
+    expect(await activeWindow()).toMatch(/Chromium/);
+  });
+
+  it('types more distinct characters than the keymap has room for, in one call and the next', async () => {
+    // ~20 keycodes are free in a US layout, and Xvnc alone never frees one: these need several rounds of reuse.
+    for (const text of ['αβγδεζηθικλμνξοπρστυφχψωАБВГДЕЁЖЗИЙКЛМНОПРСТУФХЦЧШЩЪЫЬЭЮЯ', 'ѐђѓєѕіїјљњћќѝўџ ÀÁÂÃÄÅÆÇÈÉÊËÌÍÎÏÐÑÒÓÔÕÖØÙÚÛÜÝÞ']) {
+      await clearNote();
+      await client.request('desktop.type', { workspace: ws.id, text });
+      expect(await pixelBecomes(MARKER, noteColour(text))).toEqual(noteColour(text));
+    }
+  });
+
+  it('presses key combos: ctrl+a then BackSpace clears the note', async () => {
+    await client.request('desktop.key', { workspace: ws.id, keys: 'ctrl+a BackSpace' });
+    expect(await pixelBecomes(MARKER, GREEN)).toEqual(GREEN);
+  });
+
+  it('types into the editor once a click gave it the focus, and the screenshot shows the text', async () => {
+    const before = await darkPixels(EDITOR_TEXT);
+    await client.request('desktop.click', { workspace: ws.id, ...EDITOR });
+    await client.request('desktop.type', { workspace: ws.id, text: '██████████\n██████████' });
+    expect(await activeWindow()).toMatch(/Mousepad/);
+    let after = before;
+    for (let i = 0; i < 50 && after < before + 1000; i++) after = await darkPixels(EDITOR_TEXT);
+    expect(after).toBeGreaterThan(before + 1000);
+  });
+
+  it('moves the focus with a click: keys typed after clicking the terminal do not reach the page', async () => {
+    await client.request('desktop.click', { workspace: ws.id, ...XTERM });
+    expect(await activeWindow()).toMatch(/xterm/);
+    await client.request('desktop.type', { workspace: ws.id, text: 'zz' });
+    await client.request('desktop.wait', { workspace: ws.id, until: 'still', timeoutMs: 5000, quietMs: 300 });
+    expect(await pixel(MARKER.x, MARKER.y)).toEqual(GREEN);
+    await client.request('desktop.key', { workspace: ws.id, keys: 'BackSpace BackSpace' });
+    await client.request('desktop.click', { workspace: ws.id, ...NOTE });
+    expect(await activeWindow()).toMatch(/Chromium/);
+  });
+
+  it('scrolls the page: the blue band below the first screen comes into view, and goes again', async () => {
+    const after = await client.request('desktop.scroll', { workspace: ws.id, ...SCROLL_AT, dx: 0, dy: 10 });
+    expect(after.cursor).toEqual(SCROLL_AT);
+    expect(await pixelBecomes({ x: 400, y: 700 }, BLUE)).toEqual(BLUE);
+    await client.request('desktop.scroll', { workspace: ws.id, dx: 0, dy: -30 });
+    expect(await pixelBecomes({ x: 400, y: 700 }, GREEN)).toEqual(GREEN);
+  });
+
+  it('tells where the pointer is', async () => {
+    await client.request('desktop.move', { workspace: ws.id, x: 700, y: 600 });
+    expect(await client.request('desktop.cursor', { workspace: ws.id })).toEqual({ cursor: { x: 700, y: 600 }, screen: { width: 1280, height: 800 } });
+  });
+
+  it('waits until the screen is still, and until it changes after a key press', async () => {
+    await client.request('desktop.click', { workspace: ws.id, ...NOTE });
+    expect(await client.request('desktop.wait', { workspace: ws.id, until: 'still', timeoutMs: 10_000, quietMs: 300 })).toMatchObject({ satisfied: true });
+    const changed = client.request('desktop.wait', { workspace: ws.id, until: 'changed', timeoutMs: 10_000 });
+    await new Promise((r) => setTimeout(r, 200));
+    await client.request('desktop.key', { workspace: ws.id, keys: 'x' });
+    expect(await changed).toMatchObject({ satisfied: true });
+    await clearNote();
+  });
+
+  it('refuses what is off the screen and unknown keys, saying why', async () => {
+    await expect(client.request('desktop.click', { workspace: ws.id, x: 1280, y: 10 })).rejects.toMatchObject({
+      code: 'E_INVALID_PARAMS',
+      message: expect.stringContaining('1280x800'),
+    });
+    await expect(client.request('desktop.screenshot', { workspace: ws.id, region: { x: 1000, y: 0, width: 300, height: 10 } })).rejects.toMatchObject({
+      code: 'E_INVALID_PARAMS',
+    });
+    await expect(client.request('desktop.key', { workspace: ws.id, keys: 'ctrl+bogus' })).rejects.toMatchObject({
+      code: 'E_INVALID_PARAMS',
+      message: expect.stringContaining("unknown key 'bogus'"),
+    });
+  });
+
+  it('published every call as a desktop action, failures included', () => {
+    const mine = actions.filter((a) => a.workspace === ws.id);
+    expect(mine.find((a) => a.action === 'type' && a.ok)).toMatchObject({ workspaceName: 'cu', summary: expect.stringMatching(/^type \d+ characters$/) });
+    expect(mine.find((a) => a.action === 'click' && !a.ok)).toMatchObject({ summary: expect.stringContaining('1280,10') });
+    expect(mine.find((a) => a.action === 'scroll')).toMatchObject({ cursor: SCROLL_AT, screen: { width: 1280, height: 800 } });
+  });
+
+  it('works on a fork and on its source (each desktop has its own session)', async () => {
+    await client.request('desktop.type', { workspace: ws.id, text: 'forked' });
+    expect(await pixelBecomes(MARKER, noteColour('forked'))).toEqual(noteColour('forked'));
+    const report = await client.request('branch.fork', { workspace: ws.id, copies: 1 });
+    const child = await track(report.children[0]!);
+    made.push(child.id);
+    const childPixel = async () => {
+      const s = await client.request('desktop.screenshot', { workspace: child.id, region: { ...MARKER, width: 1, height: 1 } });
+      const png = PNG.sync.read(Buffer.from(s.png, 'base64'));
+      return [png.data[0], png.data[1], png.data[2]];
+    };
+    expect(await childPixel()).toEqual(noteColour('forked'));
+    // The source's session survives the fork (or reconnects): it still sees and acts.
+    await client.request('desktop.key', { workspace: ws.id, keys: 'BackSpace' });
+    expect(await pixelBecomes(MARKER, noteColour('forke'))).toEqual(noteColour('forke'));
+    // The child is a desktop of its own: typing there leaves the source alone.
+    await client.request('desktop.click', { workspace: child.id, ...NOTE });
+    await client.request('desktop.type', { workspace: child.id, text: '!' });
+    const deadline = Date.now() + 10_000;
+    while ((await childPixel()).join() !== noteColour('forked!').join() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(await childPixel()).toEqual(noteColour('forked!'));
+    expect(await pixel(MARKER.x, MARKER.y)).toEqual(noteColour('forke'));
+  });
+
+  it('is on the command line: screenshot to a file, cursor, wait, and clear errors', async () => {
+    const grove = (...args: string[]) => execa(path.join(REPO, 'main/bin/grove'), ['--socket', instance().socketPath, ...args], { reject: false, timeout: 60_000 });
+    const file = path.join(await mkdtemp(path.join(tmpdir(), 'grove-shot-')), 'part.png');
+    try {
+      const shot = await grove('screenshot', 'cu', '-o', file, '--region', '0,0,640,400', '--scale', '0.5');
+      expect(shot.stdout).toContain(`${file}: 320x200 PNG of 640x400 at 0,0 (screen 1280x800`);
+      const png = PNG.sync.read(await readFile(file));
+      expect([png.width, png.height]).toEqual([320, 200]);
+      const meta = JSON.parse((await grove('--json', 'screenshot', 'cu', '-o', file)).stdout);
+      expect(meta).toMatchObject({ file, width: 1280, height: 800 });
+      expect(meta.png).toBeUndefined();
+
+      await grove('move', 'cu', '700', '600');
+      expect(JSON.parse((await grove('--json', 'cursor', 'cu')).stdout)).toEqual({ cursor: { x: 700, y: 600 }, screen: { width: 1280, height: 800 } });
+      expect((await grove('wait', 'cu', '--still', '--quiet', '200', '--timeout', '10')).exitCode).toBe(0);
+
+      const badKey = await grove('key', 'cu', 'ctrl+nosuchkey');
+      expect(badKey.exitCode).toBe(2);
+      expect(badKey.stderr).toContain("unknown key 'nosuchkey'");
+      const halfPoint = await grove('click', 'cu', '5');
+      expect([halfPoint.exitCode, halfPoint.stderr]).toEqual([2, expect.stringContaining('give both x and y')]);
+      expect((await grove('wait', 'cu')).stderr).toContain('give --still or --changed');
+    } finally {
+      await rm(path.dirname(file), { recursive: true, force: true });
+    }
+  });
+
+  it('refuses a stopped branch with E_CONFLICT', async () => {
+    await client.request('workspace.stop', { workspace: ws.id });
+    await expect(client.request('desktop.screenshot', { workspace: ws.id })).rejects.toMatchObject({
+      code: 'E_CONFLICT',
+      message: expect.stringContaining("workspace 'cu' is stopped"),
+    });
+  });
+});
