@@ -1,6 +1,6 @@
 // Human-readable output of the CLI (--json prints the objects as they are).
 import type { DoctorReport, ForkReport, Image, PerfReport, Version, Workspace } from '../../../privileged-helper/src/protocol/entities.js';
-import type { EgressLogEntry, EgressRequest, EgressStatus } from '../../../privileged-helper/src/protocol/entities.js';
+import type { EgressLogEntry, EgressStatus } from '../../../privileged-helper/src/protocol/entities.js';
 import type { TreeDiff } from '../../../privileged-helper/src/protocol/diff.js';
 
 export function printDoctor(report: DoctorReport): void {
@@ -110,22 +110,6 @@ export function printEgressStatus(s: EgressStatus): void {
   console.log(`policy:   ${p.mode}${p.holdMutating ? ' (mutating HTTP requests held)' : ''}`);
   console.log(`allow:    ${p.allow.length ? p.allow.map((r) => (r.port === undefined ? r.host : dest(r.host, r.port))).join(' ') : '(none)'}`);
   console.log(`dropped:  tcp ${s.dropped.tcp} · udp ${s.dropped.udp} · other ${s.dropped.other} (packets)`);
-  console.log(`held:     ${s.pending.length}`);
-  for (const r of s.pending) printEgressRequest(r);
-}
-
-export function printEgressRequest(r: EgressRequest): void {
-  const what = r.url ?? dest(r.host, r.port);
-  console.log(`${r.id}\t${r.workspaceName}\t${r.method} ${what}\t${r.reason === 'mutating' ? 'mutating request' : 'new destination'}\tuntil ${r.expiresAt}`);
-}
-
-export function printApprovals(list: EgressRequest[]): void {
-  if (list.length === 0) {
-    console.log('No requests are waiting for approval.');
-    return;
-  }
-  console.log(['REQUEST', 'BRANCH', 'WHAT', 'WHY', 'EXPIRES'].join('\t'));
-  for (const r of list) printEgressRequest(r);
 }
 
 export function printEgressLog(entries: EgressLogEntry[]): void {

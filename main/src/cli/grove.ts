@@ -1,39 +1,20 @@
-// `grove`: the command line for agents and scripts. A client of the helper's
-// API like the app; every command that prints has --json for scripts.
-import { Command, Option } from 'commander';
-import { GroveError, HelperClient } from '../helper-client/client.js';
+// `grove`: the command line for people, agents and scripts. A client of the
+// helper's API like the app; every command that prints has --json for scripts.
+// Who it acts as comes from the socket it uses (see context.ts): on the agent
+// socket, what only a person may do becomes a request to a person.
+import { Option, type Command } from 'commander';
+import { GroveError } from '../helper-client/client.js';
 import { printDiff, printDoctor, printForkReport, printImage, printStats, printTree, printWorkspace, printWorkspaces } from './format.js';
-import { printApprovals, printEgressLog, printEgressRequest, printEgressStatus } from './format.js';
-import { parseRule } from '../../../privileged-helper/src/egress/policy.js';
+import { printEgressLog, printEgressStatus } from './format.js';
+import { parseRule } from '../../../privileged-helper/src/protocol/egress-rules.js';
 import type { EgressRule } from '../../../privileged-helper/src/protocol/entities.js';
 import { runTerminal } from './terminal.js';
-
-interface Global {
-  json?: boolean;
-  socket?: string;
-}
-
-const program = new Command('grove')
-  .description('Supervise AI agents in live, forkable desktop workspaces')
-  .option('--socket <path>', "the helper's socket (default $GROVE_SOCKET or /run/grove/helper.sock)")
-  .option('--json', 'print machine-readable JSON')
-  .showHelpAfterError();
-
-const globals = (): Global => program.opts<Global>();
-
-async function withClient<T>(fn: (client: HelperClient) => Promise<T>): Promise<T> {
-  const client = await HelperClient.connect({ socketPath: globals().socket, name: 'grove-cli', kind: 'cli' });
-  try {
-    return await fn(client);
-  } finally {
-    client.close();
-  }
-}
-
-function output(value: unknown, human: () => void): void {
-  if (globals().json) process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
-  else human();
-}
+import { globals, output, program, withClient } from './context.js';
+import { askPerson, isAgent, printAsked, registerApprovalCommands, type AskOptions } from './approval-commands.js';
+import type { HelperClient } from '../helper-client/client.js';
+import { mayActAtOnce, withAllowListOn } from '../helper-client/requests.js';
+import { registerDesktopCommands } from './desktop-commands.js';
+import { registerMcpCommand } from './mcp-command.js';
 
 program
   .command('doctor')
@@ -84,29 +65,27 @@ ws.command('create')
       output(w, () => printWorkspace(w));
     }),
   );
-for (const [verb, method, help] of [
-  ['start', 'workspace.start', 'start a stopped workspace'],
-  ['stop', 'workspace.stop', 'stop a workspace (its files are kept)'],
-] as const) {
-  ws.command(verb)
-    .argument('<workspace>', 'id or name')
-    .description(help)
-    .action((ref: string) =>
-      withClient(async (c) => {
-        const w = await c.request(method, { workspace: ref });
-        output(w, () => printWorkspace(w));
-      }),
-    );
-}
-ws.command('rm')
+ws.command('start')
   .argument('<workspace>', 'id or name')
-  .description('delete a workspace and everything it has on the host')
+  .description('start a stopped workspace')
   .action((ref: string) =>
     withClient(async (c) => {
-      const res = await c.request('workspace.delete', { workspace: ref });
-      output(res, () => console.log(`deleted ${res.deleted}`));
+      const w = await c.request('workspace.start', { workspace: ref });
+      output(w, () => printWorkspace(w));
     }),
   );
+withAsking(
+  ws.command('stop').argument('<workspace>', 'id or name').description('stop a workspace (its files are kept); an agent asks a person unless it forked the branch'),
+).action((ref: string, opts: AskOptions) =>
+  withClient(async (c) => {
+    if (!(await mayActOn(c, ref))) return printAsked(await askPerson(c, ref, { kind: 'workspace.stop' }, opts));
+    const w = await c.request('workspace.stop', { workspace: ref });
+    output(w, () => printWorkspace(w));
+  }),
+);
+withAsking(ws.command('rm').argument('<workspace>', 'id or name').description('delete a workspace and everything it has on the host (like discard)')).action(
+  (ref: string, opts: AskOptions) => discard(ref, opts, 'deleted'),
+);
 
 program
   .command('ls')
@@ -159,28 +138,26 @@ program
     }),
   );
 
-program
-  .command('discard')
-  .argument('<workspace>', 'id or name')
-  .description('remove a branch and everything it has on the host')
-  .action((ref: string) =>
-    withClient(async (c) => {
-      const res = await c.request('workspace.delete', { workspace: ref });
-      output(res, () => console.log(`discarded ${res.deleted}`));
-    }),
-  );
+withAsking(
+  program
+    .command('discard')
+    .argument('<workspace>', 'id or name')
+    .description('remove a branch and everything it has on the host; an agent asks a person unless it forked the branch'),
+).action((ref: string, opts: AskOptions) => discard(ref, opts, 'discarded'));
 
-program
-  .command('promote')
-  .argument('<workspace>', 'the branch to make the main line')
-  .addOption(new Option('--old-main <fate>', 'what becomes of the old main line').choices(['version', 'discard', 'keep']).default('version'))
-  .description("make a branch its workspace's main line; it takes over the stable host ports")
-  .action((ref: string, opts: { oldMain: 'version' | 'discard' | 'keep' }) =>
-    withClient(async (c) => {
-      const w = await c.request('branch.promote', { workspace: ref, oldMain: opts.oldMain });
-      output(w, () => printWorkspace(w));
-    }),
-  );
+withAsking(
+  program
+    .command('promote')
+    .argument('<workspace>', 'the branch to make the main line')
+    .addOption(new Option('--old-main <fate>', 'what becomes of the old main line').choices(['version', 'discard', 'keep']).default('version'))
+    .description("make a branch its workspace's main line; it takes over the stable host ports (an agent asks a person)"),
+).action((ref: string, opts: AskOptions & { oldMain: 'version' | 'discard' | 'keep' }) =>
+  withClient(async (c) => {
+    if (isAgent(c)) return printAsked(await askPerson(c, ref, { kind: 'branch.promote', oldMain: opts.oldMain }, opts));
+    const w = await c.request('branch.promote', { workspace: ref, oldMain: opts.oldMain });
+    output(w, () => printWorkspace(w));
+  }),
+);
 
 program
   .command('diff')
@@ -278,11 +255,18 @@ program
 program
   .command('bench')
   .option('--quick', 'fewer repetitions, up to 8 copies and depth 10: a check in minutes')
+  .option('--only <section>', 'measure one section: fork, fanout, read-latency or computer-use')
   .option('--out <file>', 'where to write the JSON (the SVG goes next to it; default privileged-helper/bench/results/)')
-  .description('fork benchmark, Grove against plain CRIU (as root, on its own helper instance); progress on stderr, --json puts the result on stdout')
-  .action(async (opts: { quick?: boolean; out?: string }) => {
-    const { runBench } = await import('../../../privileged-helper/bench/bench.js');
-    process.exitCode = await runBench({ quick: opts.quick ?? false, json: globals().json ?? false, out: opts.out });
+  .description('fork and computer-use benchmark, Grove against plain CRIU (as root, on its own helper instance); progress on stderr, --json puts the result on stdout')
+  .action(async (opts: { quick?: boolean; only?: string; out?: string }) => {
+    const { benchSection, runBench } = await import('../../../privileged-helper/bench/bench.js');
+    let only;
+    try {
+      only = opts.only === undefined ? undefined : benchSection(opts.only);
+    } catch (err) {
+      throw new GroveError('E_INVALID_PARAMS', (err as Error).message);
+    }
+    process.exitCode = await runBench({ quick: opts.quick ?? false, json: globals().json ?? false, out: opts.out, only });
   });
 
 program
@@ -295,9 +279,11 @@ program
   .option('--hold-mutating', 'also hold plain-HTTP requests other than GET/HEAD/OPTIONS to allowed destinations')
   .option('--no-hold-mutating', 'stop holding mutating requests to allowed destinations')
   .option('--log', "show the branch's egress log instead")
-  .description("show or change a branch's egress policy (with no option: policy, drop counters, held requests)")
+  .option('--reason <text>', 'an agent: why it asks for the change (a person decides)')
+  .option('--no-wait', 'an agent: do not wait for the decision')
+  .description("show or change a branch's egress policy (with no option: policy and drop counters); an agent asks a person for changes")
   .action(
-    (ref: string, opts: { deny?: boolean; allow?: EgressRule[]; remove?: EgressRule[]; gate?: boolean; holdMutating?: boolean; log?: boolean }) =>
+    (ref: string, opts: AskOptions & { deny?: boolean; allow?: EgressRule[]; remove?: EgressRule[]; gate?: boolean; holdMutating?: boolean; log?: boolean }) =>
       withClient(async (c) => {
         if (opts.deny && opts.gate) throw new GroveError('E_INVALID_PARAMS', 'give --deny or --gate, not both');
         if (opts.log) {
@@ -306,61 +292,34 @@ program
         }
         const changing = opts.deny || opts.gate || opts.allow || opts.remove || opts.holdMutating !== undefined;
         if (changing) {
-          let mode: 'deny' | 'allow' | 'gate' | undefined = opts.deny ? 'deny' : opts.gate ? 'gate' : undefined;
-          if (mode === undefined && opts.allow) {
-            const current = await c.request('egress.status', { workspace: ref });
-            if (current.policy.mode === 'deny') mode = 'allow';
-          }
-          await c.request('egress.set', { workspace: ref, mode, holdMutating: opts.holdMutating, allow: opts.allow, remove: opts.remove });
+          const { policy } = await c.request('egress.status', { workspace: ref });
+          const mode = opts.deny ? 'deny' : opts.gate ? 'gate' : undefined;
+          const change = withAllowListOn(policy.mode, { mode, holdMutating: opts.holdMutating, allow: opts.allow, remove: opts.remove });
+          if (isAgent(c)) return printAsked(await askPerson(c, ref, { kind: 'egress.policy', change }, opts));
+          await c.request('egress.set', { workspace: ref, ...change });
         }
         const status = await c.request('egress.status', { workspace: ref });
         output(status, () => printEgressStatus(status));
       }),
   );
 
-program
-  .command('approvals')
-  .option('-w, --watch', 'keep running and print requests as they are held')
-  .argument('[workspace]', 'only this branch')
-  .description('requests held by the egress gate, waiting for a decision')
-  .action((ref: string | undefined, opts: { watch?: boolean }) =>
-    withClient(async (c) => {
-      if (opts.watch) await c.subscribe(['egress.request', 'egress.decision']);
-      const list = await c.request('egress.pending', ref ? { workspace: ref } : {});
-      output(list, () => printApprovals(list));
-      if (!opts.watch) return;
-      c.on('egress.request', (r) => {
-        if (!ref || r.workspace === ref || r.workspaceName === ref) printEgressRequest(r);
-      });
-      c.on('egress.decision', (d) => {
-        if (d.request && (!ref || d.workspace === ref)) console.log(`${d.request}\t${d.verdict} by ${d.decidedBy}`);
-      });
-      await new Promise<void>((resolve) => c.onClose(() => resolve()));
-    }),
-  );
+/** The options of a command an agent may have to ask a person for. */
+function withAsking(cmd: Command): Command {
+  return cmd.option('--reason <text>', 'an agent: why (the person deciding reads it)').option('--no-wait', 'an agent: ask, print the request id and return');
+}
 
-program
-  .command('approve')
-  .argument('<request>', 'the held request (see grove approvals)')
-  .option('--always', "also add its destination to the branch's allow list")
-  .description('let a held request through')
-  .action((request: string, opts: { always?: boolean }) =>
-    withClient(async (c) => {
-      const r = await c.request('egress.approve', { request, always: opts.always ?? false });
-      output(r, () => console.log(`approved ${r.id}: ${r.method} ${r.url ?? `${r.host}:${r.port}`}${opts.always ? ` (always: ${r.host}:${r.port} is now allowed)` : ''}`));
-    }),
-  );
+/** Whether the caller may discard or stop the branch without asking (a person, or the agent that forked it). */
+async function mayActOn(c: HelperClient, ref: string): Promise<boolean> {
+  return mayActAtOnce(c.hello!.identity, await c.request('workspace.get', { workspace: ref }));
+}
 
-program
-  .command('deny')
-  .argument('<request>', 'the held request (see grove approvals)')
-  .description('refuse a held request')
-  .action((request: string) =>
-    withClient(async (c) => {
-      const r = await c.request('egress.deny', { request });
-      output(r, () => console.log(`denied ${r.id}: ${r.method} ${r.url ?? `${r.host}:${r.port}`}`));
-    }),
-  );
+function discard(ref: string, opts: AskOptions, verb: string): Promise<void> {
+  return withClient(async (c) => {
+    if (!(await mayActOn(c, ref))) return printAsked(await askPerson(c, ref, { kind: 'branch.discard' }, opts));
+    const res = await c.request('workspace.delete', { workspace: ref });
+    output(res, () => console.log(`${verb} ${res.deleted}`));
+  });
+}
 
 function collectRules(value: string, previous: EgressRule[] | undefined): EgressRule[] {
   try {
@@ -381,6 +340,10 @@ async function readStdin(): Promise<string> {
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks).toString('utf8');
 }
+
+registerApprovalCommands(program);
+registerDesktopCommands(program);
+registerMcpCommand(program);
 
 program.parseAsync().catch((err: unknown) => {
   if (err instanceof GroveError) {

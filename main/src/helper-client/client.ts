@@ -1,16 +1,38 @@
 // Typed client of the privileged helper's socket, used by the CLI and the
 // controller. Results and events are validated against the same schemas the
 // helper validates with, so a contract drift fails loudly at the boundary.
+import { accessSync, constants } from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
 import { EventEmitter } from 'node:events';
 import { z } from 'zod';
 import { events as eventSchemas, type EventPayload, type Topic } from '../../../privileged-helper/src/protocol/events.js';
+import type { Actor } from '../../../privileged-helper/src/protocol/identity.js';
 import { LineReader } from '../../../privileged-helper/src/protocol/line-reader.js';
 import { methods, PROTOCOL_VERSION, type MethodName, type Params, type Result } from '../../../privileged-helper/src/protocol/methods.js';
-import { EventEnvelope, GroveError, MAX_MESSAGE_BYTES, ResponseEnvelope } from '../../../privileged-helper/src/protocol/wire.js';
+import { EventEnvelope, GroveError, MAX_MESSAGE_BYTES, MAX_REPLY_BYTES, ResponseEnvelope } from '../../../privileged-helper/src/protocol/wire.js';
 
 export { GroveError };
-export const DEFAULT_SOCKET = process.env.GROVE_SOCKET ?? '/run/grove/helper.sock';
+/** The person socket (root and the grove group). */
+export const PERSON_SOCKET = process.env.GROVE_SOCKET ?? '/run/grove/helper.sock';
+/** The agent socket (the grove-agent group): the helper takes everyone on it for an agent. */
+export const AGENT_SOCKET = process.env.GROVE_AGENT_SOCKET ?? '/run/grove-agent/agent.sock';
+
+/** The socket to use: the one given; else the agent socket when asked for or when the person socket is closed to us. */
+export function chooseSocket(opts: { socketPath?: string; agent?: boolean }): string {
+  if (opts.socketPath) return opts.socketPath;
+  if (opts.agent) return AGENT_SOCKET;
+  return mayConnect(PERSON_SOCKET) || !mayConnect(AGENT_SOCKET) ? PERSON_SOCKET : AGENT_SOCKET;
+}
+
+function mayConnect(socketPath: string): boolean {
+  try {
+    accessSync(socketPath, constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 interface Pending {
   method: MethodName;
@@ -22,16 +44,22 @@ export interface HelloInfo {
   epoch: string;
   helperVersion: string;
   capabilities: string[];
+  /** Who the helper takes us for. */
+  identity: Actor;
 }
 
 export class HelperClient {
-  private readonly reader = new LineReader(MAX_MESSAGE_BYTES);
+  private readonly reader = new LineReader(MAX_REPLY_BYTES);
   private readonly pending = new Map<number, Pending>();
   private readonly emitter = new EventEmitter();
   private nextId = 1;
   hello: HelloInfo | null = null;
 
-  private constructor(private readonly socket: net.Socket) {
+  private constructor(
+    private readonly socket: net.Socket,
+    /** The socket it connected to. */
+    readonly socketPath: string,
+  ) {
     this.emitter.setMaxListeners(0);
     socket.on('data', (chunk: Buffer) => {
       for (const item of this.reader.push(chunk)) if (item.kind === 'line') this.onLine(item.text);
@@ -45,13 +73,13 @@ export class HelperClient {
     socket.on('error', () => undefined); // surfaced through 'close'
   }
 
-  static async connect(opts: { socketPath?: string; name: string; kind: 'cli' | 'app' | 'test' }): Promise<HelperClient> {
-    const socketPath = opts.socketPath ?? DEFAULT_SOCKET;
+  static async connect(opts: { socketPath?: string; agent?: boolean; name: string; kind: 'cli' | 'app' | 'test' }): Promise<HelperClient> {
+    const socketPath = chooseSocket(opts);
     const socket = await new Promise<net.Socket>((resolve, reject) => {
       const s = net.connect(socketPath, () => resolve(s));
       s.once('error', (err: NodeJS.ErrnoException) => reject(explainConnectError(err, socketPath)));
     });
-    const client = new HelperClient(socket);
+    const client = new HelperClient(socket, socketPath);
     const hello = await client.request('hello', { protocol: PROTOCOL_VERSION, client: { name: opts.name, kind: opts.kind } });
     client.hello = hello;
     return client;
@@ -73,7 +101,8 @@ export class HelperClient {
     return (await this.request('events.subscribe', topics ? { topics } : {})).seq;
   }
 
-  on<T extends Topic>(topic: T, listener: (data: EventPayload<T>, seq: number) => void): () => void {
+  /** `by` is who caused the event (absent when the helper did on its own). */
+  on<T extends Topic>(topic: T, listener: (data: EventPayload<T>, seq: number, by: Actor | undefined) => void): () => void {
     this.emitter.on(topic, listener);
     return () => this.emitter.off(topic, listener);
   }
@@ -92,10 +121,17 @@ export class HelperClient {
     if (event.success) {
       const topic = event.data.event as Topic;
       const schema = eventSchemas[topic];
-      if (schema) this.emitter.emit(topic, schema.parse(event.data.data), event.data.seq);
+      if (schema) this.emitter.emit(topic, schema.parse(event.data.data), event.data.seq, event.data.by);
       return;
     }
     const response = ResponseEnvelope.parse(message);
+    if (response.id === null && 'error' in response) {
+      // The helper refused the connection itself (e.g. a peer it does not serve): every call fails with its reason.
+      const err = new GroveError(response.error.code, response.error.message);
+      for (const p of this.pending.values()) p.reject(err);
+      this.pending.clear();
+      return;
+    }
     const pending = typeof response.id === 'number' ? this.pending.get(response.id) : undefined;
     if (!pending) return; // only replies to lines we never sent carry no id
     this.pending.delete(response.id as number);
@@ -113,7 +149,12 @@ function explainConnectError(err: NodeJS.ErrnoException, socketPath: string): Gr
   switch (err.code) {
     case 'EACCES':
     case 'EPERM':
-      return new GroveError('E_PRECONDITION', `permission denied on ${socketPath}: only root and members of the 'grove' group may use Grove`);
+      return new GroveError(
+        'E_PRECONDITION',
+        path.basename(socketPath) === path.basename(AGENT_SOCKET)
+          ? `permission denied on ${socketPath}: agents must be members of the 'grove-agent' group`
+          : `permission denied on ${socketPath}: only root and members of the 'grove' group may use Grove (agents: the 'grove-agent' group and ${AGENT_SOCKET})`,
+      );
     case 'ENOENT':
     case 'ECONNREFUSED':
       return new GroveError('E_PRECONDITION', `the Grove helper is not running (no socket at ${socketPath}); start it with ./start.sh`);

@@ -1,0 +1,179 @@
+// The approvals queue on the command line: persons list and decide requests
+// and give standing approvals; agents ask (promote, discard, stop, outside
+// access become requests when an agent runs them) and wait for the answer.
+import type { Command } from 'commander';
+import { GroveError, type HelperClient } from '../helper-client/client.js';
+import type { AgentRequestAction, AgentRequestKind, Approval } from '../../../privileged-helper/src/protocol/approvals.js';
+import { AgentRequestKind as Kinds } from '../../../privileged-helper/src/protocol/approvals.js';
+import { closedVerdict } from '../helper-client/requests.js';
+import { globals, output, withClient } from './context.js';
+import { describeAction, printApproval, printApprovalLine, printApprovals, printAudit, printGrants, printIdentity } from './format-approvals.js';
+
+/** How long one approval.wait call may block; the CLI asks again until the request closes. */
+const WAIT_SLICE_MS = 60_000;
+
+export interface AskOptions {
+  reason?: string;
+  wait?: boolean;
+}
+
+/** True when the helper takes this connection for an agent. */
+export function isAgent(c: HelperClient): boolean {
+  return c.hello?.identity.role === 'agent';
+}
+
+/**
+ * An agent asks a person for `action` on `ref`, and (unless told not to) waits
+ * for the decision: resolves when it was carried out, throws E_DENIED,
+ * E_TIMEOUT or the failure otherwise.
+ */
+export async function askPerson(c: HelperClient, ref: string, action: AgentRequestAction, opts: AskOptions): Promise<Approval> {
+  if (!opts.reason?.trim()) throw new GroveError('E_INVALID_PARAMS', 'an agent must say why: add --reason TEXT (the person deciding reads it)');
+  let a = await c.request('approval.create', { workspace: ref, action, reason: opts.reason });
+  if (a.state === 'pending') {
+    process.stderr.write(`asked a person: request ${a.id} (${describeAction(a.action)} ${a.workspaceName}); waiting until ${a.expiresAt}${opts.wait === false ? '' : ' (Ctrl-C stops waiting; the request stays)'}\n`);
+  }
+  if (opts.wait === false) return a;
+  while (a.state === 'pending' || a.state === 'running') a = await c.request('approval.wait', { id: a.id, timeoutMs: WAIT_SLICE_MS });
+  return settled(a);
+}
+
+/** The closed request when it was carried out; otherwise the error that tells the agent why not. */
+function settled(a: Approval): Approval {
+  const verdict = closedVerdict(a);
+  if (verdict.code) throw new GroveError(verdict.code, verdict.words);
+  return a;
+}
+
+/** Prints the outcome of a request an agent made (or its id when it did not wait). */
+export function printAsked(a: Approval): void {
+  output(a, () => console.log(a.state === 'pending' ? `request ${a.id} waits for a person (grove request ${a.id})` : `request ${a.id}: ${a.outcome ?? a.state}`));
+}
+
+export function registerApprovalCommands(program: Command): void {
+  program
+    .command('whoami')
+    .description('who the helper takes you for (from your process credentials), and what that role may do')
+    .action(() =>
+      withClient(async (c) => {
+        const me = c.hello!.identity;
+        output(me, () => printIdentity(me, c.socketPath));
+      }),
+    );
+
+  program
+    .command('approvals')
+    .argument('[workspace]', 'only requests about this branch')
+    .option('-a, --all', 'recently closed requests too')
+    .option('-w, --watch', 'keep running and print requests as they open and close')
+    .description('requests waiting for a person: agents asking to promote, discard, stop or change outside access, and connections the egress gate holds')
+    .action((ref: string | undefined, opts: { all?: boolean; watch?: boolean }) =>
+      withClient(async (c) => {
+        if (opts.watch) await c.subscribe(['approval.opened', 'approval.changed']);
+        const list = await c.request('approval.list', { workspace: ref, all: opts.all ?? false });
+        output(list, () => printApprovals(list));
+        if (!opts.watch) return;
+        const mine = (a: Approval) => !ref || a.workspace === ref || a.workspaceName === ref;
+        c.on('approval.opened', (a) => mine(a) && (globals().json ? console.log(JSON.stringify(a)) : printApprovalLine(a)));
+        c.on('approval.changed', (a) => mine(a) && a.state !== 'pending' && (globals().json ? console.log(JSON.stringify(a)) : printApprovalLine(a)));
+        await new Promise<void>((resolve) => c.onClose(() => resolve()));
+      }),
+    );
+
+  program
+    .command('request')
+    .argument('<request>', 'a request id (q…)')
+    .option('--wait <seconds>', 'wait up to this long for it to be decided', Number)
+    .description('one request: what it would do, its preview, and how it was decided')
+    .action((id: string, opts: { wait?: number }) =>
+      withClient(async (c) => {
+        const a = opts.wait ? await c.request('approval.wait', { id, timeoutMs: Math.min(300_000, Math.round(opts.wait * 1000)) }) : await c.request('approval.get', { id });
+        output(a, () => printApproval(a));
+      }),
+    );
+
+  program
+    .command('withdraw')
+    .argument('<request>', 'a request you made')
+    .description('take back a request you made that is still waiting')
+    .action((id: string) =>
+      withClient(async (c) => {
+        const a = await c.request('approval.withdraw', { id });
+        output(a, () => console.log(`withdrew ${a.id}`));
+      }),
+    );
+
+  program
+    .command('approve')
+    .argument('<request>', 'the request (see grove approvals)')
+    .option('--always', "a held connection: also add its destination to the branch's allow list")
+    .option('--note <text>', 'a note for the agent and the audit log')
+    .description('(persons) let a request happen: it is carried out now')
+    .action((id: string, opts: { always?: boolean; note?: string }) =>
+      withClient(async (c) => {
+        const a = await c.request('approval.approve', { id, always: opts.always ?? false, note: opts.note });
+        output(a, () => console.log(`${a.state === 'done' ? 'approved' : a.state} ${a.id}: ${describeAction(a.action)} ${a.workspaceName}${a.outcome ? ` — ${a.outcome}` : ''}`));
+        if (a.state === 'failed') process.exitCode = 1;
+      }),
+    );
+
+  program
+    .command('deny')
+    .argument('<request>', 'the request (see grove approvals)')
+    .option('--note <text>', 'why, for the agent and the audit log')
+    .description('(persons) refuse a request')
+    .action((id: string, opts: { note?: string }) =>
+      withClient(async (c) => {
+        const a = await c.request('approval.deny', { id, note: opts.note });
+        output(a, () => console.log(`denied ${a.id}: ${describeAction(a.action)} ${a.workspaceName}`));
+      }),
+    );
+
+  program
+    .command('grants')
+    .argument('[workspace]', "only this branch's workspace")
+    .description('standing approvals: what agents may do without asking, per workspace')
+    .action((ref: string | undefined) =>
+      withClient(async (c) => {
+        const list = await c.request('grant.list', { workspace: ref });
+        output(list, () => printGrants(list));
+      }),
+    );
+
+  program
+    .command('grant')
+    .argument('<workspace>', 'any branch of the workspace')
+    .argument('<kind>', `what agents may then do without asking: ${Kinds.options.join(', ')}`)
+    .description('(persons) let agents do one kind of request in a workspace without asking (waiting ones are approved too)')
+    .action((ref: string, kind: string) =>
+      withClient(async (c) => {
+        const parsed = Kinds.safeParse(kind);
+        if (!parsed.success) throw new GroveError('E_INVALID_PARAMS', `no such kind '${kind}': one of ${Kinds.options.join(', ')}`);
+        const g = await c.request('grant.set', { workspace: ref, kind: parsed.data as AgentRequestKind });
+        output(g, () => console.log(`${g.id}: agents may ${g.kind} in ${g.treeName} without asking (grove revoke ${g.id})`));
+      }),
+    );
+
+  program
+    .command('revoke')
+    .argument('<grant>', 'a grant id (g…)')
+    .description('(persons) take a standing approval back')
+    .action((id: string) =>
+      withClient(async (c) => {
+        const g = await c.request('grant.revoke', { grant: id });
+        output(g, () => console.log(`revoked ${g.id}: agents ask again before ${g.kind} in ${g.treeName}`));
+      }),
+    );
+
+  program
+    .command('audit')
+    .argument('[workspace]', 'only calls about this branch')
+    .option('-n, --limit <n>', 'how many of the newest entries', Number, 100)
+    .description('who did what: every call that changed something, with the caller as the kernel identified it')
+    .action((ref: string | undefined, opts: { limit: number }) =>
+      withClient(async (c) => {
+        const entries = await c.request('audit.list', { workspace: ref, limit: opts.limit });
+        output(entries, () => printAudit(entries));
+      }),
+    );
+}
