@@ -11,6 +11,7 @@ import { createInterface } from 'node:readline';
 import { HelperClient } from '../main/src/helper-client/client.js';
 import { purge, REPO, startHelper, tail, testInstance } from '../privileged-helper/test/system/helper-process.js';
 import { removeOutsideWorld, type OutsidePlan } from '../privileged-helper/test/system/outside-world.js';
+import { agentUserNames, ensureAgentUsers, removeAgentUsers } from '../privileged-helper/test/system/agent-users.js';
 
 const TSX = path.join(REPO, 'node_modules/tsx/dist/loader.mjs');
 
@@ -29,6 +30,8 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
   instance.env.GROVE_GATE_HOSTS = `outside.test=${outside.address}`;
   instance.env.GROVE_GATE_TIMEOUT_MS = '90000';
   process.env.GROVE_E2E_OUTSIDE = JSON.stringify(outside);
+  // agent.spec.ts: a real member of grove-agent, and the instance's agent socket.
+  process.env.GROVE_E2E_AGENT = JSON.stringify({ user: agentUserNames(instance.instance)[0], socket: instance.agentSocketPath });
   let controller: ChildProcess | null = null;
   const teardown = async () => {
     if (controller?.pid && controller.exitCode === null) {
@@ -36,12 +39,14 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
       await new Promise((r) => controller!.once('exit', r));
     }
     await removeOutsideWorld(outside); // backstop for egress.spec.ts's own clean-up
+    await removeAgentUsers(instance.instance);
     await purge(instance);
     rmSync(instance.pidFile, { force: true });
     rmSync(instance.pidNsFile, { force: true });
     rmSync(instance.logFile, { force: true });
   };
   try {
+    await ensureAgentUsers(instance.instance);
     await startHelper(instance);
     const client = await HelperClient.connect({ socketPath: instance.socketPath, name: 'e2e-setup', kind: 'test' });
     try {

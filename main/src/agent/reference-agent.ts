@@ -1,0 +1,163 @@
+// The reference agent: scripted and deterministic (no model), it drives Grove
+// only through the tools of `grove mcp`, as any MCP-capable agent would, and
+// checks what it sees on the screen (the start page's colour, no OCR):
+//   1. a screenshot of the branch shows the start page;
+//   2. it forks the branch into 3;
+//   3. in each child it clicks into the page's note field and types its own text;
+//   4. a screenshot of each child shows the colour of that child's text;
+//   5. it asks a person to promote the first child and to discard the second,
+//      and (with --wait-decisions) waits a while for the decisions.
+// A JSON report goes to stdout, progress to stderr; it exits 1 when a check fails.
+//
+//   tsx main/src/agent/reference-agent.ts --branch NAME [--socket PATH] [--wait-decisions SECONDS]
+import { parseArgs } from 'node:util';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { Actor } from '../../../privileged-helper/src/protocol/identity.js';
+import { callTool, connectGroveMcp, pngOf, textOf } from '../mcp/client.js';
+import { EMPTY_NOTE_RGB, noteColour, type Rgb } from './note-colour.js';
+import { NOTE_FIELD, pageColour, shows, type ColourSeen } from './start-page.js';
+
+/** One text per child; different texts, so different colours. */
+const NOTES = ['try a lighter header', 'try a bolder call to action', 'try a calmer palette'];
+/** How long a page may take to show a colour (a desktop that just started draws Chromium late). */
+const SEE_TIMEOUT_MS = 90_000;
+/** One request_status call waits at most this long, below MCP clients' usual 60 s request timeout. */
+const STATUS_SLICE_S = 50;
+
+interface Options {
+  branch: string;
+  socket?: string;
+  waitDecisionsS: number;
+}
+
+interface ChildReport {
+  id: string;
+  name: string;
+  text: string;
+  expected: Rgb;
+  seen: ColourSeen | null;
+}
+
+interface RequestReport {
+  request: string;
+  branch: { id: string; name: string };
+  state: string;
+  answer: string;
+}
+
+interface Report {
+  ok: boolean;
+  failure: string | null;
+  branch: string;
+  you: Pick<Actor, 'role' | 'user' | 'uid'> | null;
+  startPage: ColourSeen | null;
+  children: ChildReport[];
+  requests: { promote: RequestReport | null; discard: RequestReport | null };
+}
+
+const log = (message: string) => process.stderr.write(`reference agent: ${message}\n`);
+
+async function main(): Promise<void> {
+  const opts = parseOptions();
+  const report: Report = { ok: false, failure: null, branch: opts.branch, you: null, startPage: null, children: [], requests: { promote: null, discard: null } };
+  let client: Client | null = null;
+  try {
+    client = await connectGroveMcp({ name: 'grove-reference-agent', socketPath: opts.socket });
+    await work(client, opts, report);
+    report.ok = true;
+  } catch (err) {
+    report.failure = (err as Error).message;
+    log(`failed: ${report.failure}`);
+  } finally {
+    await client?.close();
+  }
+  process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  process.exitCode = report.ok ? 0 : 1;
+}
+
+function parseOptions(): Options {
+  const { values } = parseArgs({ options: { branch: { type: 'string' }, socket: { type: 'string' }, 'wait-decisions': { type: 'string' } } });
+  if (!values.branch) throw new Error('usage: reference-agent.ts --branch NAME [--socket PATH] [--wait-decisions SECONDS]');
+  const waitDecisionsS = Number(values['wait-decisions'] ?? 0);
+  if (!(waitDecisionsS >= 0)) throw new Error(`--wait-decisions takes seconds, not '${values['wait-decisions']}'`);
+  return { branch: values.branch, socket: values.socket, waitDecisionsS };
+}
+
+async function work(client: Client, opts: Options, report: Report): Promise<void> {
+  report.you = ((await callTool(client, 'list_branches', {})).structuredContent as { you: Report['you'] }).you;
+  log(`Grove takes me for ${report.you?.role} ${report.you?.user}; looking at ${opts.branch}`);
+  report.startPage = await expectPage(client, { id: opts.branch, name: opts.branch }, EMPTY_NOTE_RGB, 'the start page');
+
+  log(`forking ${opts.branch} into ${NOTES.length}`);
+  const forked = (await callTool(client, 'fork', { branch: opts.branch, copies: NOTES.length })).structuredContent as { children: { id: string; name: string }[] };
+  report.children = forked.children.map((c, i) => ({ id: c.id, name: c.name, text: NOTES[i]!, expected: noteColour(NOTES[i]!), seen: null }));
+
+  for (const child of report.children) await writeNote(client, child);
+  for (const child of report.children) child.seen = await expectPage(client, child, child.expected, `the colour of "${child.text}"`);
+
+  const [keep, drop] = report.children;
+  report.requests.promote = await ask(client, 'request_promote', {
+    branch: keep!.id,
+    reason: `${keep!.name} holds the note "${keep!.text}", checked on its screen; I would like it as the main line (the current main line keeps running as a branch)`,
+    old_main: 'keep',
+  });
+  report.requests.discard = await ask(client, 'request_discard', { branch: drop!.id, reason: `${drop!.name} ("${drop!.text}") is the idea I would drop` });
+  if (opts.waitDecisionsS > 0) {
+    log(`waiting up to ${opts.waitDecisionsS} s for a person to decide`);
+    const until = Date.now() + opts.waitDecisionsS * 1000;
+    [report.requests.promote, report.requests.discard] = await Promise.all([awaitDecision(client, report.requests.promote, until), awaitDecision(client, report.requests.discard, until)]);
+  }
+}
+
+/** Screenshots the branch until its page shows `rgb` (apps draw a moment after the input); throws if it never does. */
+async function expectPage(client: Client, branch: { id: string; name: string }, rgb: Rgb, what: string): Promise<ColourSeen> {
+  const deadline = Date.now() + SEE_TIMEOUT_MS;
+  for (;;) {
+    const seen = pageColour(pngOf(await callTool(client, 'computer', { branch: branch.id, action: 'screenshot' })));
+    if (shows(seen, rgb)) {
+      log(`${branch.name} shows ${what}: rgb(${rgb.join(',')})`);
+      return seen;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`${branch.name} does not show ${what}: expected rgb(${rgb.join(',')}) over the page, saw rgb(${seen.rgb.join(',')}) on ${Math.round(seen.share * 100)}% of it`);
+    }
+    await callTool(client, 'computer', { branch: branch.id, action: 'wait', duration: 2 });
+  }
+}
+
+/** Clicks into the note field, selects what it holds and types the child's text over it. */
+async function writeNote(client: Client, child: ChildReport): Promise<void> {
+  log(`${child.name}: typing "${child.text}" into the note`);
+  await callTool(client, 'computer', { branch: child.id, action: 'left_click', coordinate: [NOTE_FIELD.x, NOTE_FIELD.y] });
+  await callTool(client, 'computer', { branch: child.id, action: 'key', text: 'ctrl+a' });
+  await callTool(client, 'computer', { branch: child.id, action: 'type', text: child.text });
+}
+
+/** Makes a request without waiting for the decision. */
+async function ask(client: Client, tool: 'request_promote' | 'request_discard', args: { branch: string; reason: string; old_main?: string }): Promise<RequestReport> {
+  const report = requestReport(await callTool(client, tool, { ...args, wait_seconds: 0 }));
+  log(`${tool} ${report.branch.name}: ${report.answer}`);
+  return report;
+}
+
+/** Asks how the request stands, in slices, until it is closed or `until` passes. */
+async function awaitDecision(client: Client, asked: RequestReport, until: number): Promise<RequestReport> {
+  let now = asked;
+  while ((now.state === 'pending' || now.state === 'running') && Date.now() < until) {
+    const slice = Math.min(STATUS_SLICE_S, Math.ceil((until - Date.now()) / 1000));
+    now = requestReport(await callTool(client, 'request_status', { request: asked.request, wait_seconds: slice }));
+  }
+  log(`request ${now.request}: ${now.answer}`);
+  return now;
+}
+
+function requestReport(result: CallToolResult): RequestReport {
+  const data = result.structuredContent as Omit<RequestReport, 'answer'>;
+  return { request: data.request, branch: data.branch, state: data.state, answer: textOf(result) };
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`reference agent: ${(err as Error).message}\n`);
+  process.exitCode = 2;
+});
