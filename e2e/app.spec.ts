@@ -6,6 +6,7 @@
 import path from 'node:path';
 import { expect, test, type Page } from '@playwright/test';
 import { HelperClient } from '../main/src/helper-client/client.js';
+import { openApp } from './app-page.js';
 import { unexpectedErrors } from './console-errors.js';
 
 const SHOTS = path.resolve(import.meta.dirname, '../docs/screenshots');
@@ -15,15 +16,10 @@ test.describe.configure({ mode: 'serial' });
 
 let page: Page;
 let helper: HelperClient;
-const pageErrors: string[] = [];
+let pageErrors: string[] = [];
 
 test.beforeAll(async ({ browser }) => {
-  page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
-  page.on('pageerror', (e) => pageErrors.push(e.message));
-  page.on('console', (m) => {
-    if (m.type() === 'error') pageErrors.push(m.text());
-  });
-  helper = await HelperClient.connect({ socketPath: process.env.GROVE_E2E_SOCKET!, name: 'e2e', kind: 'test' });
+  ({ page, helper, errors: pageErrors } = await openApp(browser, 'e2e'));
 });
 
 test.afterAll(async () => {
@@ -99,15 +95,14 @@ test("the workspace's desktop draws in the stream", async () => {
 
 test('typing into the desktop reaches the workspace', async () => {
   const x = (script: string) => helper.request('exec.run', { workspace: 'e2e', argv: ['sh', '-c', script], env: { DISPLAY: ':0' } });
-  // The session maps xterm first, then Chromium on top of it.
+  // The session tiles its windows: Chromium on the left two thirds (0-852), xterm top right, the editor below it.
   await expect.poll(async () => (await x('xdotool search --onlyvisible --class chromium')).exitCode, { timeout: 60_000 }).toBe(0);
-  // xterm sits at +0+0 under Chromium; its title bar peeks out above it.
-  // Click it through the stream (as a person would) until xterm has the focus.
+  // Click xterm's title bar through the stream (as a person would) until xterm has the focus.
   await expect(page.locator('.desktop.full')).toHaveAttribute('data-branch', await idOf('e2e'));
   const target = await page.evaluate(() => {
     const c = document.querySelector('.desktop.full canvas') as HTMLCanvasElement;
     const r = c.getBoundingClientRect();
-    return { x: r.x + (150 * r.width) / c.width, y: r.y + (5 * r.height) / c.height };
+    return { x: r.x + (1060 * r.width) / c.width, y: r.y + (5 * r.height) / c.height };
   });
   await expect
     .poll(

@@ -20,6 +20,7 @@ const ws = (id: string, name: string, parent: string | null, createdAt: string, 
   tree: 'aaaaaaa1',
   version: null,
   main,
+  madeBy: null,
 });
 
 const A = ws('aaaaaaa1', 'a', null, '2026-01-01T00:00:00Z', true);

@@ -32,6 +32,7 @@ function branches(n: number): Workspace[] {
     tree: hex(1),
     version: null,
     main: i === 0,
+    madeBy: null,
   }));
 }
 let root: Root;

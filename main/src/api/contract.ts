@@ -6,11 +6,14 @@ import { z } from 'zod';
 // Requests that pass straight through to the helper keep the helper's own definitions.
 import { methods as helper } from '../../../privileged-helper/src/protocol/methods.js';
 import { TreeDiff } from '../../../privileged-helper/src/protocol/diff.js';
+import { AgentRequestKind, Approval, ApprovalState, Grant, OPEN_STATES } from '../../../privileged-helper/src/protocol/approvals.js';
+import { Point, ScreenSize } from '../../../privileged-helper/src/protocol/desktop.js';
+import { Actor, Maker } from '../../../privileged-helper/src/protocol/identity.js';
 import {
+  EgressChange,
   EgressLogEntry,
   EgressMode,
   EgressPolicy,
-  EgressRequest,
   EgressRule,
   EgressStatus,
   ForkReport,
@@ -20,9 +23,11 @@ import {
   Version,
   Workspace,
 } from '../../../privileged-helper/src/protocol/entities.js';
-import { ImageName, Name, WorkspaceRef } from '../../../privileged-helper/src/protocol/names.js';
+import { Id, ImageName, Name, WorkspaceRef } from '../../../privileged-helper/src/protocol/names.js';
 
-export { EgressLogEntry, EgressMode, EgressPolicy, EgressRequest, EgressRule, EgressStatus, ForkStage, Image, TreeDiff, Version, Workspace };
+export { Actor, AgentRequestKind, Approval, ApprovalState, EgressChange, EgressLogEntry, EgressMode, EgressPolicy, EgressRule, EgressStatus, ForkStage, Grant, Image, Maker, OPEN_STATES, TreeDiff, Version, Workspace };
+export type { ApprovalAction, HeldConnection } from '../../../privileged-helper/src/protocol/approvals.js';
+export type { Point, ScreenSize };
 export type { ForkReport, PerfReport };
 
 /** The controller's link to the helper: anything but 'connected' means the state shown is not live. */
@@ -33,6 +38,8 @@ export const Connection = z.strictObject({
   /** Why the controller is not connected, in words. */
   error: z.string().nullable(),
   since: z.string(),
+  /** Who the helper takes this app for (a person, from the kernel's credentials); null before the first hello. */
+  identity: Actor.nullable(),
 });
 export type Connection = z.infer<typeof Connection>;
 
@@ -67,19 +74,43 @@ export const ActivityEntry = z.strictObject({
   seq: z.number().int(),
   at: z.string(),
   /**
-   * person: done in this app. outside: a change the helper reported while the
-   * app had nothing running, so another client did it (an agent's CLI, a
-   * script). helper: a change reported while an app action ran. controller:
-   * the app's own link to the helper. (The helper's audit log, in its
-   * registry, knows each client for sure; it has no API yet.)
+   * you: done in this app (its own connection to the helper). person, agent:
+   * another client, as the helper identified it from the kernel (`who`).
+   * helper: the helper on its own (a policy verdict, a timeout). controller:
+   * the app's own link to the helper.
    */
-  actor: z.enum(['person', 'outside', 'helper', 'controller']),
+  actor: z.enum(['you', 'person', 'agent', 'helper', 'controller']),
+  /** The person or agent, for those actors; null otherwise. */
+  who: Maker.nullable(),
   action: z.string(),
   target: z.string().nullable(),
   outcome: z.enum(['started', 'ok', 'failed', 'info']),
   detail: z.string(),
+  /** The same thing done again and again (an agent typing) is one entry: how many times. */
+  count: z.number().int().positive(),
 });
 export type ActivityEntry = z.infer<typeof ActivityEntry>;
+
+/** One thing an agent did on a branch: a desktop action or an audited call. */
+export const AgentAction = z.strictObject({
+  by: Maker,
+  /** The desktop action's kind, or the audited method. */
+  action: z.string(),
+  /** What it is doing, as the tree says it: 'typing', 'looking at the screen', 'running a command'. */
+  doing: z.string(),
+  /** The helper's words: 'double click left at 120,340', 'type 12 characters'. */
+  summary: z.string(),
+  /** The pointer after a desktop action, in screen pixels, and the screen's size (null when it did not touch the pointer). */
+  cursor: Point.nullable(),
+  screen: ScreenSize.nullable(),
+  ok: z.boolean(),
+  at: z.string(),
+});
+export type AgentAction = z.infer<typeof AgentAction>;
+
+/** How many recently decided requests the state keeps, and how many agent actions per branch. */
+export const MAX_DECIDED = 20;
+export const MAX_AGENT_ACTIONS = 8;
 
 export const AppState = z.strictObject({
   connection: Connection,
@@ -89,11 +120,18 @@ export const AppState = z.strictObject({
   operations: z.array(Operation),
   activity: z.array(ActivityEntry),
   /**
-   * Requests the egress gate holds for a person's decision (the approvals
-   * queue): kept live from the helper's egress.request/egress.decision events,
-   * read again with egress.pending after every reconnect.
+   * The approvals queue: requests only a person decides (agents' requests,
+   * connections the egress gate holds) that are open (pending, or approved and
+   * being carried out), oldest first. Kept live from the helper's approval.*
+   * events, read again with approval.list after every reconnect.
    */
-  approvals: z.array(EgressRequest),
+  approvals: z.array(Approval),
+  /** Requests closed lately (done, failed, denied, expired, …), newest first, without their thumbnails. */
+  decided: z.array(Approval).max(MAX_DECIDED),
+  /** Standing approvals: kinds of request agents may do in a workspace without asking. */
+  grants: z.array(Grant),
+  /** What agents did lately on each branch (by branch id), oldest first. */
+  agents: z.record(Id, z.array(AgentAction).max(MAX_AGENT_ACTIONS)),
 });
 export type AppState = z.infer<typeof AppState>;
 
@@ -114,13 +152,16 @@ export const requests = {
   'branch.rollback': helper['branch.rollback'],
   'branch.promote': { params: ByBranch, result: Workspace },
   'branch.diff': helper['branch.diff'],
-  /** A branch's egress policy, its firewall's drop counters and its held requests. */
+  /** A branch's egress policy and its firewall's drop counters. */
   'egress.status': { params: ByBranch, result: EgressStatus },
   /** Changes one branch's policy (its forks inherit it when they are made; its source keeps its own). */
   'egress.set': helper['egress.set'],
-  /** Lets a held request pass: once, or always for its destination (added to the branch's allow list). */
-  'egress.approve': helper['egress.approve'],
-  'egress.deny': helper['egress.deny'],
+  /** A person's decision on a request in the queue (always: a held connection's destination joins the branch's allow list). */
+  'approval.approve': helper['approval.approve'],
+  'approval.deny': helper['approval.deny'],
+  /** Lets agents do one kind of request in a workspace (every branch of its tree) without asking, or asks again. */
+  'grant.set': helper['grant.set'],
+  'grant.revoke': helper['grant.revoke'],
   /** The helper's egress log (every attempt and decision), newest last. */
   'egress.log': helper['egress.log'],
   /** Fork history and memory per running branch and of the host (the Performance panel polls it). */

@@ -7,24 +7,18 @@
 // everything is read again before the state is called 'connected'.
 import { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { GroveError, HelperClient } from '../helper-client/client.js';
+import { GroveError, HelperClient, PERSON_SOCKET } from '../helper-client/client.js';
+import { describeEgressChange, formatRule } from '../../../privileged-helper/src/protocol/egress-rules.js';
 import type { EventPayload } from '../../../privileged-helper/src/protocol/events.js';
-import type {
-  ActivityEntry,
-  AppState,
-  Connection,
-  EgressRequest,
-  Image,
-  Operation,
-  OperationKind,
-  RequestName,
-  RequestParams,
-  RequestResult,
-  Version,
-  Workspace,
-} from '../api/contract.js';
+import { describeActor, type Actor } from '../../../privileged-helper/src/protocol/identity.js';
+import type { ActivityEntry, AppState, Approval, Connection, EgressPolicy, Image, Operation, OperationKind, RequestName, RequestParams, RequestResult, Version, Workspace } from '../api/contract.js';
+import { REQUEST_VERB, isSelf } from '../api/words.js';
+import { ActivityLog, CONTROLLER, HELPER, YOU, attribute, type Who } from './activity.js';
+import { AgentWatch } from './agent-watch.js';
+import { ApprovalBook } from './approval-book.js';
+import { approvalLines, decisionAction, describeApproval } from './approval-log.js';
+import { callDone, toldByItsEvents } from './calls.js';
 
-const MAX_ACTIVITY = 500;
 const MAX_OPERATIONS = 50;
 /** Verdicts the policy repeats for one destination are logged once per this window (Chromium retries a lot). */
 const POLICY_LOG_WINDOW_MS = 60_000;
@@ -42,16 +36,14 @@ type TerminalListener = {
 
 export class Controller {
   private client: HelperClient | null = null;
-  private connection: Connection = { status: 'connecting', epoch: null, error: null, since: now() };
+  private connection: Connection = { status: 'connecting', epoch: null, error: null, since: now(), identity: null };
   private branches = new Map<string, Workspace>();
   private versions: Version[] = [];
   private images: Image[] = [];
   private operations: Operation[] = [];
-  private activity: ActivityEntry[] = [];
-  private activitySeq = 0;
-  private approvals = new Map<string, EgressRequest>();
-  /** Held requests this app decided: their egress.decision events are already in the activity log. */
-  private readonly decidedHere = new Set<string>();
+  private readonly activity = new ActivityLog();
+  private readonly book = new ApprovalBook();
+  private readonly agents = new AgentWatch();
   private readonly policyLogged = new Map<string, number>();
   private opSeq = 0;
   private readonly emitter = new EventEmitter();
@@ -84,8 +76,9 @@ export class Controller {
       versions: this.versions,
       images: this.images,
       operations: this.operations,
-      activity: this.activity,
-      approvals: [...this.approvals.values()].sort((a, b) => a.at.localeCompare(b.at) || a.id.localeCompare(b.id)),
+      activity: this.activity.entries,
+      ...this.book.snapshot(),
+      agents: this.agents.snapshot(),
     };
   }
 
@@ -147,40 +140,25 @@ export class Controller {
         return c.request('perf.get', {});
       case 'egress.set': {
         const change = p as RequestParams<'egress.set'>;
-        const what = describePolicyChange(change);
-        try {
-          const policy = await c.request('egress.set', change);
-          this.log('person', 'change outside access', this.nameOf(ws), 'ok', `${what} → ${policy.mode}${policy.allow.length ? `, allow ${policy.allow.map(formatRule).join(' ')}` : ''}${policy.holdMutating ? ', hold mutating' : ''}`);
-          return policy;
-        } catch (err) {
-          this.log('person', 'change outside access', this.nameOf(ws), 'failed', (err as Error).message);
-          throw err;
-        }
+        return this.recorded('change outside access', this.nameOf(ws), () => c.request('egress.set', change), (policy) => `${describeEgressChange(change)} → ${describePolicy(policy)}`);
       }
-      case 'egress.approve':
-      case 'egress.deny': {
-        const id = p.request as string;
-        const held = this.approvals.get(id);
-        const action = method === 'egress.deny' ? 'deny outside access' : p.always ? 'always allow outside access' : 'allow outside access once';
-        this.decidedHere.add(id);
-        try {
-          const req = method === 'egress.deny' ? await c.request('egress.deny', { request: id }) : await c.request('egress.approve', { request: id, always: p.always === true });
-          this.approvals.delete(id);
-          this.log('person', action, req.workspaceName, 'ok', describeRequest(req));
-          return req;
-        } catch (err) {
-          this.decidedHere.delete(id);
-          this.log('person', action, held ? held.workspaceName : null, 'failed', `${held ? `${describeRequest(held)}: ` : ''}${(err as Error).message}`);
-          // Gone already (decided elsewhere or timed out): the queue must not keep showing it.
-          if (err instanceof GroveError && err.code === 'E_NOT_FOUND') this.approvals.delete(id);
-          this.changed();
-          throw err;
-        }
+      case 'approval.approve':
+      case 'approval.deny':
+        return this.decide(method === 'approval.approve', p as RequestParams<'approval.approve'>);
+      case 'grant.set': {
+        const { kind } = p as RequestParams<'grant.set'>;
+        return this.recorded(`let agents ${REQUEST_VERB[kind]} without asking`, this.nameOf(ws), () => c.request('grant.set', { workspace: ws, kind }), (g) => `in every branch of ${g.treeName}`);
+      }
+      case 'grant.revoke': {
+        const id = p.grant as string;
+        const g = this.book.grantById(id);
+        const action = g ? `ask again before agents ${REQUEST_VERB[g.kind]}` : 'revoke a standing approval';
+        return this.recorded(action, g?.treeName ?? null, () => c.request('grant.revoke', { grant: id }), (revoked) => `granted by ${revoked.grantedBy.user}`);
       }
       case 'terminal.open': {
         const res = await c.request('exec.open', { workspace: ws, cols: p.cols as number, rows: p.rows as number });
         this.terminals.set(res.session, owner.terminal(res.session));
-        this.log('person', 'open a terminal', this.nameOf(ws), 'ok', `session ${res.session}`);
+        this.log(YOU, 'open a terminal', this.nameOf(ws), 'ok', `session ${res.session}`);
         return res;
       }
       case 'terminal.write':
@@ -204,6 +182,46 @@ export class Controller {
     return this.branches.get(ref)?.name ?? ref;
   }
 
+  /** The branch a reference (id or name, as a call gave it) names, if it is known. */
+  private branchIdOf(ref: string | null): string | null {
+    if (ref === null) return null;
+    if (this.branches.has(ref)) return ref;
+    for (const b of this.branches.values()) if (b.name === ref) return b.id;
+    return null;
+  }
+
+  /** Runs a person's change and logs it as theirs, with its outcome. */
+  private async recorded<T>(action: string, target: string | null, run: () => Promise<T>, describe: (r: T) => string): Promise<T> {
+    try {
+      const result = await run();
+      this.log(YOU, action, target, 'ok', describe(result));
+      return result;
+    } catch (err) {
+      this.log(YOU, action, target, 'failed', (err as Error).message);
+      throw err;
+    }
+  }
+
+  /**
+   * The person's decision on a request in the queue. The helper reports it
+   * (approval.changed, under this app's identity) as soon as it is made, and
+   * that is what the log tells; an approved request's call returns only once
+   * it is carried out. A decision that fails is logged here.
+   */
+  private async decide(approve: boolean, p: RequestParams<'approval.approve'>): Promise<Approval> {
+    const c = this.helper();
+    try {
+      return approve ? await c.request('approval.approve', p) : await c.request('approval.deny', { id: p.id, note: p.note });
+    } catch (err) {
+      const known = this.book.get(p.id);
+      const action = known ? decisionAction(known.action, approve, p.always === true) : approve ? 'approve a request' : 'deny a request';
+      this.log(YOU, action, known?.workspaceName ?? null, 'failed', `${known ? `${describeApproval(known)}: ` : ''}${(err as Error).message}`);
+      // Gone already (decided elsewhere, or timed out): the queue must not keep showing it.
+      if (err instanceof GroveError && err.code === 'E_NOT_FOUND') this.book.drop(p.id);
+      throw err;
+    }
+  }
+
   private async operation<T>(kind: OperationKind, target: string, action: string, run: () => Promise<T>, describe: (r: T) => string): Promise<T> {
     const op: Operation = {
       id: `op${++this.opSeq}`,
@@ -216,17 +234,17 @@ export class Controller {
       finishedAt: null,
     };
     this.operations = [...this.operations, op].slice(-MAX_OPERATIONS);
-    this.log('person', action, target, 'started', '');
+    this.log(YOU, action, target, 'started', '');
     try {
       const result = await run();
       this.finish(op, 'done', null);
-      this.log('person', action, target, 'ok', describe(result));
+      this.log(YOU, action, target, 'ok', describe(result));
       await this.refresh().catch(() => undefined);
       return result;
     } catch (err) {
       const message = (err as Error).message;
       this.finish(op, 'failed', message);
-      this.log('person', action, target, 'failed', message);
+      this.log(YOU, action, target, 'failed', message);
       await this.refresh().catch(() => undefined);
       throw err;
     }
@@ -237,8 +255,8 @@ export class Controller {
     this.changed();
   }
 
-  private log(actor: ActivityEntry['actor'], action: string, target: string | null, outcome: ActivityEntry['outcome'], detail: string): void {
-    this.activity = [...this.activity, { seq: ++this.activitySeq, at: now(), actor, action, target, outcome, detail }].slice(-MAX_ACTIVITY);
+  private log(who: Who, action: string, target: string | null, outcome: ActivityEntry['outcome'], detail: string): void {
+    this.activity.add(who, action, target, outcome, detail);
     this.changed();
   }
 
@@ -251,8 +269,13 @@ export class Controller {
   }
 
   private setConnection(status: Connection['status'], error: string | null, epoch = this.connection.epoch): void {
-    this.connection = { status, epoch, error, since: now() };
+    this.connection = { ...this.connection, status, epoch, error, since: now() };
     this.changed();
+  }
+
+  /** Who the helper takes this app for: its own calls come back in events and the audit log under this identity. */
+  private get self(): Actor | null {
+    return this.connection.identity;
   }
 
   private async connectLoop(): Promise<void> {
@@ -260,7 +283,8 @@ export class Controller {
     let lastError = '';
     while (!this.stopped) {
       try {
-        const client = await HelperClient.connect({ socketPath: this.opts.socketPath, name: 'grove-app', kind: 'app' });
+        // The person socket only: the app is a person's seat, never an agent's (as the CLI may fall back to).
+        const client = await HelperClient.connect({ socketPath: this.opts.socketPath ?? PERSON_SOCKET, name: 'grove-app', kind: 'app' });
         const closed = new Promise<void>((resolve) => client.onClose(resolve));
         await this.adopt(client);
         delay = this.opts.retryMs ?? 250;
@@ -272,10 +296,10 @@ export class Controller {
         for (const t of this.terminals.values()) t.exit(-1, 'helper connection lost');
         this.terminals.clear();
         this.setConnection('disconnected', 'the connection to the Grove helper was lost; reconnecting…');
-        this.log('controller', 'lost the helper', null, 'info', 'what is shown is the last known state; it is not live');
+        this.log(CONTROLLER, 'lost the helper', null, 'info', 'what is shown is the last known state; it is not live');
       } catch (err) {
         const message = (err as Error).message;
-        if (message !== lastError) this.log('controller', 'cannot reach the helper', null, 'failed', message);
+        if (message !== lastError) this.log(CONTROLLER, 'cannot reach the helper', null, 'failed', message);
         lastError = message;
         this.setConnection('disconnected', message);
         this.connectedOnce?.();
@@ -287,10 +311,14 @@ export class Controller {
 
   private async adopt(client: HelperClient): Promise<void> {
     const previousEpoch = this.connection.epoch;
-    client.on('workspace.changed', (e) => this.onWorkspaceChanged(e));
-    client.on('workspace.removed', (e) => this.onWorkspaceRemoved(e));
+    client.on('workspace.changed', (e, _seq, by) => this.onWorkspaceChanged(e, by));
+    client.on('workspace.removed', (e, _seq, by) => this.onWorkspaceRemoved(e, by));
     client.on('progress', (e) => this.onProgress(e));
-    client.on('egress.request', (e) => this.onEgressRequest(e));
+    client.on('approval.opened', (e) => this.onApproval(e));
+    client.on('approval.changed', (e) => this.onApproval(e));
+    client.on('grant.changed', (e, _seq, by) => this.onGrantChanged(e, by));
+    client.on('audit', (e) => this.onAudit(e));
+    client.on('desktop.action', (e, _seq, by) => this.onDesktopAction(e, by));
     client.on('egress.decision', (e) => this.onEgressDecision(e));
     client.on('exec.output', (e) => this.terminals.get(e.session)?.output(e.data));
     client.on('exec.exit', (e) => {
@@ -299,22 +327,27 @@ export class Controller {
     });
     await client.subscribe();
     this.client = client;
+    // Known before the first event is taken apart: it tells this app's own calls from others'.
+    this.connection = { ...this.connection, identity: client.hello?.identity ?? null };
     await this.readAll(client);
     const epoch = client.hello?.epoch ?? null;
     this.setConnection('connected', null, epoch);
-    if (previousEpoch && epoch !== previousEpoch) this.log('controller', 'helper restarted', null, 'info', 'state read again from the new helper');
-    else this.log('controller', 'connected to the helper', null, 'info', `helper ${client.hello?.helperVersion ?? '?'}`);
+    if (previousEpoch && epoch !== previousEpoch) this.log(CONTROLLER, 'helper restarted', null, 'info', 'state read again from the new helper');
+    else this.log(CONTROLLER, 'connected to the helper', null, 'info', `helper ${client.hello?.helperVersion ?? '?'}, as ${client.hello ? describeActor(client.hello.identity) : '?'}`);
   }
 
   private async readAll(client: HelperClient): Promise<void> {
-    const [branches, versions, images, pending] = await Promise.all([
+    const [branches, versions, images, approvals, grants] = await Promise.all([
       client.request('workspace.list', {}),
       client.request('version.list', {}),
       client.request('image.list', {}),
-      client.request('egress.pending', {}),
+      // Open requests only: the helper keeps hundreds of closed ones, thumbnails and all, and this runs after every action.
+      client.request('approval.list', { all: false }),
+      client.request('grant.list', {}),
     ]);
     this.branches = new Map(branches.map((b) => [b.id, b]));
-    this.approvals = new Map(pending.map((r) => [r.id, r]));
+    this.book.reset(approvals, grants);
+    this.agents.keepOnly(new Set(this.branches.keys()));
     this.versions = versions;
     this.images = images;
     this.changed();
@@ -325,39 +358,56 @@ export class Controller {
     if (this.client && this.connection.status === 'connected') await this.readAll(this.client);
   }
 
-  /** Who changed a branch: while an app action runs, presumably it; otherwise another client. */
-  private changer(): ActivityEntry['actor'] {
-    return this.operations.some((o) => o.status === 'running') ? 'helper' : 'outside';
-  }
-
-  private onWorkspaceChanged(e: EventPayload<'workspace.changed'>): void {
+  private onWorkspaceChanged(e: EventPayload<'workspace.changed'>, by: Actor | undefined): void {
     const before = this.branches.get(e.workspace.id);
     this.branches.set(e.workspace.id, e.workspace);
-    const actor = this.changer();
-    if (!before) this.log(actor, 'branch appeared', e.workspace.name, 'info', `${e.workspace.state}${e.workspace.parent ? `, forked from ${this.nameOf(e.workspace.parent)}` : ''}`);
-    else if (before.state !== e.workspace.state) this.log(actor, `branch ${e.workspace.state}`, e.workspace.name, 'info', `was ${before.state}`);
-    else if (before.main !== e.workspace.main && e.workspace.main) this.log(actor, 'branch is now the main line', e.workspace.name, 'info', '');
+    const who = attribute(by, this.self);
+    if (!before) this.log(who, 'branch appeared', e.workspace.name, 'info', `${e.workspace.state}${e.workspace.parent ? `, forked from ${this.nameOf(e.workspace.parent)}` : ''}`);
+    else if (before.state !== e.workspace.state) this.log(who, `branch ${e.workspace.state}`, e.workspace.name, 'info', `was ${before.state}`);
+    else if (before.main !== e.workspace.main && e.workspace.main) this.log(who, 'branch is now the main line', e.workspace.name, 'info', '');
     else this.changed();
   }
 
-  private onWorkspaceRemoved(e: EventPayload<'workspace.removed'>): void {
+  private onWorkspaceRemoved(e: EventPayload<'workspace.removed'>, by: Actor | undefined): void {
     const name = this.nameOf(e.id);
     this.branches.delete(e.id);
-    for (const r of this.approvals.values()) if (r.workspace === e.id) this.approvals.delete(r.id);
-    this.log(this.changer(), 'branch removed', name, 'info', '');
+    this.agents.forget(e.id);
+    this.log(attribute(by, this.self), 'branch removed', name, 'info', '');
   }
 
-  private onEgressRequest(e: EventPayload<'egress.request'>): void {
-    this.approvals.set(e.id, e);
-    this.log('helper', 'asks for outside access', e.workspaceName, 'info', `${describeRequest(e)} · waiting for a person${e.reason === 'mutating' ? ' (a mutating request)' : ''}`);
+  private onApproval(a: Approval): void {
+    const before = this.book.apply(a);
+    if (before === a.state) return this.changed();
+    const lines = approvalLines(a, before, this.self);
+    for (const l of lines) this.log(l.who, l.action, l.target, l.outcome, l.detail);
+    if (lines.length === 0) this.changed();
   }
 
+  private onGrantChanged(e: EventPayload<'grant.changed'>, by: Actor | undefined): void {
+    this.book.grant(e.grant, e.revoked);
+    if (by && isSelf(by, this.self)) return this.changed(); // logged when the person here made it
+    const verb = REQUEST_VERB[e.grant.kind];
+    this.log(attribute(by, this.self), e.revoked ? `ask again before agents ${verb}` : `let agents ${verb} without asking`, e.grant.treeName, 'ok', '');
+  }
+
+  /** Every call that changes something, with who made it: the log's source for what other clients do. */
+  private onAudit(e: EventPayload<'audit'>): void {
+    const branch = this.branchIdOf(e.target);
+    if (e.actor?.role === 'agent' && branch && !e.action.startsWith('desktop.')) this.agents.call(branch, e, e.actor);
+    const mine = e.actor !== null && isSelf(e.actor, this.self); // logged as it was done, with its outcome
+    if (mine || (e.outcome === 'ok' && toldByItsEvents(e.action))) return this.changed();
+    const target = e.target === null ? null : this.nameOf(branch ?? e.target);
+    this.log(attribute(e.actor, this.self), callDone(e.action), target, e.outcome === 'ok' ? 'ok' : 'failed', e.detail ?? '');
+  }
+
+  private onDesktopAction(e: EventPayload<'desktop.action'>, by: Actor | undefined): void {
+    if (by?.role === 'agent') this.agents.desktop(e, by);
+    this.log(attribute(by, this.self), 'use the desktop', e.workspaceName, e.ok ? 'ok' : 'failed', e.summary);
+  }
+
+  /** Verdicts of the branch's policy; those on held connections are the queue's (approval.*). */
   private onEgressDecision(e: EventPayload<'egress.decision'>): void {
-    if (e.verdict === 'held') return; // egress.request tells it, with more detail
-    if (e.request) {
-      this.approvals.delete(e.request);
-      if (this.decidedHere.delete(e.request)) return this.changed(); // logged when the person decided
-    }
+    if (e.request !== null && e.verdict !== 'failed') return;
     const dest = `${e.method} ${e.host}:${e.port}`;
     if (e.decidedBy === 'policy') {
       const key = `${e.workspace} ${dest} ${e.verdict}`;
@@ -367,10 +417,7 @@ export class Controller {
       this.policyLogged.set(key, t);
       if (this.policyLogged.size > 1000) this.policyLogged.clear();
     }
-    // 'app:…' is a person in an app (maybe another window); cli/test clients are agents or scripts.
-    const actor: ActivityEntry['actor'] = e.decidedBy === 'policy' || e.decidedBy === 'timeout' ? 'helper' : e.decidedBy.startsWith('app:') ? 'person' : 'outside';
-    const outcome: ActivityEntry['outcome'] = e.verdict === 'failed' ? 'failed' : 'info';
-    this.log(actor, `outside access ${e.verdict}`, this.nameOf(e.workspace), outcome, `${dest} · by ${e.decidedBy}`);
+    this.log(HELPER, `outside access ${e.verdict}`, this.nameOf(e.workspace), e.verdict === 'failed' ? 'failed' : 'info', `${dest} · by ${e.decidedBy}`);
   }
 
   private onProgress(e: EventPayload<'progress'>): void {
@@ -390,22 +437,8 @@ export interface TerminalOwner {
   terminal(session: string): TerminalListener;
 }
 
-/** 'GET http://outside.test:8080/x' or 'CONNECT example.org:443'. */
-export function describeRequest(r: Pick<EgressRequest, 'method' | 'host' | 'port' | 'url'>): string {
-  return r.url ? `${r.method} ${r.url}` : `${r.method} ${r.host}:${r.port}`;
-}
-
-function formatRule(r: { host: string; port?: number | undefined }): string {
-  return r.port === undefined ? r.host : `${r.host}:${r.port}`;
-}
-
-function describePolicyChange(c: RequestParams<'egress.set'>): string {
-  const parts: string[] = [];
-  if (c.mode) parts.push(`mode ${c.mode}`);
-  if (c.allow?.length) parts.push(`allow ${c.allow.map(formatRule).join(' ')}`);
-  if (c.remove?.length) parts.push(`remove ${c.remove.map(formatRule).join(' ')}`);
-  if (c.holdMutating !== undefined) parts.push(c.holdMutating ? 'hold mutating requests' : 'do not hold mutating requests');
-  return parts.join(', ') || 'no change';
+function describePolicy(p: EgressPolicy): string {
+  return `${p.mode}${p.allow.length ? `, allow ${p.allow.map(formatRule).join(' ')}` : ''}${p.holdMutating ? ', hold mutating' : ''}`;
 }
 
 function now(): string {

@@ -11,36 +11,27 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import type { AppState } from '../../src/api/contract.js';
+import type { Actor, AppState, Approval, Grant, Workspace } from '../../src/api/contract.js';
 import { Controller } from '../../src/app/controller.js';
 import { startWebServer, type WebServer } from '../../src/app/server.js';
-import type { EgressRequest, Workspace } from '../../../privileged-helper/src/protocol/entities.js';
+import { ALICE, APP, BOB, CONNECTION, DISCARD, PROMOTE, approval, audit, branch, decided, desktopAction, grant } from './app-fixtures.js';
 
-const W = (id: string, name: string): Workspace => ({
-  id,
-  name,
-  image: 'desktop',
-  state: 'running',
-  hostname: name,
-  machineId: 'f'.repeat(32),
-  createdAt: '2026-01-01T00:00:00.000Z',
-  address: '10.1.0.2',
-  ports: [{ containerPort: 5900, hostPort: 45900, hostAddress: '127.0.0.1' }],
-  pid: 42,
-  parent: null,
-  tree: id,
-  version: null,
-  main: true,
-});
+const W = (id: string, name: string): Workspace => branch(id, name);
 
-/** A helper that speaks just enough of the protocol. */
+/** The method an approved agent request runs as. */
+const CARRIED_OUT_AS: Partial<Record<Approval['action']['kind'], string>> = { 'branch.promote': 'branch.promote', 'branch.discard': 'workspace.delete', 'workspace.stop': 'workspace.stop', 'egress.policy': 'egress.set' };
+
+/** A helper that speaks just enough of protocol 2: the app connects as APP. */
 class FakeHelper {
   server: net.Server | null = null;
   sockets = new Set<net.Socket>();
   workspaces: Workspace[] = [];
-  pending: EgressRequest[] = [];
+  /** What approval.list answers (open and lately closed). */
+  approvals: Approval[] = [];
+  grants: Grant[] = [];
   calls: string[] = [];
   params: Record<string, unknown>[] = [];
+  private seq = 0;
   constructor(
     readonly socketPath: string,
     public epoch: string,
@@ -68,38 +59,59 @@ class FakeHelper {
   }
 
   answer(req: { id: number; method: string; params: Record<string, unknown> }): unknown {
+    const ok = (result: unknown) => ({ id: req.id, result });
     switch (req.method) {
       case 'hello':
-        return { id: req.id, result: { protocol: 1, helperVersion: 'fake', epoch: this.epoch, capabilities: [] } };
+        return ok({ protocol: 2, helperVersion: 'fake', epoch: this.epoch, capabilities: [], identity: APP });
       case 'events.subscribe':
-        return { id: req.id, result: { seq: 0 } };
+        return ok({ seq: 0 });
       case 'workspace.list':
-        return { id: req.id, result: this.workspaces };
+        return ok(this.workspaces);
       case 'version.list':
       case 'image.list':
-        return { id: req.id, result: [] };
+        return ok([]);
+      case 'approval.list':
+        return ok(this.approvals);
+      case 'grant.list':
+        return ok(this.grants);
       case 'workspace.stop':
         return { id: req.id, error: { code: 'E_BUSY', message: 'a fork holds it' } };
-      case 'egress.pending':
-        return { id: req.id, result: this.pending };
-      case 'egress.approve':
-      case 'egress.deny': {
-        const held = this.pending.find((r) => r.id === req.params.request);
-        if (!held) return { id: req.id, error: { code: 'E_NOT_FOUND', message: `no held egress request '${String(req.params.request)}'` } };
-        this.pending = this.pending.filter((r) => r !== held);
-        return { id: req.id, result: held };
+      case 'approval.approve':
+      case 'approval.deny': {
+        const open = this.approvals.find((a) => a.id === req.params.id && a.state === 'pending');
+        if (!open) return { id: req.id, error: { code: 'E_NOT_FOUND', message: `no pending request '${String(req.params.id)}'` } };
+        const approve = req.method === 'approval.approve';
+        // As the helper does: the decision is published at once (under the caller's identity);
+        // an approved request is carried out in the asker's name (audited so) before the call returns.
+        let after = decided(open, APP, approve, (req.params.note as string | undefined) ?? null, req.params.always === true);
+        this.emit('approval.changed', after, APP);
+        if (approve) {
+          if (open.requestedBy) this.emit('audit', audit(++this.seq, open.requestedBy, CARRIED_OUT_AS[open.action.kind]!, open.workspace, 'ok', 'approved by person root (uid 0)'), APP);
+          after = { ...after, state: 'done', outcome: `${open.workspaceName}: done` };
+          this.emit('approval.changed', after, APP);
+        }
+        this.approvals = this.approvals.map((a) => (a === open ? after : a));
+        return ok(after);
+      }
+      case 'grant.set': {
+        const g = grant('g00000001', req.params.kind as Grant['kind']);
+        this.grants = [...this.grants, g];
+        this.emit('grant.changed', { grant: g, revoked: false }, APP);
+        return ok(g);
       }
       case 'egress.set':
-        return { id: req.id, result: { mode: req.params.mode ?? 'deny', allow: req.params.allow ?? [], holdMutating: req.params.holdMutating ?? false } };
+        return ok({ mode: req.params.mode ?? 'deny', allow: req.params.allow ?? [], holdMutating: req.params.holdMutating ?? false });
       case 'perf.get':
-        return { id: req.id, result: PERF };
+        return ok(PERF);
       default:
         return { id: req.id, error: { code: 'E_UNKNOWN_METHOD', message: req.method } };
     }
   }
 
-  emit(event: string, data: unknown): void {
-    for (const s of this.sockets) s.write(`${JSON.stringify({ event, seq: 1, data })}\n`);
+  /** An event, stamped with who caused it (none: the helper acted by itself). */
+  emit(event: string, data: unknown, by?: Actor): void {
+    const line = `${JSON.stringify(by ? { event, seq: ++this.seq, data, by } : { event, seq: ++this.seq, data })}\n`;
+    for (const s of this.sockets) s.write(line);
   }
 
   async stop(): Promise<void> {
@@ -235,16 +247,17 @@ describe('controller', () => {
   it('sends the state on connect and validates requests against the contract', async () => {
     const r = await renderer(web.secret);
     const s = await until(() => r.states.at(-1));
-    expect(s.connection.status).toBe('connected');
-    expect(s.connection.epoch).toBe('epoch-1');
+    expect(s.connection).toMatchObject({ status: 'connected', epoch: 'epoch-1', identity: APP });
     expect(s.branches.map((b) => b.name)).toEqual(['one']);
     expect((await r.call('branch.fork', { workspace: 'one', copies: 99 })).error?.code).toBe('E_INVALID_PARAMS');
     expect((await r.call('no.such', {})).error?.code).toBe('E_UNKNOWN_METHOD');
+    // The egress-only decisions are gone: every decision goes through the approvals queue.
+    expect((await r.call('egress.approve', { request: 'q00000001' })).error?.code).toBe('E_UNKNOWN_METHOD');
     expect((await r.call('terminal.write', { session: 's1', data: 'x' })).error?.code).toBe('E_NOT_FOUND');
     // A helper error comes back with its code; the activity log records who did what.
     expect((await r.call('workspace.stop', { workspace: 'one' })).error).toEqual({ code: 'E_BUSY', message: 'a fork holds it' });
     const after = await until(() => r.states.find((x) => x.activity.some((a) => a.outcome === 'failed' && a.action === 'stop')));
-    expect(after.activity.find((a) => a.action === 'stop' && a.outcome === 'failed')).toMatchObject({ actor: 'person', target: 'one', detail: 'a fork holds it' });
+    expect(after.activity.find((a) => a.action === 'stop' && a.outcome === 'failed')).toMatchObject({ actor: 'you', who: null, target: 'one', detail: 'a fork holds it' });
     expect(after.operations.at(-1)).toMatchObject({ kind: 'workspace.stop', status: 'failed' });
     r.ws.close();
   });
@@ -258,83 +271,166 @@ describe('controller', () => {
     r.ws.close();
   });
 
-  it('applies helper events as they come', async () => {
+  it('attributes what the helper reports to whoever caused it: this app, another client, or the helper', async () => {
     const r = await renderer(web.secret);
     await until(() => r.states.at(-1));
-    helper.emit('workspace.changed', { workspace: { ...W('bbbbbbb2', 'one-1'), parent: 'aaaaaaa1', tree: 'aaaaaaa1', main: false } });
-    const s = await until(() => r.states.find((x) => x.branches.length === 2));
-    // Nothing ran in the app: another client (an agent's CLI) made it.
-    expect(s.activity.at(-1)).toMatchObject({ actor: 'outside', action: 'branch appeared', target: 'one-1' });
+    const child = { ...W('bbbbbbb2', 'one-1'), parent: 'aaaaaaa1', tree: 'aaaaaaa1', main: false, madeBy: { role: 'agent' as const, uid: 1001, user: 'alice' } };
+    helper.emit('workspace.changed', { workspace: child }, ALICE);
+    helper.emit('workspace.changed', { workspace: { ...child, state: 'stopped' } }, APP);
+    helper.emit('workspace.changed', { workspace: { ...child, state: 'running' } });
+    const s = await until(() => r.states.find((x) => x.activity.some((a) => a.action === 'branch running')));
+    expect(s.activity.slice(-3)).toEqual([
+      expect.objectContaining({ actor: 'agent', who: { role: 'agent', uid: 1001, user: 'alice' }, action: 'branch appeared', target: 'one-1', detail: 'running, forked from one' }),
+      expect.objectContaining({ actor: 'you', who: null, action: 'branch stopped' }),
+      expect.objectContaining({ actor: 'helper', who: null, action: 'branch running' }),
+    ]);
+    expect(s.branches.find((b) => b.id === 'bbbbbbb2')?.madeBy).toEqual({ role: 'agent', uid: 1001, user: 'alice' });
+
+    // The audit log: another client's calls are logged as theirs; this app's own are logged once, as it made them.
+    helper.emit('audit', audit(1, BOB, 'branch.checkpoint', 'one-1'), BOB);
+    helper.emit('audit', audit(2, APP, 'workspace.stop', 'one'), APP);
+    helper.emit('audit', audit(3, ALICE, 'approval.approve', 'q00000001', 'error', 'only a person may call approval.approve'), ALICE);
+    helper.emit('audit', audit(4, ALICE, 'approval.create', 'one-1'), ALICE);
+    helper.emit('audit', audit(5, null, 'workspace.delete', 'bbbbbbb2'));
+    const logged = await until(() => r.states.find((x) => x.activity.some((a) => a.action === 'discard')));
+    const fromAudit = logged.activity.slice(-3);
+    expect(fromAudit).toEqual([
+      expect.objectContaining({ actor: 'person', who: { role: 'person', uid: 1002, user: 'bob' }, action: 'checkpoint', target: 'one-1', outcome: 'ok' }),
+      // An agent trying to decide is worth seeing; its granted request, not: approval.opened tells that.
+      expect.objectContaining({ actor: 'agent', action: 'approve a request', outcome: 'failed', detail: 'only a person may call approval.approve' }),
+      expect.objectContaining({ actor: 'helper', action: 'discard', target: 'one-1' }),
+    ]);
     helper.emit('workspace.removed', { id: 'bbbbbbb2' });
     await until(() => r.states.at(-1)!.branches.length === 1);
     r.ws.close();
   });
 
-  it('keeps the approvals queue live from egress events, decides as the person, and logs decisions', async () => {
-    const held = (id: string, host: string): EgressRequest => ({
-      id,
-      workspace: 'aaaaaaa1',
-      workspaceName: 'one',
-      host,
-      port: 8080,
-      method: 'GET',
-      url: `http://${host}:8080/x`,
-      reason: 'destination',
-      at: new Date().toISOString(),
-      expiresAt: new Date(Date.now() + 60_000).toISOString(),
-    });
+  it('keeps the approvals queue live, decides as the person, and logs each decision once', async () => {
+    helper.workspaces = [W('aaaaaaa1', 'one'), { ...W('aaaaaaa2', 'one-1'), parent: 'aaaaaaa1', tree: 'aaaaaaa1', main: false }];
     const r = await renderer(web.secret);
     await until(() => r.states.at(-1)?.connection.status === 'connected');
-    const q1 = held('q00000001', 'outside.test');
-    const q2 = held('q00000002', 'other.test');
-    helper.pending = [q1, q2];
-    helper.emit('egress.request', q1);
-    helper.emit('egress.request', q2);
-    const queued = await until(() => r.states.find((x) => x.approvals.length === 2));
-    expect(queued.approvals.map((a) => a.host)).toEqual(['outside.test', 'other.test']);
-    expect(queued.activity.at(-1)).toMatchObject({ actor: 'helper', action: 'asks for outside access', target: 'one' });
+    await controller.refresh();
+    const promote = approval('q00000001', PROMOTE);
+    const held = approval('q00000002', CONNECTION);
+    const discard = approval('q00000003', DISCARD);
+    helper.approvals = [promote, held, discard];
+    for (const a of helper.approvals) helper.emit('approval.opened', a, a.requestedBy ?? undefined);
+    const queued = await until(() => r.states.find((x) => x.approvals.length === 3));
+    expect(queued.approvals.map((a) => a.action.kind)).toEqual(['branch.promote', 'egress.connection', 'branch.discard']);
+    expect(queued.approvals[0]!.preview.thumbnail).toMatch(/^data:image\/png/);
+    expect(queued.activity.slice(-3)).toEqual([
+      expect.objectContaining({ actor: 'agent', who: expect.objectContaining({ user: 'alice' }), action: 'asks to promote', target: 'one-1', detail: '“the tests pass on this branch” · waiting for a person' }),
+      expect.objectContaining({ actor: 'helper', action: 'asks for outside access', detail: 'GET http://outside.test:8080/x · waiting for a person' }),
+      expect.objectContaining({ actor: 'agent', action: 'asks to discard' }),
+    ]);
 
-    // The person approves one (always for its destination) in the app.
-    expect((await r.call('egress.approve', { request: 'q00000001', always: true })).result).toMatchObject({ id: 'q00000001' });
-    expect(helper.params.at(-1)).toEqual({ request: 'q00000001', always: true });
-    helper.emit('egress.decision', { request: 'q00000001', workspace: 'aaaaaaa1', host: 'outside.test', port: 8080, method: 'GET', verdict: 'approved', decidedBy: 'app:grove-app', at: new Date().toISOString() });
-    // The other times out in the helper.
-    helper.emit('egress.decision', { request: 'q00000002', workspace: 'aaaaaaa1', host: 'other.test', port: 8080, method: 'GET', verdict: 'timeout', decidedBy: 'timeout', at: new Date().toISOString() });
-    const after = await until(() => r.states.find((x) => x.approvals.length === 0 && x.activity.some((a) => a.action === 'outside access timeout')));
-    const mine = after.activity.filter((a) => a.action === 'always allow outside access');
-    expect(mine).toEqual([expect.objectContaining({ actor: 'person', target: 'one', outcome: 'ok', detail: 'GET http://outside.test:8080/x' })]);
-    // The person's decision is logged once, not again when the helper reports it.
-    expect(after.activity.some((a) => a.action === 'outside access approved')).toBe(false);
-    expect(after.activity.find((a) => a.action === 'outside access timeout')).toMatchObject({ actor: 'helper', target: 'one' });
+    // The person approves the promote with a note; the helper carries it out before it answers.
+    const approved = await r.call('approval.approve', { id: 'q00000001', note: 'ship it' });
+    expect(approved.result).toMatchObject({ id: 'q00000001', state: 'done', decision: { by: APP, note: 'ship it' } });
+    expect(helper.params.at(-1)).toEqual({ id: 'q00000001', note: 'ship it' });
+    // Denies the held connection; another person denies the discard elsewhere.
+    expect((await r.call('approval.deny', { id: 'q00000002' })).result).toMatchObject({ state: 'denied' });
+    expect(helper.params.at(-1)).toEqual({ id: 'q00000002' });
+    helper.emit('approval.changed', decided(discard, BOB, false, 'keep it'), BOB);
+    const after = await until(() => r.states.find((x) => x.approvals.length === 0 && x.decided.length === 3));
+    // Recently decided, newest decision first, without thumbnails (history, not something to decide on).
+    expect(after.decided.map((a) => [a.id, a.state])).toEqual([
+      ['q00000003', 'denied'],
+      ['q00000002', 'denied'],
+      ['q00000001', 'done'],
+    ]);
+    expect(after.decided.every((a) => a.preview.thumbnail === null)).toBe(true);
+    // Each decision once, when it was made; what the approved request did, in the name of the agent that asked.
+    const actions = after.activity.map((a) => `${a.actor}${a.who ? `:${a.who.user}` : ''} ${a.action} ${a.outcome}`);
+    expect(actions.slice(-4)).toEqual(['you approve promote ok', 'agent:alice promote to main line ok', 'you deny outside access ok', 'person:bob deny discard ok']);
+    expect(after.activity.find((a) => a.action === 'approve promote')!.detail).toBe('agent alice: “the tests pass on this branch” · note: ship it');
+    expect(after.activity.find((a) => a.action === 'promote to main line')).toMatchObject({ target: 'one-1', detail: 'approved by person root (uid 0)' });
+    expect(after.activity.find((a) => a.action === 'deny outside access')!.detail).toBe('GET http://outside.test:8080/x');
+    expect(after.activity.find((a) => a.action === 'deny discard')!.detail).toContain('note: keep it');
 
-    // Deciding a request that is gone says so, and the queue drops it.
-    expect((await r.call('egress.deny', { request: 'q00000003' })).error?.code).toBe('E_NOT_FOUND');
-    // Policy verdicts repeated for one destination are logged once.
-    for (let i = 0; i < 3; i++) helper.emit('egress.decision', { request: null, workspace: 'aaaaaaa1', host: 'www.google.com', port: 443, method: 'CONNECT', verdict: 'denied', decidedBy: 'policy', at: new Date().toISOString() });
-    const denied = await until(() => r.states.find((x) => x.activity.some((a) => a.action === 'outside access denied')));
-    await sleep(200);
-    expect(r.states.at(-1)!.activity.filter((a) => a.action === 'outside access denied')).toHaveLength(1);
-    expect(denied.activity.find((a) => a.action === 'outside access denied')).toMatchObject({ actor: 'helper', detail: 'CONNECT www.google.com:443 · by policy' });
+    // A late report of an open state does not reopen a closed request.
+    helper.emit('approval.changed', decided(promote, APP, true, 'ship it'));
+    // A request nobody decided expires.
+    const stop = approval('q00000004', { kind: 'workspace.stop' });
+    helper.emit('approval.opened', stop, ALICE);
+    helper.emit('approval.changed', { ...stop, state: 'expired', decision: { by: null, grant: null, at: new Date().toISOString(), note: null, always: false } });
+    const expired = await until(() => r.states.find((x) => x.activity.some((a) => a.action === 'request expired')));
+    expect(expired.approvals).toEqual([]);
+    expect(expired.decided.find((a) => a.id === 'q00000001')?.state).toBe('done');
+    expect(expired.activity.at(-1)).toMatchObject({ actor: 'helper', target: 'one-1', detail: 'agent alice: “the tests pass on this branch” · nobody decided in time' });
 
-    // A policy change is the person's, in words.
-    expect((await r.call('egress.set', { workspace: 'aaaaaaa1', mode: 'gate', allow: [{ host: 'outside.test', port: 8080 }] })).result).toEqual({ mode: 'gate', allow: [{ host: 'outside.test', port: 8080 }], holdMutating: false });
-    const set = await until(() => r.states.find((x) => x.activity.some((a) => a.action === 'change outside access')));
-    expect(set.activity.find((a) => a.action === 'change outside access')).toMatchObject({ actor: 'person', target: 'one', detail: 'mode gate, allow outside.test:8080 → gate, allow outside.test:8080' });
+    // Deciding a request the helper no longer has says so, and the queue drops it.
+    helper.emit('approval.opened', approval('q00000005', DISCARD), ALICE);
+    await until(() => r.states.find((x) => x.approvals.some((a) => a.id === 'q00000005')));
+    expect((await r.call('approval.approve', { id: 'q00000005' })).error?.code).toBe('E_NOT_FOUND');
+    const dropped = await until(() => r.states.find((x) => x.activity.at(-1)?.outcome === 'failed' && x.approvals.length === 0));
+    expect(dropped.activity.at(-1)).toMatchObject({ actor: 'you', action: 'approve discard', target: 'one-1', detail: "agent alice: “the tests pass on this branch”: no pending request 'q00000005'" });
     r.ws.close();
   });
 
-  it('reads the held requests again after reconnecting', async () => {
+  it('keeps the standing approvals, changes them as the person, and logs who changed them', async () => {
     const r = await renderer(web.secret);
     await until(() => r.states.at(-1)?.connection.status === 'connected');
+    expect((await r.call('grant.set', { workspace: 'aaaaaaa1', kind: 'branch.promote' })).result).toMatchObject({ id: 'g00000001', kind: 'branch.promote' });
+    expect(helper.params.at(-1)).toEqual({ workspace: 'aaaaaaa1', kind: 'branch.promote' });
+    const set = await until(() => r.states.find((x) => x.grants.length === 1 && x.activity.some((a) => a.action.startsWith('let agents'))));
+    expect(set.activity.filter((a) => a.action === 'let agents promote without asking')).toEqual([expect.objectContaining({ actor: 'you', target: 'one', outcome: 'ok' })]);
+    // Another person revokes it with the CLI.
+    helper.emit('grant.changed', { grant: set.grants[0], revoked: true }, BOB);
+    const revoked = await until(() => r.states.find((x) => x.activity.at(-1)?.action === 'ask again before agents promote'));
+    expect(revoked.grants).toEqual([]);
+    expect(revoked.activity.at(-1)).toMatchObject({ actor: 'person', who: { user: 'bob' }, action: 'ask again before agents promote', target: 'one' });
+    expect((await r.call('grant.set', { workspace: 'one', kind: 'branch.fork' })).error?.code).toBe('E_INVALID_PARAMS');
+    r.ws.close();
+  });
+
+  it("follows what agents do on each branch: the last few actions, with the pointer; others' desktop use is only logged", async () => {
+    helper.workspaces = [W('aaaaaaa1', 'one'), { ...W('aaaaaaa2', 'one-1'), parent: 'aaaaaaa1', tree: 'aaaaaaa1', main: false }];
+    const r = await renderer(web.secret);
+    await until(() => r.states.at(-1)?.connection.status === 'connected');
+    await controller.refresh();
+    helper.emit('desktop.action', desktopAction('screenshot', 'screenshot of the whole screen', { x: 10, y: 10 }), ALICE);
+    for (let i = 0; i < 10; i++) helper.emit('desktop.action', desktopAction('click', `click left at ${100 + i},200`, { x: 100 + i, y: 200 }), ALICE);
+    helper.emit('desktop.action', desktopAction('type', 'type 12 characters', { x: 109, y: 200 }), ALICE);
+    helper.emit('desktop.action', desktopAction('click', 'click left at 5,5', { x: 5, y: 5 }), BOB);
+    helper.emit('audit', audit(7, ALICE, 'exec.run', 'one-1'), ALICE);
+    const s = await until(() => r.states.find((x) => x.agents.aaaaaaa2?.at(-1)?.action === 'exec.run'));
+    const seen = s.agents.aaaaaaa2!;
+    // Bounded per branch, oldest first; a person's desktop use is not an agent's.
+    expect(seen).toHaveLength(8);
+    expect(seen.every((a) => a.by.user === 'alice')).toBe(true);
+    expect(seen.at(-2)).toMatchObject({ action: 'type', doing: 'typing', summary: 'type 12 characters', cursor: { x: 109, y: 200 }, screen: { width: 1280, height: 800 } });
+    expect(seen.at(-1)).toMatchObject({ action: 'exec.run', doing: 'running a command', summary: 'run a command', cursor: null });
+    // The log folds an agent's run of desktop actions into one entry.
+    const uses = s.activity.filter((a) => a.action === 'use the desktop');
+    expect(uses.map((a) => [a.who?.user, a.count, a.detail])).toEqual([
+      ['alice', 12, 'type 12 characters'],
+      ['bob', 1, 'click left at 5,5'],
+    ]);
+    helper.emit('workspace.removed', { id: 'aaaaaaa2' });
+    const gone = await until(() => r.states.find((x) => x.branches.length === 1));
+    expect(gone.agents).toEqual({});
+    r.ws.close();
+  });
+
+  it('reads the queue and the grants again after reconnecting, and keeps the history it saw', async () => {
+    const r = await renderer(web.secret);
+    await until(() => r.states.at(-1)?.connection.status === 'connected');
+    helper.emit('approval.changed', { ...approval('q0000000b', PROMOTE), state: 'expired' });
+    await until(() => r.states.find((x) => x.decided.length === 1));
     await helper.stop();
     await until(() => r.states.find((x) => x.connection.status === 'disconnected'));
     helper.epoch = 'epoch-2';
-    helper.pending = [
-      { id: 'q0000000a', workspace: 'aaaaaaa1', workspaceName: 'one', host: 'outside.test', port: 443, method: 'CONNECT', url: null, reason: 'destination', at: new Date().toISOString(), expiresAt: new Date(Date.now() + 60_000).toISOString() },
-    ];
+    helper.approvals = [approval('q0000000a', CONNECTION)];
+    helper.grants = [grant('g0000000a', 'workspace.stop')];
+    helper.params = [];
     await helper.listen();
     const back = await until(() => r.states.find((x) => x.connection.epoch === 'epoch-2' && x.connection.status === 'connected'), 8000);
     expect(back.approvals.map((a) => a.id)).toEqual(['q0000000a']);
+    expect(back.decided.map((a) => a.id)).toEqual(['q0000000b']);
+    expect(back.grants.map((g) => g.id)).toEqual(['g0000000a']);
+    // Only the open ones: the helper keeps hundreds of closed ones, and this is read after every action.
+    expect(helper.params).toEqual(expect.arrayContaining([{ all: false }]));
     r.ws.close();
   });
 
@@ -355,7 +451,7 @@ describe('controller', () => {
     await helper.listen();
     const back = await until(() => r.states.find((x) => x.connection.status === 'connected' && x.connection.epoch === 'epoch-2'), 8000);
     expect(back.branches.map((b) => b.name)).toEqual(['two']);
-    expect(helper.calls).toEqual(expect.arrayContaining(['hello', 'events.subscribe', 'workspace.list', 'version.list', 'image.list']));
+    expect(helper.calls).toEqual(expect.arrayContaining(['hello', 'events.subscribe', 'workspace.list', 'version.list', 'image.list', 'approval.list', 'grant.list']));
     expect(back.activity.some((a) => a.action === 'helper restarted')).toBe(true);
     r.ws.close();
   });

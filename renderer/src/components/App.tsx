@@ -1,8 +1,10 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import type { Workspace } from '../../../main/src/api/contract.js';
 import { NONE, branchById, isLive, type View } from '../store/app.js';
+import { actorName } from '../../../main/src/api/words.js';
+import { ApprovalsView, useApprovalCount } from './Approvals.js';
 import { BranchTree } from './BranchTree.js';
-import { ApprovalsQueue, NetworkPanel, useApprovalCount } from './Egress.js';
+import { NetworkPanel } from './Egress.js';
 import { useApp } from './context.js';
 import { ActivityLog, CompareGrid, DesktopPanel, DiffPanel, Empty, Operations } from './Panels.js';
 import { PerformancePanel } from './Performance.js';
@@ -63,10 +65,22 @@ function TopBar() {
         {live ? 'live' : 'not live'}
       </div>
       <div className="spacer" />
+      <Identity />
       <button onClick={toggleTheme} aria-label="toggle theme">
         {theme === 'dark' ? 'Light theme' : 'Dark theme'}
       </button>
     </header>
+  );
+}
+
+/** Who the helper takes this app for: decisions made here are recorded under this name. */
+function Identity() {
+  const identity = useApp((s) => s.server?.connection.identity);
+  if (!identity) return null;
+  return (
+    <div className={`identity ${identity.role}`} data-testid="identity" title={`Grove's helper knows this app as ${actorName(identity)} (uid ${identity.uid}): what you decide here is recorded under that name`}>
+      {identity.role === 'person' ? `you: ${identity.user}` : `connected as ${actorName(identity)}: only a person may decide requests`}
+    </div>
   );
 }
 
@@ -272,7 +286,7 @@ const TABS: [View, string][] = [
   ['diff', 'Diff'],
   ['network', 'Outside access'],
   ['activity', 'Activity'],
-  ['approvals', 'Approvals'],
+  ['approvals', 'Requests'],
   ['performance', 'Performance'],
 ];
 
@@ -302,7 +316,7 @@ function ViewContent() {
   const selection = useApp((s) => s.selection);
   const branch: Workspace | undefined = useApp((s) => branchById(s, s.focus));
   const live = useApp(isLive);
-  if (view === 'approvals') return <ApprovalsQueue />;
+  if (view === 'approvals') return <ApprovalsView />;
   if (view === 'activity') return <ActivityLog />;
   if (view === 'performance') return <PerformancePanel />;
   if (!focus || !branch) return <Empty title="No branch selected" body="Pick a branch in the tree (arrow keys move, Enter opens its desktop)." />;

@@ -3,24 +3,19 @@
 // edges are drawn), so 200 branches stay cheap; live thumbnails are drawn
 // for visible running branches only.
 import { useCallback, useEffect, useMemo, useRef, useState, type KeyboardEvent, type MouseEvent } from 'react';
-import type { Operation, Version, Workspace } from '../../../main/src/api/contract.js';
+import type { AgentAction, Operation, Version, Workspace } from '../../../main/src/api/contract.js';
+import { describeActor } from '../../../privileged-helper/src/protocol/identity.js';
 import { LANE_COLOURS, edgePath } from '../tree/layout.js';
 import { isLive } from '../store/app.js';
+import { agentNow } from '../store/agents.js';
 import { useApp } from './context.js';
 import { Desktop } from './Desktop.js';
+import { age, useNow } from './now.js';
 
 export const ROW_HEIGHT = 64;
 const LANE_WIDTH = 18;
 const OVERSCAN = 4;
 const MAX_THUMBNAILS = 8;
-
-export function age(iso: string, now = Date.now()): string {
-  const s = Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
-  if (s < 60) return `${s}s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m`;
-  if (s < 86400) return `${Math.floor(s / 3600)}h`;
-  return `${Math.floor(s / 86400)}d`;
-}
 
 /** The state a person sees: the helper's state, or forking while a fork of it runs. */
 export function shownState(b: Workspace, ops: readonly Operation[]): string {
@@ -42,12 +37,8 @@ export function BranchTree() {
   const setView = useApp((s) => s.setView);
   const scroller = useRef<HTMLDivElement>(null);
   const [viewport, setViewport] = useState({ top: 0, height: 600 });
-  const [now, setNow] = useState(Date.now());
-
-  useEffect(() => {
-    const t = setInterval(() => setNow(Date.now()), 10_000);
-    return () => clearInterval(t);
-  }, []);
+  // Ages, and whether an agent is still busy (its last action within ACTIVE_MS).
+  const now = useNow(5000);
 
   useEffect(() => {
     const el = scroller.current;
@@ -159,17 +150,34 @@ export function BranchTree() {
                 <div className="row-name">
                   {b.name}
                   {b.main && <span className="badge">main</span>}
+                  {b.madeBy?.role === 'agent' && (
+                    <span className="agent-mark" data-testid="agent-mark" title={`Made by ${describeActor(b.madeBy)}`}>
+                      agent {b.madeBy.user}
+                    </span>
+                  )}
                 </div>
                 <div className="row-meta">
                   <span className={`state state-${state}`}>{state}</span>
                   <span title={b.createdAt}>{age(b.createdAt, now)}</span>
                   <span title="version">{version ? `v ${version.label ?? version.id}` : 'no version'}</span>
                 </div>
+                <AgentNow doing={agentNow(server?.agents[id], now)} />
               </div>
             </div>
           );
         })}
       </div>
+    </div>
+  );
+}
+
+/** What an agent is doing on the branch right now: 'alice · typing'. */
+function AgentNow({ doing }: { doing: AgentAction | null }) {
+  if (!doing) return null;
+  return (
+    <div className="row-agent" data-testid="agent-now" title={`${describeActor(doing.by)}: ${doing.summary}, ${new Date(doing.at).toLocaleTimeString()}`}>
+      <span className="agent-dot" aria-hidden="true" />
+      {doing.by.user} · {doing.doing}
     </div>
   );
 }

@@ -1,6 +1,6 @@
 // One branch's desktop through noVNC: interactive (keyboard, mouse,
 // clipboard, scaling) or view-only (thumbnails, compare grid).
-import { useEffect, useRef, useState } from 'react';
+import { useEffect, useRef, useState, type ReactNode } from 'react';
 import type RFB from '@novnc/novnc';
 import { vncUrl } from '../api/client.js';
 
@@ -14,9 +14,11 @@ export interface DesktopProps {
   onClipboard?: (text: string) => void;
   rfbRef?: (rfb: RFB | null) => void;
   className?: string;
+  /** Drawn over the screen (an agent's pointer), in the same box. */
+  children?: ReactNode;
 }
 
-export function Desktop({ branchId, viewOnly = false, scale = true, light = false, onClipboard, rfbRef, className }: DesktopProps) {
+export function Desktop({ branchId, viewOnly = false, scale = true, light = false, onClipboard, rfbRef, className, children }: DesktopProps) {
   const el = useRef<HTMLDivElement>(null);
   const rfb = useRef<RFB | null>(null);
   const [status, setStatus] = useState<'connecting' | 'connected' | 'disconnected'>('connecting');
@@ -62,6 +64,7 @@ export function Desktop({ branchId, viewOnly = false, scale = true, light = fals
   return (
     <div className={`desktop ${className ?? ''}`} data-status={status} data-branch={branchId}>
       <div className="desktop-screen" ref={el} data-testid={`desktop-${branchId}`} />
+      {children}
       {status !== 'connected' && <div className="desktop-overlay">{status === 'connecting' ? 'Connecting to the desktop…' : 'Desktop not reachable; retrying…'}</div>}
     </div>
   );

@@ -1,113 +1,20 @@
-// Outside access: the approvals queue (requests the egress gate holds until a
-// person decides) and a branch's egress policy (deny, allow list, gate, hold
-// mutating requests).
+// A branch's outside access: its egress policy (deny, allow list, gate, hold
+// mutating requests) and what its firewall dropped. What the gate holds waits
+// in the approvals queue (Approvals.tsx).
 import { useEffect, useState, type FormEvent } from 'react';
-import type { EgressMode, EgressRequest } from '../../../main/src/api/contract.js';
-import { NONE, branchById, destination, formatRule, isLive, parseRule, pendingApprovals, timeLeft, type Decision } from '../store/app.js';
+import type { EgressMode } from '../../../main/src/api/contract.js';
+import { formatRule } from '../../../privileged-helper/src/protocol/egress-rules.js';
+import { branchById, isLive, parseRule } from '../store/app.js';
+import { pendingApprovals } from '../store/approvals.js';
 import { useApp } from './context.js';
 import { Empty } from './Panels.js';
+import { useNow } from './now.js';
 
-/** The current time, ticking every `ms`. */
-export function useNow(ms = 1000): number {
-  const [now, setNow] = useState(Date.now());
-  useEffect(() => {
-    const t = setInterval(() => setNow(Date.now()), ms);
-    return () => clearInterval(t);
-  }, [ms]);
-  return now;
-}
-
-/** How many requests wait for a person (for the navigation's badge). */
-export function useApprovalCount(): number {
-  const now = useNow(1000);
-  const approvals = useApp((s) => s.server?.approvals ?? NONE);
-  return approvals.filter((r) => Date.parse(r.expiresAt) > now).length;
-}
-
-export function ApprovalsQueue() {
-  const now = useNow(1000);
-  const server = useApp((s) => s.server);
-  const pending = pendingApprovals({ server }, now);
-  if (pending.length === 0)
-    return (
-      <Empty
-        title="No branch is waiting for approval…"
-        body="When a branch whose outside access is set to “Ask me” reaches for a destination that is not on its allow list, the request waits here: approve it once, always allow that destination, or deny it. A request nobody answers is refused when its time runs out."
-      />
-    );
-  return (
-    <div className="approvals" data-testid="approvals">
-      <div className="panel-bar">
-        <b>
-          {pending.length} {pending.length === 1 ? 'request waits' : 'requests wait'} for your decision
-        </b>
-        <span className="muted">· the app inside the branch is held until you answer; unanswered requests are refused when their time runs out</span>
-      </div>
-      <ul className="approval-list">
-        {pending.map((r) => (
-          <Approval key={r.id} request={r} now={now} />
-        ))}
-      </ul>
-    </div>
-  );
-}
-
-function Approval({ request: r, now }: { request: EgressRequest; now: number }) {
-  const decide = useApp((s) => s.decide);
-  const busy = useApp((s) => s.deciding.includes(r.id));
-  const live = useApp(isLive);
-  const left = Date.parse(r.expiresAt) - now;
-  const disabled = busy || !live;
-  const click = (d: Decision) => () => void decide(r.id, d);
-  return (
-    <li className="approval" data-testid="approval" data-request={r.id} data-host={r.host}>
-      <div className="approval-main">
-        <div className="approval-head">
-          <span className="approval-branch">{r.workspaceName}</span>
-          <span className="muted">wants to reach</span>
-          <span className="approval-dest">{destination(r)}</span>
-          {r.reason === 'mutating' && (
-            <span className="tag warn" title="The destination is allowed, but this branch holds requests that change things (not GET/HEAD/OPTIONS)">
-              changes something
-            </span>
-          )}
-        </div>
-        <div className="approval-what">
-          {r.url ? (
-            <>
-              <span className="method">{r.method}</span> {r.url}
-            </>
-          ) : (
-            <span className="muted">encrypted connection ({r.method}): the gate sees only the destination</span>
-          )}
-        </div>
-        <div className="muted small">
-          asked at {new Date(r.at).toLocaleTimeString()} · request {r.id}
-        </div>
-      </div>
-      <div className={`approval-time ${left < 10_000 ? 'urgent' : ''}`} title="Time left before the request times out and is refused">
-        <span className="approval-time-value">{timeLeft(r, now)}</span>
-        <span className="muted small">left</span>
-      </div>
-      <div className="approval-buttons">
-        <button className="primary" disabled={disabled} onClick={click('once')} title="Let this one request pass">
-          Approve once
-        </button>
-        <button disabled={disabled} onClick={click('always')} title={`Add ${destination(r)} to ${r.workspaceName}'s allow list and let this request pass`}>
-          Always allow
-        </button>
-        <button className="danger" disabled={disabled} onClick={click('deny')} title="Refuse it: the app inside the branch gets a 403">
-          Deny
-        </button>
-      </div>
-    </li>
-  );
-}
-
-const MODES: [EgressMode, string, string][] = [
+/** Each mode: its label and what it does. */
+export const MODES: [EgressMode, string, string][] = [
   ['deny', 'Deny everything', 'Nothing leaves the branch. This is the default.'],
   ['allow', 'Allow list only', 'Destinations on the allow list pass; everything else is refused.'],
-  ['gate', 'Ask me (gate)', 'Destinations on the allow list pass; every other one waits in Approvals for your decision.'],
+  ['gate', 'Ask me (gate)', 'Destinations on the allow list pass; every other one waits in Requests for your decision.'],
 ];
 
 /** A branch's egress policy: mode, allow list, holding mutating requests; and what its firewall dropped. */
@@ -117,7 +24,8 @@ export function NetworkPanel({ branchId }: { branchId: string }) {
   const loadEgress = useApp((s) => s.loadEgress);
   const setEgress = useApp((s) => s.setEgress);
   const setView = useApp((s) => s.setView);
-  const waiting = useApp((s) => s.server?.approvals ?? NONE).filter((r) => r.workspace === branchId).length;
+  const server = useApp((s) => s.server);
+  const waiting = pendingApprovals({ server }, useNow(1000)).filter((r) => r.workspace === branchId).length;
   const live = useApp(isLive);
   const [rule, setRule] = useState('');
   const [busy, setBusy] = useState(false);
@@ -168,7 +76,7 @@ export function NetworkPanel({ branchId }: { branchId: string }) {
           <div className="banner warn">
             {waiting} {waiting === 1 ? 'request' : 'requests'} of {branch.name} {waiting === 1 ? 'waits' : 'wait'} for a decision.{' '}
             <button className="link" onClick={() => setView('approvals')}>
-              Open Approvals
+              Open Requests
             </button>
           </div>
         )}

@@ -2,10 +2,13 @@
 // activity log, and the operations in progress.
 import { useEffect, useRef, useState } from 'react';
 import type RFB from '@novnc/novnc';
-import type { TreeDiff } from '../../../main/src/api/contract.js';
+import type { ActivityEntry, TreeDiff } from '../../../main/src/api/contract.js';
+import { actorName } from '../../../main/src/api/words.js';
 import { NONE, branchById } from '../store/app.js';
+import { AgentFeed, AgentPointer } from './AgentOverlay.js';
 import { useApp } from './context.js';
 import { Desktop } from './Desktop.js';
+import { useNow } from './now.js';
 
 export function DesktopPanel({ branchId }: { branchId: string }) {
   const branch = useApp((s) => branchById(s, branchId));
@@ -26,7 +29,10 @@ export function DesktopPanel({ branchId }: { branchId: string }) {
         </button>
         <button onClick={() => rfb.current?.focus()}>Focus</button>
       </div>
-      <Desktop branchId={branchId} scale={scale} onClipboard={setClip} rfbRef={(r) => (rfb.current = r)} className="full" />
+      <Desktop branchId={branchId} scale={scale} onClipboard={setClip} rfbRef={(r) => (rfb.current = r)} className="full">
+        <AgentPointer branchId={branchId} />
+        <AgentFeed branchId={branchId} />
+      </Desktop>
     </div>
   );
 }
@@ -40,7 +46,9 @@ export function CompareGrid({ ids }: { ids: string[] }) {
       {shown.map((b) => (
         <div key={b.id} className="compare-cell" data-testid={`compare-${b.name}`}>
           <div className="compare-title">{b.name}</div>
-          <Desktop branchId={b.id} viewOnly={false} scale />
+          <Desktop branchId={b.id} viewOnly={false} scale>
+            <AgentPointer branchId={b.id} />
+          </Desktop>
         </div>
       ))}
     </div>
@@ -127,8 +135,11 @@ export function ActivityLog() {
         {[...activity].reverse().map((a) => (
           <tr key={a.seq} className={`outcome-${a.outcome}`}>
             <td>{new Date(a.at).toLocaleTimeString()}</td>
-            <td>{ACTOR[a.actor]}</td>
-            <td>{a.action}</td>
+            <td title={a.who ? `uid ${a.who.uid}` : undefined}>{actorText(a)}</td>
+            <td>
+              {a.action}
+              {a.count > 1 && <span className="muted"> ×{a.count}</span>}
+            </td>
             <td>{a.target ?? ''}</td>
             <td>
               {a.outcome}
@@ -141,16 +152,25 @@ export function ActivityLog() {
   );
 }
 
-const ACTOR = { person: 'you (app)', outside: 'agent / CLI', helper: 'helper', controller: 'app' } as const;
+/** 'you (app)', 'agent alice', 'helper'. */
+function actorText(a: ActivityEntry): string {
+  switch (a.actor) {
+    case 'you':
+      return 'you (app)';
+    case 'helper':
+      return 'helper';
+    case 'controller':
+      return 'app';
+    case 'person':
+    case 'agent':
+      return a.who ? actorName(a.who) : a.actor;
+  }
+}
 
 export function Operations() {
   const ops = useApp((s) => s.server?.operations ?? NONE);
   const [hidden, setHidden] = useState<Set<string>>(new Set());
-  const [now, setNow] = useState(Date.now());
-  useEffect(() => {
-    const t = setInterval(() => setNow(Date.now()), 5000);
-    return () => clearInterval(t);
-  }, []);
+  const now = useNow(5000);
   // Running operations stay; finished ones for 30 s (failed ones until dismissed).
   const shown = ops
     .filter((o) => !hidden.has(o.id) && (o.status !== 'done' || now - Date.parse(o.finishedAt ?? o.startedAt) < 30_000))

@@ -3,14 +3,15 @@
 // (selection, focus, view, theme, confirmations, errors). A vanilla zustand
 // store so tests can drive it without React.
 import { createStore, type StoreApi } from 'zustand/vanilla';
-import type { AppState, EgressPolicy, EgressRequest, EgressRule, EgressStatus, PerfReport, RequestName, RequestParams, RequestResult, Workspace } from '../../../main/src/api/contract.js';
+import type { AgentRequestKind, AppState, EgressChange, EgressPolicy, EgressRule, EgressStatus, PerfReport, RequestName, RequestParams, RequestResult, Workspace } from '../../../main/src/api/contract.js';
 import { humanError, type Api } from '../api/client.js';
+import { parseRule as parseRuleOrThrow } from '../../../privileged-helper/src/protocol/egress-rules.js';
 import { layoutTree, type TreeLayout } from '../tree/layout.js';
+import { grantFor, isPending } from './approvals.js';
 
 export type View = 'desktop' | 'compare' | 'terminal' | 'diff' | 'network' | 'activity' | 'approvals' | 'performance';
-export type Decision = 'once' | 'always' | 'deny';
-/** A change of a branch's egress policy, as the panel asks for it. */
-export type EgressChange = Omit<RequestParams<'egress.set'>, 'workspace'>;
+/** approve: once, for a held connection. always: a held connection's destination joins the branch's allow list. */
+export type Decision = 'approve' | 'always' | 'deny';
 export type Theme = 'light' | 'dark';
 export type Link = 'connecting' | 'open' | 'closed';
 
@@ -20,6 +21,13 @@ export interface Confirmation {
   confirmLabel: string;
   danger: boolean;
   run: () => void;
+}
+
+export interface GrantChange {
+  tree: string;
+  kind: AgentRequestKind;
+  /** Being set (true) or revoked. */
+  on: boolean;
 }
 
 export interface Notice {
@@ -45,8 +53,10 @@ export interface UiState {
   pendingSelect: string | null;
   /** Each branch's egress status as last read (policy, drop counters), by branch id. */
   egress: Record<string, EgressStatus>;
-  /** Held requests whose decision was sent and not yet answered (their buttons are disabled). */
+  /** Requests whose decision was sent and that are still pending (their buttons are disabled). */
   deciding: string[];
+  /** Standing approvals being changed: until the state shows the change, the switch shows where it goes. */
+  granting: GrantChange[];
   /** Fork history and memory as last read (while the Performance panel is open). */
   perf: PerfReport | null;
 
@@ -69,8 +79,10 @@ export interface UiState {
   setEgress(branchId: string, change: EgressChange): Promise<EgressPolicy | undefined>;
   /** Reads fork history and memory per branch. */
   loadPerf(): Promise<PerfReport | undefined>;
-  /** Approves once, always for the destination, or denies a held request. */
-  decide(requestId: string, decision: Decision): Promise<boolean>;
+  /** Approves or denies a request in the queue (always: a held connection's destination for good), with an optional note. */
+  decide(requestId: string, decision: Decision, note?: string): Promise<boolean>;
+  /** Lets agents do one kind of request in a workspace (tree) without asking (on), or makes them ask again (off). */
+  setGrant(tree: string, kind: AgentRequestKind, on: boolean): Promise<boolean>;
   /** Sends a request; a failure becomes a notice in words (and resolves undefined). */
   act<R extends RequestName>(method: R, params: RequestParams<R>): Promise<RequestResult<R> | undefined>;
 }
@@ -104,6 +116,7 @@ export function createAppStore(api: Api, initialTheme: Theme = 'light'): AppStor
     pendingSelect: null,
     egress: {},
     deciding: [],
+    granting: [],
     perf: null,
 
     applyState(state) {
@@ -130,8 +143,10 @@ export function createAppStore(api: Api, initialTheme: Theme = 'light'): AppStor
         pendingSelect = null;
       }
       if (focus === null) focus = selection[0] ?? null;
-      const held = new Set(state.approvals.map((r) => r.id));
-      const deciding = prev.deciding.filter((id) => held.has(id));
+      const pending = new Set(state.approvals.filter(isPending).map((r) => r.id));
+      const deciding = prev.deciding.filter((id) => pending.has(id));
+      // A change of a standing approval is done once the state shows it.
+      const granting = prev.granting.filter((g) => (grantFor(state.grants, g.tree, g.kind) !== undefined) !== g.on);
       const egress = Object.fromEntries(Object.entries(prev.egress).filter(([id]) => exists.has(id)));
       set({
         server: state,
@@ -142,6 +157,7 @@ export function createAppStore(api: Api, initialTheme: Theme = 'light'): AppStor
         pendingSelect,
         anchor: prev.anchor && exists.has(prev.anchor) ? prev.anchor : focus,
         deciding: deciding.length === prev.deciding.length ? prev.deciding : deciding,
+        granting: granting.length === prev.granting.length ? prev.granting : granting,
         egress: Object.keys(egress).length === Object.keys(prev.egress).length ? prev.egress : egress,
       });
     },
@@ -211,7 +227,7 @@ export function createAppStore(api: Api, initialTheme: Theme = 'light'): AppStor
     async setEgress(branchId, change) {
       const policy = await get().act('egress.set', { workspace: branchId, ...change });
       const known = get().egress[branchId];
-      if (policy) set({ egress: { ...get().egress, [branchId]: known ? { ...known, policy } : { workspace: branchId, policy, dropped: { tcp: 0, udp: 0, other: 0 }, pending: [] } } });
+      if (policy) set({ egress: { ...get().egress, [branchId]: known ? { ...known, policy } : { workspace: branchId, policy, dropped: { tcp: 0, udp: 0, other: 0 } } } });
       return policy;
     },
 
@@ -221,17 +237,31 @@ export function createAppStore(api: Api, initialTheme: Theme = 'light'): AppStor
       return perf;
     },
 
-    async decide(requestId, decision) {
+    async decide(requestId, decision, note) {
       if (get().deciding.includes(requestId)) return false;
       set({ deciding: [...get().deciding, requestId] });
+      const withNote = note?.trim() ? { note: note.trim() } : {};
       const res =
         decision === 'deny'
-          ? await get().act('egress.deny', { request: requestId })
-          : await get().act('egress.approve', { request: requestId, always: decision === 'always' });
-      // On success the next state drops the request; on failure it can be tried again.
+          ? await get().act('approval.deny', { id: requestId, ...withNote })
+          : await get().act('approval.approve', { id: requestId, ...(decision === 'always' ? { always: true } : {}), ...withNote });
+      // On success the next state moves the request on; on failure it can be tried again.
       if (!res) set({ deciding: get().deciding.filter((id) => id !== requestId) });
       // 'Always allow' added to the branch's allow list: what the store holds of it is stale.
       if (res && decision === 'always' && get().egress[res.workspace]) void get().loadEgress(res.workspace);
+      return res !== undefined;
+    },
+
+    async setGrant(tree, kind, on) {
+      const same = (g: GrantChange) => g.tree === tree && g.kind === kind;
+      if (get().granting.some(same)) return false;
+      const existing = grantFor(get().server?.grants ?? NONE, tree, kind);
+      if (Boolean(existing) === on) return true;
+      // Any branch of the tree names it; the main line is the one a person thinks of.
+      const ref = get().server?.branches.filter((b) => b.tree === tree).sort((a, b) => Number(b.main) - Number(a.main))[0]?.id ?? tree;
+      set({ granting: [...get().granting, { tree, kind, on }] });
+      const res = on ? await get().act('grant.set', { workspace: ref, kind }) : await get().act('grant.revoke', { grant: existing!.id });
+      if (!res) set({ granting: get().granting.filter((g) => !same(g)) });
       return res !== undefined;
     },
 
@@ -249,42 +279,11 @@ export function createAppStore(api: Api, initialTheme: Theme = 'light'): AppStor
 /** A stable empty list for selectors (a fresh [] per call would re-render forever). */
 export const NONE: readonly never[] = Object.freeze([]);
 
-/** Held requests still waiting (not past their deadline), the oldest first. */
-export function pendingApprovals(s: Pick<UiState, 'server'>, now: number): EgressRequest[] {
-  return (s.server?.approvals ?? NONE).filter((r) => Date.parse(r.expiresAt) > now);
-}
-
-/** Time before a held request times out, as m:ss ('0:00' once past). */
-export function timeLeft(r: Pick<EgressRequest, 'expiresAt'>, now: number): string {
-  const secs = Math.max(0, Math.ceil((Date.parse(r.expiresAt) - now) / 1000));
-  return `${Math.floor(secs / 60)}:${String(secs % 60).padStart(2, '0')}`;
-}
-
-/** host:port of a held request, the way a person reads a destination. */
-export function destination(r: Pick<EgressRequest, 'host' | 'port'>): string {
-  return r.host.includes(':') ? `[${r.host}]:${r.port}` : `${r.host}:${r.port}`;
-}
-
-/** Parses 'host', 'host:port' or '[v6]:port' into an allow-list rule; null when it is not one. */
+/** Parses 'host', 'host:port' or '[v6]:port' into an allow-list rule, as the helper does; null when it is not one. */
 export function parseRule(text: string): EgressRule | null {
-  const t = text.trim().toLowerCase();
-  let host: string;
-  let port: string | undefined;
-  const v6 = /^\[([0-9a-f:.]+)\](?::(\d{1,5}))?$/.exec(t);
-  if (v6) [, host, port] = v6 as unknown as [string, string, string | undefined];
-  else if ((t.match(/:/g) ?? []).length > 1) host = t; // a bare IPv6 address
-  else {
-    const m = /^([^:\s]+)(?::(\d{1,5}))?$/.exec(t);
-    if (!m) return null;
-    [, host, port] = m as unknown as [string, string, string | undefined];
+  try {
+    return parseRuleOrThrow(text);
+  } catch {
+    return null;
   }
-  if (host.length > 253 || !/^(\*\.)?[a-z0-9]([a-z0-9.-]*[a-z0-9])?$|^[0-9a-f:.]+$/.test(host)) return null;
-  if (port === undefined) return { host };
-  const n = Number(port);
-  return n >= 1 && n <= 65535 ? { host, port: n } : null;
-}
-
-export function formatRule(r: EgressRule): string {
-  const host = r.host.includes(':') ? `[${r.host}]` : r.host;
-  return r.port === undefined ? host : `${host}:${r.port}`;
 }

@@ -1,0 +1,40 @@
+// Words for what the helper reports, shared by the controller (its activity
+// log) and the renderer (the queue, the tree): one phrasing of a destination,
+// a request or a person, wherever it is shown. Free of Node imports: the
+// renderer bundles it. (Allow-list rules and policy changes have theirs in
+// the helper's protocol, egress-rules.ts, shared with the CLI.)
+import { formatRule } from '../../../privileged-helper/src/protocol/egress-rules.js';
+import type { Actor, AgentRequestKind, HeldConnection, Maker } from './contract.js';
+
+/** host:port of a connection, the way a person reads a destination. */
+export function destination(c: Pick<HeldConnection, 'host' | 'port'>): string {
+  return formatRule({ host: c.host, port: c.port });
+}
+
+/** 'GET http://outside.test:8080/x', or 'CONNECT example.org:443' for a tunnel. */
+export function describeConnection(c: Pick<HeldConnection, 'method' | 'host' | 'port' | 'url'>): string {
+  return c.url ? `${c.method} ${c.url}` : `${c.method} ${destination(c)}`;
+}
+
+/** What an agent asks to do, as a verb phrase: 'promote', 'change outside access'. */
+export const REQUEST_VERB: Record<AgentRequestKind, string> = {
+  'branch.promote': 'promote',
+  'branch.discard': 'discard',
+  'workspace.stop': 'stop',
+  'egress.policy': 'change outside access',
+};
+
+/** 'agent alice', 'person root'. */
+export function actorName(who: Pick<Maker, 'role' | 'user'>): string {
+  return `${who.role} ${who.user}`;
+}
+
+/**
+ * Whether the helper reported this app's own connection: "you". Its identity
+ * comes from hello (what the kernel told the helper about this process: its
+ * pid and uid). Another window of the app, or the CLI in a terminal, is
+ * another process: another client, even under the same user.
+ */
+export function isSelf(by: Pick<Actor, 'pid' | 'uid'>, self: Pick<Actor, 'pid' | 'uid'> | null): boolean {
+  return self !== null && by.pid === self.pid && by.uid === self.uid;
+}

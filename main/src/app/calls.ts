@@ -1,0 +1,54 @@
+// How the app names what clients do through the helper: a call as done (the
+// activity log: "agent alice · run a command") and as being done (the tree's
+// mark on a branch: "alice · running a command").
+import type { DesktopActionKind } from '../../../privileged-helper/src/protocol/desktop.js';
+import type { MethodName } from '../../../privileged-helper/src/protocol/methods.js';
+
+/** Audited calls whose successes their own events already tell (approval.*, grant.changed, desktop.action). */
+export function toldByItsEvents(method: string): boolean {
+  return method.startsWith('approval.') || method.startsWith('grant.') || method.startsWith('desktop.');
+}
+
+const CALLS: Partial<Record<MethodName, { done: string; doing: string }>> = {
+  'image.build': { done: 'build the desktop image', doing: 'building the image' },
+  'workspace.create': { done: 'create workspace', doing: 'creating a workspace' },
+  'workspace.start': { done: 'start', doing: 'starting it' },
+  'workspace.stop': { done: 'stop', doing: 'stopping it' },
+  'workspace.delete': { done: 'discard', doing: 'discarding it' },
+  'branch.fork': { done: 'fork', doing: 'forking it' },
+  'branch.checkpoint': { done: 'checkpoint', doing: 'checkpointing' },
+  'branch.rollback': { done: 'roll back', doing: 'rolling back' },
+  'branch.promote': { done: 'promote to main line', doing: 'promoting it' },
+  'version.delete': { done: 'delete a version', doing: 'deleting a version' },
+  'exec.run': { done: 'run a command', doing: 'running a command' },
+  'exec.open': { done: 'open a terminal', doing: 'in a terminal' },
+  'egress.set': { done: 'change outside access', doing: 'changing outside access' },
+  'approval.create': { done: 'ask a person', doing: 'asking you' },
+  'approval.withdraw': { done: 'withdraw a request', doing: 'withdrawing a request' },
+  'approval.approve': { done: 'approve a request', doing: 'approving a request' },
+  'approval.deny': { done: 'deny a request', doing: 'denying a request' },
+  'grant.set': { done: 'set a standing approval', doing: 'setting a standing approval' },
+  'grant.revoke': { done: 'revoke a standing approval', doing: 'revoking a standing approval' },
+};
+
+export function callDone(method: string): string {
+  return CALLS[method as MethodName]?.done ?? method;
+}
+
+export function callDoing(method: string): string {
+  return CALLS[method as MethodName]?.doing ?? method;
+}
+
+/** What an agent is doing on a desktop, by the kind of its last computer-use call. */
+export const DESKTOP_DOING: Record<DesktopActionKind, string> = {
+  screenshot: 'looking at the screen',
+  cursor: 'finding the pointer',
+  move: 'moving the pointer',
+  click: 'clicking',
+  button: 'pressing a mouse button',
+  drag: 'dragging',
+  scroll: 'scrolling',
+  key: 'pressing keys',
+  type: 'typing',
+  wait: 'waiting for the screen',
+};
