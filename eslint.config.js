@@ -1,9 +1,31 @@
 // ESLint flat config: @eslint/js recommended + typescript-eslint recommended
 // (syntax only: no type information, so linting needs no tsconfig) over the
-// whole repository.
+// whole repository, and the layering rules: product code never imports tests,
+// and each folder reaches another only through its public contract (the
+// helper's protocol/, the app's api/contract.ts).
 import js from '@eslint/js';
 import { defineConfig } from 'eslint/config';
 import tseslint from 'typescript-eslint';
+
+// Import specifiers are matched as written (relative paths), by regular expression.
+const TESTS = {
+  regex: '(^|/)(test|e2e|bench)/',
+  message: 'product code never imports tests, end-to-end specs or benchmarks',
+};
+const HELPER_INTERNALS = {
+  regex: '(^|/)privileged-helper/src/(?!protocol/)',
+  message: 'outside the helper, use only its contract: privileged-helper/src/protocol/ (move what both sides need there)',
+};
+const layering = {
+  common: [],
+  helper: [{ regex: '(^|/)(main|renderer|electron)/', message: 'the helper is the bottom layer: it imports nothing of its clients' }],
+  controller: [HELPER_INTERNALS, { regex: '(^|/)renderer/', message: 'the controller does not import the renderer' }],
+  renderer: [
+    HELPER_INTERNALS,
+    { regex: '(^|/)main/(?!src/api/)', message: 'the renderer talks to the controller only through main/src/api/ (its contract, free of Node)' },
+    { regex: '^node:', message: 'the renderer runs in a sandboxed page without Node' },
+  ],
+};
 
 export default defineConfig(
   {
@@ -29,5 +51,21 @@ export default defineConfig(
       // friendlier message is common here; keep it visible without failing.
       'preserve-caught-error': 'error',
     },
+  },
+  {
+    files: ['privileged-helper/src/**', 'main/src/**', 'renderer/src/**', 'electron/**'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [TESTS, ...layering.common] }] },
+  },
+  {
+    files: ['privileged-helper/src/**'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [TESTS, ...layering.helper] }] },
+  },
+  {
+    files: ['main/src/**', 'electron/**'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [TESTS, ...layering.controller] }] },
+  },
+  {
+    files: ['renderer/src/**'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [TESTS, ...layering.renderer] }] },
   },
 );
