@@ -42,7 +42,7 @@ if grove ls --json | grep -q '"name": "desktop"'; then
 else
   grove ws create desktop
 fi
-vnc_port="$(grove ls --json | node -e 'const l=JSON.parse(require("fs").readFileSync(0,"utf8")); const w=l.find(x=>x.name==="desktop"); console.log(w.ports.find(p=>p.containerPort===5900).hostPort)')"
+vnc_socket="$(grove ls --json | node -e 'const l=JSON.parse(require("fs").readFileSync(0,"utf8")); console.log(l.find(x=>x.name==="desktop").vncSocket)')"
 
 step "supervisor app"
 npm run --silent --prefix "$repo" build:renderer >/dev/null
@@ -50,7 +50,8 @@ npm run --silent --prefix "$repo" build:renderer >/dev/null
 cat <<MSG >&2
 
 Grove is running.
-  Desktop (VNC, no password): 127.0.0.1:${vnc_port}    e.g. vncviewer 127.0.0.1::${vnc_port}
+  Desktop (VNC, no password): ${vnc_socket}    e.g. vncviewer ${vnc_socket}
+                              (a socket only root and the grove group may open; or see it in the app below)
   CLI:                        $repo/main/bin/grove --help
   Helper log:                 $log_dir/helper.log
   Stop the helper:            kill \$(cat $pid_file)   (workspaces keep running and are adopted on the next start)

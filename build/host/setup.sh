@@ -52,20 +52,31 @@ fi
 step "CRIU ≥ 4.2"
 "$repo/build/host/criu.sh"
 
-step "native helpers (ksm-exec marks workspace processes mergeable; peercred.node reads a peer's credentials)"
+step "native helpers (grove-enter cages what belongs to a branch; peercred.node reads a peer's credentials)"
 build_native() { # SOURCE TARGET CC-ARGS...
   local src="$1" out="$2"; shift 2
   if [ ! -e "$out" ] || [ "$src" -nt "$out" ]; then
     mkdir -p "$(dirname "$out")"
-    cc -O2 -Wall -Werror "$@" -o "$out.tmp" "$src" && mv "$out.tmp" "$out"
+    cc -O2 -Wall -Werror -o "$out.tmp" "$src" "$@" && mv "$out.tmp" "$out"
     echo "built $out" >&2
   else
     echo "up to date: $out" >&2
   fi
 }
-build_native "$repo/privileged-helper/native/ksm-exec.c" "$GROVE_CACHE/bin/ksm-exec"
+build_native "$repo/privileged-helper/native/grove-enter.c" "$GROVE_CACHE/bin/grove-enter" -lseccomp
 build_native "$repo/privileged-helper/native/peercred.c" "$GROVE_CACHE/lib/peercred.node" \
   -shared -fPIC -DNODE_GYP_MODULE_NAME=peercred -I"$(dirname "$(command -v node)")/../include/node"
+
+step "Podman's default seccomp profile (the tests check Grove's is at least as strict)"
+podman_profile="$GROVE_CACHE/podman-seccomp.json"
+if [ ! -s "$podman_profile" ]; then
+  tmp="$(mktemp -d)"
+  chmod 0777 "$tmp" # apt downloads as its own user, _apt
+  (cd "$tmp" && apt-get download golang-github-containers-common >&2 && dpkg-deb -x golang-github-containers-common_*.deb x)
+  cp "$tmp/x/usr/share/containers/seccomp.json" "$podman_profile"
+  rm -rf "$tmp"
+fi
+echo "$podman_profile" >&2
 
 step "groups: grove (persons) and grove-agent (agents)"
 for g in grove grove-agent; do

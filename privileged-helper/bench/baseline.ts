@@ -11,7 +11,7 @@
 //             still stopped, so files and memory are one instant
 //   restore   per copy, in parallel: a writable btrfs snapshot of that, and an
 //             eager criu restore of the tree into it and into its own netns
-//   firstFrame  the RFB probe against each copy's containerAddress:5900
+//   firstFrame  the RFB probe against each copy's containerAddress:VNC_PORT (the bench is root)
 //             directly (the host end of the veth is routed, and the firewall
 //             admits it); the stage ends with the last copy's first frame
 //
@@ -30,6 +30,7 @@ import { applyFirewall, createNetns, createVeth, deleteNetns, netnsPath, planNet
 import { signalIfSame, startTime, waitGone } from '../src/host/proc.js';
 import { firstFrame } from '../src/host/rfb-probe.js';
 import { EXTERNAL_BINDS } from '../src/workspaces/branch-storage.js';
+import { VNC_PORT } from '../src/workspaces/runtime.js';
 import { deleteWithRetry, unmountWithRetry } from './host-retry.js';
 
 export interface BaselineSource {
@@ -189,7 +190,7 @@ export class BaselineFork {
 
     await timed('restore', () => allSettled(this.copies.map((c) => this.restoreCopy(criu, c))));
     await timed('firstFrame', () =>
-      allSettled(this.copies.map((c) => firstFrame(c.net.containerAddress, 5900, { timeoutMs: this.s.firstFrameTimeoutMs }))),
+      allSettled(this.copies.map((c) => firstFrame({ host: c.net.containerAddress, port: VNC_PORT }, { timeoutMs: this.s.firstFrameTimeoutMs }))),
     );
     t.total = performance.now() - started;
     return t;
@@ -234,6 +235,7 @@ export class BaselineFork {
       hostname: `bench-criu-${copy.name}`,
       name: `baseline-${copy.name}`,
       binds: this.source.binds.map((b) => ({ containerPath: b.containerPath, source: path.join(copy.subvolume, b.dir) })),
+      cgroups: [], // plain CRIU: no launcher, so no cgroups of Grove's
     });
     const settled = restored.catch(() => undefined);
     // The tree's undo is registered before the restore can finish, so an

@@ -377,9 +377,8 @@ async function sourceStillRunning(c: HelperClient, source: Workspace): Promise<v
 
 /** The desktop serves frames, and Chromium has had a few seconds to draw its start page. */
 async function desktopUp(c: HelperClient, ws: Workspace): Promise<void> {
-  const vnc = ws.ports.find((x) => x.containerPort === 5900);
-  if (!vnc) throw new Error('the workspace maps no VNC port');
-  await firstFrame('127.0.0.1', vnc.hostPort, { timeoutMs: 120_000 });
+  if (!ws.vncSocket) throw new Error(`the workspace serves no desktop (it is ${ws.state})`);
+  await firstFrame({ path: ws.vncSocket }, { timeoutMs: 120_000 });
   const deadline = Date.now() + 120_000;
   for (;;) {
     const res = await c.request('exec.run', { workspace: ws.id, argv: ['sh', '-c', 'pgrep -x chromium >/dev/null || pgrep -f /usr/lib/chromium/chromium >/dev/null'] });

@@ -3,13 +3,15 @@
 //   screenshot       desktop.screenshot of the whole screen, request to reply
 //   action → frame   desktop.key typing one character into the start page's
 //                    note, until a second VNC client (this process's own RFB
-//                    session, like a person's viewer) receives the frame in
+//                    session, like a person's viewer, but straight to the
+//                    branch's server: the bench is root) receives the frame in
 //                    which the page has taken the note's new colour
 //   PNG encode       the helper's encoder on a full-screen frame, in process
 //   MCP screenshot   the computer tool's screenshot through `grove mcp`, as an
 //                    MCP client calls it (mcp-roundtrip.ts)
 import { encodePng } from '../src/desktop/image.js';
 import { RfbSession } from '../src/desktop/rfb-session.js';
+import { VNC_PORT } from '../src/workspaces/runtime.js';
 import type { HelperClient } from '../../main/src/helper-client/client.js';
 import { noteColour, type Rgb } from '../../main/src/agent/note-colour.js';
 import type { Workspace } from '../src/protocol/entities.js';
@@ -23,9 +25,7 @@ const MARKER = { x: 600, y: 560 };
 const FRAME_TIMEOUT_MS = 5000;
 
 export async function measureComputerUse(c: HelperClient, ws: Workspace, samples: number, log: (msg: string) => void): Promise<ComputerUse> {
-  const vnc = ws.ports.find((p) => p.containerPort === 5900);
-  if (!vnc) throw new Error('the workspace maps no VNC port');
-  const viewer = await RfbSession.open('127.0.0.1', vnc.hostPort, 10_000);
+  const viewer = await RfbSession.open(ws.address, VNC_PORT, 10_000);
   const errors: string[] = [];
   try {
     const shots = await screenshots(c, ws, samples);

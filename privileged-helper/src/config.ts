@@ -17,6 +17,8 @@ export interface HelperConfig {
   socketPath: string;
   /** The agent socket (`agentGroup`), in a directory of its own. */
   agentSocketPath: string;
+  /** Each running branch's desktop socket (root:`group` 0660), in a root:`group` 0750 directory. */
+  vncDir: string;
   cacheDir: string;
   group: string;
   agentGroup: string;
@@ -30,8 +32,8 @@ export interface HelperConfig {
   criu: string;
   /** Directory with the image recipes shipped with the helper. */
   recipesDir: string;
-  /** prctl(PR_SET_MEMORY_MERGE) wrapper (native/ksm-exec.c, built by build/host/setup.sh). */
-  ksmExec: string;
+  /** native/grove-enter.c (built by build/host/setup.sh): starts what belongs to a branch inside its cage. */
+  groveEnter: string;
   /** Lets branch.fork take a faultAt stage (tests of the fork's rollback). */
   allowFaultInjection: boolean;
 }
@@ -50,6 +52,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HelperConfig {
     runDir,
     socketPath: env.GROVE_SOCKET ?? path.join(runDir, 'helper.sock'),
     agentSocketPath: env.GROVE_AGENT_SOCKET ?? path.join(`${runDir}-agent`, 'agent.sock'),
+    vncDir: path.join(runDir, 'vnc'),
     cacheDir,
     group: env.GROVE_GROUP ?? 'grove',
     agentGroup: env.GROVE_AGENT_GROUP ?? 'grove-agent',
@@ -64,7 +67,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HelperConfig {
     subnet: Subnet.parse(env.GROVE_SUBNET ?? '10.213.0.0/16'),
     criu: env.GROVE_CRIU ?? path.join(cacheDir, 'criu/sbin/criu'),
     recipesDir: path.resolve(import.meta.dirname, '../image'),
-    ksmExec: env.GROVE_KSM_EXEC ?? path.join(cacheDir, 'bin/ksm-exec'),
+    groveEnter: env.GROVE_ENTER ?? path.join(cacheDir, 'bin/grove-enter'),
     allowFaultInjection: env.GROVE_FAULT_INJECTION === '1',
   };
 }

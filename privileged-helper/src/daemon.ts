@@ -9,6 +9,8 @@ import { loadConfig, type HelperConfig } from './config.js';
 import { Crun } from './host/crun.js';
 import { KsmPacer } from './host/ksm.js';
 import { Doctor } from './host/doctor.js';
+import { prepareSocketDir } from './host/forwarder.js';
+import { guardBranchAddresses, hostTableName } from './host/host-firewall.js';
 import { ensurePool, unmountPool } from './host/pool.js';
 import { ExecService } from './exec/exec-service.js';
 import { ImageBuilder } from './images/image-builder.js';
@@ -29,6 +31,8 @@ import { DEFAULT_HOLD_TIMEOUT_MS, EgressGate } from './egress/gate.js';
 import { EgressService } from './egress/egress-service.js';
 import { parseHostsMap } from './egress/policy.js';
 import { PerfService } from './perf/perf-service.js';
+import { Launcher } from './host/launcher.js';
+import { removeInstanceCgroups } from './host/cgroups.js';
 import { ApprovalQueue } from './approvals/approval-queue.js';
 import { ApprovalService } from './approvals/approval-service.js';
 import { PreviewMaker } from './approvals/preview.js';
@@ -47,21 +51,26 @@ async function boot(config: HelperConfig) {
   const db = openDb(path.join(config.stateDir, 'registry.sqlite'));
   const registry = new Registry(db);
   const pool = await ensurePool(config);
-  const launcher = existsSync(config.ksmExec) ? config.ksmExec : null;
-  if (!launcher) log(`no ${config.ksmExec}: branches will not share memory through KSM (run build/host/setup.sh)`);
+  if (!existsSync(config.groveEnter)) throw new Error(`${config.groveEnter} is missing: run build/host/setup.sh (it starts what belongs to a branch inside its cage)`);
+  const launcher = new Launcher(config.groveEnter, path.join(config.runDir, 'seccomp.rules'));
+  await launcher.writeRules();
   const ksm = new KsmPacer();
   await ksm.start().catch((err: Error) => log(`KSM unavailable: ${err.message}`));
   const crun = new Crun(path.join(config.runDir, 'crun'), launcher);
   const ledger = new HostLedger(registry, crun);
+  // Before any branch is adopted: from this host, only root may connect to a branch.
+  await ledger.make({ kind: 'nft-table', name: hostTableName(config.instance), owner: null }, () => guardBranchAddresses(config.instance, config.subnet));
+  const personGid = await ensureGroup(config.group);
+  await prepareSocketDir({ path: config.vncDir, gid: personGid });
   const bus = new EventBus();
   const approvalQueue = new ApprovalQueue({
     opened: (a) => bus.broadcast('approval.opened', a),
     changed: (a) => bus.broadcast('approval.changed', a),
   });
-  const exec = new ExecService();
+  const exec = new ExecService(launcher);
   const desktop = new DesktopService({
     publish: (action) => bus.broadcast('desktop.action', action),
-    exec: (t, req) => exec.run({ pid: t.pid, pidStart: t.pidStart }, req),
+    exec: (t, req) => exec.run({ pid: t.pid, pidStart: t.pidStart, cgroups: runtime.cgroups(t) }, req),
     log,
   });
   const storage = new BranchStorage(pool, path.join(config.runDir, 'roots'), ledger);
@@ -77,7 +86,7 @@ async function boot(config: HelperConfig) {
     },
     log,
   });
-  const runtime = new BranchRuntime(config, registry, ledger, crun, storage, gate);
+  const runtime = new BranchRuntime(config, registry, ledger, crun, storage, gate, personGid);
   const egress = new EgressService(registry, gate, (ws) => runtime.netPlan(ws));
   const removed = (id: string) => {
     desktop.forget(id);
@@ -139,19 +148,19 @@ async function boot(config: HelperConfig) {
     exec,
     doctor: new Doctor(config),
     egress,
-    perf: new PerfService(registry),
+    perf: new PerfService(registry, runtime),
     approvals,
     audit,
     desktop,
     authority,
   };
-  return { db, services };
+  return { db, services, ledger, personGid };
 }
 
 async function serve(config: HelperConfig): Promise<void> {
   const credentials = loadPeerCredentials(config.peercredAddon);
-  const { db, services } = await boot(config);
-  const groups = { person: await ensureGroup(config.group), agent: await ensureGroup(config.agentGroup) };
+  const { db, services, personGid } = await boot(config);
+  const groups = { person: personGid, agent: await ensureGroup(config.agentGroup) };
   const deps = { services, handlers: createHandlers(services), groups, credentials, log };
   const servers = [
     await listen({ path: config.socketPath, role: 'person', gid: groups.person }, deps),
@@ -171,13 +180,15 @@ async function serve(config: HelperConfig): Promise<void> {
 }
 
 async function purge(config: HelperConfig): Promise<void> {
-  const { db, services } = await boot(config);
+  const { db, services, ledger } = await boot(config);
   for (const ws of services.workspaces.list()) await services.workspaces.delete(ws.id);
+  await ledger.removeOwned(null); // the instance's own objects: its host firewall
   db.close();
   await unmountPool(config);
   await rm(config.stateDir, { recursive: true, force: true });
   await rm(config.runDir, { recursive: true, force: true });
   await rm(path.dirname(config.agentSocketPath), { recursive: true, force: true });
+  await removeInstanceCgroups(config.instance);
   log(`purged instance ${config.instance}`);
 }
 

@@ -5,6 +5,7 @@ import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { HelperConfig } from './config.js';
 import { deleteSubvolume } from './host/btrfs.js';
+import { cgroupName, cgroupsOfInstance, removeCgroups } from './host/cgroups.js';
 import type { Crun } from './host/crun.js';
 import { isMounted, mountPoints, unmount } from './host/mounts.js';
 import { deleteNetns, listNetns } from './host/netns.js';
@@ -65,6 +66,13 @@ async function removeUnrecorded(d: ReconcileDeps): Promise<void> {
     if (id.startsWith(prefix) && !recorded.has(`container:${id}`)) {
       d.log(`removing unrecorded container ${id}`);
       await d.crun.delete(id);
+    }
+  }
+  for (const id of await cgroupsOfInstance(d.config.instance)) {
+    const name = cgroupName(d.config.instance, id);
+    if (!recorded.has(`cgroup:${name}`)) {
+      d.log(`removing unrecorded cgroup ${name}`);
+      await removeCgroups(name);
     }
   }
   await removeUnrecordedRoots(d, recorded);

@@ -32,6 +32,7 @@ const PERF: PerfReport = {
       rssBytes: 700 * MiB,
       swapBytes: 0,
       ksm: { mergingPages: 25600, sharedBytes: 100 * MiB, profitBytes: 95 * MiB, mergeAny: true },
+      cgroup: { limits: { memoryBytes: 2048 * MiB, pids: 2048, cpuWeight: 100 }, memoryBytes: 690 * MiB, memoryLimitHits: 0, oomKills: 0, pids: 180, pidsRefused: 0 },
     },
     {
       workspace: 'aaaaaaa2',
@@ -41,6 +42,7 @@ const PERF: PerfReport = {
       rssBytes: 650 * MiB,
       swapBytes: 0,
       ksm: { mergingPages: 51200, sharedBytes: 200 * MiB, profitBytes: 190 * MiB, mergeAny: false },
+      cgroup: { limits: { memoryBytes: 1024 * MiB, pids: 512, cpuWeight: 100 }, memoryBytes: 1020 * MiB, memoryLimitHits: 7, oomKills: 2, pids: 512, pidsRefused: 31 },
     },
   ],
   host: {
@@ -116,6 +118,15 @@ describe('PerformancePanel', () => {
     expect(rows[1]!.textContent).toContain('not merged');
     expect(host.querySelector('[data-testid="perf-host"]')!.textContent).toContain('20.0 GiB available of 24.0 GiB');
     expect(host.querySelector('[data-testid="perf-host"]')!.textContent).toContain('saving 117 MiB');
+  });
+
+  it("shows each branch's limits next to its memory, and says when they killed or refused something", async () => {
+    await open();
+    const [calm, capped] = [...host.querySelectorAll('[data-testid="perf-limits"]')].map((e) => e.textContent ?? '');
+    expect(calm).toBe('limit 2048 MiB (690 MiB used) · 180 of 2048 tasks · CPU weight 100');
+    expect(capped).toContain('limit 1024 MiB (1020 MiB used) · 512 of 512 tasks');
+    expect(capped).toContain('2 killed: out of memory');
+    expect(capped).toContain('31 forks refused');
   });
 
   it('reads again every few seconds while open, and stops when closed', async () => {

@@ -15,11 +15,13 @@ const ws = (id: string, name: string, parent: string | null, createdAt: string, 
   createdAt,
   address: '10.0.0.2',
   ports: [],
+  vncSocket: null,
   pid: 1,
   parent,
   tree: 'aaaaaaa1',
   version: null,
   main,
+  limits: { memoryBytes: 2 * 2 ** 30, pids: 2048, cpuWeight: 100 },
   madeBy: null,
 });
 

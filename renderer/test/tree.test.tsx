@@ -26,12 +26,14 @@ function branches(n: number): Workspace[] {
     createdAt: new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString(),
     address: '10.0.0.2',
     ports: [],
+    vncSocket: null,
     pid: 1,
     // A bushy tree: each branch hangs off one of the first ten.
     parent: i === 0 ? null : hex((i % 10) + (i < 10 ? 0 : 1)),
     tree: hex(1),
     version: null,
     main: i === 0,
+    limits: { memoryBytes: 2 * 2 ** 30, pids: 2048, cpuWeight: 100 },
     madeBy: null,
   }));
 }

@@ -88,11 +88,11 @@ export class Controller {
     return () => this.emitter.off('change', listener);
   }
 
-  /** The host VNC port of a running branch, or null. */
-  vncPort(branchId: string): number | null {
+  /** The desktop socket of a running branch (a Unix socket the helper serves to root and the grove group), or null. */
+  vncSocket(branchId: string): string | null {
     const b = this.branches.get(branchId);
     if (!b || b.state !== 'running' || this.connection.status !== 'connected') return null;
-    return b.ports.find((p) => p.containerPort === 5900)?.hostPort ?? null;
+    return b.vncSocket;
   }
 
   /** Handles one validated renderer request. `terminals` receives output of sessions it opens. */

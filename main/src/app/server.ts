@@ -1,6 +1,7 @@
 // Web mode: the controller served over HTTP + WebSocket. Serves the built
 // renderer, the typed API (/api), each branch's desktop (/vnc/ID, bridged to
-// its VNC host port) and terminals (through the API). Every request and
+// its desktop socket, which the app opens as the person it runs as) and
+// terminals (through the API). Every request and
 // upgrade needs the per-launch secret: `?token=` once (it becomes an HttpOnly,
 // SameSite=Strict cookie), then the cookie. Loopback only, unless a TLS
 // certificate is given.
@@ -113,12 +114,12 @@ export async function startWebServer(controller: Controller, opts: WebOptions = 
     }
     const vnc = VNC_PATH_PATTERN.exec(url.pathname);
     if (vnc) {
-      const port = controller.vncPort(vnc[1]!);
-      if (port === null) {
+      const vncSocket = controller.vncSocket(vnc[1]!);
+      if (vncSocket === null) {
         socket.end('HTTP/1.1 404 Not Found\r\nconnection: close\r\n\r\n');
         return;
       }
-      wss.handleUpgrade(req, socket, head, (ws) => bridgeToVnc(ws, port));
+      wss.handleUpgrade(req, socket, head, (ws) => bridgeToVnc(ws, vncSocket));
       return;
     }
     socket.end('HTTP/1.1 404 Not Found\r\nconnection: close\r\n\r\n');

@@ -22,7 +22,14 @@ export function printWorkspace(w: Workspace): void {
   console.log(`name:     ${w.name}`);
   console.log(`state:    ${w.state}`);
   console.log(`hostname: ${w.hostname}`);
-  for (const p of w.ports) console.log(`port:     ${p.hostAddress}:${p.hostPort} -> ${p.containerPort}${p.containerPort === 5900 ? ' (VNC)' : ''}`);
+  if (w.vncSocket) console.log(`desktop:  ${w.vncSocket} (VNC for root and the grove group, e.g. vncviewer ${w.vncSocket})`);
+  for (const p of w.ports) console.log(`port:     ${p.hostAddress}:${p.hostPort} -> ${p.containerPort}`);
+}
+
+const gib = (bytes: number) => `${(bytes / 2 ** 30).toFixed(bytes % 2 ** 30 === 0 ? 0 : 2)} GiB`;
+
+export function printLimits(w: Workspace): void {
+  console.log(`${w.name}: memory ${gib(w.limits.memoryBytes)}, ${w.limits.pids} processes and threads, CPU weight ${w.limits.cpuWeight}`);
 }
 
 export function printWorkspaces(list: Workspace[]): void {
@@ -30,12 +37,12 @@ export function printWorkspaces(list: Workspace[]): void {
     console.log("No workspaces yet. Create one with: grove ws create NAME");
     return;
   }
-  console.log(['ID', 'NAME', 'STATE', 'PORTS'].join('\t'));
-  for (const w of list) console.log([w.id, w.name, w.state, ports(w)].join('\t'));
+  console.log(['ID', 'NAME', 'STATE', 'DESKTOP', 'PORTS'].join('\t'));
+  for (const w of list) console.log([w.id, w.name, w.state, w.vncSocket ?? '-', ports(w)].join('\t'));
 }
 
 export function printForkReport(r: ForkReport): void {
-  for (const child of r.children) console.log(`${child.id}\t${child.name}\t${ports(child)}`);
+  for (const child of r.children) console.log(`${child.id}\t${child.name}\t${child.vncSocket ?? '-'}\t${ports(child)}`);
   console.log(describeTimings(r.timings));
 }
 
@@ -61,8 +68,11 @@ export function printStats(p: PerfReport): void {
   console.log();
   if (p.branches.length === 0) console.log('No branch is running.');
   else {
-    console.log(['BRANCH', 'PSS MiB', 'KSM MiB', 'PROCESSES'].join('\t'));
-    for (const b of p.branches) console.log([b.name, mib(b.pssBytes), mib(b.ksm.sharedBytes), b.processes].join('\t'));
+    console.log(['BRANCH', 'PSS MiB', 'KSM MiB', 'PROCESSES', 'LIMIT MiB', 'AT LIMIT', 'OOM KILLS', 'FORKS REFUSED'].join('\t'));
+    for (const b of p.branches) {
+      const c = b.cgroup;
+      console.log([b.name, mib(b.pssBytes), mib(b.ksm.sharedBytes), `${b.processes}/${c.limits.pids}`, mib(c.limits.memoryBytes), c.memoryLimitHits, c.oomKills, c.pidsRefused].join('\t'));
+    }
   }
   console.log();
   if (p.forks.length === 0) console.log('No forks yet.');

@@ -4,7 +4,7 @@
 // socket, what only a person may do becomes a request to a person.
 import { Option, type Command } from 'commander';
 import { GroveError } from '../helper-client/client.js';
-import { printDiff, printDoctor, printForkReport, printImage, printStats, printTree, printWorkspace, printWorkspaces } from './format.js';
+import { printDiff, printDoctor, printForkReport, printImage, printLimits, printStats, printTree, printWorkspace, printWorkspaces } from './format.js';
 import { printEgressLog, printEgressStatus } from './format.js';
 import { parseRule } from '../../../privileged-helper/src/protocol/egress-rules.js';
 import type { EgressRule } from '../../../privileged-helper/src/protocol/entities.js';
@@ -58,7 +58,7 @@ ws.command('create')
   .argument('<name>', 'a name: lower-case letters, digits, dashes')
   .option('--image <image>', 'image to start from', 'desktop')
   .addOption(new Option('-p, --port <port...>', 'extra container ports to map').argParser(collectPorts))
-  .description('create and start a workspace; prints its id and host ports')
+  .description('create and start a workspace; prints its id, desktop socket and host ports')
   .action((name: string, opts: { image: string; port?: number[] }) =>
     withClient(async (c) => {
       const w = await c.request('workspace.create', { name, image: opts.image as 'desktop', ports: opts.port });
@@ -83,6 +83,21 @@ withAsking(
     output(w, () => printWorkspace(w));
   }),
 );
+ws.command('limits')
+  .argument('<workspace>', 'id or name')
+  .option('--memory <size>', 'memory, e.g. 2G or 1536M (no swap beyond it)', parseSize)
+  .option('--pids <n>', 'processes and threads', Number)
+  .option('--cpu-weight <n>', 'share of CPU under contention (100 = an equal share)', Number)
+  .description("(persons) show or change a branch's resource limits; applied at once while it runs, inherited by its forks")
+  .action((ref: string, opts: { memory?: number; pids?: number; cpuWeight?: number }) =>
+    withClient(async (c) => {
+      const changing = opts.memory !== undefined || opts.pids !== undefined || opts.cpuWeight !== undefined;
+      const w = changing
+        ? await c.request('workspace.limits', { workspace: ref, memoryBytes: opts.memory, pids: opts.pids, cpuWeight: opts.cpuWeight })
+        : await c.request('workspace.get', { workspace: ref });
+      output(w.limits, () => printLimits(w));
+    }),
+  );
 withAsking(ws.command('rm').argument('<workspace>', 'id or name').description('delete a workspace and everything it has on the host (like discard)')).action(
   (ref: string, opts: AskOptions) => discard(ref, opts, 'deleted'),
 );
@@ -150,7 +165,7 @@ withAsking(
     .command('promote')
     .argument('<workspace>', 'the branch to make the main line')
     .addOption(new Option('--old-main <fate>', 'what becomes of the old main line').choices(['version', 'discard', 'keep']).default('version'))
-    .description("make a branch its workspace's main line; it takes over the stable host ports (an agent asks a person)"),
+    .description("make a branch its workspace's main line; it takes over the stable host ports and desktop socket (an agent asks a person)"),
 ).action((ref: string, opts: AskOptions & { oldMain: 'version' | 'discard' | 'keep' }) =>
   withClient(async (c) => {
     if (isAgent(c)) return printAsked(await askPerson(c, ref, { kind: 'branch.promote', oldMain: opts.oldMain }, opts));
@@ -319,6 +334,14 @@ function discard(ref: string, opts: AskOptions, verb: string): Promise<void> {
     const res = await c.request('workspace.delete', { workspace: ref });
     output(res, () => console.log(`${verb} ${res.deleted}`));
   });
+}
+
+/** '2G', '1536M', '512m', or a number of bytes. */
+function parseSize(text: string): number {
+  const m = /^(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?$/i.exec(text.trim());
+  if (!m) throw new GroveError('E_INVALID_PARAMS', `not a size: ${text} (e.g. 2G, 1536M)`);
+  const power = ' kmgt'.indexOf((m[2] || ' ').toLowerCase());
+  return Math.round(Number(m[1]) * 1024 ** power);
 }
 
 function collectRules(value: string, previous: EgressRule[] | undefined): EgressRule[] {

@@ -22,9 +22,10 @@ describe('grove CLI', () => {
     expect(created.exitCode).toBe(0);
     const ws = await track(JSON.parse(created.stdout));
     try {
-      expect(ws.ports.map((p: { containerPort: number }) => p.containerPort).sort()).toEqual([3000, 5900, 8080]);
+      expect(ws.ports.map((p: { containerPort: number }) => p.containerPort).sort()).toEqual([3000, 8080]);
       const human = await grove(['ls']);
-      expect(human.stdout).toMatch(new RegExp(`${ws.id}\\s+cli-ws\\s+running`));
+      expect(human.stdout).toMatch(new RegExp(`${ws.id}\\s+cli-ws\\s+running\\s+${ws.vncSocket}\\s`));
+      expect((await grove(['ws', 'start', ws.id])).stdout).toContain(`desktop:  ${ws.vncSocket} (VNC`);
       const list = JSON.parse((await grove(['ls', '--json'])).stdout);
       expect(list.map((w: { id: string }) => w.id)).toContain(ws.id);
 

@@ -216,6 +216,33 @@ describe('web mode access', () => {
     expect((await fetch(web.url)).status).toBe(401);
   });
 
+  it("bridges a branch's desktop (/vnc/ID) to its desktop socket byte for byte; 404 for a branch without one", async () => {
+    const desk = path.join(dir, 'desk.sock');
+    const vnc = net.createServer((s) => {
+      s.write('RFB 003.008\n');
+      s.on('data', (d) => s.write(`got ${d.toString()}`));
+    });
+    await new Promise<void>((r) => vnc.listen(desk, r));
+    const cookie = { headers: { cookie: `grove_token=${web.secret}` } };
+    try {
+      helper.emit('workspace.changed', { workspace: branch('aaaaaaa1', 'one', { vncSocket: desk }) });
+      await until(() => controller.vncSocket('aaaaaaa1') === desk);
+      const viewer = new WebSocket(`${web.url.replace('http', 'ws')}vnc/aaaaaaa1`, cookie);
+      let received = '';
+      viewer.on('message', (m: Buffer) => (received += m.toString()));
+      await until(() => received === 'RFB 003.008\n');
+      viewer.send('RFB 003.008\n');
+      await until(() => received.endsWith('got RFB 003.008\n'));
+      viewer.close();
+      helper.emit('workspace.changed', { workspace: branch('aaaaaaa1', 'one', { state: 'stopped', vncSocket: null }) });
+      await until(() => controller.vncSocket('aaaaaaa1') === null);
+      const stopped = new WebSocket(`${web.url.replace('http', 'ws')}vnc/aaaaaaa1`, cookie);
+      await expect(new Promise((r, j) => (stopped.once('open', r), stopped.once('error', j)))).rejects.toThrow(/404/);
+    } finally {
+      await new Promise((r) => vnc.close(r));
+    }
+  });
+
   it('refuses to listen beyond loopback without TLS', async () => {
     await expect(startWebServer(controller, { host: '0.0.0.0' })).rejects.toThrow(/without TLS/);
   });
@@ -437,12 +464,12 @@ describe('controller', () => {
   it('marks the state stale when the helper goes, and reads everything again from a restarted helper', async () => {
     const r = await renderer(web.secret);
     await until(() => r.states.at(-1)?.connection.status === 'connected');
-    expect(controller.vncPort('aaaaaaa1')).toBe(45900);
+    expect(controller.vncSocket('aaaaaaa1')).toBe('/run/grove/vnc/main-aaaaaaa1.sock');
     await helper.stop();
     const stale = await until(() => r.states.find((x) => x.connection.status === 'disconnected'));
     expect(stale.connection.error).toMatch(/helper/);
     // Nothing is offered as live while disconnected: no desktop stream, no actions.
-    expect(controller.vncPort('aaaaaaa1')).toBeNull();
+    expect(controller.vncSocket('aaaaaaa1')).toBeNull();
     expect((await r.call('workspace.start', { workspace: 'one' })).error?.code).toBe('E_PRECONDITION');
 
     helper.epoch = 'epoch-2';

@@ -19,13 +19,15 @@ export const branch = (id: string, name: string, over: Partial<Workspace> = {}):
   machineId: 'f'.repeat(32),
   createdAt: '2026-01-01T00:00:00.000Z',
   address: '10.1.0.2',
-  ports: [{ containerPort: 5900, hostPort: 45900, hostAddress: '127.0.0.1' }],
+  ports: [{ containerPort: 3000, hostPort: 43000, hostAddress: '127.0.0.1' }],
+  vncSocket: `/run/grove/vnc/main-${id}.sock`,
   pid: 42,
   parent: null,
   tree: id,
   version: null,
   main: true,
   madeBy: { role: 'person', uid: 0, user: 'root' },
+  limits: { memoryBytes: 2 * 2 ** 30, pids: 2048, cpuWeight: 100 },
   ...over,
 });
 

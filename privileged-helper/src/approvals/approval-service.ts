@@ -121,7 +121,7 @@ export class ApprovalService {
       case 'branch.promote': {
         const main = this.d.registry.listWorkspaces().find((w) => w.treeId === ws.treeId && w.isMain);
         const fate = { version: 'is checkpointed as a version and removed', discard: 'is discarded', keep: 'keeps running as a branch' }[action.oldMain ?? 'version'];
-        return `${ws.name} becomes the main line and takes over its stable host ports; the main line now${main ? ` (${main.name})` : ''} ${fate}`;
+        return `${ws.name} becomes the main line and takes over its stable host ports and desktop socket; the main line now${main ? ` (${main.name})` : ''} ${fate}`;
       }
       case 'branch.discard':
         return `${ws.name} is removed for good, with its processes and files (its versions are kept)`;

@@ -43,6 +43,7 @@ export const AUTHORITY = {
   'workspace.start': person,
   'workspace.stop': ownOrAsk('workspace.stop'),
   'workspace.delete': ownOrAsk('branch.discard'),
+  'workspace.limits': person,
   'branch.fork': allow,
   'branch.checkpoint': allow,
   'branch.rollback': allow,

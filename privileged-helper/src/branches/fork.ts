@@ -11,7 +11,7 @@
 //   thaw     the source runs on (verified)
 //   restore  each child: a writable snapshot of the fork point (branch-storage.ts), its own identity,
 //            the tree restored into its own netns (in parallel)
-//   expose   each child's host ports open; wait for its first VNC frame
+//   expose   each child's desktop socket and host ports open; wait for its first VNC frame
 //   commit   children become 'running' and are announced
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -105,7 +105,7 @@ class ForkTransaction {
     for (const name of names) {
       const child = this.d.workspaces.reserve({ name, image: this.source.image, parent: this.source, ports, madeBy: this.opts.madeBy });
       this.children.push(child);
-      await this.d.runtime.makeNetwork(child);
+      await this.d.runtime.prepareHost(child);
     }
     const imagesDir = path.join(this.d.scratchDir, this.id);
     await this.d.ledger.make({ kind: 'directory', name: imagesDir, owner: this.id }, () => mkdir(imagesDir, { recursive: true, mode: 0o700 }));
@@ -151,6 +151,7 @@ class ForkTransaction {
       hostname: child.hostname,
       name: child.id,
       binds: this.d.storage.externalBinds(child),
+      cgroups: this.d.runtime.cgroups(child),
     });
     const proc = await this.d.runtime.adoptProcess(child, pid);
     this.d.registry.setWorkspaceState(child.id, 'creating', proc);
@@ -158,10 +159,9 @@ class ForkTransaction {
 
   private async expose(child: WorkspaceRecord): Promise<void> {
     await this.d.runtime.openForwarders(child);
-    const vnc = this.d.registry.ports(child.id).find((p) => p.containerPort === 5900);
-    if (!vnc?.hostPort) return;
+    // Through the desktop socket, as a person's viewer sees it.
     const t0 = performance.now();
-    await firstFrame('127.0.0.1', vnc.hostPort, { timeoutMs: 30_000 });
+    await firstFrame({ path: this.d.runtime.vncSocketPath(child) }, { timeoutMs: 30_000 });
     this.timings.firstFrame = Math.max(this.timings.firstFrame, performance.now() - t0);
   }
 

@@ -1,7 +1,8 @@
 // promote(branch): the branch becomes its workspace's main line and takes over
-// the main line's stable host ports (a viewer or dev tool pointed at them now
-// sees the promoted branch). The old main is kept as a version, discarded, or
-// kept running as an ordinary branch on the promoted branch's old ports.
+// the main line's stable host ports and desktop socket (a dev tool or a viewer
+// pointed at them now sees the promoted branch, once it reconnects). The old
+// main is kept as a version, discarded, or kept running as an ordinary branch
+// on the promoted branch's old ports and a desktop socket of its own.
 import type { Workspace } from '../protocol/entities.js';
 import { GroveError } from '../protocol/wire.js';
 import type { Registry, WorkspaceRecord } from '../registry/registry.js';
@@ -23,11 +24,18 @@ export class PromoteService {
   async promote(ref: string, oldMain: OldMainFate): Promise<Workspace> {
     const branch = this.workspaces.record(ref);
     const main = this.registry.listWorkspaces().find((w) => w.treeId === branch.treeId && w.isMain);
-    if (!main || main.id === branch.id) {
-      this.registry.setMain(branch.treeId, branch.id);
-      return this.workspaces.publish(branch.id);
-    }
+    if (!main || main.id === branch.id) return this.workspaces.lock.run(branch.id, () => this.becomeMain(branch.id));
     return this.workspaces.lock.run(main.id, () => this.workspaces.lock.run(branch.id, () => this.swap(branch.id, main.id, oldMain)));
+  }
+
+  /** A tree without a main line (it was discarded): the branch becomes it, and serves its desktop on the main line's socket. */
+  private async becomeMain(branchId: string): Promise<Workspace> {
+    const branch = this.workspaces.record(branchId);
+    if (!branch.isMain) {
+      this.registry.setMain(branch.treeId, branch.id);
+      if (branch.state === 'running') await this.runtime.openForwarders(this.workspaces.record(branch.id));
+    }
+    return this.workspaces.publish(branch.id);
   }
 
   private async swap(branchId: string, mainId: string, oldMain: OldMainFate): Promise<Workspace> {
@@ -38,13 +46,14 @@ export class PromoteService {
     await this.runtime.closeForwarders(branch.id);
     await this.runtime.closeForwarders(main.id);
     this.swapLeases(branch, main);
+    // Before any forwarder re-opens: which desktop socket each serves on follows the main flag.
+    this.registry.setMain(branch.treeId, branch.id);
     if (oldMain === 'keep') {
       if (main.state === 'running') await this.runtime.openForwarders(this.workspaces.record(main.id));
     } else {
       await this.workspaces.destroy(main);
       this.removed(main.id);
     }
-    this.registry.setMain(branch.treeId, branch.id);
     await this.runtime.openForwarders(this.workspaces.record(branch.id));
     // Announced after the switch, so no listener ever sees two main lines.
     if (oldMain === 'keep') this.workspaces.publish(main.id);

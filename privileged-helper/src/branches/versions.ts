@@ -75,6 +75,7 @@ export class VersionService {
           hostname: ws.hostname,
           name: `${ws.id}-${Date.now()}`,
           binds: this.d.storage.externalBinds(ws),
+          cgroups: this.d.runtime.cgroups(ws),
         });
         const proc = await this.d.runtime.adoptProcess(ws, pid);
         this.d.registry.setVersionOrigin(ws.id, version.id);

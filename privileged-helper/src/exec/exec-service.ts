@@ -1,12 +1,15 @@
 // Commands inside a workspace, entered from the host PID of the container's init:
 // forked workspaces are restored by CRIU and unknown to crun, so `crun exec`
-// cannot reach them, but every workspace has an init process. nsenter joins its
-// namespaces and root, setpriv cuts the capabilities down to the container's
-// (Docker's default set), env -i gives the container's environment — never the
-// helper's.
-//  - run: no terminal; stdout, stderr and the exit code come back whole. The
-//    deadline is enforced inside the container by coreutils timeout(1), and the
-//    helper kills the whole process tree itself if even that does not end it.
+// cannot reach them, but every workspace has an init process. grove-enter
+// (host/launcher.ts) joins its cgroups, namespaces and root, keeps only the
+// branch's capabilities, sets no_new_privs and loads the branch's seccomp
+// filter, closes every descriptor of the helper's but stdio, and runs the
+// command under env -i: the container's environment, never the helper's.
+//  - run: no terminal, in a session of its own inside the branch (so what it
+//    leaves running belongs to the branch); stdout, stderr and the exit code
+//    come back whole. The deadline is enforced inside the container by
+//    coreutils timeout(1), and the helper kills the whole process tree itself
+//    if even that does not end it.
 //  - open: a terminal session. util-linux script(1) runs inside the container
 //    and allocates the PTY from the container's own devpts (so a later CRIU dump
 //    sees no host terminal); it relays between that PTY and the host PTY
@@ -16,13 +19,14 @@ import { spawn } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import pty from 'node-pty';
 import { isSameProcess } from '../host/proc.js';
-import { BASE_ENV, DEFAULT_CAPS } from '../host/oci-spec.js';
+import type { Launcher } from '../host/launcher.js';
+import { BASE_ENV } from '../host/oci-spec.js';
 import type { ExecResult } from '../protocol/entities.js';
 import { GroveError } from '../protocol/wire.js';
 
 const TIMEOUT_EXIT = 124; // coreutils timeout(1): the command got the TERM signal
 // Ignoring TERM, it gets KILL 2 s later, sent to timeout's whole process group
-// (timeout included, so nsenter ends by SIGKILL too; 137 if timeout survived).
+// (timeout included, so grove-enter ends by SIGKILL too; 137 if timeout survived).
 const TIMEOUT_KILLED_EXIT = 128 + 9;
 const KILL_AFTER_S = 2;
 /** How long after the in-container deadline the helper stops waiting and kills the tree. */
@@ -30,14 +34,15 @@ const BACKSTOP_MS = 10_000;
 const MAX_OUTPUT = 16 << 20;
 const DEFAULT_CWD = '/root'; // the OCI spec's process.cwd
 const TERM_ENV = 'TERM=xterm-256color';
-/** The environment of nsenter and setpriv, which run (partly) on the host. */
+/** The environment of grove-enter, which runs (partly) on the host. */
 const TOOL_ENV = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' };
 const CONTAINER_PATH = BASE_ENV.find((v) => v.startsWith('PATH=')) ?? `PATH=${TOOL_ENV.PATH}`;
 
-/** The workspace to enter: its init's host PID, and that process's start time if known (guards against pid reuse). */
+/** The workspace to enter: its init's host PID, that process's start time if known (guards against pid reuse), its cgroups. */
 export interface ExecTarget {
   pid: number;
   pidStart?: number | null;
+  cgroups: readonly string[];
 }
 
 export interface SessionSink {
@@ -54,6 +59,8 @@ export class ExecService {
   private readonly sessions = new Map<string, Session>();
   private nextSession = 1;
 
+  constructor(private readonly launcher: Launcher) {}
+
   async run(
     target: ExecTarget,
     req: { argv: string[]; env?: Record<string, string>; cwd?: string; stdin?: string; timeoutMs?: number },
@@ -62,7 +69,7 @@ export class ExecService {
     // timeout(1) runs the command in its own process group and signals the whole
     // group, so the command and what it started die inside the container.
     const command = req.timeoutMs ? ['timeout', `--kill-after=${KILL_AFTER_S}`, `${req.timeoutMs / 1000}`, ...req.argv] : req.argv;
-    const [file, args] = containerArgv(target.pid, req.cwd ?? DEFAULT_CWD, ['env', '-i', ...envVars(req.env), ...literalCommand(command)]);
+    const [file, args] = this.enter(target, req.cwd ?? DEFAULT_CWD, true, ['env', '-i', ...envVars(req.env), ...literalCommand(command)]);
     const started = Date.now();
     const res = await runCollecting(file, args, req.stdin ?? '', req.timeoutMs ? req.timeoutMs + KILL_AFTER_S * 1000 + BACKSTOP_MS : undefined);
     const elapsed = Date.now() - started;
@@ -87,7 +94,7 @@ export class ExecService {
     // built from individually quoted words, and script's own SHELL is fixed to
     // /bin/sh (the command's environment is set by the inner env -i).
     const line = shellJoin(['exec', 'env', '-i', ...envVars(req.env), ...literalCommand(argv)]);
-    const [file, args] = containerArgv(target.pid, DEFAULT_CWD, [
+    const [file, args] = this.enter(target, DEFAULT_CWD, false, [
       'env', '-i', CONTAINER_PATH, 'SHELL=/bin/sh', 'script', '--quiet', '--return', '--command', line, '/dev/null',
     ]);
     const term = pty.spawn(file, args, { name: 'xterm-256color', cols: req.cols, rows: req.rows, env: { ...TOOL_ENV } });
@@ -119,30 +126,18 @@ export class ExecService {
     for (const s of this.sessions.values()) if (s.owner === owner) hangUp(s.term);
   }
 
+  /** `command` inside the branch; `cwd` is resolved inside its root. */
+  private enter(target: ExecTarget, cwd: string, setsid: boolean, command: readonly string[]): [string, string[]] {
+    if (command.length === 0) throw new Error('empty command');
+    if (!cwd.startsWith('/')) throw new GroveError('E_INVALID_PARAMS', `working directory must be absolute: ${cwd}`);
+    return this.launcher.inBranch({ initPid: target.pid, cgroups: target.cgroups, cwd, setsid }, command);
+  }
+
   private owned(session: string, owner: object): Session {
     const s = this.sessions.get(session);
     if (!s || s.owner !== owner) throw new GroveError('E_NOT_FOUND', `no terminal session ${session} on this connection`);
     return s;
   }
-}
-
-/**
- * nsenter into every namespace and the root of the process `initPid`, then
- * setpriv down to the container's capabilities, then `command` (which starts
- * with env -i: nothing of the helper's environment may reach the container).
- * `cwd` is resolved inside the container's root.
- */
-export function containerArgv(initPid: number, cwd: string, command: readonly string[]): [string, string[]] {
-  if (command.length === 0) throw new Error('empty command');
-  if (!cwd.startsWith('/')) throw new GroveError('E_INVALID_PARAMS', `working directory must be absolute: ${cwd}`);
-  return [
-    'nsenter',
-    [
-      '-t', String(initPid), '-m', '-u', '-i', '-n', '-p', '-T', '-r', `--wdns=${cwd}`, '--',
-      'setpriv', `--bounding-set=-all,${DEFAULT_CAPS.map((c) => `+${c.replace(/^CAP_/, '').toLowerCase()}`).join(',')}`, '--inh-caps=-all', '--',
-      ...command,
-    ],
-  ];
 }
 
 /** Quotes one word for a POSIX shell: the shell reads it back as exactly `word`. */
@@ -184,7 +179,7 @@ async function checkTarget(target: ExecTarget): Promise<void> {
  * (and on SIGTERM only waits for its command, which an interactive shell
  * ignores), so it gets SIGKILL: its end of the container PTY closes, and the
  * kernel sends SIGHUP to the session inside, whose shell passes it on to its jobs.
- * nsenter, its parent on the host, then ends with the same signal.
+ * grove-enter, its parent on the host, then ends with the same signal.
  */
 function hangUp(term: pty.IPty): void {
   void children(term.pid).then((kids) => {
@@ -227,7 +222,7 @@ function runCollecting(file: string, args: string[], input: string, deadlineMs: 
     const timer = deadlineMs === undefined ? undefined : setTimeout(killAll, deadlineMs);
     child.on('error', (e) => {
       clearTimeout(timer);
-      reject(new GroveError('E_HOST', `nsenter failed to start: ${e.message}`));
+      reject(new GroveError('E_HOST', `grove-enter failed to start: ${e.message}`));
     });
     child.on('close', (code, signal) => {
       clearTimeout(timer);

@@ -5,15 +5,15 @@
 // it mounts propagates to the host.
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import type { Launcher } from './launcher.js';
 import { run, type RunOptions, type RunResult } from './run.js';
 
 const HYBRID_WORKAROUND = 'umount /sys/fs/cgroup/unified 2>/dev/null; exec "$@"';
 
 export class Crun {
-  /** launcher: a program that execs its arguments (ksm-exec), or null. */
   constructor(
     private readonly stateRoot: string,
-    private readonly launcher: string | null,
+    private readonly launcher: Launcher,
   ) {}
 
   /** Command line that runs crun with this state root (also used to spawn PTY sessions). */
@@ -32,11 +32,11 @@ export class Crun {
     await writeFile(path.join(bundleDir, 'config.json'), JSON.stringify(spec, null, 2), { mode: 0o600 });
   }
 
-  async start(containerId: string, bundleDir: string): Promise<number> {
+  /** Starts the container; its init is forked by crun inside `cgroups` (and KSM-mergeable), so it inherits both. */
+  async start(containerId: string, bundleDir: string, cgroups: readonly string[]): Promise<number> {
     const pidFile = path.join(bundleDir, 'init.pid'); // absolute: crun resolves relative paths against the bundle
-    const [file, args] = this.argv(['run', '--detach', '--bundle', bundleDir, '--pid-file', pidFile, containerId]);
-    // The container's init is forked by crun: through the launcher it inherits the KSM flag.
-    await (this.launcher ? run(this.launcher, [file, ...args], { timeoutMs: 30_000 }) : run(file, args, { timeoutMs: 30_000 }));
+    const [file, args] = this.launcher.onHost(cgroups, this.argv(['run', '--detach', '--bundle', bundleDir, '--pid-file', pidFile, containerId]).flat());
+    await run(file, args, { timeoutMs: 30_000 });
     const state = await this.state(containerId);
     if (!state || state.pid <= 0) throw new Error(`container ${containerId} did not start`);
     return state.pid;

@@ -1,8 +1,10 @@
 // `grove doctor`: what this host supports and what is missing, checked for real.
 import { access, readFile } from 'node:fs/promises';
 import os from 'node:os';
+import path from 'node:path';
 import type { HelperConfig } from '../config.js';
 import type { DoctorCheck, DoctorReport } from '../protocol/entities.js';
+import { CGROUP_ROOT, CONTROLLERS } from './cgroups.js';
 import { isMounted } from './mounts.js';
 import { run } from './run.js';
 
@@ -24,7 +26,8 @@ export class Doctor {
       await present('userfaultfd', '/proc/sys/vm/unprivileged_userfaultfd', 'userfaultfd (CRIU lazy pages)'),
       await present('ksm', '/sys/kernel/mm/ksm/run', 'KSM (memory sharing between branches)'),
       await present('netns', '/proc/self/ns/net', 'network namespaces'),
-      await present('ksm-exec', this.config.ksmExec, 'ksm-exec (workspace memory mergeable by KSM)'),
+      await present('grove-enter', this.config.groveEnter, 'grove-enter (branch processes caged: cgroups, capabilities, seccomp; KSM-mergeable)'),
+      await limitsEnforced(),
       {
         name: 'criu',
         ok: criu.version !== null && versionAtLeast(criu.version, CRIU_MIN),
@@ -79,4 +82,18 @@ async function present(name: string, file: string, what: string): Promise<Doctor
     () => false,
   );
   return { name, ok, detail: ok ? `${what}: available` : `${what}: missing (${file})` };
+}
+
+/** Which of a branch's limits this host enforces: one cgroup v1 controller each (cgroups.ts). */
+async function limitsEnforced(): Promise<DoctorCheck> {
+  const found = await Promise.all(CONTROLLERS.map((c) => access(path.join(CGROUP_ROOT, c, 'cgroup.procs')).then(() => c, () => null)));
+  const missing = CONTROLLERS.filter((_, i) => found[i] === null);
+  const words: Record<(typeof CONTROLLERS)[number], string> = { memory: 'memory', pids: 'processes', cpu: 'CPU weight', devices: 'device allow list' };
+  return {
+    name: 'limits',
+    ok: missing.length === 0,
+    detail: missing.length === 0
+      ? `enforced per branch with cgroup v1: ${CONTROLLERS.map((c) => words[c]).join(', ')}`
+      : `no cgroup v1 ${missing.join(', ')} controller: those limits cannot be enforced`,
+  };
 }

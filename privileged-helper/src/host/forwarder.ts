@@ -1,33 +1,68 @@
-// A TCP forwarder from 127.0.0.1:hostPort to a workspace's address:port. The
-// helper owns these listeners, so host ports exist only while the helper does,
-// and are re-opened on the same numbers when it adopts a running workspace.
+// Forwarders from the host to a branch's address:port, owned by the helper:
+// they exist only while the helper does, and are re-opened on the same
+// endpoints when it adopts a running branch.
+//   127.0.0.1:PORT (TCP)  a branch's dev ports: its web apps, for anyone on this machine
+//   a Unix socket         a branch's desktop (VNC without a password): root:GROUP 0660
+//                         in a root:GROUP 0750 directory, so the kernel refuses
+//                         everyone else at connect(2)
+import { chmod, chown, mkdir, rm } from 'node:fs/promises';
 import net from 'node:net';
+import { GroveError } from '../protocol/wire.js';
 
-export class PortForwarder {
+export interface ForwardTarget {
+  host: string;
+  port: number;
+}
+
+/** A directory of sockets only root and one group may open. */
+export interface SocketDir {
+  path: string;
+  gid: number;
+}
+
+export class Forwarder {
   private readonly sockets = new Set<net.Socket>();
 
   private constructor(
     private readonly server: net.Server,
-    readonly hostPort: number,
-  ) {}
-
-  /** Listens on 127.0.0.1:hostPort (0 = any free port) and forwards to target. */
-  static async open(hostPort: number, target: { host: string; port: number }): Promise<PortForwarder> {
-    const server = net.createServer();
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen({ host: '127.0.0.1', port: hostPort, exclusive: true }, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
-    const address = server.address() as net.AddressInfo;
-    const forwarder = new PortForwarder(server, address.port);
-    server.on('connection', (client) => forwarder.relay(client, target));
-    return forwarder;
+    /** The TCP port it listens on; null for a Unix socket. */
+    readonly hostPort: number | null,
+    target: ForwardTarget,
+  ) {
+    server.on('connection', (client) => this.relay(client, target));
   }
 
-  private relay(client: net.Socket, target: { host: string; port: number }): void {
+  /** Listens on 127.0.0.1:hostPort (0 = any free port). */
+  static async tcp(hostPort: number, target: ForwardTarget): Promise<Forwarder> {
+    const server = net.createServer();
+    await listening(server, () => server.listen({ host: '127.0.0.1', port: hostPort, exclusive: true }));
+    return new Forwarder(server, (server.address() as net.AddressInfo).port, target);
+  }
+
+  /** Listens on a Unix socket at socketPath, root:gid 0660 (its directory is the helper's: see prepareSocketDir). */
+  static async unix(socketPath: string, gid: number, target: ForwardTarget): Promise<Forwarder> {
+    const server = net.createServer();
+    try {
+      await listening(server, () => {
+        // Created 0600, so nobody but root can connect before the chown. bind(2)
+        // runs synchronously inside listen(): the umask is restored before any other code runs.
+        const previous = process.umask(0o177);
+        try {
+          server.listen(socketPath);
+        } finally {
+          process.umask(previous);
+        }
+      });
+      await chown(socketPath, 0, gid);
+      await chmod(socketPath, 0o660);
+    } catch (err) {
+      server.close();
+      throw new GroveError('E_HOST', `cannot serve the desktop on ${socketPath}: ${(err as Error).message}`);
+    }
+    return new Forwarder(server, null, target);
+  }
+
+  private relay(client: net.Socket, target: ForwardTarget): void {
     const upstream = net.connect({ host: target.host, port: target.port });
     for (const s of [client, upstream]) {
       this.sockets.add(s);
@@ -42,8 +77,32 @@ export class PortForwarder {
     upstream.on('close', () => client.destroy());
   }
 
+  /** Stops listening (a Unix socket's file goes with it) and ends every relayed connection. */
   async close(): Promise<void> {
     for (const s of this.sockets) s.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
+}
+
+/**
+ * Makes the directory empty, root:gid 0750. Called once at start, before any
+ * forwarder opens: only this helper listens there, so whatever is left is a
+ * dead socket of a helper that was killed.
+ */
+export async function prepareSocketDir(dir: SocketDir): Promise<void> {
+  await rm(dir.path, { recursive: true, force: true });
+  await mkdir(dir.path, { recursive: true, mode: 0o700 });
+  await chown(dir.path, 0, dir.gid);
+  await chmod(dir.path, 0o750);
+}
+
+function listening(server: net.Server, listen: () => void): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.once('listening', () => {
+      server.off('error', reject);
+      resolve();
+    });
+    listen();
+  });
 }

@@ -1,5 +1,5 @@
 // Drives ksmd's pace. Workspaces are started (and branches restored) through
-// ksm-exec, so all their anonymous memory is mergeable; ksmd then folds the
+// grove-enter --ksm, so all their anonymous memory is mergeable; ksmd then folds the
 // pages a fork duplicated back into shared copy-on-write pages. Scanning costs
 // CPU, so it runs fast only for a while after something new appeared (a fork,
 // a rollback, a new workspace) and slowly otherwise. Numbers from kernel.md:

@@ -19,7 +19,7 @@ export interface ProcessKsm {
   mergingPages: number;
   /** Bytes KSM saves for this process, less its bookkeeping (may be negative). */
   profitBytes: number;
-  /** Whether all of its anonymous memory is mergeable (PR_SET_MEMORY_MERGE, which ksm-exec sets). */
+  /** Whether all of its anonymous memory is mergeable (PR_SET_MEMORY_MERGE, which grove-enter --ksm sets). */
   mergeAny: boolean;
 }
 

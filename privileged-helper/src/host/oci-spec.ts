@@ -1,26 +1,30 @@
 // The OCI runtime spec of a workspace container: its own pid/mnt/uts/ipc
-// namespaces, the pre-made network namespace, Docker's default capabilities
-// (no CAP_NET_ADMIN or CAP_SYS_ADMIN: the workspace cannot touch its firewall
-// or mounts), and an init that keeps no host file descriptors open, which CRIU
-// needs to dump the tree later.
+// namespaces, the pre-made network namespace, the branch's capabilities (no
+// CAP_NET_ADMIN or CAP_SYS_ADMIN: the workspace cannot touch its firewall or
+// mounts), no_new_privs and the branch's seccomp filter (seccomp.ts), and an
+// init that keeps no host file descriptors open, which CRIU needs to dump the
+// tree later. Its cgroups are the helper's (cgroups.ts): crun runs inside them.
 import { PROXY_ENV } from '../egress/workspace-config.js';
+import { ociSeccomp } from './seccomp.js';
 
-/** Docker's default capability set: what a workspace's processes (and exec'd commands) may use. */
-export const DEFAULT_CAPS = [
+/**
+ * What a branch's processes (and exec'd commands) may use: Docker's default
+ * set without what a desktop does not need and an escape would — CAP_MKNOD
+ * (device nodes: the pool's loop device), CAP_NET_RAW (raw and packet sockets
+ * skip the branch's firewall), CAP_SYS_CHROOT, CAP_AUDIT_WRITE, CAP_SETFCAP.
+ * CAP_DAC_OVERRIDE stays: root tools (apt among them) expect it, and it
+ * reaches only the branch's own files.
+ */
+export const BRANCH_CAPS = [
   'CAP_CHOWN',
   'CAP_DAC_OVERRIDE',
   'CAP_FSETID',
   'CAP_FOWNER',
-  'CAP_MKNOD',
-  'CAP_NET_RAW',
   'CAP_SETGID',
   'CAP_SETUID',
-  'CAP_SETFCAP',
   'CAP_SETPCAP',
   'CAP_NET_BIND_SERVICE',
-  'CAP_SYS_CHROOT',
   'CAP_KILL',
-  'CAP_AUDIT_WRITE',
 ];
 
 export const SESSION_LOG = '/var/log/grove-session.log';
@@ -34,7 +38,7 @@ export interface ContainerSpecInput {
 }
 
 export function containerSpec(input: ContainerSpecInput): object {
-  const caps = { bounding: DEFAULT_CAPS, effective: DEFAULT_CAPS, permitted: DEFAULT_CAPS };
+  const caps = { bounding: BRANCH_CAPS, effective: BRANCH_CAPS, permitted: BRANCH_CAPS };
   return {
     ociVersion: '1.0.2',
     process: {
@@ -46,7 +50,8 @@ export function containerSpec(input: ContainerSpecInput): object {
       cwd: '/root',
       capabilities: caps,
       rlimits: [{ type: 'RLIMIT_NOFILE', hard: 16384, soft: 16384 }],
-      noNewPrivileges: false,
+      // No setuid/setgid gains, ever (and the seccomp filter needs it).
+      noNewPrivileges: true,
     },
     root: { path: input.rootfs, readonly: false },
     hostname: input.hostname,
@@ -83,6 +88,7 @@ export function containerSpec(input: ContainerSpecInput): object {
         '/sys/firmware',
       ],
       readonlyPaths: ['/proc/asound', '/proc/bus', '/proc/fs', '/proc/irq', '/proc/sys', '/proc/sysrq-trigger'],
+      seccomp: ociSeccomp(),
     },
   };
 }

@@ -20,12 +20,15 @@ export interface OverlayLayers {
  */
 export const OVERLAY_OPTIONS = ['index=on', 'nfs_export=on'] as const;
 
+/** A branch's files hold no device node or set-id program that works: devices live only in its own /dev (crun's tmpfs, behind the devices cgroup). */
+export const CAGE_FLAGS = ['nodev', 'nosuid'] as const;
+
 export function overlayOptions(layers: OverlayLayers): string {
   for (const dir of Object.values(layers)) {
     // The option string is comma- and colon-separated: such a path would change its meaning.
     if (!dir.startsWith('/') || /[,:\\]/.test(dir)) throw new Error(`unusable overlay layer path: ${dir}`);
   }
-  return [`lowerdir=${layers.lower}`, `upperdir=${layers.upper}`, `workdir=${layers.work}`, ...OVERLAY_OPTIONS].join(',');
+  return [...CAGE_FLAGS, `lowerdir=${layers.lower}`, `upperdir=${layers.upper}`, `workdir=${layers.work}`, ...OVERLAY_OPTIONS].join(',');
 }
 
 /**
@@ -43,4 +46,6 @@ export async function mountOverlay(target: string, layers: OverlayLayers): Promi
 export async function bindMount(source: string, target: string): Promise<void> {
   await mkdir(target, { recursive: true, mode: 0o700 });
   await run('mount', ['--bind', '--', source, target]);
+  // A bind takes its flags only from a remount.
+  await run('mount', ['-o', `remount,bind,${CAGE_FLAGS.join(',')}`, '--', target]);
 }

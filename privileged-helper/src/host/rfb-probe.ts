@@ -2,8 +2,9 @@
 // really serves pictures: the RFB handshake (RFC 6143) up to ServerInit, then one
 // non-incremental FramebufferUpdateRequest for the whole screen, done when the
 // first FramebufferUpdate header arrives. The server may not listen yet (or
-// the host port's forwarder may accept and drop the connection while nothing
-// listens behind it), so every failure before the deadline means: try again.
+// a forwarder may accept and drop the connection while nothing listens behind
+// it), so every failure before the deadline means: try again. It connects to
+// the server itself (host and port) or through a branch's desktop socket (path).
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ByteReader } from '../desktop/byte-reader.js';
@@ -12,6 +13,12 @@ import { GroveError } from '../protocol/wire.js';
 
 const RETRY_MS = 100;
 
+export type RfbEndpoint = { host: string; port: number } | { path: string };
+
+function describe(at: RfbEndpoint): string {
+  return 'path' in at ? at.path : `${at.host}:${at.port}`;
+}
+
 export interface FirstFrame {
   /** From the call until the server's ProtocolVersion banner (of the attempt that succeeded). */
   bannerMs: number;
@@ -19,25 +26,25 @@ export interface FirstFrame {
   frameMs: number;
 }
 
-export async function firstFrame(host: string, port: number, opts: { timeoutMs: number }): Promise<FirstFrame> {
+export async function firstFrame(at: RfbEndpoint, opts: { timeoutMs: number }): Promise<FirstFrame> {
   const start = performance.now();
   const deadline = start + opts.timeoutMs;
   let lastError = 'no attempt';
   while (performance.now() < deadline) {
     try {
-      return await attempt(host, port, start, deadline);
+      return await attempt(at, start, deadline);
     } catch (e) {
       lastError = e instanceof Error ? e.message : String(e);
     }
     const left = deadline - performance.now();
     if (left > 0) await sleep(Math.min(RETRY_MS, left));
   }
-  throw new GroveError('E_HOST', `no VNC frame from ${host}:${port} within ${opts.timeoutMs} ms (last: ${lastError})`);
+  throw new GroveError('E_HOST', `no VNC frame from ${describe(at)} within ${opts.timeoutMs} ms (last: ${lastError})`);
 }
 
 /** One connection: resolves on the first frame, rejects on any failure or at the deadline. */
-async function attempt(host: string, port: number, start: number, deadline: number): Promise<FirstFrame> {
-  const socket = net.connect({ host, port });
+async function attempt(at: RfbEndpoint, start: number, deadline: number): Promise<FirstFrame> {
+  const socket = net.connect(at);
   socket.setNoDelay(true);
   const reader = new ByteReader(socket);
   let bannerMs = 0;

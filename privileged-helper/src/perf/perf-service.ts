@@ -10,6 +10,7 @@
 // app's panel is open that is about a tenth of one core, and callers that
 // overlap share one read.
 import { pageBytes, readHostMemory, readKsmd, readProcess } from '../host/memory-stats.js';
+import type { BranchRuntime } from '../workspaces/runtime.js';
 import { isSameProcess, pidNamespace, pidsByNamespace } from '../host/proc.js';
 import type { BranchMemory, PerfReport } from '../protocol/entities.js';
 import type { Registry, WorkspaceRecord } from '../registry/registry.js';
@@ -19,7 +20,11 @@ export const FORK_HISTORY = 100;
 export class PerfService {
   private inFlight: Promise<PerfReport> | null = null;
 
-  constructor(private readonly registry: Registry) {}
+  constructor(
+    private readonly registry: Registry,
+    /** Each branch's limits and what its cgroups counted. */
+    private readonly cgroups: Pick<BranchRuntime, 'limits' | 'usage'>,
+  ) {}
 
   /** Callers that ask while a read is under way (several app windows polling) share it. */
   report(): Promise<PerfReport> {
@@ -42,7 +47,12 @@ export class PerfService {
     const live = withNs.filter((x): x is { w: WorkspaceRecord; ns: string } => x !== null && x.ns !== null);
     const pids = await pidsByNamespace(new Set(live.map((x) => x.ns)));
     const memory = await readProcesses([...pids.values()].flat());
-    return live.map(({ w, ns }) => branchMemory(w, pids.get(ns) ?? [], memory, page));
+    return Promise.all(
+      live.map(async ({ w, ns }) => {
+        const { memoryBytes, ...counted } = await this.cgroups.usage(w);
+        return { ...branchMemory(w, pids.get(ns) ?? [], memory, page), cgroup: { limits: this.cgroups.limits(w), memoryBytes, ...counted } };
+      }),
+    );
   }
 }
 
@@ -60,8 +70,8 @@ async function readProcesses(pids: number[]): Promise<Map<number, Memory>> {
   return read;
 }
 
-function branchMemory(w: WorkspaceRecord, pids: number[], memory: Map<number, Memory>, page: number): BranchMemory {
-  const sum: BranchMemory = {
+function branchMemory(w: WorkspaceRecord, pids: number[], memory: Map<number, Memory>, page: number): Omit<BranchMemory, 'cgroup'> {
+  const sum: Omit<BranchMemory, 'cgroup'> = {
     workspace: w.id,
     name: w.name,
     processes: 0,

@@ -26,6 +26,14 @@ export const PortMapping = z.strictObject({
 });
 export type PortMapping = z.infer<typeof PortMapping>;
 
+/** What a branch may use: memory (no swap beyond it), tasks (processes and threads), CPU weight (100 = an equal share). */
+export const BranchLimits = z.strictObject({
+  memoryBytes: z.number().int().min(256 * 2 ** 20).max(2 ** 40),
+  pids: z.number().int().min(64).max(1_000_000),
+  cpuWeight: z.number().int().min(1).max(10_000),
+});
+export type BranchLimits = z.infer<typeof BranchLimits>;
+
 export const Workspace = z.strictObject({
   id: Id,
   name: Name,
@@ -34,9 +42,15 @@ export const Workspace = z.strictObject({
   hostname: z.string(),
   machineId: z.string(),
   createdAt: z.string(),
-  /** Address of the workspace inside its private /30 (for diagnostics only). */
+  /** Address of the workspace inside its private /30 (for diagnostics only: only root on the host may connect to it). */
   address: z.string(),
+  /** Its dev ports on 127.0.0.1, while running (never its desktop: see vncSocket). */
   ports: z.array(PortMapping),
+  /**
+   * Its desktop (VNC, no password), while running: a Unix socket only root and
+   * the person group may open. The main line's stays the same across promotions.
+   */
+  vncSocket: z.string().nullable(),
   /** PID of the container's init on the host, while running. */
   pid: z.number().int().nullable(),
   /** The branch this one was forked from; null for a workspace's first branch. */
@@ -45,10 +59,12 @@ export const Workspace = z.strictObject({
   tree: Id,
   /** The version this branch was last rolled back to (or inherited from its parent). */
   version: Id.nullable(),
-  /** The workspace's main line: it holds the stable host ports. */
+  /** The workspace's main line: it holds the stable host ports and desktop socket. */
   main: z.boolean(),
   /** Who made it (created it, or forked it from its parent); null for branches older than identities. */
   madeBy: Maker.nullable(),
+  /** Its resource limits (a fork starts with its source's). */
+  limits: BranchLimits,
 });
 export type Workspace = z.infer<typeof Workspace>;
 
@@ -140,6 +156,15 @@ export const BranchMemory = z.strictObject({
     profitBytes: Bytes,
     /** The branch's init has ksm_merge_any: all anonymous memory of what it starts is mergeable. */
     mergeAny: z.boolean(),
+  }),
+  /** Its limits and what its cgroups counted: why a process of it was killed or a fork refused. */
+  cgroup: z.strictObject({
+    limits: BranchLimits,
+    memoryBytes: Bytes,
+    memoryLimitHits: z.number().int(),
+    oomKills: z.number().int(),
+    pids: z.number().int(),
+    pidsRefused: z.number().int(),
   }),
 });
 export type BranchMemory = z.infer<typeof BranchMemory>;

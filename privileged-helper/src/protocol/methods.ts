@@ -3,7 +3,7 @@
 // typed clients derive their signatures from it. Params objects are strict:
 // unknown fields are refused, not ignored.
 import { z } from 'zod';
-import { DoctorReport, EgressChange, EgressLogEntry, EgressPolicy, EgressStatus, ExecResult, ForkReport, ForkStage, Image, PerfReport, Version, Workspace } from './entities.js';
+import { BranchLimits, DoctorReport, EgressChange, EgressLogEntry, EgressPolicy, EgressStatus, ExecResult, ForkReport, ForkStage, Image, PerfReport, Version, Workspace } from './entities.js';
 import { AgentRequestAction, AgentRequestKind, Approval, ApprovalId, AuditEntry, Grant, GrantId } from './approvals.js';
 import { MAX_TYPED_CHARS, MouseButton, Point, PointerState, Region, Screenshot, WaitCondition, WaitResult } from './desktop.js';
 import { Actor } from './identity.js';
@@ -57,7 +57,7 @@ export const methods = {
     params: z.strictObject({
       name: Name,
       image: ImageName.optional(),
-      /** Container ports to map in addition to VNC (5900) and the dev port (3000). */
+      /** Container ports to map to 127.0.0.1 in addition to the dev port (3000); the desktop (5900) has its own socket. */
       ports: z.array(Port).max(16).optional(),
     }),
     result: Workspace,
@@ -67,6 +67,8 @@ export const methods = {
   'workspace.start': { params: ByWorkspace, result: Workspace },
   'workspace.stop': { params: ByWorkspace, result: Workspace },
   'workspace.delete': { params: ByWorkspace, result: z.strictObject({ deleted: z.string() }) },
+  /** Changes a branch's resource limits (fields left out stay); applied at once while it runs; its forks inherit them. */
+  'workspace.limits': { params: BranchLimits.partial().extend({ workspace: WorkspaceRef }), result: Workspace },
   'branch.fork': {
     params: z.strictObject({
       workspace: WorkspaceRef,

@@ -3,7 +3,7 @@
 // migrations applied in one transaction each.
 import Database from 'better-sqlite3';
 
-const MIGRATIONS: readonly string[] = [
+export const MIGRATIONS: readonly string[] = [
   `
   CREATE TABLE images (
     name TEXT PRIMARY KEY,
@@ -126,6 +126,26 @@ const MIGRATIONS: readonly string[] = [
     at TEXT NOT NULL,
     UNIQUE (tree_id, kind)
   );
+  `,
+  // Resource limits per branch (a missing row means the defaults, host/cgroups.ts);
+  // a fork's child starts with its source's, in the transaction that records it.
+  `
+  CREATE TABLE limits (
+    workspace_id TEXT PRIMARY KEY REFERENCES workspaces(id) ON DELETE CASCADE,
+    memory_bytes INTEGER NOT NULL,
+    pids INTEGER NOT NULL,
+    cpu_weight INTEGER NOT NULL
+  );
+  CREATE TRIGGER limits_inherit AFTER INSERT ON workspaces WHEN NEW.parent_id IS NOT NULL
+  BEGIN
+    INSERT OR IGNORE INTO limits (workspace_id, memory_bytes, pids, cpu_weight)
+      SELECT NEW.id, memory_bytes, pids, cpu_weight FROM limits WHERE workspace_id = NEW.parent_id;
+  END;
+  `,
+  // A branch's desktop is served on a Unix socket only persons may open, no
+  // longer on a host port (which let in every local user): its VNC leases go.
+  `
+  DELETE FROM ports WHERE container_port = 5900;
   `,
 ];
 

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import type { Db } from './db.js';
 import type { Image } from '../protocol/entities.js';
 import type { WorkspaceState } from '../protocol/entities.js';
-import type { EgressLogEntry, EgressPolicy, ForkRecord, ForkReport } from '../protocol/entities.js';
+import type { BranchLimits, EgressLogEntry, EgressPolicy, ForkRecord, ForkReport } from '../protocol/entities.js';
 import type { AgentRequestKind, AuditEntry } from '../protocol/approvals.js';
 import { Actor, Maker } from '../protocol/identity.js';
 
@@ -24,8 +24,9 @@ export interface GrantRecord {
  * A 'process' is named PID:STARTTIME, so it is never signalled after its pid was reused.
  * A 'bundle' is a directory that lives while a branch runs (crun's bundle); a
  * 'directory' one that lives as long as its owner (a version, a fork's scratch images).
+ * An 'nft-table' (in the host's own netns) belongs to the instance itself: its owner is null.
  */
-export type HostObjectKind = 'subvolume' | 'netns' | 'veth' | 'container' | 'bundle' | 'directory' | 'mount' | 'process';
+export type HostObjectKind = 'subvolume' | 'netns' | 'veth' | 'container' | 'bundle' | 'directory' | 'mount' | 'process' | 'cgroup' | 'nft-table';
 
 export interface HostObject {
   kind: HostObjectKind;
@@ -306,6 +307,24 @@ export class Registry {
       at: r.finished_at,
       timings: JSON.parse(r.timings_json) as ForkReport['timings'],
     }));
+  }
+
+  // limits
+  /** The branch's limits, or null when it has the defaults. */
+  limits(workspaceId: string): BranchLimits | null {
+    const row = this.db.prepare('SELECT memory_bytes, pids, cpu_weight FROM limits WHERE workspace_id = ?').get(workspaceId) as
+      | { memory_bytes: number; pids: number; cpu_weight: number }
+      | undefined;
+    return row ? { memoryBytes: row.memory_bytes, pids: row.pids, cpuWeight: row.cpu_weight } : null;
+  }
+
+  setLimits(workspaceId: string, l: BranchLimits): void {
+    this.db
+      .prepare(
+        `INSERT INTO limits (workspace_id, memory_bytes, pids, cpu_weight) VALUES (?, ?, ?, ?)
+         ON CONFLICT(workspace_id) DO UPDATE SET memory_bytes = excluded.memory_bytes, pids = excluded.pids, cpu_weight = excluded.cpu_weight`,
+      )
+      .run(workspaceId, l.memoryBytes, l.pids, l.cpuWeight);
   }
 
   // grants

@@ -72,6 +72,7 @@ export function createHandlers(s: Services): Handlers {
     'workspace.start': (p) => s.workspaces.start(p.workspace),
     'workspace.stop': (p) => s.workspaces.stop(p.workspace),
     'workspace.delete': (p) => s.workspaces.delete(p.workspace),
+    'workspace.limits': ({ workspace, ...change }) => s.workspaces.setLimits(workspace, change),
     'branch.fork': (p, ctx) => s.forks.fork(p.workspace, { copies: p.copies, names: p.names, faultAt: p.faultAt, madeBy: ctx.actor }),
     'branch.checkpoint': (p) => s.versions.checkpoint(p.workspace, p.label),
     'branch.rollback': (p) => s.versions.rollback(p.workspace, p.version),
@@ -90,11 +91,11 @@ export function createHandlers(s: Services): Handlers {
     },
     'exec.run': async (p) => {
       const ws = s.workspaces.running(p.workspace);
-      return s.exec.run({ pid: ws.pid!, pidStart: ws.pidStart }, p);
+      return s.exec.run(s.runtime.execTarget(ws), p);
     },
     'exec.open': async (p, ctx) => {
       const ws = s.workspaces.running(p.workspace);
-      const session = await s.exec.open({ pid: ws.pid!, pidStart: ws.pidStart }, p, ctx.connection, {
+      const session = await s.exec.open(s.runtime.execTarget(ws), p, ctx.connection, {
         output: (id, data) => s.bus.unicast(ctx.connection, 'exec.output', { session: id, data }),
         exit: (id, exitCode, signal) => s.bus.unicast(ctx.connection, 'exec.exit', { session: id, exitCode, signal }),
       });

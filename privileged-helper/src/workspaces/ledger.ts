@@ -4,7 +4,9 @@
 // creation and is idempotent (a missing object is already removed).
 import { rm } from 'node:fs/promises';
 import { deleteSubvolume } from '../host/btrfs.js';
+import { removeCgroups } from '../host/cgroups.js';
 import type { Crun } from '../host/crun.js';
+import { removeHostTable } from '../host/host-firewall.js';
 import { isMounted, unmount } from '../host/mounts.js';
 import { deleteNetns, deleteVeth } from '../host/netns.js';
 import type { HostObject, Registry } from '../registry/registry.js';
@@ -31,8 +33,8 @@ export class HostLedger {
     this.registry.forgetObject(obj.kind, obj.name);
   }
 
-  /** Removes every object an owner has, newest first. */
-  async removeOwned(owner: string, kinds?: ReadonlyArray<HostObject['kind']>): Promise<void> {
+  /** Removes every object an owner has (null: the instance's own), newest first. */
+  async removeOwned(owner: string | null, kinds?: ReadonlyArray<HostObject['kind']>): Promise<void> {
     const owned = this.registry.objects({ owner }).filter((o) => !kinds || kinds.includes(o.kind));
     for (const obj of owned.reverse()) await this.remove(obj);
   }
@@ -62,6 +64,10 @@ async function removeHostObject(obj: HostObject, crun: Crun): Promise<void> {
       return rm(obj.name, { recursive: true, force: true });
     case 'process':
       return killProcess(obj.name);
+    case 'cgroup':
+      return removeCgroups(obj.name);
+    case 'nft-table':
+      return removeHostTable(obj.name);
   }
 }
 

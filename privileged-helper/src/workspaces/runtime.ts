@@ -1,11 +1,15 @@
-// What a branch runs on: its network (netns, veth, firewall), its processes
-// (a crun container for a fresh start, or a tree CRIU restored), and the host
-// port forwarders. Shared by start, fork and rollback, so each builds a branch
+// What a branch runs on: its network (netns, veth, firewall), its cgroups
+// (resource limits, device allow list), its processes (a crun container for a
+// fresh start, or a tree CRIU restored), and the host's forwarders to it (its
+// desktop on a Unix socket, its dev ports on 127.0.0.1). Shared by start, fork and rollback, so each builds a branch
 // the same way and tears it down the same way.
 import path from 'node:path';
 import type { HelperConfig } from '../config.js';
 import type { Crun } from '../host/crun.js';
-import { PortForwarder } from '../host/forwarder.js';
+import { Forwarder, type ForwardTarget } from '../host/forwarder.js';
+import { applyLimits, cgroupDirs, cgroupName, createCgroups, DEFAULT_LIMITS, readUsage, type CgroupUsage } from '../host/cgroups.js';
+import type { ExecTarget } from '../exec/exec-service.js';
+import type { BranchLimits } from '../protocol/entities.js';
 import { applyFirewall, createNetns, createVeth, netnsPath, planNetwork, type NetPlan } from '../host/netns.js';
 import { containerSpec } from '../host/oci-spec.js';
 import { startTime } from '../host/proc.js';
@@ -16,8 +20,11 @@ import type { DesktopTarget } from '../desktop/desktop-service.js';
 import type { BranchStorage } from './branch-storage.js';
 import { processObjectName, type HostLedger } from './ledger.js';
 
+/** Where the desktop image's Xvnc listens in every branch (image/desktop/session.sh). */
+export const VNC_PORT = 5900;
+
 export class BranchRuntime {
-  private readonly forwarders = new Map<string, PortForwarder[]>();
+  private readonly forwarders = new Map<string, Forwarder[]>();
 
   constructor(
     private readonly config: HelperConfig,
@@ -26,6 +33,8 @@ export class BranchRuntime {
     private readonly crun: Crun,
     private readonly storage: BranchStorage,
     private readonly gate: EgressGate,
+    /** The person group: it may open the branches' desktop sockets. */
+    private readonly personGid: number,
   ) {}
 
   netPlan(ws: WorkspaceRecord): NetPlan {
@@ -43,13 +52,43 @@ export class BranchRuntime {
     return `grove-${this.config.instance}-${ws.id}`;
   }
 
-  /** The branch's network namespace with its veth pair and firewall. */
-  async makeNetwork(ws: WorkspaceRecord): Promise<NetPlan> {
+  /** What the branch's processes will run in: its network namespace with its veth pair and firewall, and its cgroups. */
+  async prepareHost(ws: WorkspaceRecord): Promise<void> {
     const net = this.netPlan(ws);
     await this.ledger.make({ kind: 'netns', name: net.netns, owner: ws.id }, () => createNetns(net.netns));
     await this.ledger.make({ kind: 'veth', name: net.hostVeth, owner: ws.id }, () => createVeth(net));
     await applyFirewall(net);
-    return net;
+    const name = this.cgroupName(ws);
+    await this.ledger.make({ kind: 'cgroup', name, owner: ws.id }, () => createCgroups(name, this.limits(ws)));
+  }
+
+  cgroupName(ws: { id: string }): string {
+    return cgroupName(this.config.instance, ws.id);
+  }
+
+  /** The branch's cgroup directories (what its processes join). */
+  cgroups(ws: { id: string }): string[] {
+    return cgroupDirs(this.cgroupName(ws));
+  }
+
+  limits(ws: { id: string }): BranchLimits {
+    return this.registry.limits(ws.id) ?? DEFAULT_LIMITS;
+  }
+
+  /** Records new limits and applies them at once when the branch has its cgroups (it is running). */
+  async setLimits(ws: WorkspaceRecord, limits: BranchLimits): Promise<void> {
+    if (ws.state === 'running') await applyLimits(this.cgroupName(ws), limits);
+    this.registry.setLimits(ws.id, limits);
+  }
+
+  usage(ws: { id: string }): Promise<CgroupUsage> {
+    return readUsage(this.cgroupName(ws));
+  }
+
+  /** Where exec enters a running branch. */
+  execTarget(ws: WorkspaceRecord): ExecTarget {
+    if (ws.pid === null) throw new GroveError('E_CONFLICT', `workspace '${ws.name}' is ${ws.state}, not running`);
+    return { pid: ws.pid, pidStart: ws.pidStart, cgroups: this.cgroups(ws) };
   }
 
   /** Boots the branch's root filesystem in a fresh crun container. */
@@ -58,7 +97,7 @@ export class BranchRuntime {
     const spec = containerSpec({ rootfs: this.storage.rootfsPath(ws), hostname: ws.hostname, netnsPath: netnsPath(this.netPlan(ws).netns) });
     await this.ledger.make({ kind: 'bundle', name: bundle, owner: ws.id }, () => this.crun.writeBundle(bundle, spec));
     const containerId = this.containerId(ws);
-    const pid = await this.ledger.make({ kind: 'container', name: containerId, owner: ws.id }, () => this.crun.start(containerId, bundle));
+    const pid = await this.ledger.make({ kind: 'container', name: containerId, owner: ws.id }, () => this.crun.start(containerId, bundle, this.cgroups(ws)));
     return this.adoptProcess(ws, pid);
   }
 
@@ -79,24 +118,35 @@ export class BranchRuntime {
   async tearDown(ws: { id: string }): Promise<void> {
     await this.gate.close(ws.id);
     await this.closeForwarders(ws.id);
-    await this.ledger.removeOwned(ws.id, ['process', 'container', 'bundle', 'veth', 'netns']);
+    await this.ledger.removeOwned(ws.id, ['process', 'container', 'bundle', 'cgroup', 'veth', 'netns']);
   }
 
   /**
-   * Opens what the host listens on for the branch: its host ports (re-using each
-   * leased port number when it is free) and its egress gate on the veth peer.
+   * Where the branch's desktop is served while it runs. The main line's socket
+   * is named after its tree, so it stays put when another branch is promoted
+   * (a viewer pointed at it reconnects to the new main line); any other
+   * branch's is named after its id.
+   */
+  vncSocketPath(ws: Pick<WorkspaceRecord, 'id' | 'treeId' | 'isMain'>): string {
+    return path.join(this.config.vncDir, ws.isMain ? `main-${ws.treeId}.sock` : `${ws.id}.sock`);
+  }
+
+  /**
+   * Opens what the host listens on for the branch: its desktop socket, its
+   * host ports (re-using each leased port number when it is free) and its
+   * egress gate on the veth peer.
    */
   async openForwarders(ws: WorkspaceRecord): Promise<void> {
     await this.closeForwarders(ws.id);
-    const target = this.netPlan(ws).containerAddress;
-    const opened: PortForwarder[] = [];
+    const net = this.netPlan(ws);
+    const opened: Forwarder[] = [];
     this.forwarders.set(ws.id, opened);
+    opened.push(await Forwarder.unix(this.vncSocketPath(ws), this.personGid, { host: net.containerAddress, port: VNC_PORT }));
     for (const lease of this.registry.ports(ws.id)) {
-      const forwarder = await openPreferring(lease.hostPort, { host: target, port: lease.containerPort });
+      const forwarder = await openPreferring(lease.hostPort, { host: net.containerAddress, port: lease.containerPort });
       opened.push(forwarder);
       this.registry.setPort(ws.id, lease.containerPort, forwarder.hostPort);
     }
-    const net = this.netPlan(ws);
     await this.gate.open({ id: ws.id, name: ws.name, treeId: ws.treeId, hostAddress: net.hostAddress, containerAddress: net.containerAddress });
   }
 
@@ -106,20 +156,20 @@ export class BranchRuntime {
     await Promise.all(list.map((f) => f.close()));
   }
 
-  /** The helper is shutting down: branches keep running, their ports and gates close. */
+  /** The helper is shutting down: branches keep running, their sockets, ports and gates close. */
   async detachAll(): Promise<void> {
     await this.gate.closeAll();
     for (const id of [...this.forwarders.keys()]) await this.closeForwarders(id);
   }
 }
 
-async function openPreferring(hostPort: number | null, target: { host: string; port: number }): Promise<PortForwarder> {
+async function openPreferring(hostPort: number | null, target: ForwardTarget): Promise<Forwarder> {
   if (hostPort !== null) {
     try {
-      return await PortForwarder.open(hostPort, target);
+      return await Forwarder.tcp(hostPort, target);
     } catch {
       // taken by something else meanwhile: fall through to a fresh port
     }
   }
-  return PortForwarder.open(0, target);
+  return Forwarder.tcp(0, target);
 }

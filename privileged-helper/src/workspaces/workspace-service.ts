@@ -1,11 +1,11 @@
 // Workspaces: create, start, stop, delete, and adoption after a helper restart.
 // A workspace is a writable btrfs snapshot of its image (its root), a network
-// namespace with a veth pair, a crun container, and host-port forwarders.
+// namespace with a veth pair, a crun container, and the host's forwarders to it.
 import { randomBytes } from 'node:crypto';
 import { MAX_NET_INDEX } from '../host/netns.js';
 import { isSameProcess } from '../host/proc.js';
 import type { ImageBuilder } from '../images/image-builder.js';
-import type { Workspace } from '../protocol/entities.js';
+import type { BranchLimits, Workspace } from '../protocol/entities.js';
 import type { Maker } from '../protocol/identity.js';
 import { ID_PATTERN } from '../protocol/names.js';
 import { GroveError } from '../protocol/wire.js';
@@ -14,11 +14,11 @@ import { KeyedLock } from './keyed-lock.js';
 import { writeInside } from '../host/rootfs-files.js';
 import { writeProxyConfig } from '../egress/workspace-config.js';
 import type { HostLedger } from './ledger.js';
-import type { BranchRuntime } from './runtime.js';
+import { VNC_PORT, type BranchRuntime } from './runtime.js';
 import type { BranchStorage } from './branch-storage.js';
 
-/** VNC and a dev-server port are mapped for every workspace. */
-export const STANDARD_PORTS = [5900, 3000] as const;
+/** A dev-server port is mapped for every workspace (its desktop is served on a socket: see BranchRuntime.vncSocketPath). */
+export const STANDARD_PORTS = [3000] as const;
 
 export interface WorkspaceEvents {
   changed(ws: Workspace): void;
@@ -60,6 +60,9 @@ export class WorkspaceService {
   }
 
   async create(input: { name: string; image?: 'desktop'; ports?: number[] }, madeBy: Maker): Promise<Workspace> {
+    if (input.ports?.includes(VNC_PORT)) {
+      throw new GroveError('E_INVALID_PARAMS', `port ${VNC_PORT} is the desktop: it is served on the branch's VNC socket, only to root and the person group, never on a host port`);
+    }
     const image = input.image ?? 'desktop';
     const imagePath = this.images.readyPath(image);
     const ws = this.reserve({ name: input.name, image, parent: null, ports: [...STANDARD_PORTS, ...(input.ports ?? [])], madeBy });
@@ -116,6 +119,16 @@ export class WorkspaceService {
     });
   }
 
+  /** Changes a branch's limits (fields left out stay), live when it runs; its future forks inherit them. */
+  setLimits(ref: string, change: Partial<BranchLimits>): Promise<Workspace> {
+    const { id } = this.record(ref);
+    return this.lock.run(id, async () => {
+      const ws = this.record(id);
+      await this.runtime.setLimits(ws, { ...this.runtime.limits(ws), ...change });
+      return this.publish(id);
+    });
+  }
+
   stop(ref: string): Promise<Workspace> {
     const { id } = this.record(ref);
     return this.lock.run(id, async () => {
@@ -136,7 +149,7 @@ export class WorkspaceService {
 
   /**
    * After a helper restart: a branch whose init is still the same process is
-   * adopted (its forwarders re-open on the same host ports); any other is
+   * adopted (its forwarders re-open on the same socket and host ports); any other is
    * brought to a clean stopped state, or removed if it died while being made.
    */
   async reconcile(): Promise<void> {
@@ -175,7 +188,7 @@ export class WorkspaceService {
   private async startLocked(ws: WorkspaceRecord): Promise<Workspace> {
     try {
       await this.storage.ensureMounted(ws);
-      await this.runtime.makeNetwork(ws);
+      await this.runtime.prepareHost(ws);
       return await this.markRunning(ws, await this.runtime.bootContainer(ws));
     } catch (err) {
       await this.runtime.tearDown(ws);
@@ -198,12 +211,14 @@ export class WorkspaceService {
         .ports(ws.id)
         .filter((p) => ws.state === 'running' && p.hostPort !== null)
         .map((p) => ({ containerPort: p.containerPort, hostPort: p.hostPort as number, hostAddress: '127.0.0.1' as const })),
+      vncSocket: ws.state === 'running' ? this.runtime.vncSocketPath(ws) : null,
       pid: ws.state === 'running' ? ws.pid : null,
       parent: ws.parentId,
       tree: ws.treeId,
       version: ws.versionId,
       main: ws.isMain,
       madeBy: ws.madeBy,
+      limits: this.runtime.limits(ws),
     };
   }
 

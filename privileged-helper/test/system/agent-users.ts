@@ -36,9 +36,13 @@ export async function testUser(name: string): Promise<TestUser> {
   return { name, uid: Number((await execa('id', ['-u', name])).stdout) };
 }
 
-/** Runs a TypeScript entry point (tsx) as `user`, with the groups /etc/group gives it, and nothing of root's environment. */
-export function runAs(user: string, script: string, args: string[], opts: { input?: string } = {}) {
-  return execa('setpriv', ['--reuid', user, '--regid', user, '--init-groups', TSX, script, ...args], {
+/**
+ * Runs a TypeScript entry point (tsx) as `user`, with the groups /etc/group
+ * gives it (or with `group` as its only group), and nothing of root's environment.
+ */
+export function runAs(user: string, script: string, args: string[], opts: { input?: string; group?: string } = {}) {
+  const groups = opts.group ? ['--regid', opts.group, '--clear-groups'] : ['--regid', user, '--init-groups'];
+  return execa('setpriv', ['--reuid', user, ...groups, TSX, script, ...args], {
     reject: false,
     env: { HOME: '/tmp', PATH: '/usr/bin:/bin' },
     extendEnv: false,
@@ -49,3 +53,4 @@ export function runAs(user: string, script: string, args: string[], opts: { inpu
 
 export const GROVE_CLI = path.join(REPO, 'main/src/cli/grove.ts');
 export const CALL = path.join(REPO, 'privileged-helper/test/system/fixtures/call.ts');
+export const VNC_REACH = path.join(REPO, 'privileged-helper/test/system/fixtures/vnc-reach.ts');

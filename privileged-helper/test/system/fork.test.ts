@@ -1,13 +1,17 @@
 // Live forks of a running desktop, for real: CRIU dump + restore into new
 // namespaces, versions and rollback, promote, discard, depth, and every fault
 // injection stage leaving the source unharmed and nothing behind.
+import { once } from 'node:events';
 import { access, readdir, readFile } from 'node:fs/promises';
+import net from 'node:net';
+import { execa } from 'execa';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Workspace } from '../../src/protocol/entities.js';
 import { linkNames, mountPointsUnder, netnsNames, pidNamespaceOf, processesInPidNs } from './leftovers.js';
-import { connect, createWorkspace, hostPort, httpGet, instance, sh, track } from './support.js';
+import { VNC_PORT } from '../../src/workspaces/runtime.js';
+import { connect, createWorkspace, hostPort, httpGet, instance, sh, track, vncSocket } from './support.js';
 import { launchBrowser, watchDesktop } from './vnc-viewer.js';
 
 /** A loopback service whose only state is in memory: a counter. */
@@ -37,6 +41,25 @@ async function startCounter(client: HelperClient, ws: Workspace): Promise<void> 
   expect(await counter(ws)).toBe('0');
 }
 
+/** How many connections the host has open to a branch's VNC server. */
+async function vncConnections(ws: Workspace): Promise<number> {
+  const { stdout } = await execa('ss', ['-Htn', 'state', 'established', 'dst', `${ws.address}:${VNC_PORT}`]);
+  return stdout.split('\n').filter(Boolean).length;
+}
+
+/** The branches whose VNC server gains a connection while a viewer is connected to `socket`. */
+async function reachedThrough(socket: string, candidates: Workspace[]): Promise<string[]> {
+  const before = await Promise.all(candidates.map(vncConnections));
+  const viewer = net.connect(socket);
+  try {
+    await once(viewer, 'data'); // the server's banner, relayed
+    const during = await Promise.all(candidates.map(vncConnections));
+    return candidates.filter((_, i) => during[i]! > before[i]!).map((c) => c.name);
+  } finally {
+    viewer.destroy();
+  }
+}
+
 async function fileIn(client: HelperClient, ws: Workspace, file: string): Promise<string | null> {
   const res = await client.request('exec.run', { workspace: ws.id, argv: ['cat', file] });
   return res.exitCode === 0 ? res.stdout : null;
@@ -58,7 +81,7 @@ describe('live fork of a running desktop', () => {
     for (let i = 0; i < 5; i++) await counter(source, '/inc');
     await sh(client, source, 'echo before-fork > /root/before.txt; echo system-before > /srv/before.txt');
     // The fork point must have Chromium's window up, so the children can show it.
-    const { server } = await watchDesktop(browser, hostPort(source, 5900));
+    const { server } = await watchDesktop(browser, vncSocket(source));
     server.close();
   });
 
@@ -144,9 +167,10 @@ describe('live fork of a running desktop', () => {
     for (const ws of [source, children[2]!]) expect(await cached(ws)).toBeGreaterThanOrEqual(size);
   });
 
-  it('shows each child’s own desktop with Chromium’s window on its own VNC port', async () => {
+  it('shows each child’s own desktop with Chromium’s window on its own desktop socket', async () => {
+    expect(new Set([source, ...children].map(vncSocket)).size).toBe(4);
     for (const child of children) {
-      const { server, pixels } = await watchDesktop(browser, hostPort(child, 5900));
+      const { server, pixels } = await watchDesktop(browser, vncSocket(child));
       server.close();
       expect(pixels).toBeGreaterThan(50_000);
     }
@@ -186,17 +210,23 @@ describe('live fork of a running desktop', () => {
     expect(await fileIn(client, parent, '/root/before.txt')).toBe('before-fork\n');
   });
 
-  it('promotes a branch: it takes over the main line’s stable host ports', async () => {
+  it('promotes a branch: it takes over the main line’s stable host ports and desktop socket', async () => {
     const child = children[1]!;
     const stable = hostPort(source, 3000);
+    const mainDesktop = vncSocket(source);
     const promoted = await client.request('branch.promote', { workspace: child.id, oldMain: 'keep' });
     expect(promoted.main).toBe(true);
     expect(hostPort(promoted, 3000)).toBe(stable);
+    expect(vncSocket(promoted)).toBe(mainDesktop);
     expect(await httpGet(stable)).toBe('6'); // the promoted child's counter, not the source's 8
     const oldMain = await client.request('workspace.get', { workspace: source.id });
     expect(oldMain.main).toBe(false);
     expect(hostPort(oldMain, 3000)).toBe(hostPort(child, 3000));
+    expect(vncSocket(oldMain)).not.toBe(mainDesktop);
     expect(await counter(oldMain)).toBe('8');
+    // A viewer pointed at the main line sees the promoted branch; the old main keeps a desktop of its own.
+    expect(await reachedThrough(mainDesktop, [promoted, oldMain])).toEqual([promoted.name]);
+    expect(await reachedThrough(vncSocket(oldMain), [promoted, oldMain])).toEqual([oldMain.name]);
   });
 
   it('discards a branch and leaves none of its host objects behind', async () => {

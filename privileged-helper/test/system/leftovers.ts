@@ -14,6 +14,13 @@ export async function linkNames(): Promise<string[]> {
   return (JSON.parse(stdout) as { ifname: string }[]).map((l) => l.ifname);
 }
 
+/** The host's own nftables tables, as 'FAMILY NAME'. */
+export async function nftTables(): Promise<string[]> {
+  const { stdout } = await execa('nft', ['-j', 'list', 'tables']);
+  const items = (JSON.parse(stdout) as { nftables: { table?: { family: string; name: string } }[] }).nftables;
+  return items.flatMap((i) => (i.table ? [`${i.table.family} ${i.table.name}`] : []));
+}
+
 export async function mountPointsUnder(prefix: string): Promise<string[]> {
   const table = await readFile('/proc/mounts', 'utf8');
   return table
@@ -53,6 +60,7 @@ export async function leftovers(t: TestInstance): Promise<string[]> {
   const found: string[] = [];
   for (const ns of await netnsNames()) if (ns.startsWith(`grove-${t.instance}-`)) found.push(`netns ${ns}`);
   for (const link of await linkNames()) if (link.startsWith(`gv${t.instance}`)) found.push(`veth ${link}`);
+  for (const table of await nftTables()) if (table === `inet grove-${t.instance}`) found.push(`nft table ${table}`);
   for (const m of [...(await mountPointsUnder(t.stateDir)), ...(await mountPointsUnder(t.runDir))]) found.push(`mount ${m}`);
   for (const l of await loopDevicesFor(t.stateDir)) found.push(`loop ${l}`);
   for (const ns of await trackedPidNamespaces(t)) for (const p of await processesInPidNs(ns)) found.push(`process ${p} (${ns})`);

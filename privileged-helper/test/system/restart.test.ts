@@ -1,10 +1,10 @@
 // The helper restarted while a workspace runs: the workspace keeps running, is
-// adopted (same process, same host ports), and orphans are removed.
+// adopted (same process, same host ports and desktop socket), and orphans are removed.
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
 import { startHelper, stopHelper } from './helper-process.js';
 import { netnsNames } from './leftovers.js';
-import { connect, createWorkspace, hostPort, httpGet, instance, sh } from './support.js';
+import { banner, connect, createWorkspace, hostPort, httpGet, instance, sh, vncSocket } from './support.js';
 
 describe('helper restart', () => {
   it('adopts running workspaces and removes what no record explains', async () => {
@@ -30,7 +30,12 @@ describe('helper restart', () => {
       expect(after.pid).toBe(before.pid);
       expect(hostPort(after, 3000)).toBe(hostPort(before, 3000));
       expect((await httpGet(hostPort(after, 3000))).trim()).toBe('still-here');
+      expect(vncSocket(after)).toBe(vncSocket(before));
+      expect(await banner({ path: vncSocket(after) })).toMatch(/^RFB 003\.00\d\n/);
       expect(await netnsNames()).not.toContain(orphan);
+      // Adopted, and still in its cage: its init's filter and no_new_privs, its cgroups.
+      expect(await sh(client, after, "grep -E '^(NoNewPrivs|Seccomp):' /proc/1/status")).toMatch(/NoNewPrivs:\s+1\nSeccomp:\s+2/);
+      expect(await sh(client, after, 'cat /proc/self/cgroup')).toContain(`pids:/grove-${t.instance}/${after.id}`);
     } finally {
       await execa('ip', ['netns', 'del', orphan], { reject: false });
       await client.request('workspace.delete', { workspace: before.id }).catch(() => undefined);

@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { inject } from 'vitest';
 import { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Workspace } from '../../src/protocol/entities.js';
+import type { RfbEndpoint } from '../../src/host/rfb-probe.js';
 import { testInstance } from './helper-process.js';
 import { pidNamespaceOf } from './leftovers.js';
 
@@ -37,6 +38,12 @@ export function hostPort(ws: Workspace, containerPort: number): number {
   return mapping.hostPort;
 }
 
+/** The socket a running workspace's desktop is served on. */
+export function vncSocket(ws: Workspace): string {
+  if (ws.vncSocket === null) throw new Error(`workspace ${ws.name} serves no desktop (it is ${ws.state})`);
+  return ws.vncSocket;
+}
+
 /** Runs a command and fails the test with its output if it does not exit 0. */
 export async function sh(client: HelperClient, ws: Workspace, script: string): Promise<string> {
   const res = await client.request('exec.run', { workspace: ws.id, argv: ['sh', '-c', script], timeoutMs: 60_000 });
@@ -66,19 +73,19 @@ export async function httpGet(port: number, timeoutMs = 30_000, urlPath = '/'): 
   }
 }
 
-/** Waits until something accepts on 127.0.0.1:port and sends its first bytes (e.g. an RFB banner). */
-export async function banner(port: number, timeoutMs = 60_000): Promise<string> {
+/** Waits until something accepts at the endpoint and sends its first bytes (e.g. an RFB banner). */
+export async function banner(at: RfbEndpoint, timeoutMs = 60_000): Promise<string> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const text = await new Promise<string | null>((resolve) => {
-      const s = net.connect({ host: '127.0.0.1', port });
+      const s = net.connect(at);
       const timer = setTimeout(() => (s.destroy(), resolve(null)), 2000);
       s.once('data', (d) => (clearTimeout(timer), s.destroy(), resolve(d.toString('latin1'))));
       s.on('error', () => (clearTimeout(timer), resolve(null)));
       s.on('close', () => (clearTimeout(timer), resolve(null)));
     });
     if (text) return text;
-    if (Date.now() > deadline) throw new Error(`nothing answered on port ${port} within ${timeoutMs} ms`);
+    if (Date.now() > deadline) throw new Error(`nothing answered at ${JSON.stringify(at)} within ${timeoutMs} ms`);
     await sleep(250);
   }
 }

@@ -1,6 +1,6 @@
 /// <reference lib="dom" />
 // A real VNC client for the tests: noVNC in Debian's Chromium, connected
-// through main/'s WebSocket bridge to a workspace's mapped host VNC port.
+// through main/'s WebSocket bridge to a workspace's desktop socket.
 import http from 'node:http';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -20,8 +20,8 @@ const viewerPage = (wsUrl: string) => `<!doctype html><html><body style="margin:
   window.rfb.addEventListener('connect', () => (window.vncConnected = true));
 </script></body></html>`;
 
-/** Serves the viewer page and noVNC's modules, and bridges /vnc to the VNC port. */
-export async function startViewerServer(vncPort: number): Promise<http.Server> {
+/** Serves the viewer page and noVNC's modules, and bridges /vnc to the desktop socket. */
+export async function startViewerServer(vncSocket: string): Promise<http.Server> {
   const server = http.createServer(async (req, res) => {
     const url = req.url ?? '/';
     if (url.startsWith('/novnc/')) {
@@ -38,7 +38,7 @@ export async function startViewerServer(vncPort: number): Promise<http.Server> {
     res.writeHead(200, { 'content-type': 'text/html' }).end(viewerPage(`ws://127.0.0.1:${port}/vnc`));
   });
   const wss = new WebSocketServer({ server, path: '/vnc' });
-  wss.on('connection', (ws) => bridgeToVnc(ws, vncPort));
+  wss.on('connection', (ws) => bridgeToVnc(ws, vncSocket));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return server;
 }
@@ -52,12 +52,12 @@ export function launchBrowser(): Promise<Browser> {
 }
 
 /**
- * Opens the desktop behind a VNC host port in noVNC and waits until more than
+ * Opens the desktop behind a desktop socket in noVNC and waits until more than
  * `minPixels` pixels of the start page's colour (Chromium's window) are drawn.
  * Resolves with the page (for screenshots) and the pixel count.
  */
-export async function watchDesktop(browser: Browser, vncPort: number, minPixels = 50_000): Promise<{ page: Page; server: http.Server; pixels: number }> {
-  const server = await startViewerServer(vncPort);
+export async function watchDesktop(browser: Browser, vncSocket: string, minPixels = 50_000): Promise<{ page: Page; server: http.Server; pixels: number }> {
+  const server = await startViewerServer(vncSocket);
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   await openViewer(page, `http://127.0.0.1:${(server.address() as { port: number }).port}/`);
   const matching = await page.waitForFunction(

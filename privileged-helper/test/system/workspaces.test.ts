@@ -1,11 +1,11 @@
-// Two real workspaces side by side: ports, files, isolation, exec and terminals.
+// Two real workspaces side by side: ports, desktop sockets, files, isolation, exec and terminals.
 import { access } from 'node:fs/promises';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Workspace } from '../../src/protocol/entities.js';
 import { linkNames, netnsNames, pidNamespaceOf, processesInPidNs } from './leftovers.js';
-import { connect, createWorkspace, hostPort, httpGet, instance, sh, track } from './support.js';
+import { connect, createWorkspace, hostPort, httpGet, instance, sh, track, vncSocket } from './support.js';
 
 const PROBE = `
 import socket, sys
@@ -52,15 +52,23 @@ describe('two workspaces side by side', () => {
     client.close();
   });
 
-  it('gives each its own identity and its own host ports on loopback', () => {
+  it('gives each its own identity, its own host ports on loopback and its own desktop socket', () => {
     expect(alpha.state).toBe('running');
     expect(alpha.id).not.toBe(beta.id);
     expect(alpha.machineId).not.toBe(beta.machineId);
     for (const ws of [alpha, beta]) {
-      expect(ws.ports.map((p) => p.containerPort).sort()).toEqual([3000, 5900]);
+      expect(ws.ports.map((p) => p.containerPort)).toEqual([3000]);
       expect(ws.ports.every((p) => p.hostAddress === '127.0.0.1')).toBe(true);
+      expect(vncSocket(ws)).toBe(`${instance().runDir}/vnc/main-${ws.tree}.sock`);
     }
     expect(hostPort(alpha, 3000)).not.toBe(hostPort(beta, 3000));
+  });
+
+  it('never maps the desktop to a host port', async () => {
+    await expect(client.request('workspace.create', { name: 'vnc-on-tcp', ports: [5900] })).rejects.toMatchObject({
+      code: 'E_INVALID_PARAMS',
+      message: expect.stringContaining("served on the branch's VNC socket"),
+    });
   });
 
   it('serves container port 3000 of each on a different host port', async () => {
@@ -155,15 +163,19 @@ describe('stop, start and delete', () => {
       expect(await netnsNames()).toContain(netns);
       await sh(client, ws, 'echo kept > /root/kept.txt');
 
+      const desktop = vncSocket(ws);
       ws = await client.request('workspace.stop', { workspace: ws.id });
       expect(ws.state).toBe('stopped');
       expect(ws.ports).toEqual([]);
+      expect(ws.vncSocket).toBeNull();
+      await expect(access(desktop)).rejects.toThrow();
       expect(await netnsNames()).not.toContain(netns);
       expect(await processesInPidNs(pidNs)).toEqual([]);
 
       ws = await track(await client.request('workspace.start', { workspace: ws.id }));
       const restartedPidNs = await pidNamespaceOf(ws.pid!);
       expect(ws.state).toBe('running');
+      expect(vncSocket(ws)).toBe(desktop);
       expect(await sh(client, ws, 'cat /root/kept.txt')).toBe('kept\n');
 
       await client.request('workspace.delete', { workspace: ws.id });

@@ -1,8 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openDb, type Db } from '../../src/registry/db.js';
+import { MIGRATIONS, openDb, type Db } from '../../src/registry/db.js';
 import { AUDIT_ROWS_KEPT, Registry, type WorkspaceRecord } from '../../src/registry/registry.js';
 import type { Actor } from '../../src/protocol/identity.js';
 
@@ -55,7 +56,7 @@ const agent: Actor = { role: 'agent', uid: 1001, user: 'alice', pid: 200, proces
 
 describe('openDb', () => {
   it('applies the migrations and records them in user_version', () => {
-    expect(db.pragma('user_version', { simple: true })).toBe(5);
+    expect(db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
     const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
     expect(tables).toEqual(expect.arrayContaining(['audit', 'forks', 'grants', 'host_objects', 'images', 'ports', 'workspaces']));
   });
@@ -75,7 +76,7 @@ describe('openDb', () => {
 
     // Reopening would throw "table images already exists" if the migration ran again.
     reopen();
-    expect(db.pragma('user_version', { simple: true })).toBe(5);
+    expect(db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
     expect(reg.findWorkspace('alpha')).toEqual(workspace());
     expect(reg.ports('0123abcd')).toEqual([{ containerPort: 5900, hostPort: 40001 }]);
     expect(reg.objects()).toEqual([{ kind: 'netns', name: 'grove-t1-0123abcd', owner: '0123abcd' }]);
@@ -197,6 +198,25 @@ describe('ports', () => {
   it('refuses a port for a workspace that does not exist', () => {
     expect(() => reg.setPort('99999999', 5900, 40000)).toThrow(/FOREIGN KEY/);
   });
+
+  it('loses the VNC leases of a registry from before desktop sockets, and keeps the rest', () => {
+    const legacy = path.join(dir, 'legacy.db');
+    const before = MIGRATIONS.findIndex((m) => m.includes('DELETE FROM ports WHERE container_port = 5900'));
+    const old = new Database(legacy);
+    for (const m of MIGRATIONS.slice(0, before)) old.exec(m);
+    old.pragma(`user_version = ${before}`);
+    const oldReg = new Registry(old);
+    oldReg.insertWorkspace(workspace());
+    oldReg.setPort('0123abcd', 5900, 40001);
+    oldReg.setPort('0123abcd', 3000, 40000);
+    old.close();
+    const upgraded = openDb(legacy);
+    try {
+      expect(new Registry(upgraded).ports('0123abcd')).toEqual([{ containerPort: 3000, hostPort: 40000 }]);
+    } finally {
+      upgraded.close();
+    }
+  });
 });
 
 describe('host objects', () => {
@@ -312,6 +332,19 @@ describe('grants', () => {
     reg.deleteGrant('g00000001');
     expect(reg.findGrant('0123abcd', 'branch.discard')).toBeNull();
     expect(reg.grants().map((x) => x.id)).toEqual(['g00000003', 'g00000004']);
+  });
+});
+
+describe('limits', () => {
+  it('are the defaults until set, and a fork starts with its source\'s', () => {
+    reg.insertWorkspace(workspace());
+    expect(reg.limits('0123abcd')).toBeNull();
+    const limits = { memoryBytes: 3 * 2 ** 30, pids: 512, cpuWeight: 50 };
+    reg.setLimits('0123abcd', limits);
+    reg.insertWorkspace(workspace({ id: '0123abce', name: 'child', parentId: '0123abcd', treeId: '0123abcd', isMain: false, netIndex: 1 }));
+    expect(reg.limits('0123abce')).toEqual(limits);
+    reg.setLimits('0123abce', { ...limits, pids: 100 });
+    expect(reg.limits('0123abcd')).toEqual(limits);
   });
 });
 

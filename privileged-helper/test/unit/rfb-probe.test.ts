@@ -1,6 +1,9 @@
+import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { firstFrame } from '../../src/host/rfb-probe.js';
+import { firstFrame, type RfbEndpoint } from '../../src/host/rfb-probe.js';
 
 const servers: net.Server[] = [];
 const sockets: net.Socket[] = [];
@@ -9,16 +12,33 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(r))));
 });
 
-/** Listens on a free loopback port; `onConnection` plays the server side. */
-async function listen(onConnection: (socket: net.Socket) => void): Promise<number> {
+/** Listens on a free loopback port (or at a Unix socket path); `onConnection` plays the server side. */
+async function listen(onConnection: (socket: net.Socket) => void, socketPath?: string): Promise<RfbEndpoint> {
   const server = net.createServer((socket) => {
     sockets.push(socket);
     socket.on('error', () => {});
     onConnection(socket);
   });
   servers.push(server);
+  if (socketPath) {
+    await new Promise<void>((resolve) => server.listen(socketPath, resolve));
+    return { path: socketPath };
+  }
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return (server.address() as net.AddressInfo).port;
+  return { host: '127.0.0.1', port: (server.address() as net.AddressInfo).port };
+}
+
+/** A server that offers only None and sends the update header at once. */
+async function playServer(s: net.Socket): Promise<void> {
+  s.write('RFB 003.008\n');
+  await expectBytes(s, 12);
+  s.write(Buffer.from([1, 1]));
+  await expectBytes(s, 1);
+  s.write(Buffer.from([0, 0, 0, 0]));
+  await expectBytes(s, 1);
+  s.write(serverInit(64, 48, 'x'));
+  await expectBytes(s, 10);
+  s.write(Buffer.from([0, 0, 0, 1]));
 }
 
 /** Resolves with the next `n` bytes the client sends. */
@@ -49,7 +69,7 @@ function serverInit(width: number, height: number, name: string): Buffer {
 describe('firstFrame', () => {
   it('does the RFB 3.8 handshake with security None and resolves on the first FramebufferUpdate header', async () => {
     const sent: Record<string, Buffer> = {};
-    const port = await listen(async (s) => {
+    const at = await listen(async (s) => {
       s.write('RFB 003.008\n');
       sent.version = await expectBytes(s, 12);
       s.write(Buffer.from([2, 2, 1])); // offers VncAuth and None
@@ -61,7 +81,7 @@ describe('firstFrame', () => {
       s.write(Buffer.from([2])); // a Bell first: skipped
       s.write(Buffer.from([0, 0, 0, 1])); // FramebufferUpdate, 1 rectangle (never sent)
     });
-    const t = await firstFrame('127.0.0.1', port, { timeoutMs: 5000 });
+    const t = await firstFrame(at, { timeoutMs: 5000 });
     expect(sent.version!.toString('latin1')).toBe('RFB 003.008\n');
     expect([...sent.security!]).toEqual([1]);
     expect([...sent.clientInit!]).toEqual([1]);
@@ -72,7 +92,7 @@ describe('firstFrame', () => {
 
   it('does not resolve before the update header arrives', async () => {
     let sendHeader: () => void = () => {};
-    const port = await listen(async (s) => {
+    const at = await listen(async (s) => {
       s.write('RFB 003.008\n');
       await expectBytes(s, 12);
       s.write(Buffer.from([1, 1]));
@@ -84,7 +104,7 @@ describe('firstFrame', () => {
       sendHeader = () => s.write(Buffer.from([0, 0, 0, 1]));
     });
     let done = false;
-    const probe = firstFrame('127.0.0.1', port, { timeoutMs: 5000 }).then((r) => ((done = true), r));
+    const probe = firstFrame(at, { timeoutMs: 5000 }).then((r) => ((done = true), r));
     await new Promise((r) => setTimeout(r, 300));
     expect(done).toBe(false);
     sendHeader();
@@ -93,40 +113,44 @@ describe('firstFrame', () => {
 
   it('retries while the server drops connections before its banner', async () => {
     let connections = 0;
-    const port = await listen((s) => {
+    const at = await listen((s) => {
       if (++connections < 3) {
         s.destroy();
         return;
       }
-      void (async () => {
-        s.write('RFB 003.008\n');
-        await expectBytes(s, 12);
-        s.write(Buffer.from([1, 1]));
-        await expectBytes(s, 1);
-        s.write(Buffer.from([0, 0, 0, 0]));
-        await expectBytes(s, 1);
-        s.write(serverInit(64, 48, 'x'));
-        await expectBytes(s, 10);
-        s.write(Buffer.from([0, 0, 0, 1]));
-      })();
+      void playServer(s);
     });
-    await firstFrame('127.0.0.1', port, { timeoutMs: 5000 });
+    await firstFrame(at, { timeoutMs: 5000 });
     expect(connections).toBe(3);
   });
 
+  it("reaches the server through a Unix socket (a branch's desktop socket)", async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'grove-rfb-'));
+    try {
+      const at = await listen((s) => void playServer(s), path.join(dir, 'vnc.sock'));
+      await expect(firstFrame(at, { timeoutMs: 5000 })).resolves.toMatchObject({ frameMs: expect.any(Number) });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('names the socket path when it times out', async () => {
+    await expect(firstFrame({ path: '/nonexistent/vnc.sock' }, { timeoutMs: 300 })).rejects.toThrow(/no VNC frame from \/nonexistent\/vnc\.sock .*ENOENT/);
+  });
+
   it('rejects at the deadline when the server never sends a frame', async () => {
-    const port = await listen((s) => {
+    const at = await listen((s) => {
       s.write('RFB 003.008\n'); // and then nothing
     });
     const started = Date.now();
-    await expect(firstFrame('127.0.0.1', port, { timeoutMs: 400 })).rejects.toThrow(/no VNC frame .* within 400 ms/);
+    await expect(firstFrame(at, { timeoutMs: 400 })).rejects.toThrow(/no VNC frame .* within 400 ms/);
     expect(Date.now() - started).toBeGreaterThanOrEqual(390);
     expect(Date.now() - started).toBeLessThan(2000);
   });
 
   it('rejects at the deadline when nothing listens', async () => {
-    const port = await listen(() => {});
+    const at = await listen(() => {});
     await new Promise((r) => servers.pop()!.close(r));
-    await expect(firstFrame('127.0.0.1', port, { timeoutMs: 300 })).rejects.toThrow(/ECONNREFUSED/);
+    await expect(firstFrame(at, { timeoutMs: 300 })).rejects.toThrow(/ECONNREFUSED/);
   });
 });

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { containerArgv, shellJoin, shellQuote } from '../../src/exec/exec-service.js';
+import { shellJoin, shellQuote } from '../../src/exec/exec-service.js';
 
 const NASTY = [
   '',
@@ -37,22 +37,5 @@ describe('shellQuote', () => {
     const line = shellJoin(['printf', '%s\\0', ...NASTY]);
     const out = execFileSync('/bin/sh', ['-c', line], { encoding: 'utf8' });
     expect(out.split('\0').slice(0, -1)).toEqual(NASTY);
-  });
-});
-
-describe('containerArgv', () => {
-  it('enters all namespaces and the root of the init, with the working directory inside', () => {
-    const [file, args] = containerArgv(4242, '/tmp', ['env', '-i', 'PATH=/bin', 'true']);
-    expect(file).toBe('nsenter');
-    expect(args.slice(0, 11)).toEqual(['-t', '4242', '-m', '-u', '-i', '-n', '-p', '-T', '-r', '--wdns=/tmp', '--']);
-    expect(args).toContain('--inh-caps=-all');
-    const bounding = args.find((a) => a.startsWith('--bounding-set='));
-    expect(bounding).toMatch(/^--bounding-set=-all,\+chown,/);
-    expect(bounding).not.toMatch(/sys_admin|net_admin/);
-    expect(args.slice(-4)).toEqual(['env', '-i', 'PATH=/bin', 'true']);
-  });
-
-  it('refuses a relative working directory', () => {
-    expect(() => containerArgv(4242, 'tmp', ['true'])).toThrow(/absolute/);
   });
 });

@@ -230,7 +230,7 @@ function ActionBar() {
           onClick={() =>
             ask({
               title: `Promote ${branch.name}?`,
-              body: 'It becomes the main line and takes over the stable host ports. The old main line is kept as a version.',
+              body: 'It becomes the main line and takes over the stable host ports and desktop socket. The old main line is kept as a version.',
               confirmLabel: 'Promote',
               danger: false,
               run: () => void act('branch.promote', { workspace: ref }),

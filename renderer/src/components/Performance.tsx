@@ -148,12 +148,32 @@ function BranchMemoryBars({ branches }: { branches: BranchMemory[] }) {
             </svg>
             <span className="perf-branch-numbers">
               <b>{mib(b.pssBytes)}</b> PSS · {mib(b.ksm.sharedBytes)} shared (KSM) · {b.processes} processes
-              {!b.ksm.mergeAny && <span className="tag warn" title="Its memory is not offered to KSM (started without ksm-exec)">not merged</span>}
+              {!b.ksm.mergeAny && <span className="tag warn" title="Its memory is not offered to KSM (started without grove-enter)">not merged</span>}
             </span>
+            <LimitsLine cgroup={b.cgroup} />
           </li>
         );
       })}
     </ul>
+  );
+}
+
+/** A branch's limits next to its memory, and what its limits stopped (the reason a process was killed or a fork refused). */
+function LimitsLine({ cgroup: c }: { cgroup: BranchMemory['cgroup'] }) {
+  return (
+    <span className="perf-branch-limits muted" data-testid="perf-limits">
+      limit {mib(c.limits.memoryBytes)} ({mib(c.memoryBytes)} used) · {c.pids} of {c.limits.pids} tasks · CPU weight {c.limits.cpuWeight}
+      {c.oomKills > 0 && (
+        <span className="tag warn" title="The kernel ended processes of this branch that went past its memory limit">
+          {c.oomKills} killed: out of memory
+        </span>
+      )}
+      {c.pidsRefused > 0 && (
+        <span className="tag warn" title="New processes or threads refused: the branch reached its limit of tasks">
+          {c.pidsRefused} forks refused
+        </span>
+      )}
+    </span>
   );
 }
 

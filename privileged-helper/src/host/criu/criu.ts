@@ -8,6 +8,7 @@ import { closeSync, openSync } from 'node:fs';
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { GroveError } from '../../protocol/wire.js';
+import type { Launcher } from '../launcher.js';
 import { sourceFrozenMs } from './criu-stats.js';
 import { CRUN_MASKED_FILES, forkDumpArgs, forkRestoreArgs, MASKED_FILE_SOURCES, type ExternalMountSource } from './criu-commands.js';
 
@@ -38,15 +39,20 @@ export interface RestoreRequest {
   name: string;
   /** The restored branch's own source for each bind its dump had. */
   binds: readonly ExternalMountSource[];
+  /** The restored branch's cgroups: CRIU runs inside them, so the tree it restores is counted there. */
+  cgroups: readonly string[];
 }
 
 export class Criu {
-  /** logsDir keeps the CRIU log of every failed run (the images dir it was in is removed). */
-  /** launcher: a program that execs its arguments (ksm-exec, so restored tasks are KSM-mergeable), or null. */
+  /**
+   * logsDir keeps the CRIU log of every failed run (the images dir it was in is
+   * removed). launcher: restores run through it (in the branch's cgroups, with
+   * restored tasks KSM-mergeable); null runs plain CRIU (the benchmark's baseline).
+   */
   constructor(
     private readonly binary: string,
     private readonly logsDir: string,
-    private readonly launcher: string | null,
+    private readonly launcher: Launcher | null,
   ) {}
 
   /**
@@ -86,7 +92,7 @@ export class Criu {
     });
     const netnsFd = openSync(req.netnsPath, 'r');
     try {
-      const [file, argv] = this.launcher ? [this.launcher, [this.binary, ...args]] : [this.binary, args];
+      const [file, argv] = this.launcher ? this.launcher.onHost(req.cgroups, [this.binary, ...args]) : [this.binary, args];
       const res = await runWithFd(file, argv, { ...CRIU_ENV, GROVE_HOSTNAME: req.hostname }, netnsFd);
       if (res.exitCode !== 0) throw await this.failure('restore', logFile, res.stderr);
     } finally {

@@ -1,0 +1,166 @@
+// A branch's resource limits, with the cgroup v1 controllers this host has
+// (memory, pids, cpu, devices; its cgroup2 hierarchy is empty and Debian's
+// crun cannot manage cgroups here, see crun.ts). Each branch has one group per
+// controller, /sys/fs/cgroup/CONTROLLER/grove-INSTANCE/BRANCH: its init joins
+// them before it starts (crun and `criu restore` are launched inside them by
+// native/grove-enter.c), and so does every command exec'd into it, so nothing
+// a branch runs escapes its limits. A runaway branch (a memory hog, a fork
+// bomb) hits its own ceiling: the kernel's OOM killer picks inside the branch,
+// forks fail with EAGAIN, and the counters below say what happened.
+import { mkdir, readFile, readdir, rmdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { BranchLimits } from '../protocol/entities.js';
+import { GroveError } from '../protocol/wire.js';
+
+export const CGROUP_ROOT = '/sys/fs/cgroup';
+export const CONTROLLERS = ['memory', 'pids', 'cpu', 'devices'] as const;
+export type Controller = (typeof CONTROLLERS)[number];
+
+/** What lets 16 desktops (~0.5 GiB each at rest) share a 24 GiB machine, with room for an agent's build. */
+export const DEFAULT_LIMITS: BranchLimits = { memoryBytes: 2 * 2 ** 30, pids: 2048, cpuWeight: 100 };
+
+/**
+ * The devices a branch may open (c = character device, major:minor): the
+ * usual pseudo devices and terminals. Nothing else, whatever device nodes a
+ * root filesystem or a restored process holds (no block device of the host,
+ * the pool's loop device included).
+ */
+export const ALLOWED_DEVICES = [
+  'c 1:3 rwm', // null
+  'c 1:5 rwm', // zero
+  'c 1:7 rwm', // full
+  'c 1:8 rwm', // random
+  'c 1:9 rwm', // urandom
+  'c 5:0 rwm', // tty
+  'c 5:1 rwm', // console
+  'c 5:2 rwm', // ptmx
+  'c 136:* rwm', // the branch's own pseudo terminals
+];
+
+/** The name shared by a branch's groups under every controller: grove-INSTANCE/BRANCH. */
+export function cgroupName(instance: string, branchId: string): string {
+  return `grove-${instance}/${branchId}`;
+}
+
+export function cgroupDirs(name: string): string[] {
+  return CONTROLLERS.map((c) => path.join(CGROUP_ROOT, c, name));
+}
+
+const dir = (c: Controller, name: string) => path.join(CGROUP_ROOT, c, name);
+
+/** Makes the branch's groups (idempotent) with its limits and the device allow list. */
+export async function createCgroups(name: string, limits: BranchLimits): Promise<void> {
+  for (const c of CONTROLLERS) await mkdir(dir(c, name), { recursive: true });
+  await writeFile(path.join(dir('devices', name), 'devices.deny'), 'a');
+  for (const rule of ALLOWED_DEVICES) await writeFile(path.join(dir('devices', name), 'devices.allow'), rule);
+  await applyLimits(name, limits);
+}
+
+/** Sets the limits, live: a running branch gets them at once. */
+export async function applyLimits(name: string, limits: BranchLimits): Promise<void> {
+  const memory = dir('memory', name);
+  const bytes = String(limits.memoryBytes);
+  // memsw (memory + swap) may never be below the memory limit: raise it first, lower it last.
+  const memsw = path.join(memory, 'memory.memsw.limit_in_bytes');
+  const hasMemsw = await exists(memsw);
+  const current = Number(await readOr(path.join(memory, 'memory.limit_in_bytes'), '0'));
+  const writes: [string, string][] = [[path.join(memory, 'memory.limit_in_bytes'), bytes]];
+  if (hasMemsw) writes[limits.memoryBytes > current ? 'unshift' : 'push']([memsw, bytes]);
+  for (const [file, value] of writes) await writeLimit(file, value);
+  await writeLimit(path.join(dir('pids', name), 'pids.max'), String(limits.pids));
+  await writeLimit(path.join(dir('cpu', name), 'cpu.shares'), String(Math.max(2, Math.round((limits.cpuWeight * 1024) / 100))));
+}
+
+async function writeLimit(file: string, value: string): Promise<void> {
+  try {
+    await writeFile(file, value);
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    const why = e.code === 'EBUSY' ? 'the branch uses more than that now and cannot give it back' : e.message;
+    throw new GroveError('E_CONFLICT', `cannot set ${path.basename(file)} to ${value}: ${why}`);
+  }
+}
+
+export interface CgroupUsage {
+  memoryBytes: number;
+  /** Times the branch reached its memory limit. */
+  memoryLimitHits: number;
+  /** Processes the kernel's OOM killer ended inside the branch. */
+  oomKills: number;
+  pids: number;
+  /** Forks refused because the branch reached its pids limit. */
+  pidsRefused: number;
+}
+
+export async function readUsage(name: string): Promise<CgroupUsage> {
+  const memory = dir('memory', name);
+  const pids = dir('pids', name);
+  const [usage, failcnt, oom, current, events] = await Promise.all([
+    readOr(path.join(memory, 'memory.usage_in_bytes'), '0'),
+    readOr(path.join(memory, 'memory.failcnt'), '0'),
+    readOr(path.join(memory, 'memory.oom_control'), ''),
+    readOr(path.join(pids, 'pids.current'), '0'),
+    readOr(path.join(pids, 'pids.events'), ''),
+  ]);
+  return {
+    memoryBytes: Number(usage),
+    memoryLimitHits: Number(failcnt),
+    oomKills: Number(/^oom_kill (\d+)$/m.exec(oom)?.[1] ?? 0),
+    pids: Number(current),
+    pidsRefused: Number(/^max (\d+)$/m.exec(events)?.[1] ?? 0),
+  };
+}
+
+/**
+ * Removes the branch's groups. Its processes are gone by then (the ledger ends
+ * them first); a straggler still counted in a group is killed, then the group
+ * is removed. Missing is fine.
+ */
+export async function removeCgroups(name: string): Promise<void> {
+  for (const c of CONTROLLERS) {
+    const d = dir(c, name);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await rmdir(d);
+        break;
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT') break;
+        if (code !== 'EBUSY' || attempt >= 50) throw new GroveError('E_HOST', `cannot remove cgroup ${d}: ${(err as Error).message}`);
+        for (const pid of (await readOr(path.join(d, 'cgroup.procs'), '')).split('\n').filter(Boolean)) {
+          try {
+            process.kill(Number(pid), 'SIGKILL');
+          } catch {
+            // gone already
+          }
+        }
+        await sleep(100);
+      }
+    }
+  }
+}
+
+/** Branch ids that have a group of this instance under any controller (for the clean-up at start). */
+export async function cgroupsOfInstance(instance: string): Promise<string[]> {
+  const ids = new Set<string>();
+  for (const c of CONTROLLERS) for (const id of await readdir(dir(c, `grove-${instance}`)).catch(() => [] as string[])) ids.add(id);
+  return [...ids].filter((id) => /^[0-9a-f]{8}$/.test(id));
+}
+
+/** Removes the instance's parent groups once they are empty (purge). */
+export async function removeInstanceCgroups(instance: string): Promise<void> {
+  for (const id of await cgroupsOfInstance(instance)) await removeCgroups(cgroupName(instance, id));
+  for (const c of CONTROLLERS) await rmdir(dir(c, `grove-${instance}`)).catch(() => undefined);
+}
+
+async function readOr(file: string, fallback: string): Promise<string> {
+  return (await readFile(file, 'utf8').catch(() => fallback)).trim();
+}
+
+async function exists(file: string): Promise<boolean> {
+  return readFile(file).then(
+    () => true,
+    () => false,
+  );
+}

@@ -1,0 +1,137 @@
+// The cage, probed from inside real branches as their root: every way out
+// that was found (and the usual ones) is refused, in a branch that was
+// created, in its forks and after a rollback; runaway branches stay inside
+// their limits while a sibling keeps serving.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { HelperClient } from '../../../main/src/helper-client/client.js';
+import type { Workspace } from '../../src/protocol/entities.js';
+import { connect, createWorkspace, instance, sh, track } from './support.js';
+
+/** Runs a script in the branch; resolves with its exit code and output (never throws on a non-zero exit). */
+async function attempt(c: HelperClient, ws: Workspace, script: string, timeoutMs = 60_000) {
+  const r = await c.request('exec.run', { workspace: ws.id, argv: ['sh', '-c', script], timeoutMs });
+  return { code: r.exitCode, out: `${r.stdout}${r.stderr}` };
+}
+
+/** The lines of /proc/PID/status that show the cage, for a process inside the branch. */
+async function cageOf(c: HelperClient, ws: Workspace, pid: string): Promise<string> {
+  return sh(c, ws, `grep -E '^(Seccomp|NoNewPrivs|CapBnd):' /proc/${pid}/status`);
+}
+
+const CAGED = /Seccomp:\s+2\nNoNewPrivs:\s+1\n|NoNewPrivs:\s+1\nSeccomp:\s+2/;
+/** The branch capabilities (chown, dac_override, fowner, fsetid, kill, setgid, setuid, setpcap, net_bind_service). */
+const BOUNDING = 'CapBnd:\t00000000000005fb';
+
+describe('a branch is a cage', () => {
+  let c: HelperClient;
+  let ws: Workspace;
+  let sibling: Workspace;
+  const made: string[] = [];
+
+  beforeAll(async () => {
+    c = await connect('cage-test');
+    ws = await createWorkspace(c, 'cage');
+    sibling = await createWorkspace(c, 'cage-sibling', [8000]);
+    made.push(ws.id, sibling.id);
+    await sh(c, sibling, 'cd /tmp && (setsid python3 -m http.server 8000 >/dev/null 2>&1 &) ; sleep 1');
+  });
+
+  afterAll(async () => {
+    for (const id of made.reverse()) await c?.request('workspace.delete', { workspace: id }).catch(() => undefined);
+    c?.close();
+  });
+
+  it('runs its init, its desktop and exec\'d commands with the filter, no_new_privs and only the branch capabilities', async () => {
+    for (const pid of ['1', '$$', "$(pgrep -o Xvnc)", "$(pgrep -o chromium)"]) {
+      const status = await cageOf(c, ws, pid);
+      expect(status, pid).toMatch(CAGED);
+      expect(status, pid).toContain(BOUNDING);
+    }
+  });
+
+  it('refuses mounts, device nodes, raw frames, kernel modules and new user namespaces', async () => {
+    const refusals: [string, string, RegExp][] = [
+      ['mount', 'mount -t tmpfs none /mnt', /permission denied|not permitted/i],
+      ['mknod of the pool loop device', 'mknod /tmp/loop0 b 7 0', /not permitted/i],
+      ['a packet socket', `python3 -c 'import socket; socket.socket(socket.AF_PACKET, socket.SOCK_RAW)'`, /Errno (1|38)\]|PermissionError/],
+      ['a raw IP socket', `python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_RAW, 1)'`, /PermissionError|Errno 1\]/],
+      [
+        'loading a module',
+        `python3 -c 'import ctypes, os, sys; r = ctypes.CDLL(None, use_errno=True).syscall(313, -1, b"", 0); print(r, os.strerror(ctypes.get_errno())); sys.exit(r == -1)'`,
+        /-1 Operation not permitted/,
+      ],
+      ['unshare -U', 'unshare -U -r true', /not permitted/i],
+      ['writing /proc/sys', 'echo 1 > /proc/sys/kernel/panic', /read-only|Permission denied/i],
+      ['writing /sys', 'echo 1 > /sys/kernel/mm/ksm/run', /read-only|Permission denied/i],
+    ];
+    for (const [what, script, message] of refusals) {
+      const r = await attempt(c, ws, script);
+      expect(r.code, `${what}: ${r.out}`).not.toBe(0);
+      expect(r.out, what).toMatch(message);
+    }
+    // A device node that does exist may be opened only if the devices cgroup allows it.
+    expect((await attempt(c, ws, 'head -c 4 /dev/urandom | wc -c')).out.trim()).toBe('4');
+  });
+
+  it('sees neither the host nor other branches: no host process, no helper socket, no sibling', async () => {
+    const ps = await sh(c, ws, 'ps -eo comm=');
+    expect(ps).not.toMatch(/\bnode\b|grove-enter|crun|systemd/);
+    expect(ps).toMatch(/Xvnc/);
+    expect((await attempt(c, ws, `test -e ${instance().socketPath} || test -e ${instance().agentSocketPath}`)).code).not.toBe(0);
+    expect((await attempt(c, ws, `kill -0 ${process.pid}`)).code).not.toBe(0);
+    const toSibling = await attempt(c, ws, `python3 -c 'import socket; socket.create_connection(("${sibling.address}", 8000), timeout=3)'`);
+    expect(toSibling.code).not.toBe(0);
+  });
+
+  it('keeps a memory hog inside its limit: the kernel ends it, the branch and its sibling keep running', async () => {
+    await c.request('workspace.limits', { workspace: ws.id, memoryBytes: 1024 * 2 ** 20 });
+    const hog = await attempt(c, ws, `python3 -c 'b = bytearray(3 * 2**30); print("survived")'`, 90_000);
+    expect(hog.out).not.toContain('survived');
+    expect(hog.code === 137 || /MemoryError|Killed/.test(hog.out), hog.out).toBe(true);
+    const perf = await c.request('perf.get', {});
+    const mine = perf.branches.find((b) => b.workspace === ws.id)!;
+    expect(mine.cgroup.limits.memoryBytes).toBe(1024 * 2 ** 20);
+    expect(mine.cgroup.memoryLimitHits + mine.cgroup.oomKills).toBeGreaterThan(0);
+    expect((await sh(c, ws, 'echo alive')).trim()).toBe('alive');
+    expect((await sh(c, sibling, 'python3 -c "import urllib.request; print(urllib.request.urlopen(\'http://127.0.0.1:8000/\').status)"')).trim()).toBe('200');
+  });
+
+  it('stops a fork bomb at its task limit, and a sibling keeps serving throughout', async () => {
+    await c.request('workspace.limits', { workspace: ws.id, pids: 400 });
+    // exec's deadline ends the bomb's whole process group after 8 s.
+    const bomb = attempt(c, ws, 'b() { b | b & }; b; sleep 30', 8000);
+    // While it runs: the sibling answers.
+    await new Promise((r) => setTimeout(r, 3000));
+    expect((await sh(c, sibling, 'echo serving')).trim()).toBe('serving');
+    const during = (await c.request('perf.get', {})).branches.find((b) => b.workspace === ws.id)!;
+    expect(during.cgroup.pidsRefused).toBeGreaterThan(0);
+    expect(during.cgroup.pids).toBeLessThanOrEqual(400);
+    await bomb;
+    await c.request('workspace.limits', { workspace: ws.id, pids: 2048, memoryBytes: 2 * 2 ** 30 });
+    // The bomb is gone with its process group; the branch is usable again.
+    await expect.poll(async () => Number(await sh(c, ws, 'ps -e --no-headers | wc -l')), { timeout: 20_000 }).toBeLessThan(100);
+    expect((await sh(c, ws, 'echo back')).trim()).toBe('back');
+  });
+
+  // On the sibling: a branch whose memory was just squeezed by its limit can be
+  // left with inotify watches the kernel cannot name by file handle any more,
+  // and then CRIU refuses to dump it (seen on this kernel; not a cage matter).
+  it('keeps the cage in a fork, after a rollback, and the limits go with the fork', async () => {
+    await c.request('workspace.limits', { workspace: sibling.id, pids: 1500 });
+    const version = await c.request('branch.checkpoint', { workspace: sibling.id, label: 'cage' });
+    const child = await track((await c.request('branch.fork', { workspace: sibling.id, copies: 1, names: ['cage-sibling-1'] })).children[0]!);
+    made.push(child.id);
+    expect(child.limits.pids).toBe(1500);
+    for (const pid of ['1', '$$', '$(pgrep -o Xvnc)']) {
+      expect(await cageOf(c, child, pid), `child ${pid}`).toMatch(CAGED);
+      expect(await cageOf(c, child, pid)).toContain(BOUNDING);
+    }
+    expect((await attempt(c, child, 'mount -t tmpfs none /mnt')).code).not.toBe(0);
+    // Restored trees are counted in their own branch's cgroups.
+    expect(await sh(c, child, 'cat /proc/1/cgroup')).toMatch(new RegExp(`memory:/grove-${instance().instance}/${child.id}`));
+    const rolled = await track(await c.request('branch.rollback', { workspace: sibling.id, version: version.id }));
+    expect(await cageOf(c, rolled, '1')).toMatch(CAGED);
+    expect(await cageOf(c, rolled, '$(pgrep -o chromium)')).toMatch(CAGED);
+    expect(await sh(c, rolled, 'cat /proc/1/cgroup')).toMatch(new RegExp(`memory:/grove-${instance().instance}/${sibling.id}`));
+  });
+});

@@ -1,0 +1,70 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { BRANCH_CAPS } from '../../src/host/oci-spec.js';
+import { BRANCH_SECCOMP, enterSeccompRules, ociSeccomp } from '../../src/host/seccomp.js';
+
+interface PodmanRule {
+  names: string[];
+  action: string;
+  args?: unknown[] | null;
+  includes?: { caps?: string[]; arches?: string[] };
+  excludes?: { caps?: string[] };
+}
+
+/** What Podman's default profile allows a container with our capabilities on x86_64 (fetched by build/host/setup.sh). */
+function podmanAllows(): { always: Set<string>; withArgs: Set<string> } {
+  const file = path.join(loadConfig().cacheDir, 'podman-seccomp.json');
+  const profile = JSON.parse(readFileSync(file, 'utf8')) as { syscalls: PodmanRule[] };
+  const always = new Set<string>();
+  const withArgs = new Set<string>();
+  for (const r of profile.syscalls) {
+    if (r.action !== 'SCMP_ACT_ALLOW') continue;
+    const caps = r.includes?.caps ?? [];
+    if (!caps.every((c) => BRANCH_CAPS.includes(c))) continue;
+    if ((r.excludes?.caps ?? []).some((c) => BRANCH_CAPS.includes(c))) continue;
+    const arches = r.includes?.arches;
+    if (arches && !arches.includes('amd64')) continue;
+    for (const n of r.names) (r.args?.length ? withArgs : always).add(n);
+  }
+  return { always, withArgs };
+}
+
+describe("the branches' seccomp filter", () => {
+  it("is at least as strict as Podman's default profile for the same capabilities", () => {
+    const podman = podmanAllows();
+    const notInPodman = BRANCH_SECCOMP.allowed.filter((n) => !podman.always.has(n));
+    expect(notInPodman).toEqual([]);
+    // What we allow only with some arguments, Podman allows at all.
+    for (const c of BRANCH_SECCOMP.conditional) expect(podman.always.has(c.name) || podman.withArgs.has(c.name), c.name).toBe(true);
+    // And stricter where a desktop needs less.
+    for (const n of ['mount', 'unshare', 'setns', 'keyctl', 'io_uring_setup', 'ptrace']) {
+      expect(BRANCH_SECCOMP.allowed.includes(n), n).toBe(n === 'ptrace');
+    }
+  });
+
+  it('allows each call in one place only', () => {
+    const refused = BRANCH_SECCOMP.errno.flatMap((e) => e.names);
+    const all = [...BRANCH_SECCOMP.allowed, ...new Set(BRANCH_SECCOMP.conditional.map((c) => c.name)), ...refused];
+    expect(all.length).toBe(new Set(all).size);
+  });
+
+  it('renders for crun as the OCI spec wants it', () => {
+    const oci = ociSeccomp() as { defaultAction: string; defaultErrnoRet: number; syscalls: { names: string[]; action: string; args?: { op: string }[]; errnoRet?: number }[] };
+    expect(oci).toMatchObject({ defaultAction: 'SCMP_ACT_ERRNO', defaultErrnoRet: 38 });
+    expect(oci.syscalls.find((s) => s.names.includes('clone'))!.args).toEqual([{ index: 0, value: 0x7e020000, valueTwo: 0, op: 'SCMP_CMP_MASKED_EQ' }]);
+    expect(oci.syscalls.find((s) => s.names.includes('mount'))).toMatchObject({ action: 'SCMP_ACT_ERRNO', errnoRet: 1 });
+    expect(oci.syscalls.find((s) => s.names.includes('clone3'))).toBeUndefined(); // the default: ENOSYS
+  });
+
+  it('renders for grove-enter one rule a line', () => {
+    const lines = enterSeccompRules().split('\n');
+    expect(lines[0]).toBe('default 38');
+    expect(lines).toContain('allow read');
+    expect(lines).toContain('allow clone 0 masked_eq 2114060288 0');
+    expect(lines).toContain('allow socket 0 eq 16 2 ne 9');
+    expect(lines).toContain('errno 1 mount');
+    expect(lines.some((l) => l.endsWith(' clone3'))).toBe(false);
+  });
+});
