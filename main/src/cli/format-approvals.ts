@@ -2,6 +2,7 @@
 import type { Approval, ApprovalAction, AuditEntry, Grant } from '../../../privileged-helper/src/protocol/approvals.js';
 import { describeActor, type Actor } from '../../../privileged-helper/src/protocol/identity.js';
 import { describeEgressChange } from '../../../privileged-helper/src/protocol/egress-rules.js';
+import { describeConnection } from '../api/words.js';
 
 /** What a request would do, in a few words. */
 export function describeAction(a: ApprovalAction): string {
@@ -15,7 +16,7 @@ export function describeAction(a: ApprovalAction): string {
     case 'egress.policy':
       return `outside access: ${describeEgressChange(a.change)}`;
     case 'egress.connection':
-      return `${a.method} ${a.url ?? (a.host.includes(':') ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`)}`;
+      return describeConnection(a);
   }
 }
 

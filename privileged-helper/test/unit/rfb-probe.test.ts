@@ -28,16 +28,21 @@ async function listen(onConnection: (socket: net.Socket) => void, socketPath?: s
   return { host: '127.0.0.1', port: (server.address() as net.AddressInfo).port };
 }
 
-/** A server that offers only None and sends the update header at once. */
-async function playServer(s: net.Socket): Promise<void> {
+/** RFB 3.8 with only None offered, up to the client's FramebufferUpdateRequest. */
+async function handshake(s: net.Socket, name: string): Promise<void> {
   s.write('RFB 003.008\n');
   await expectBytes(s, 12);
   s.write(Buffer.from([1, 1]));
   await expectBytes(s, 1);
   s.write(Buffer.from([0, 0, 0, 0]));
   await expectBytes(s, 1);
-  s.write(serverInit(64, 48, 'x'));
+  s.write(serverInit(64, 48, name));
   await expectBytes(s, 10);
+}
+
+/** A server that offers only None and sends the update header at once. */
+async function playServer(s: net.Socket): Promise<void> {
+  await handshake(s, 'x');
   s.write(Buffer.from([0, 0, 0, 1]));
 }
 
@@ -93,14 +98,7 @@ describe('firstFrame', () => {
   it('does not resolve before the update header arrives', async () => {
     let sendHeader: () => void = () => {};
     const at = await listen(async (s) => {
-      s.write('RFB 003.008\n');
-      await expectBytes(s, 12);
-      s.write(Buffer.from([1, 1]));
-      await expectBytes(s, 1);
-      s.write(Buffer.from([0, 0, 0, 0]));
-      await expectBytes(s, 1);
-      s.write(serverInit(64, 48, ''));
-      await expectBytes(s, 10);
+      await handshake(s, '');
       sendHeader = () => s.write(Buffer.from([0, 0, 0, 1]));
     });
     let done = false;
