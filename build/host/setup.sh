@@ -83,3 +83,8 @@ for g in grove grove-agent; do
   getent group "$g" >/dev/null || groupadd --system "$g"
   echo "group $g: $(getent group "$g")" >&2
 done
+
+step "user grove-gate (the egress gate runs as it, unprivileged)"
+getent passwd grove-gate >/dev/null ||
+  useradd --system --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin grove-gate
+echo "user grove-gate: $(id grove-gate)" >&2

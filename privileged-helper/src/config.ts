@@ -22,6 +22,8 @@ export interface HelperConfig {
   cacheDir: string;
   group: string;
   agentGroup: string;
+  /** The unprivileged user the egress gate's process runs as (made on first start). */
+  gateUser: string;
   /** native/peercred.c, built by build/host/setup.sh: peer credentials of each connection. */
   peercredAddon: string;
   /** How long an agent's request waits for a person by default. */
@@ -56,6 +58,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HelperConfig {
     cacheDir,
     group: env.GROVE_GROUP ?? 'grove',
     agentGroup: env.GROVE_AGENT_GROUP ?? 'grove-agent',
+    gateUser: env.GROVE_GATE_USER ?? 'grove-gate',
     peercredAddon: env.GROVE_PEERCRED ?? path.join(cacheDir, 'lib/peercred.node'),
     approvalTimeoutMs,
     pool: {

@@ -2,6 +2,7 @@
 // and serves the typed protocol on a Unix socket.
 //   daemon.ts           serve (default)
 //   daemon.ts --purge   remove every host object of this instance, the pool included, and exit
+//   daemon.ts --gate    the egress gate's unprivileged process (the helper starts it: egress/gate-child.ts)
 import { existsSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
@@ -18,7 +19,8 @@ import { reconcile } from './reconcile.js';
 import { openDb } from './registry/db.js';
 import { Registry } from './registry/registry.js';
 import { EventBus } from './server/event-bus.js';
-import { ensureGroup, listen } from './server/socket-server.js';
+import { listen } from './server/socket-server.js';
+import { ensureGroup, ensureSystemUser } from './host/accounts.js';
 import { HostLedger } from './workspaces/ledger.js';
 import { BranchRuntime } from './workspaces/runtime.js';
 import { BranchStorage } from './workspaces/branch-storage.js';
@@ -29,7 +31,7 @@ import { VersionService } from './branches/versions.js';
 import { WorkspaceService } from './workspaces/workspace-service.js';
 import { DEFAULT_HOLD_TIMEOUT_MS, EgressGate } from './egress/gate.js';
 import { EgressService } from './egress/egress-service.js';
-import { parseHostsMap } from './egress/policy.js';
+import { runGateProcess } from './egress/gate-process.js';
 import { PerfService } from './perf/perf-service.js';
 import { Launcher } from './host/launcher.js';
 import { removeInstanceCgroups } from './host/cgroups.js';
@@ -79,8 +81,9 @@ async function boot(config: HelperConfig) {
     registry,
     approvals: approvalQueue,
     subnet: config.subnet,
+    user: await ensureSystemUser(config.gateUser),
     holdTimeoutMs: Number(process.env.GROVE_GATE_TIMEOUT_MS ?? DEFAULT_HOLD_TIMEOUT_MS),
-    staticHosts: parseHostsMap(process.env.GROVE_GATE_HOSTS),
+    staticHosts: process.env.GROVE_GATE_HOSTS,
     publish: {
       decision: (d) => bus.broadcast('egress.decision', d),
     },
@@ -192,8 +195,13 @@ async function purge(config: HelperConfig): Promise<void> {
   log(`purged instance ${config.instance}`);
 }
 
-const config = loadConfig();
-(process.argv.includes('--purge') ? purge(config) : serve(config)).catch((err: unknown) => {
+function main(): Promise<void> {
+  if (process.argv.includes('--gate')) return Promise.resolve(runGateProcess());
+  const config = loadConfig();
+  return process.argv.includes('--purge') ? purge(config) : serve(config);
+}
+
+main().catch((err: unknown) => {
   log(`fatal: ${(err as Error)?.stack ?? String(err)}`);
   process.exit(1);
 });

@@ -4,6 +4,7 @@
 import net from 'node:net';
 import type { EgressPolicy, EgressRule } from '../protocol/entities.js';
 import { formatRule, isHostPattern } from '../protocol/egress-rules.js';
+import type { ProxyTarget } from './gate-protocol.js';
 
 /** Inside every branch, the gate answers on this fixed address (DNAT'ed to the branch's own veth peer). */
 export const GATE_ADDRESS = '169.254.77.1';
@@ -66,15 +67,6 @@ export function editAllowList(allow: EgressRule[], add: EgressRule[], remove: Eg
 }
 
 // --- where a proxy request goes ------------------------------------------------
-
-export interface ProxyTarget {
-  host: string;
-  port: number;
-  /** For plain HTTP: the path (and query) to ask the origin for. */
-  path: string | null;
-  /** For plain HTTP: the URL as the client gave it. */
-  url: string | null;
-}
 
 /** A CONNECT request's authority "host:port" or "[v6]:port". */
 export function parseConnectTarget(authority: string): ProxyTarget {

@@ -9,18 +9,10 @@ import { chmod, chown, mkdir, rm, stat } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { identify, type PeerCredentials, type RoleGroups } from '../auth/peer-identity.js';
-import { run } from '../host/run.js';
 import type { Role } from '../protocol/identity.js';
 import { GroveError } from '../protocol/wire.js';
 import { Connection } from './connection.js';
 import type { Handlers, Services } from './handlers.js';
-
-export async function ensureGroup(group: string): Promise<number> {
-  const lookup = await run('getent', ['group', group], { allowFailure: true });
-  if (lookup.exitCode !== 0) await run('groupadd', ['--system', group]);
-  const { stdout } = await run('getent', ['group', group]);
-  return Number(stdout.split(':')[2]);
-}
 
 export interface SocketPlan {
   path: string;

@@ -4,8 +4,11 @@
 // machine is contacted. A branch reaches it only through its gate, as its
 // policy says: deny, allow list, or held for a person's decision.
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Workspace } from '../../src/protocol/entities.js';
@@ -55,6 +58,34 @@ print('dns', udp(53, query))
 interface Fetched {
   status: number;
   body: string;
+}
+
+/** The helper's egress gate process (its child started with --gate); waits for one to run. */
+async function gatePid(helperPid: number): Promise<number> {
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    const found = await execa('pgrep', ['-P', String(helperPid), '-f', '--', '--gate'], { reject: false });
+    if (found.exitCode === 0) return Number(found.stdout.trim().split('\n')[0]);
+    await sleep(200);
+  }
+  throw new Error(`no egress gate process under helper ${helperPid}`);
+}
+
+/** Does something accept TCP connections there (from the host, as root)? */
+function listens(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host, port, timeout: 2000 });
+    socket.once('connect', () => (socket.destroy(), resolve(true)));
+    socket.once('error', () => resolve(false));
+    socket.once('timeout', () => (socket.destroy(), resolve(false)));
+  });
+}
+
+/** A numeric line of /proc/PID/status (Uid, Gid, Groups). */
+function statusField(status: string, name: string): number[] {
+  const line = new RegExp(`^${name}:(.*)$`, 'm').exec(status);
+  if (!line) throw new Error(`no ${name} in /proc status`);
+  return line[1]!.trim().split(/\s+/).filter(Boolean).map(Number);
 }
 
 async function fetchIn(client: HelperClient, ws: Workspace, method: string, url: string): Promise<Fetched> {
@@ -287,6 +318,38 @@ describe('egress: policy, gate and approvals', () => {
       argv: ['sh', '-c', `. /etc/profile.d/grove-proxy.sh && python3 -c "$0" GET http://outside.test:8080/via-name`, FETCH_THROUGH_GATE],
     });
     expect(JSON.parse(viaProfile.stdout)).toEqual({ status: 200, body: 'hello from outside GET /via-name' });
+  });
+
+  it('runs the gate as an unprivileged user of its own; a dead gate holds traffic and comes back, the helper unharmed', async () => {
+    const helperPid = Number(readFileSync(instance().pidFile, 'utf8'));
+    const first = await gatePid(helperPid);
+    const status = readFileSync(`/proc/${first}/status`, 'utf8');
+    const gateUid = Number((await execa('id', ['-u', 'grove-gate'])).stdout);
+    expect(gateUid).toBeGreaterThan(0);
+    expect(statusField(status, 'Uid')).toEqual([gateUid, gateUid, gateUid, gateUid]);
+    expect(statusField(status, 'Gid').every((g) => g !== 0)).toBe(true);
+    expect(statusField(status, 'Groups').every((g) => g !== 0)).toBe(true);
+    for (const caps of ['CapPrm', 'CapEff', 'CapAmb']) expect(status).toMatch(new RegExp(`^${caps}:\\s+0+$`, 'm'));
+
+    await client.request('egress.set', { workspace: ws.id, mode: 'gate', allow: [{ host: 'outside.test', port: 8080 }], holdMutating: false });
+    // A request held for a person when the gate dies: its client's connection is gone, so is the request.
+    const n = requests.length;
+    const pending = fetchIn(client, ws, 'GET', 'http://other.test:8080/held-when-gate-dies');
+    const held = await nextHeld(n);
+    process.kill(first, 'SIGKILL');
+    expect((await pending).status).toBe(0);
+    await expect.poll(async () => (await client.request('approval.get', { id: held.id })).state, { timeout: 10_000 }).toBe('abandoned');
+    // While no gate runs, nothing listens on the branch's gate address: its traffic has nowhere to go.
+    const hostSide = ws.address.replace(/\d+$/, (x) => String(Number(x) - 1));
+    await expect.poll(() => listens(hostSide, 3128), { timeout: 5_000, interval: 20 }).toBe(false);
+    expect(await client.request('workspace.get', { workspace: ws.id })).toMatchObject({ state: 'running' });
+    const restarted = await gatePid(helperPid);
+
+    // The helper started it again, and the branch's listener with it.
+    expect(restarted).not.toBe(first);
+    await expect
+      .poll(async () => (await fetchIn(client, ws, 'GET', 'http://outside.test:8080/gate-is-back')).status, { timeout: 30_000, interval: 500 })
+      .toBe(200);
   });
 
   it("gives a fork a copy of its source's policy; changing the child's leaves the source's alone", async () => {

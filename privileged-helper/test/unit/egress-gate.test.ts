@@ -1,7 +1,7 @@
 // The gate's request parsing: what a forward-proxy request line or a CONNECT
 // authority names as its destination, and which headers are forwarded.
 import { describe, expect, it } from 'vitest';
-import { forwardHeaders } from '../../src/egress/gate.js';
+import { forwardHeaders } from '../../src/egress/gate-proxy.js';
 import { parseConnectTarget, parseProxyUrl } from '../../src/egress/policy.js';
 
 describe('parseProxyUrl (plain HTTP through the gate)', () => {
