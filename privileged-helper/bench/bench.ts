@@ -12,6 +12,9 @@
 //      is up) and through naively stacked overlays (naive-overlay.ts).
 //   4. computer use: screenshot latency and key press → changed frame
 //      (computer-use.ts), measured first, on the untouched source.
+//   5. the cage's cost: the same forks in caged branches and in uncaged ones
+//      of a second helper instance (GROVE_BENCH_UNCAGED=1), side by side
+//      (cage.ts).
 // `only` runs one section (e.g. computer-use: a check in a minute).
 // It writes JSON (result-schema.ts) and an SVG (plots.ts) to bench/results/,
 // and prints a table with each target next to the measured value; with
@@ -30,6 +33,7 @@ import type { Workspace } from '../src/protocol/entities.js';
 import { GroveError } from '../src/protocol/wire.js';
 import { purge, startHelper, tail, testInstance, type TestInstance } from '../test/system/helper-process.js';
 import { leftovers } from '../test/system/leftovers.js';
+import { measureCage } from './cage.js';
 import { measureComputerUse } from './computer-use.js';
 import { BaselineFork, readBaselineSource, type BaselineSetting, type BaselineSource } from './baseline.js';
 import { criuFanout, fits, groveFanout, measureFanout, type FanoutRun } from './fanout.js';
@@ -45,6 +49,8 @@ import { checkTargets } from './targets.js';
 export const RESULTS_DIR = path.join(import.meta.dirname, 'results');
 /** Not the dev helper's (10.213/10.214) nor the system tests' (10.215) range. */
 const BENCH_SUBNET = '10.217.0.0/16';
+/** The uncaged comparison instance's range (cage section). */
+const UNCAGED_SUBNET = '10.216.0.0/16';
 const CRIU = process.env.GROVE_CRIU ?? '/var/cache/grove/criu/sbin/criu';
 
 export interface BenchOptions {
@@ -78,6 +84,8 @@ class Session {
   readonly baselines = new Set<BaselineFork>();
   readonly naive = new NaiveOverlay(path.join(this.t.stateDir, 'naive-overlay'));
   client: HelperClient | null = null;
+  /** The uncaged comparison helper (cage section), once started. */
+  uncaged: { t: TestInstance; client: HelperClient | null } | null = null;
   /** Set on SIGINT/SIGTERM/SIGHUP: the measurement stops at its next step while finish() removes everything. */
   interrupted = false;
   private finished: Promise<string[]> | null = null;
@@ -112,18 +120,26 @@ class Session {
       const problems: string[] = [];
       for (const b of this.baselines) problems.push(...(await b.cleanup()));
       problems.push(...(await this.naive.cleanup()));
-      try {
-        await purge(this.t);
-      } catch (err) {
-        problems.push(`purge: ${(err as Error).message}`);
-      }
-      problems.push(...(await leftovers(this.t)));
-      for (const f of [this.t.pidFile, this.t.pidNsFile]) await execa('rm', ['-f', '--', f], { reject: false });
-      if (problems.length === 0) await execa('rm', ['-f', '--', this.t.logFile], { reject: false });
+      this.uncaged?.client?.close();
+      for (const t of [this.t, ...(this.uncaged ? [this.uncaged.t] : [])]) problems.push(...(await removeInstance(t)));
       return problems;
     })();
     return this.finished;
   }
+}
+
+/** Purges one helper instance and checks it left nothing; its files go when it did not. */
+async function removeInstance(t: TestInstance): Promise<string[]> {
+  const problems: string[] = [];
+  try {
+    await purge(t);
+  } catch (err) {
+    problems.push(`purge of ${t.instance}: ${(err as Error).message}`);
+  }
+  problems.push(...(await leftovers(t)));
+  for (const f of [t.pidFile, t.pidNsFile]) await execa('rm', ['-f', '--', f], { reject: false });
+  if (problems.length === 0) await execa('rm', ['-f', '--', t.logFile], { reject: false });
+  return problems;
 }
 
 /** The section `--only` names; a clear error for anything else. */
@@ -195,6 +211,7 @@ async function measure(s: Session, p: Plan, quick: boolean, sections: BenchSecti
   const fan = runs('fanout') ? await fanouts(s, p, source, baseSource) : { grove: noFanout, criu: noFanout };
   const naiveReads = runs('read-latency') ? await naiveReadLatency(s, p) : [];
   const chain = runs('read-latency') ? await groveReadLatency(s, p, source) : { reads: [], depthForks: [], errors: [] };
+  const cage = runs('cage') ? await cageCost(s, p, source) : null;
 
   const grove: Side = { ...side(forks.grove), errors: [...forks.groveErrors, ...chain.errors], fanout: fan.grove.points, fanoutSkipped: fan.grove.skipped, readLatency: chain.reads };
   const criu: Side = { ...side(forks.criu), errors: forks.criuErrors, fanout: fan.criu.points, fanoutSkipped: fan.criu.skipped, readLatency: naiveReads };
@@ -213,6 +230,7 @@ async function measure(s: Session, p: Plan, quick: boolean, sections: BenchSecti
     ratio: ratio === null ? null : round(ratio, 3),
     depthForks: chain.depthForks,
     computerUse,
+    cage,
     notes: NOTES,
   };
   return BenchResult.parse({ ...measured, targets: checkTargets(measured) });
@@ -226,6 +244,7 @@ const NOTES = [
   'grove.readLatency: real Grove branches, a chain of forks (each parent discarded once its child is up), read inside the branch. criu.readLatency: layout naive-overlay = an overlay with depth+1 stacked lowerdirs (one per fork generation) plus a private upper, built on the host; the file comes from the bottom layer, read through the top mount by the same script.',
   'readLatency.us = µs per open+read+close of a small inherited file (warm); bigRead* = one sequential read after POSIX_FADV_DONTNEED on that file.',
   'computerUse: through the helper\'s socket like an agent. screenshotMs = desktop.screenshot of the whole screen, request to reply (PNG, base64); actionToFrameMs = from sending desktop.key (a letter into the start page\'s note) until a second VNC client (the bench\'s own) receives the frame with the page\'s new colour; pngEncodeMs = the helper\'s PNG encoder on one full-screen frame, in process.',
+  'cage: caged = this run’s helper; uncaged = a second helper instance with GROVE_BENCH_UNCAGED=1 (Docker’s default capabilities, no no_new_privs, no seccomp, no cgroups) and a desktop of its own from the same image; one fork each in turn. forkToFirstFrameMs is the helper’s fork report total; childPssMiB sums PSS over the child’s pid namespace right after its first frame.',
   'Percentiles interpolate linearly between ranks; with 3-5 samples p95 is close to the maximum.',
 ];
 
@@ -363,6 +382,22 @@ async function groveReadLatency(s: Session, p: Plan, source: Workspace) {
     if (newest !== source) await c.request('workspace.delete', { workspace: newest.id }).catch(() => undefined);
   }
   return { reads, depthForks, errors };
+}
+
+/** Starts the uncaged comparison helper with a desktop of its own, then forks both sides alternately. */
+async function cageCost(s: Session, p: Plan, source: Workspace) {
+  s.proceed();
+  const t = testInstance(`u${s.t.instance.slice(1)}`);
+  t.env.GROVE_SUBNET = UNCAGED_SUBNET;
+  t.env.GROVE_BENCH_UNCAGED = '1';
+  s.uncaged = { t, client: null };
+  log(`cage: starting the uncaged comparison helper ${t.instance} (log ${t.logFile})`);
+  await startHelper(t);
+  const uc = (s.uncaged.client = await HelperClient.connect({ socketPath: t.socketPath, name: 'bench-uncaged', kind: 'test' }));
+  await uc.request('image.build', { name: 'desktop' });
+  const uncagedSource = await uc.request('workspace.create', { name: 'bench-uncaged' });
+  await desktopUp(uc, uncagedSource);
+  return measureCage({ caged: { client: s.client!, source }, uncaged: { client: uc, source: uncagedSource } }, p.forks, () => s.proceed(), log);
 }
 
 async function removeOrThrow(what: string, remove: () => Promise<string[]>): Promise<void> {

@@ -11,6 +11,7 @@ export function reportTable(r: BenchResult): string {
     ...only('fanout', () => fanoutSection(r)),
     ...only('read-latency', () => readSection(r)),
     ...computerUseSection(r),
+    ...cageSection(r),
     ...targetSection(r),
     '',
   ].join('\n');
@@ -73,8 +74,22 @@ function computerUseSection(r: BenchResult): string[] {
   return lines;
 }
 
+function cageSection(r: BenchResult): string[] {
+  const c = r.cage;
+  if (!c) return [];
+  const lines = ['', `The cage's cost: the same fork, caged and uncaged, alternating (${c.forks} forks each; ms, MiB)`];
+  lines.push(row(['measure', 'caged p50', 'caged p95', 'uncaged p50', 'uncaged p95'], 26));
+  lines.push(row(['fork → first frame', num(c.caged.forkToFirstFrameMs.p50), num(c.caged.forkToFirstFrameMs.p95), num(c.uncaged.forkToFirstFrameMs.p50), num(c.uncaged.forkToFirstFrameMs.p95)], 26));
+  lines.push(row(['child PSS', num(c.caged.childPssMiB.p50), num(c.caged.childPssMiB.p95), num(c.uncaged.childPssMiB.p50), num(c.uncaged.childPssMiB.p95)], 26));
+  lines.push(row(['source PSS', num(c.caged.sourcePssMiB), '', num(c.uncaged.sourcePssMiB), ''], 26));
+  for (const [name, side] of [['caged', c.caged], ['uncaged', c.uncaged]] as const) {
+    if (side.errors.length) lines.push(`${name}: ${side.errors.length} failure(s), first: ${side.errors[0]!.slice(0, 300)}`);
+  }
+  return lines;
+}
+
 function targetSection(r: BenchResult): string[] {
-  const lines = ['', 'Targets (fork: issue 6; computer use: issue 10)'];
+  const lines = ['', 'Targets (fork: issue 6; computer use: issue 10; cage: issue 11)'];
   for (const t of r.targets) {
     const verdict = t.met === null ? 'not measured' : t.met ? 'met' : 'NOT MET';
     lines.push(`  ${t.name.padEnd(42)} ${t.target.padEnd(12)} ${t.measured.padEnd(42)} ${verdict}`);

@@ -7,8 +7,8 @@
 // A value that could not be measured (every sample failed) is null.
 import { z } from 'zod';
 
-/** 3: the computer-use section (screenshot and action-to-frame latency) and `sections`. */
-export const RESULT_SCHEMA = 'grove-bench@3' as const;
+/** 3: the computer-use section and `sections`; 4: the cage section (caged vs uncaged). */
+export const RESULT_SCHEMA = 'grove-bench@4' as const;
 
 const Ms = z.number().nonnegative();
 const MaybeMs = Ms.nullable();
@@ -99,11 +99,27 @@ export const ComputerUse = z.strictObject({
 });
 export type ComputerUse = z.infer<typeof ComputerUse>;
 
+/** One side of the cage comparison (cage.ts): forks of one source into one child each. */
+export const CageSide = z.strictObject({
+  /** The helper's fork report: fork → the child's first frame. */
+  forkToFirstFrameMs: Percentiles,
+  /** PSS of the child's processes right after its first frame. */
+  childPssMiB: Percentiles,
+  /** PSS of the source's processes before the first fork. */
+  sourcePssMiB: z.number().nullable(),
+  errors: z.array(z.string()),
+});
+export type CageSide = z.infer<typeof CageSide>;
+
+/** What the cage costs: the same forks in caged branches and in uncaged ones, alternating. */
+export const CageCost = z.strictObject({ forks: z.number().int().nonnegative(), caged: CageSide, uncaged: CageSide });
+export type CageCost = z.infer<typeof CageCost>;
+
 /** The parts of the benchmark a run can measure (`--only` picks one). */
-export const BenchSection = z.enum(['fork', 'fanout', 'read-latency', 'computer-use']);
+export const BenchSection = z.enum(['fork', 'fanout', 'read-latency', 'computer-use', 'cage']);
 export type BenchSection = z.infer<typeof BenchSection>;
 
-/** A target (issue 6 or 10) next to what this run measured; met is null when nothing was measured. */
+/** A target (issue 6, 10 or 11) next to what this run measured; met is null when nothing was measured. */
 export const TargetCheck = z.strictObject({
   name: z.string(),
   target: z.string(),
@@ -142,6 +158,8 @@ export const BenchResult = z.strictObject({
   depthForks: z.array(StageTimings),
   /** Null when the run left the section out. */
   computerUse: ComputerUse.nullable(),
+  /** Null when the run left the section out. */
+  cage: CageCost.nullable(),
   targets: z.array(TargetCheck),
   notes: z.array(z.string()),
 });

@@ -15,6 +15,8 @@ const READ_DEPTH = 50;
 const READ_SLOWDOWN = 0.1;
 const SCREENSHOT_MS = 100;
 const ACTION_TO_FRAME_MS = 100;
+/** Issue 11: the cage may cost at most this much fork latency and memory. */
+const CAGE_OVERHEAD = 0.1;
 
 export function checkTargets(r: Measured): TargetCheck[] {
   const fan = r.grove.fanout.find((f) => f.copies === FANOUT_COPIES);
@@ -31,7 +33,16 @@ export function checkTargets(r: Measured): TargetCheck[] {
     readAtDepth(read0, readDeep, readMissing),
     check('screenshot p50 (whole screen)', `≤ ${SCREENSHOT_MS} ms`, r.computerUse?.screenshotMs.p50 ?? null, (x) => x <= SCREENSHOT_MS, ms),
     check('key press → changed frame p50', `≤ ${ACTION_TO_FRAME_MS} ms`, r.computerUse?.actionToFrameMs.p50 ?? null, (x) => x <= ACTION_TO_FRAME_MS, ms),
+    cageCost('caged vs uncaged fork → first frame p50', r.cage?.caged.forkToFirstFrameMs.p50, r.cage?.uncaged.forkToFirstFrameMs.p50, ms),
+    cageCost('caged vs uncaged child PSS p50', r.cage?.caged.childPssMiB.p50, r.cage?.uncaged.childPssMiB.p50, (x) => `${Math.round(x)} MiB`),
   ];
+}
+
+function cageCost(name: string, caged: number | null | undefined, uncaged: number | null | undefined, show: (x: number) => string): TargetCheck {
+  const target = `within ${CAGE_OVERHEAD * 100} %`;
+  if (caged === null || caged === undefined || uncaged === null || uncaged === undefined || !(uncaged > 0)) return { name, target, measured: 'not measured', met: null };
+  const change = caged / uncaged - 1;
+  return { name, target, measured: `${show(caged)} vs ${show(uncaged)} (${change >= 0 ? '+' : ''}${(change * 100).toFixed(1)} %)`, met: change <= CAGE_OVERHEAD };
 }
 
 function readAtDepth(shallow: number | undefined, deep: number | undefined, missing: string): TargetCheck {

@@ -36,6 +36,11 @@ export interface HelperConfig {
   recipesDir: string;
   /** native/grove-enter.c (built by build/host/setup.sh): starts what belongs to a branch inside its cage. */
   groveEnter: string;
+  /**
+   * False only in the benchmark's comparison instance (GROVE_BENCH_UNCAGED=1):
+   * branches without the cage's capability cuts, no_new_privs, seccomp and cgroups.
+   */
+  cage: boolean;
   /** Lets branch.fork take a faultAt stage (tests of the fork's rollback). */
   allowFaultInjection: boolean;
 }
@@ -71,6 +76,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HelperConfig {
     criu: env.GROVE_CRIU ?? path.join(cacheDir, 'criu/sbin/criu'),
     recipesDir: path.resolve(import.meta.dirname, '../image'),
     groveEnter: env.GROVE_ENTER ?? path.join(cacheDir, 'bin/grove-enter'),
+    cage: env.GROVE_BENCH_UNCAGED !== '1',
     allowFaultInjection: env.GROVE_FAULT_INJECTION === '1',
   };
 }

@@ -54,6 +54,7 @@ async function boot(config: HelperConfig) {
   const registry = new Registry(db);
   const pool = await ensurePool(config);
   if (!existsSync(config.groveEnter)) throw new Error(`${config.groveEnter} is missing: run build/host/setup.sh (it starts what belongs to a branch inside its cage)`);
+  if (!config.cage) log('GROVE_BENCH_UNCAGED: branches of this instance run WITHOUT the cage (for the benchmark\'s comparison only)');
   const launcher = new Launcher(config.groveEnter, path.join(config.runDir, 'seccomp.rules'));
   await launcher.writeRules();
   const ksm = new KsmPacer();

@@ -27,6 +27,12 @@ export const BRANCH_CAPS = [
   'CAP_KILL',
 ];
 
+/**
+ * What `grove bench` compares the cage with (GROVE_BENCH_UNCAGED, its own
+ * helper instance only): Docker's default set, no no_new_privs, no seccomp.
+ */
+const UNCAGED_CAPS = [...BRANCH_CAPS, 'CAP_MKNOD', 'CAP_NET_RAW', 'CAP_SYS_CHROOT', 'CAP_AUDIT_WRITE', 'CAP_SETFCAP'];
+
 export const SESSION_LOG = '/var/log/grove-session.log';
 /** Every workspace process's environment; the proxy variables point its apps at the egress gate. */
 export const BASE_ENV = ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', 'HOME=/root', 'DISPLAY=:0', 'LANG=C.UTF-8', ...PROXY_ENV];
@@ -35,10 +41,13 @@ export interface ContainerSpecInput {
   rootfs: string;
   hostname: string;
   netnsPath: string;
+  /** False only for the benchmark's uncaged comparison. */
+  caged: boolean;
 }
 
 export function containerSpec(input: ContainerSpecInput): object {
-  const caps = { bounding: BRANCH_CAPS, effective: BRANCH_CAPS, permitted: BRANCH_CAPS };
+  const set = input.caged ? BRANCH_CAPS : UNCAGED_CAPS;
+  const caps = { bounding: set, effective: set, permitted: set };
   return {
     ociVersion: '1.0.2',
     process: {
@@ -51,7 +60,7 @@ export function containerSpec(input: ContainerSpecInput): object {
       capabilities: caps,
       rlimits: [{ type: 'RLIMIT_NOFILE', hard: 16384, soft: 16384 }],
       // No setuid/setgid gains, ever (and the seccomp filter needs it).
-      noNewPrivileges: true,
+      noNewPrivileges: input.caged,
     },
     root: { path: input.rootfs, readonly: false },
     hostname: input.hostname,
@@ -88,7 +97,7 @@ export function containerSpec(input: ContainerSpecInput): object {
         '/sys/firmware',
       ],
       readonlyPaths: ['/proc/asound', '/proc/bus', '/proc/fs', '/proc/irq', '/proc/sys', '/proc/sysrq-trigger'],
-      seccomp: ociSeccomp(),
+      ...(input.caged ? { seccomp: ociSeccomp() } : {}),
     },
   };
 }

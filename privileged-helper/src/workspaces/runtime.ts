@@ -58,6 +58,7 @@ export class BranchRuntime {
     await this.ledger.make({ kind: 'netns', name: net.netns, owner: ws.id }, () => createNetns(net.netns));
     await this.ledger.make({ kind: 'veth', name: net.hostVeth, owner: ws.id }, () => createVeth(net));
     await applyFirewall(net);
+    if (!this.config.cage) return;
     const name = this.cgroupName(ws);
     await this.ledger.make({ kind: 'cgroup', name, owner: ws.id }, () => createCgroups(name, this.limits(ws)));
   }
@@ -68,7 +69,7 @@ export class BranchRuntime {
 
   /** The branch's cgroup directories (what its processes join). */
   cgroups(ws: { id: string }): string[] {
-    return cgroupDirs(this.cgroupName(ws));
+    return this.config.cage ? cgroupDirs(this.cgroupName(ws)) : [];
   }
 
   limits(ws: { id: string }): BranchLimits {
@@ -94,7 +95,7 @@ export class BranchRuntime {
   /** Boots the branch's root filesystem in a fresh crun container. */
   async bootContainer(ws: WorkspaceRecord): Promise<{ pid: number; pidStart: number }> {
     const bundle = path.join(this.config.runDir, 'bundles', ws.id);
-    const spec = containerSpec({ rootfs: this.storage.rootfsPath(ws), hostname: ws.hostname, netnsPath: netnsPath(this.netPlan(ws).netns) });
+    const spec = containerSpec({ rootfs: this.storage.rootfsPath(ws), hostname: ws.hostname, netnsPath: netnsPath(this.netPlan(ws).netns), caged: this.config.cage });
     await this.ledger.make({ kind: 'bundle', name: bundle, owner: ws.id }, () => this.crun.writeBundle(bundle, spec));
     const containerId = this.containerId(ws);
     const pid = await this.ledger.make({ kind: 'container', name: containerId, owner: ws.id }, () => this.crun.start(containerId, bundle, this.cgroups(ws)));

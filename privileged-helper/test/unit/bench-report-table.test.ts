@@ -18,4 +18,13 @@ describe('bench report table', () => {
     expect(table).toMatch(/Computer use through the helper/);
     expect(reportTable({ ...sampleResult(), computerUse: null })).not.toMatch(/Computer use through the helper/);
   });
+
+  it('prints the cage comparison side by side', () => {
+    const r = sampleResult();
+    const table = reportTable({ ...r, targets: checkTargets(r) });
+    expect(table).toMatch(/fork → first frame\s+1050\s+1200\s+1000\s+1150/);
+    expect(table).toMatch(/child PSS\s+420\s+440\s+410\s+430/);
+    expect(table).toMatch(/caged vs uncaged fork → first frame p50\s+within 10 %\s+1050 ms vs 1000 ms \(\+5\.0 %\)\s+met/);
+    expect(reportTable({ ...r, cage: null })).not.toMatch(/The cage's cost/);
+  });
 });

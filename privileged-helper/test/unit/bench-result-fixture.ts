@@ -40,11 +40,11 @@ function side(total: number, layout: 'grove' | 'naive-overlay', perCopyMiB: numb
 
 export function sampleResult(): BenchResult {
   return BenchResult.parse({
-    schema: 'grove-bench@3',
+    schema: 'grove-bench@4',
     startedAt: '2026-11-30T12:00:00.000Z',
     finishedAt: '2026-11-30T12:20:00.000Z',
     quick: false,
-    sections: ['fork', 'fanout', 'read-latency', 'computer-use'],
+    sections: ['fork', 'fanout', 'read-latency', 'computer-use', 'cage'],
     forks: 5,
     host: { kernel: '6.18', cpus: 2, memTotalMiB: 24_000, loadavgStart: [0.5, 0.4, 0.3], loadavgEnd: [1, 1, 1], criu: 'Version: 4.2.1' },
     layout: 'overlay',
@@ -60,6 +60,11 @@ export function sampleResult(): BenchResult {
       screen: { width: 1280, height: 800 },
       samples: 50,
       errors: [],
+    },
+    cage: {
+      forks: 5,
+      caged: { forkToFirstFrameMs: { p50: 1050, p95: 1200 }, childPssMiB: { p50: 420, p95: 440 }, sourcePssMiB: 600, errors: [] },
+      uncaged: { forkToFirstFrameMs: { p50: 1000, p95: 1150 }, childPssMiB: { p50: 410, p95: 430 }, sourcePssMiB: 590, errors: [] },
     },
     targets: [],
     notes: [],

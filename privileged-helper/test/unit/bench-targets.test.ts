@@ -16,7 +16,11 @@ describe('bench targets', () => {
       'inherited read at depth 50 vs depth 0',
       'screenshot p50 (whole screen)',
       'key press → changed frame p50',
+      'caged vs uncaged fork → first frame p50',
+      'caged vs uncaged child PSS p50',
     ]);
+    expect(checks[8]).toEqual({ name: 'caged vs uncaged fork → first frame p50', target: 'within 10 %', measured: '1050 ms vs 1000 ms (+5.0 %)', met: true });
+    expect(checks[9]).toMatchObject({ measured: '420 MiB vs 410 MiB (+2.4 %)', met: true });
     expect(checks[6]).toEqual({ name: 'screenshot p50 (whole screen)', target: '≤ 100 ms', measured: '30 ms', met: true });
     expect(checks[0]).toEqual({ name: 'fork → first frame p50', target: '≤ 500 ms', measured: '400 ms', met: true });
     expect(checks[4]!.measured).toBe('0.78 GiB');
@@ -33,6 +37,8 @@ describe('bench targets', () => {
     r.grove.readLatency[2]!.us = 10.9;
     r.computerUse!.screenshotMs.p50 = 100;
     r.computerUse!.actionToFrameMs.p50 = 101;
+    r.cage!.caged.forkToFirstFrameMs.p50 = 1101; // +10.1 %
+    r.cage!.caged.childPssMiB.p50 = 450; // +9.8 %
     expect(verdicts(r)).toEqual({
       'fork → first frame p50': false,
       'speed-up over plain CRIU (p50)': false,
@@ -42,15 +48,19 @@ describe('bench targets', () => {
       'inherited read at depth 50 vs depth 0': true,
       'screenshot p50 (whole screen)': true,
       'key press → changed frame p50': false,
+      'caged vs uncaged fork → first frame p50': false,
+      'caged vs uncaged child PSS p50': true,
     });
   });
 
   it('judges only computer use after --only computer-use', () => {
     const r = sampleResult();
     const empty = { ...r.grove, forkToFirstFrameMs: { p50: null, p95: null }, sourceFrozenMs: { p50: null, p95: null }, fanout: [], readLatency: [] };
-    const checks = checkTargets({ ...r, sections: ['computer-use'], grove: empty, ratio: null });
+    const checks = checkTargets({ ...r, sections: ['computer-use'], grove: empty, ratio: null, cage: null });
     expect(checks.filter((t) => t.met !== null).map((t) => t.name)).toEqual(['screenshot p50 (whole screen)', 'key press → changed frame p50']);
-    expect(checkTargets({ ...r, computerUse: null }).at(-1)).toMatchObject({ measured: 'not measured', met: null });
+    const withoutComputerUse = checkTargets({ ...r, computerUse: null });
+    expect(withoutComputerUse.find((t) => t.name === 'key press → changed frame p50')).toMatchObject({ measured: 'not measured', met: null });
+    expect(checkTargets({ ...r, cage: null }).at(-1)).toMatchObject({ measured: 'not measured', met: null });
   });
 
   it('says what a quick run did not measure instead of judging it', () => {

@@ -10,14 +10,15 @@ interface Spec {
     env: string[];
     cwd: string;
     capabilities: Record<'bounding' | 'effective' | 'permitted', string[]> & Record<string, string[] | undefined>;
+    noNewPrivileges: boolean;
   };
   root: { path: string; readonly: boolean };
   hostname: string;
   mounts: { destination: string; type: string; source: string; options: string[] }[];
-  linux: { namespaces: { type: string; path?: string }[]; maskedPaths: string[]; readonlyPaths: string[] };
+  linux: { namespaces: { type: string; path?: string }[]; maskedPaths: string[]; readonlyPaths: string[]; seccomp?: object };
 }
 
-const input = { rootfs: '/pool/workspaces/0123abcd', hostname: 'alpha', netnsPath: '/run/netns/grove-t1-0123abcd' };
+const input = { rootfs: '/pool/workspaces/0123abcd', hostname: 'alpha', netnsPath: '/run/netns/grove-t1-0123abcd', caged: true };
 const spec = containerSpec(input) as Spec;
 
 describe('containerSpec', () => {
@@ -86,11 +87,19 @@ describe('containerSpec', () => {
   });
 
   it('returns a fresh spec each call that does not share state with another workspace', () => {
-    const other = containerSpec({ rootfs: '/pool/workspaces/ffffffff', hostname: 'beta', netnsPath: '/run/netns/grove-t1-ffffffff' }) as Spec;
+    const other = containerSpec({ rootfs: '/pool/workspaces/ffffffff', hostname: 'beta', netnsPath: '/run/netns/grove-t1-ffffffff', caged: true }) as Spec;
     expect(other.root.path).toBe('/pool/workspaces/ffffffff');
     expect(other.linux.namespaces.find((n) => n.type === 'network')?.path).toBe('/run/netns/grove-t1-ffffffff');
     expect(spec.linux.namespaces.find((n) => n.type === 'network')?.path).toBe(input.netnsPath);
     // The spec survives a JSON round trip unchanged (it is written to config.json).
     expect(JSON.parse(JSON.stringify(spec))).toEqual(spec);
+  });
+
+  it("drops the cage only when asked (the benchmark's uncaged comparison)", () => {
+    const uncaged = containerSpec({ ...input, caged: false }) as Spec;
+    expect(uncaged.process.noNewPrivileges).toBe(false);
+    expect(uncaged.linux.seccomp).toBeUndefined();
+    expect(uncaged.process.capabilities.bounding).toEqual(expect.arrayContaining(['CAP_MKNOD', 'CAP_NET_RAW']));
+    expect(spec.process.capabilities.bounding).not.toContain('CAP_MKNOD');
   });
 });
