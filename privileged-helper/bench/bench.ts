@@ -167,6 +167,16 @@ export async function runBench(opts: BenchOptions): Promise<number> {
   };
   const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
   for (const sig of signals) process.on(sig, onSignal);
+  const code = await measureAndReport(s, p, opts);
+  log(`removing instance ${s.t.instance}`);
+  const problems = await s.finish();
+  for (const pr of problems) log(`left behind: ${pr}`);
+  for (const sig of signals) process.off(sig, onSignal);
+  return problems.length > 0 && code === 0 ? 1 : code;
+}
+
+/** Measures, writes the JSON and SVG and prints the table; the exit code (130 when interrupted). */
+async function measureAndReport(s: Session, p: Plan, opts: BenchOptions): Promise<number> {
   try {
     const result = await measure(s, p, opts.quick, opts.only ? [opts.only] : BenchSection.options);
     const out = opts.out ? path.resolve(opts.out) : path.join(RESULTS_DIR, `bench-${result.startedAt.replace(/[:.]/g, '-')}.json`);
@@ -181,12 +191,6 @@ export async function runBench(opts: BenchOptions): Promise<number> {
     log(`failed: ${(err as Error).stack ?? String(err)}`);
     log(`helper log tail:\n${tail(s.t.logFile)}`);
     return 1;
-  } finally {
-    log(`removing instance ${s.t.instance}`);
-    const problems = await s.finish();
-    for (const pr of problems) log(`left behind: ${pr}`);
-    for (const sig of signals) process.off(sig, onSignal);
-    if (problems.length > 0) process.exitCode = 1;
   }
 }
 

@@ -186,6 +186,7 @@ async function serve(config: HelperConfig): Promise<void> {
 async function purge(config: HelperConfig): Promise<void> {
   const { db, services, ledger } = await boot(config);
   for (const ws of services.workspaces.list()) await services.workspaces.delete(ws.id);
+  await services.runtime.detachAll(); // the egress gate's process too
   await ledger.removeOwned(null); // the instance's own objects: its host firewall
   db.close();
   await unmountPool(config);

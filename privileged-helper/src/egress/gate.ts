@@ -40,7 +40,7 @@ export interface GateOptions {
 
 type Decision = { verdict: 'approved' | 'rejected' | 'timeout' | 'abandoned'; by: string };
 
-type Opening = { resolve: () => void; reject: (err: Error) => void };
+type Opening = { hostAddress: string; answer: Promise<void>; resolve: () => void; reject: (err: Error) => void };
 
 export class EgressGate {
   /** The branches whose listener should be open; opened again whenever the gate process starts again. */
@@ -95,19 +95,26 @@ export class EgressGate {
     return this.listening.has(id);
   }
 
+  /** Asks the gate process to listen for the branch; a second ask while one is on its way waits for the same answer. */
   private listen(branch: GateBranch): Promise<void> {
-    this.opening.get(branch.id)?.reject(new Error('opened again'));
-    return new Promise<void>((resolve, reject) => {
+    const pending = this.opening.get(branch.id);
+    if (pending && pending.hostAddress === branch.hostAddress) return pending.answer;
+    pending?.reject(new Error('opened again elsewhere'));
+    let opening!: Opening;
+    const answer = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => settle(new Error('the gate process did not answer')), OPEN_TIMEOUT_MS);
       const settle = (err: Error | null) => {
         clearTimeout(timer);
-        this.opening.delete(branch.id);
+        if (this.opening.get(branch.id) === opening) this.opening.delete(branch.id);
         if (!err) return resolve();
         reject(new GroveError('E_HOST', `cannot open the egress gate of '${branch.name}': ${err.message}`));
       };
-      this.opening.set(branch.id, { resolve: () => settle(null), reject: settle });
-      if (!this.child.send({ type: 'open', branch })) settle(new Error('the gate process is starting again'));
+      opening = { hostAddress: branch.hostAddress, answer: Promise.resolve(), resolve: () => settle(null), reject: settle };
     });
+    opening.answer = answer;
+    this.opening.set(branch.id, opening);
+    if (!this.child.send({ type: 'open', branch })) opening.reject(new Error('the gate process is starting again'));
+    return answer;
   }
 
   private onMessage(m: FromGate): void {
