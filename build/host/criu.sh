@@ -2,7 +2,8 @@
 # Builds CRIU 4.2.x from Debian unstable's *source* package and installs it under
 # $GROVE_CACHE/criu (outside the repository). Bookworm's criu 3.17 fails on this
 # kernel (vDSO bounds) and newer Debian binaries need a newer glibc, so we build.
-# Idempotent: a second run with a working install returns at once.
+# Idempotent: a second run with a working install built from the same
+# criu-patches/ returns at once.
 set -euo pipefail
 
 CACHE="${GROVE_CACHE:-/var/cache/grove}"
@@ -11,9 +12,19 @@ WANT_MAJOR_MINOR="4.2"
 here="$(cd "$(dirname "$0")" && pwd)"
 log() { printf '[criu] %s\n' "$*" >&2; }
 
+# Our patches on top of the source (criu-patches/*.patch, applied in name
+# order): an install built from another set of patches is rebuilt. The stamp
+# $PREFIX/.patches holds the sha256 of the patches concatenated ("none" if
+# there are none).
+patches_sum() {
+  local files=("$here"/criu-patches/*.patch)
+  if [ -e "${files[0]}" ]; then cat "${files[@]}" | sha256sum | cut -d' ' -f1; else echo none; fi
+}
+
 installed_ok() {
   [ -x "$PREFIX/sbin/criu" ] || return 1
-  "$PREFIX/sbin/criu" --version 2>/dev/null | grep -q "Version: $WANT_MAJOR_MINOR"
+  "$PREFIX/sbin/criu" --version 2>/dev/null | grep -q "Version: $WANT_MAJOR_MINOR" || return 1
+  [ "$(cat "$PREFIX/.patches" 2>/dev/null)" = "$(patches_sum)" ]
 }
 
 if installed_ok; then
@@ -63,5 +74,6 @@ log "building (about 3 minutes on 2 cores)"
 make -C "$srcdir" -j"$(nproc)" criu >&2
 rm -rf "$PREFIX"
 make -C "$srcdir" install-criu PREFIX="$PREFIX" >&2
+patches_sum > "$PREFIX/.patches"
 installed_ok || { log "build finished but $PREFIX/sbin/criu is not 4.2"; exit 1; }
 log "installed: $("$PREFIX/sbin/criu" --version | head -1)"
