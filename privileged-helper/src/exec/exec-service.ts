@@ -15,6 +15,8 @@
 //    sees no host terminal); it relays between that PTY and the host PTY
 //    node-pty gives it, and passes window-size changes (SIGWINCH) on, so a
 //    resize only resizes the host PTY.
+// Both belong to the connection that asked: when it goes away (at any moment,
+// before it was answered included) its terminals are hung up and its runs killed.
 import { spawn } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import pty from 'node-pty';
@@ -58,20 +60,30 @@ interface Session {
 export class ExecService {
   private readonly sessions = new Map<string, Session>();
   private nextSession = 1;
+  /** Per owner (a connection), aborted when it goes away: what it started ends then. */
+  private readonly lifetimes = new WeakMap<object, AbortController>();
 
   constructor(private readonly launcher: Launcher) {}
 
+  /** Runs a command to its end; `owner` (a connection) going away ends it too (null: the helper's own). */
   async run(
     target: ExecTarget,
     req: { argv: string[]; env?: Record<string, string>; cwd?: string; stdin?: string; timeoutMs?: number },
+    owner: object | null,
   ): Promise<ExecResult> {
     await checkTarget(target);
+    const ownerGone = owner === null ? undefined : this.lifetime(owner).signal;
+    ownerGone?.throwIfAborted(); // nothing waits from here to the spawn
     // timeout(1) runs the command in its own process group and signals the whole
     // group, so the command and what it started die inside the container.
     const command = req.timeoutMs ? ['timeout', `--kill-after=${KILL_AFTER_S}`, `${req.timeoutMs / 1000}`, ...req.argv] : req.argv;
     const [file, args] = this.enter(target, req.cwd ?? DEFAULT_CWD, true, ['env', '-i', ...envVars(req.env), ...literalCommand(command)]);
     const started = Date.now();
-    const res = await runCollecting(file, args, req.stdin ?? '', req.timeoutMs ? req.timeoutMs + KILL_AFTER_S * 1000 + BACKSTOP_MS : undefined);
+    const res = await runCollecting(file, args, {
+      input: req.stdin ?? '',
+      deadlineMs: req.timeoutMs ? req.timeoutMs + KILL_AFTER_S * 1000 + BACKSTOP_MS : undefined,
+      ownerGone,
+    });
     const elapsed = Date.now() - started;
     const timedOut =
       req.timeoutMs !== undefined &&
@@ -88,6 +100,8 @@ export class ExecService {
     sink: SessionSink,
   ): Promise<string> {
     await checkTarget(target);
+    const ownerGone = this.lifetime(owner).signal;
+    ownerGone.throwIfAborted(); // nothing waits from here to the spawn
     const session = `s${this.nextSession++}`;
     const argv = req.argv ?? ['/bin/bash', '-l'];
     // script(1) takes one command line, which it runs with $SHELL -c: the line is
@@ -99,8 +113,11 @@ export class ExecService {
     ]);
     const term = pty.spawn(file, args, { name: 'xterm-256color', cols: req.cols, rows: req.rows, env: { ...TOOL_ENV } });
     this.sessions.set(session, { term, owner });
+    const hangUpTerm = () => void hangUp(term);
+    ownerGone.addEventListener('abort', hangUpTerm, { once: true });
     term.onData((data) => sink.output(session, data));
     term.onExit(({ exitCode, signal }) => {
+      ownerGone.removeEventListener('abort', hangUpTerm);
       this.sessions.delete(session);
       sink.exit(session, exitCode, signal ? `signal ${signal}` : null);
     });
@@ -118,12 +135,22 @@ export class ExecService {
   }
 
   close(session: string, owner: object): void {
-    hangUp(this.owned(session, owner).term);
+    void hangUp(this.owned(session, owner).term);
   }
 
-  /** Ends every session a connection opened (it went away). */
+  /** Ends every terminal and run of a connection (it went away), and any it asked for and has not got yet. */
   closeAll(owner: object): void {
-    for (const s of this.sessions.values()) if (s.owner === owner) hangUp(s.term);
+    this.lifetime(owner).abort(new GroveError('E_CONFLICT', 'the connection that asked for this closed'));
+  }
+
+  /** Made at the owner's first request or at its close, whichever comes first, so a close is never missed. */
+  private lifetime(owner: object): AbortController {
+    let lifetime = this.lifetimes.get(owner);
+    if (!lifetime) {
+      lifetime = new AbortController();
+      this.lifetimes.set(owner, lifetime);
+    }
+    return lifetime;
   }
 
   /** `command` inside the branch; `cwd` is resolved inside its root. */
@@ -179,12 +206,20 @@ async function checkTarget(target: ExecTarget): Promise<void> {
  * (and on SIGTERM only waits for its command, which an interactive shell
  * ignores), so it gets SIGKILL: its end of the container PTY closes, and the
  * kernel sends SIGHUP to the session inside, whose shell passes it on to its jobs.
- * grove-enter, its parent on the host, then ends with the same signal.
+ * A terminal may be closed while it is still starting: grove-enter and script
+ * are stopped first, so neither starts a process between the look and the
+ * kill, and a command that has no terminal yet (the hang-up would miss it) is
+ * killed with all it started.
  */
-function hangUp(term: pty.IPty): void {
-  void children(term.pid).then((kids) => {
-    for (const pid of kids.length > 0 ? kids : [term.pid]) signal(pid, 'SIGKILL');
-  });
+async function hangUp(term: pty.IPty): Promise<void> {
+  signal(term.pid, 'SIGSTOP');
+  const scripts = await children(term.pid);
+  for (const pid of scripts) signal(pid, 'SIGSTOP');
+  const started = await childMap();
+  for (const command of scripts.flatMap((pid) => started.get(pid) ?? [])) {
+    if (!(await hasTerminal(command))) await killTree(command);
+  }
+  for (const pid of [...scripts, term.pid]) signal(pid, 'SIGKILL');
 }
 
 interface Collected {
@@ -192,11 +227,19 @@ interface Collected {
   signal: string | null;
   stdout: string;
   stderr: string;
-  /** The helper's backstop deadline passed or the output overflowed, and it killed the tree. */
+  /** The helper's backstop deadline passed, the output overflowed or the owner went away, and it killed the tree. */
   killedByHelper: boolean;
 }
 
-function runCollecting(file: string, args: string[], input: string, deadlineMs: number | undefined): Promise<Collected> {
+interface RunOptions {
+  input: string;
+  /** The helper's backstop: past it, the tree is killed. */
+  deadlineMs: number | undefined;
+  /** Aborted when whoever asked went away: the tree is killed. */
+  ownerGone: AbortSignal | undefined;
+}
+
+function runCollecting(file: string, args: string[], { input, deadlineMs, ownerGone }: RunOptions): Promise<Collected> {
   return new Promise((resolve, reject) => {
     const child = spawn(file, args, { env: { ...TOOL_ENV }, stdio: ['pipe', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
@@ -220,12 +263,17 @@ function runCollecting(file: string, args: string[], input: string, deadlineMs: 
     child.stdin.on('error', () => {}); // the command need not read its input
     child.stdin.end(input);
     const timer = deadlineMs === undefined ? undefined : setTimeout(killAll, deadlineMs);
-    child.on('error', (e) => {
+    ownerGone?.addEventListener('abort', killAll, { once: true });
+    const settled = (): void => {
       clearTimeout(timer);
+      ownerGone?.removeEventListener('abort', killAll);
+    };
+    child.on('error', (e) => {
+      settled();
       reject(new GroveError('E_HOST', `grove-enter failed to start: ${e.message}`));
     });
     child.on('close', (code, signal) => {
-      clearTimeout(timer);
+      settled();
       resolve({
         exitCode: code ?? -1,
         signal: signal ?? null,
@@ -281,15 +329,26 @@ async function childMap(): Promise<Map<number, number[]>> {
   const children = new Map<number, number[]>();
   for (const name of await readdir('/proc').catch(() => [] as string[])) {
     if (!/^\d+$/.test(name)) continue;
-    const stat = await readFile(`/proc/${name}/stat`, 'utf8').catch(() => '');
-    // comm may contain spaces and parentheses: fields count from the last ')'.
-    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    const ppid = Number((await statFields(Number(name)))[1]);
     if (!Number.isInteger(ppid) || ppid <= 0) continue;
     const list = children.get(ppid) ?? [];
     list.push(Number(name));
     children.set(ppid, list);
   }
   return children;
+}
+
+/** Whether the process has a controlling terminal (tty_nr in /proc/PID/stat; a gone process has none). */
+async function hasTerminal(pid: number): Promise<boolean> {
+  const ttyNr = Number((await statFields(pid))[4]);
+  return Number.isInteger(ttyNr) && ttyNr !== 0;
+}
+
+/** /proc/PID/stat from the field after comm on (state, ppid, pgrp, session, tty_nr, …); empty for a gone process. */
+async function statFields(pid: number): Promise<string[]> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  // comm may contain spaces and parentheses: fields count from the last ')'.
+  return stat ? stat.slice(stat.lastIndexOf(')') + 2).split(' ') : [];
 }
 
 function signal(pid: number, sig: NodeJS.Signals): void {

@@ -3,22 +3,26 @@
 // authority — and a failure at any step is answered with a typed error while
 // the connection (and the helper) keep serving. The caller's identity was
 // derived from the kernel's peer credentials before the first line was read.
+// What the connection starts (terminals, runs, its subscription) ends when it
+// closes, and a client that does not read gets back-pressure (outgoing.ts).
 import type net from 'node:net';
 import { z } from 'zod';
 import { AUTHORITY, authorize } from '../auth/authority.js';
 import { events as eventSchemas, PRIVATE_TOPICS, type Topic } from '../protocol/events.js';
-import type { Actor } from '../protocol/identity.js';
+import { describeActor, type Actor } from '../protocol/identity.js';
 import { LineReader } from '../protocol/line-reader.js';
 import { isMethodName, methods, PROTOCOL_VERSION, type MethodName } from '../protocol/methods.js';
 import { GroveError, MAX_MESSAGE_BYTES, RequestEnvelope } from '../protocol/wire.js';
 import { callers } from './caller.js';
 import type { EventListener } from './event-bus.js';
 import type { Handlers, Services } from './handlers.js';
+import { Outgoing, OUTGOING_LIMIT_BYTES } from './outgoing.js';
 
 export const HELPER_VERSION = '0.2.0';
 
 export class Connection implements EventListener {
   private readonly reader = new LineReader(MAX_MESSAGE_BYTES);
+  private readonly outgoing: Outgoing;
   private greeted = false;
   private topics: Set<string> | 'all' | null = null;
 
@@ -29,7 +33,11 @@ export class Connection implements EventListener {
     private readonly handlers: Handlers,
     private readonly log: (msg: string) => void,
   ) {
+    this.outgoing = new Outgoing(socket, OUTGOING_LIMIT_BYTES, (unread) =>
+      log(`disconnecting ${describeActor(actor)} [${actor.client || actor.process}, pid ${actor.pid}]: ${unread} bytes of replies and events unread, over the limit of ${OUTGOING_LIMIT_BYTES}`),
+    );
     socket.on('data', (chunk: Buffer) => {
+      if (socket.destroyed) return; // lines still buffered at the close: a subscription made now would never end
       for (const item of this.reader.push(chunk)) {
         if (item.kind === 'oversized') {
           this.send({ id: null, error: new GroveError('E_TOO_LARGE', `message of ${item.bytes} bytes exceeds ${MAX_MESSAGE_BYTES}`).toBody() });
@@ -118,8 +126,7 @@ export class Connection implements EventListener {
   }
 
   private send(message: object): void {
-    if (!this.socket.writable) return;
-    this.socket.write(`${JSON.stringify(message)}\n`);
+    this.outgoing.send(`${JSON.stringify(message)}\n`);
   }
 }
 
@@ -138,8 +145,8 @@ function parseParams(method: MethodName, raw: unknown): unknown {
 }
 
 function targetOf(params: unknown): string | null {
-  const p = params as { workspace?: string; name?: string; id?: string; grant?: string; session?: string };
-  return p.workspace ?? p.name ?? p.id ?? p.grant ?? p.session ?? null;
+  const p = params as { workspace?: string; name?: string; id?: string; grant?: string; session?: string; version?: string };
+  return p.workspace ?? p.name ?? p.id ?? p.grant ?? p.session ?? p.version ?? null;
 }
 
 function toGroveError(err: unknown, log: (msg: string) => void): GroveError {
