@@ -27,7 +27,8 @@ import { snapshot } from '../src/host/btrfs.js';
 import { Criu } from '../src/host/criu/criu.js';
 import { mountOverlay } from '../src/host/overlay.js';
 import { applyFirewall, createNetns, createVeth, deleteNetns, netnsPath, planNetwork, type NetPlan } from '../src/host/netns.js';
-import { signalIfSame, startTime, waitGone } from '../src/host/proc.js';
+import { signalIfSame, startTime, userNamespaceRange, waitGone } from '../src/host/proc.js';
+import type { IdRange } from '../src/registry/id-ranges.js';
 import { firstFrame } from '../src/host/rfb-probe.js';
 import { EXTERNAL_BINDS } from '../src/workspaces/branch-storage.js';
 import { VNC_PORT } from '../src/workspaces/runtime.js';
@@ -53,6 +54,8 @@ export interface BaselineSource {
    * external mounts, and each copy's restore binds its own snapshot's `dir`.
    */
   binds: readonly { containerPath: string; dir: string }[];
+  /** The source's host ids when it runs in a user namespace of its own (its copies keep them, and read the same idmapped lower). */
+  userns: IdRange | null;
 }
 
 /**
@@ -61,7 +64,7 @@ export interface BaselineSource {
  */
 export async function readBaselineSource(where: { pid: number; subvolume: string; rootfs: string; netns: string }): Promise<BaselineSource> {
   const overlay = await sourceLayout(where.rootfs);
-  return { pid: where.pid, subvolume: where.subvolume, overlay, netns: where.netns, binds: overlay ? EXTERNAL_BINDS : [] };
+  return { pid: where.pid, subvolume: where.subvolume, overlay, netns: where.netns, binds: overlay ? EXTERNAL_BINDS : [], userns: await userNamespaceRange(where.pid) };
 }
 
 /** Reads the source's layout: an overlay mounted at overlayRoot (its lower), or a plain subvolume root. */
@@ -90,6 +93,8 @@ export interface BaselineSetting {
   firstFrameTimeoutMs: number;
   /** Where CRIU keeps the log of a failed run (created only on failure). */
   failedLogsDir: string;
+  /** The helper's view of /sys without submounts (host/sys-view.ts), for a source in a user namespace. */
+  sysView: string;
 }
 
 export interface BaselineTimings {
@@ -156,7 +161,7 @@ export class BaselineFork {
   }
 
   private async measure(): Promise<BaselineTimings> {
-    const criu = new Criu(this.s.criuBinary, this.s.failedLogsDir, null); // plain CRIU: no KSM launcher
+    const criu = new Criu(this.s.criuBinary, this.s.failedLogsDir, null, this.s.sysView); // plain CRIU: no KSM launcher
     const t: BaselineTimings = { prepare: 0, dump: 0, sourceFrozen: 0, restore: 0, firstFrame: 0, total: 0 };
     const started = performance.now();
     const timed = async <T>(stage: string, work: () => Promise<T>): Promise<T> => {
@@ -183,6 +188,7 @@ export class BaselineFork {
           imagesDir: this.imagesDir,
           snapshot: { from: this.source.subvolume, to: this.forkPoint },
           binds: this.source.binds.map((b) => b.containerPath),
+          userns: this.source.userns !== null,
         });
       }, () => deleteWithRetry(this.forkPoint));
     });
@@ -236,6 +242,7 @@ export class BaselineFork {
       name: `baseline-${copy.name}`,
       binds: this.source.binds.map((b) => ({ containerPath: b.containerPath, source: path.join(copy.subvolume, b.dir) })),
       cgroups: [], // plain CRIU: no launcher, so no cgroups of Grove's
+      userns: this.source.userns !== null,
     });
     const settled = restored.catch(() => undefined);
     // The tree's undo is registered before the restore can finish, so an

@@ -105,6 +105,7 @@ class Session {
       scratchDir: path.join(this.t.runDir, 'scratch'),
       firstFrameTimeoutMs: 120_000,
       failedLogsDir: `/var/tmp/grove-bench-${this.t.instance}-criu-logs`,
+      sysView: path.join(`${this.t.runDir}-roots`, 'sys'),
     };
   }
 
@@ -257,7 +258,7 @@ async function baselineSource(s: Session, source: Workspace): Promise<BaselineSo
   const b = await readBaselineSource({
     pid: source.pid!,
     subvolume: path.join(s.t.stateDir, 'pool/workspaces', source.id),
-    rootfs: path.join(s.t.runDir, 'roots', source.id),
+    rootfs: path.join(`${s.t.runDir}-roots`, source.id, 'root'),
     netns: `grove-${s.t.instance}-${source.id}`,
   });
   if (!existsSync(b.subvolume) || !existsSync(`/run/netns/${b.netns}`)) {

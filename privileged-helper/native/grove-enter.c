@@ -9,7 +9,7 @@
  *   grove-enter --target PID [--cgroup DIR]... [--ksm] [--caps CAP,CAP...]
  *               [--seccomp FILE] [--cwd DIR] [--setsid] -- PROGRAM [ARG...]
  *       also enters the namespaces and the root of process PID (a branch's
- *       init), forks into its pid namespace and there, in the child: drops
+ *       init) — its user namespace last, as its root —, forks into its pid namespace and there, in the child: drops
  *       every capability but CAPS from the bounding set (and clears the
  *       inheritable and ambient sets), sets no_new_privs, loads the branch's
  *       seccomp filter (FILE, see privileged-helper/src/host/seccomp.ts),
@@ -25,6 +25,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/capability.h>
 #include <sched.h>
 #include <seccomp.h>
@@ -33,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -216,6 +218,37 @@ static scmp_filter_ctx build_seccomp(const char *file)
 	return ctx;
 }
 
+/*
+ * A branch in a user namespace of its own: its descriptor, opened while this
+ * process still sees the host's /proc; -1 when the branch shares ours.
+ */
+static int open_user_namespace(int target)
+{
+	char path[64];
+	struct stat ours, theirs;
+	snprintf(path, sizeof path, "/proc/%d/ns/user", target);
+	if (stat("/proc/self/ns/user", &ours) != 0) die("stat", "/proc/self/ns/user");
+	if (stat(path, &theirs) != 0) die("stat", path);
+	if (ours.st_ino == theirs.st_ino && ours.st_dev == theirs.st_dev) return -1;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) die("open", path);
+	return fd;
+}
+
+/*
+ * Joined last (once in it, host root has no say over the namespaces the host
+ * owns, its network among them), then the branch's root's ids.
+ */
+static void join_user_namespace(int fd)
+{
+	if (fd < 0) return;
+	if (setns(fd, CLONE_NEWUSER) != 0) die("setns", "user");
+	close(fd);
+	if (setgroups(0, NULL) != 0) die("setgroups", NULL);
+	if (setresgid(0, 0, 0) != 0) die("setresgid", NULL);
+	if (setresuid(0, 0, 0) != 0) die("setresuid", NULL);
+}
+
 static void enter_namespaces(int target)
 {
 	static const char *const kinds[] = { "ipc", "uts", "net", "pid", "time", "mnt" };
@@ -223,6 +256,7 @@ static void enter_namespaces(int target)
 	snprintf(path, sizeof path, "/proc/%d/root", target);
 	int root = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0) die("open", path);
+	int user = open_user_namespace(target);
 	for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
 		snprintf(path, sizeof path, "/proc/%d/ns/%s", target, kinds[i]);
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -233,6 +267,7 @@ static void enter_namespaces(int target)
 		if (setns(fd, 0) != 0) die("setns", path);
 		close(fd);
 	}
+	join_user_namespace(user);
 	if (fchdir(root) != 0 || chroot(".") != 0) die("chroot into the branch's root", NULL);
 	close(root);
 }

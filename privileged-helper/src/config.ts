@@ -3,6 +3,7 @@
 // object a helper makes carries its instance tag, so none touches another's.
 import path from 'node:path';
 import { z } from 'zod';
+import { AUDIT_DAYS_KEPT, AUDIT_ROWS_KEPT, type AuditRetention } from './registry/registry.js';
 
 export const DEFAULT_SOCKET = '/run/grove/helper.sock';
 
@@ -19,6 +20,12 @@ export interface HelperConfig {
   agentSocketPath: string;
   /** Each running branch's desktop socket (root:`group` 0660), in a root:`group` 0750 directory. */
   vncDir: string;
+  /**
+   * Where branches' roots are mounted: root:root 0711, one 0700 directory per
+   * branch owned by its tree's host root (a branch's root must reach its own
+   * root from inside its user namespace; no one else may look in).
+   */
+  rootsDir: string;
   cacheDir: string;
   group: string;
   agentGroup: string;
@@ -38,11 +45,15 @@ export interface HelperConfig {
   groveEnter: string;
   /**
    * False only in the benchmark's comparison instance (GROVE_BENCH_UNCAGED=1):
-   * branches without the cage's capability cuts, no_new_privs, seccomp and cgroups.
+   * branches without the cage's user namespace, capability cuts, no_new_privs, seccomp and cgroups.
    */
   cage: boolean;
+  /** native/grove-mount.c (built by build/host/setup.sh): idmapped mounts for branches in user namespaces. */
+  groveMount: string;
   /** Lets branch.fork take a faultAt stage (tests of the fork's rollback). */
   allowFaultInjection: boolean;
+  /** How many entries, and how many days of them, the audit log keeps. */
+  audit: AuditRetention;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): HelperConfig {
@@ -60,6 +71,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HelperConfig {
     socketPath: env.GROVE_SOCKET ?? path.join(runDir, 'helper.sock'),
     agentSocketPath: env.GROVE_AGENT_SOCKET ?? path.join(`${runDir}-agent`, 'agent.sock'),
     vncDir: path.join(runDir, 'vnc'),
+    rootsDir: `${runDir}-roots`,
     cacheDir,
     group: env.GROVE_GROUP ?? 'grove',
     agentGroup: env.GROVE_AGENT_GROUP ?? 'grove-agent',
@@ -76,7 +88,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HelperConfig {
     criu: env.GROVE_CRIU ?? path.join(cacheDir, 'criu/sbin/criu'),
     recipesDir: path.resolve(import.meta.dirname, '../image'),
     groveEnter: env.GROVE_ENTER ?? path.join(cacheDir, 'bin/grove-enter'),
+    groveMount: env.GROVE_MOUNT ?? path.join(cacheDir, 'bin/grove-mount'),
     cage: env.GROVE_BENCH_UNCAGED !== '1',
     allowFaultInjection: env.GROVE_FAULT_INJECTION === '1',
+    audit: auditRetention(env),
   };
+}
+
+/** GROVE_AUDIT_MAX_ROWS (default 100,000) and GROVE_AUDIT_MAX_DAYS (default 365). */
+export function auditRetention(env: NodeJS.ProcessEnv): AuditRetention {
+  const maxRows = Number(env.GROVE_AUDIT_MAX_ROWS ?? AUDIT_ROWS_KEPT);
+  if (!Number.isInteger(maxRows) || maxRows < 100 || maxRows > 100_000_000) throw new Error('GROVE_AUDIT_MAX_ROWS must be an integer from 100 to 100000000');
+  const maxDays = Number(env.GROVE_AUDIT_MAX_DAYS ?? AUDIT_DAYS_KEPT);
+  if (!Number.isInteger(maxDays) || maxDays < 1 || maxDays > 36_500) throw new Error('GROVE_AUDIT_MAX_DAYS must be an integer from 1 to 36500');
+  return { maxRows, maxDays };
 }

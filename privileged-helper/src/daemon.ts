@@ -4,7 +4,7 @@
 //   daemon.ts --purge   remove every host object of this instance, the pool included, and exit
 //   daemon.ts --gate    the egress gate's unprivileged process (the helper starts it: egress/gate-child.ts)
 import { existsSync } from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
+import { chmod, mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { loadConfig, type HelperConfig } from './config.js';
 import { Crun } from './host/crun.js';
@@ -17,6 +17,9 @@ import { ExecService } from './exec/exec-service.js';
 import { ImageBuilder } from './images/image-builder.js';
 import { reconcile } from './reconcile.js';
 import { openDb } from './registry/db.js';
+import { IdRanges, type IdRange } from './registry/id-ranges.js';
+import { ensureSysView } from './host/sys-view.js';
+import { hasMountAtOrBelow } from './host/mounts.js';
 import { Registry } from './registry/registry.js';
 import { EventBus } from './server/event-bus.js';
 import { listen } from './server/socket-server.js';
@@ -53,7 +56,12 @@ async function boot(config: HelperConfig) {
   const db = openDb(path.join(config.stateDir, 'registry.sqlite'));
   const registry = new Registry(db);
   const pool = await ensurePool(config);
-  if (!existsSync(config.groveEnter)) throw new Error(`${config.groveEnter} is missing: run build/host/setup.sh (it starts what belongs to a branch inside its cage)`);
+  for (const [tool, why] of [
+    [config.groveEnter, 'it starts what belongs to a branch inside its cage'],
+    [config.groveMount, 'it makes the idmapped mounts of branches in user namespaces'],
+  ] as const) {
+    if (!existsSync(tool)) throw new Error(`${tool} is missing: run build/host/setup.sh (${why})`);
+  }
   if (!config.cage) log('GROVE_BENCH_UNCAGED: branches of this instance run WITHOUT the cage (for the benchmark\'s comparison only)');
   const launcher = new Launcher(config.groveEnter, path.join(config.runDir, 'seccomp.rules'));
   await launcher.writeRules();
@@ -73,10 +81,13 @@ async function boot(config: HelperConfig) {
   const exec = new ExecService(launcher);
   const desktop = new DesktopService({
     publish: (action) => bus.broadcast('desktop.action', action),
-    exec: (t, req) => exec.run({ pid: t.pid, pidStart: t.pidStart, cgroups: runtime.cgroups(t) }, req),
+    exec: (t, req) => exec.run({ pid: t.pid, pidStart: t.pidStart, cgroups: runtime.cgroups(t) }, req, null),
     log,
   });
-  const storage = new BranchStorage(pool, path.join(config.runDir, 'roots'), ledger);
+  const ids = new IdRanges(db);
+  await mkdir(config.rootsDir, { recursive: true, mode: 0o711 });
+  await chmod(config.rootsDir, 0o711);
+  const storage: BranchStorage = new BranchStorage(pool, config.rootsDir, ledger, config.groveMount, (ws): IdRange | null => runtime.idRange(ws));
   const images = new ImageBuilder(config, pool, registry, () => storage.lowersInUse());
   const gate = new EgressGate({
     registry,
@@ -90,7 +101,7 @@ async function boot(config: HelperConfig) {
     },
     log,
   });
-  const runtime = new BranchRuntime(config, registry, ledger, crun, storage, gate, personGid);
+  const runtime = new BranchRuntime(config, registry, ledger, crun, storage, gate, personGid, ids);
   const egress = new EgressService(registry, gate, (ws) => runtime.netPlan(ws));
   const removed = (id: string) => {
     desktop.forget(id);
@@ -105,7 +116,9 @@ async function boot(config: HelperConfig) {
     },
     removed,
   });
-  const criu = new Criu(config.criu, path.join(config.stateDir, 'logs'), launcher);
+  const sysView = path.join(config.rootsDir, 'sys'); // reachable from a restore's user namespace
+  await ledger.make({ kind: 'mount', name: sysView, owner: null }, () => ensureSysView(sysView));
+  const criu = new Criu(config.criu, path.join(config.stateDir, 'logs'), launcher, sysView);
   const versions = new VersionService({ registry, ledger, runtime, storage, workspaces, criu, versionsDir: pool.versions });
   const forks = new ForkService({
     registry,
@@ -120,7 +133,7 @@ async function boot(config: HelperConfig) {
   });
   await reconcile({ config, pool, registry, ledger, crun, workspaces, storage, log });
   const promotions = new PromoteService(registry, runtime, workspaces, versions, removed);
-  const audit = new AuditLog(registry, (entry) => bus.broadcast('audit', entry), log);
+  const audit = new AuditLog(registry, (entry) => bus.broadcast('audit', entry), log, config.audit);
   const approvals = new ApprovalService({
     registry,
     queue: approvalQueue,
@@ -193,6 +206,8 @@ async function purge(config: HelperConfig): Promise<void> {
   await rm(config.stateDir, { recursive: true, force: true });
   await rm(config.runDir, { recursive: true, force: true });
   await rm(path.dirname(config.agentSocketPath), { recursive: true, force: true });
+  if (await hasMountAtOrBelow(config.rootsDir)) throw new Error(`something is still mounted under ${config.rootsDir}; not removing it`);
+  await rm(config.rootsDir, { recursive: true, force: true });
   await removeInstanceCgroups(config.instance);
   log(`purged instance ${config.instance}`);
 }

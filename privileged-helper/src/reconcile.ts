@@ -7,7 +7,7 @@ import type { HelperConfig } from './config.js';
 import { deleteSubvolume } from './host/btrfs.js';
 import { cgroupName, cgroupsOfInstance, removeCgroups } from './host/cgroups.js';
 import type { Crun } from './host/crun.js';
-import { isMounted, mountPoints, unmount } from './host/mounts.js';
+import { hasMountAtOrBelow, mountPoints, unmount } from './host/mounts.js';
 import { deleteNetns, listNetns } from './host/netns.js';
 import type { PoolLayout } from './host/pool.js';
 import { removePartialStreams } from './images/image-builder.js';
@@ -38,17 +38,17 @@ export async function reconcile(d: ReconcileDeps): Promise<void> {
   await removePartialStreams(d.config.cacheDir);
 }
 
-/** Merged roots (mounts and their directories) in no record: deepest mounts first. */
+/** Branch mounts (merged roots, idmapped lowers) and their directories in no record: deepest mounts first. */
 async function removeUnrecordedRoots(d: ReconcileDeps, recorded: Set<string>): Promise<void> {
-  const { rootsDir } = d.storage;
-  const stale = [...(await mountPoints())].filter((m) => m.startsWith(`${rootsDir}/`) && !recorded.has(`mount:${m}`));
+  const dir = d.storage.mountsDir;
+  const stale = [...(await mountPoints())].filter((m) => m.startsWith(`${dir}/`) && !recorded.has(`mount:${m}`));
   for (const m of stale.sort((a, b) => b.length - a.length)) {
     d.log(`removing unrecorded mount ${m}`);
     await unmount(m);
   }
-  for (const entry of await readdir(rootsDir).catch(() => [])) {
-    const dir = path.join(rootsDir, entry);
-    if (!recorded.has(`directory:${dir}`) && !(await isMounted(dir))) await rm(dir, { recursive: true, force: true });
+  for (const entry of await readdir(dir).catch(() => [])) {
+    const sub = path.join(dir, entry);
+    if (!recorded.has(`directory:${sub}`) && !(await hasMountAtOrBelow(sub))) await rm(sub, { recursive: true, force: true });
   }
 }
 

@@ -115,7 +115,7 @@ export class Controller {
       case 'workspace.stop':
         return this.operation('workspace.stop', this.nameOf(ws), 'stop', () => c.request('workspace.stop', { workspace: ws }), () => 'stopped');
       case 'branch.discard':
-        return this.operation('branch.discard', this.nameOf(ws), 'discard', () => c.request('workspace.delete', { workspace: ws }), () => 'discarded');
+        return this.operation('branch.discard', this.nameOf(ws), 'discard', () => c.request('workspace.delete', { workspace: ws, versions: 'keep' }), () => 'discarded');
       case 'branch.fork':
         return this.operation(
           'branch.fork',

@@ -1,10 +1,11 @@
 // The approvals queue on the command line: persons list and decide requests
 // and give standing approvals; agents ask (promote, discard, stop, outside
 // access become requests when an agent runs them) and wait for the answer.
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { GroveError, type HelperClient } from '../helper-client/client.js';
 import type { AgentRequestAction, AgentRequestKind, Approval } from '../../../privileged-helper/src/protocol/approvals.js';
 import { AgentRequestKind as Kinds } from '../../../privileged-helper/src/protocol/approvals.js';
+import { Role } from '../../../privileged-helper/src/protocol/identity.js';
 import { closedVerdict } from '../helper-client/requests.js';
 import { globals, output, withClient } from './context.js';
 import { describeAction, printApproval, printApprovalLine, printApprovals, printAudit, printGrants, printIdentity } from './format-approvals.js';
@@ -167,13 +168,36 @@ export function registerApprovalCommands(program: Command): void {
 
   program
     .command('audit')
-    .argument('[workspace]', 'only calls about this branch')
+    .argument('[workspace]', 'only calls about this branch (a removed one by the id or name its calls used)')
     .option('-n, --limit <n>', 'how many of the newest entries', Number, 100)
+    .option('--user <name|uid>', 'only calls by this user (a name, or a uid)')
+    .addOption(new Option('--role <role>', 'only calls by persons, or by agents').choices(Role.options))
+    .option('--since <time>', 'only calls at or after it: an ISO date or time (2026-01-31, 2026-01-31T09:00:00Z) or a time ago (90s, 30m, 2h, 7d)', parseTime)
+    .option('--until <time>', 'only calls before it (the same forms)', parseTime)
     .description('who did what: every call that changed something, with the caller as the kernel identified it')
-    .action((ref: string | undefined, opts: { limit: number }) =>
+    .action((ref: string | undefined, opts: { limit: number; user?: string; role?: Role; since?: string; until?: string }) =>
       withClient(async (c) => {
-        const entries = await c.request('audit.list', { workspace: ref, limit: opts.limit });
+        const byUid = opts.user !== undefined && /^\d+$/.test(opts.user);
+        const entries = await c.request('audit.list', {
+          workspace: ref,
+          limit: opts.limit,
+          user: byUid ? undefined : opts.user,
+          uid: byUid ? Number(opts.user) : undefined,
+          role: opts.role,
+          since: opts.since,
+          until: opts.until,
+        });
         output(entries, () => printAudit(entries));
       }),
     );
+}
+
+const UNIT_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/** An ISO date or time, or a duration before now ('2h': two hours ago), as the ISO time the helper takes. */
+function parseTime(text: string): string {
+  const ago = /^(\d+)([smhd])$/.exec(text.trim());
+  const ms = ago ? Date.now() - Number(ago[1]) * UNIT_MS[ago[2] as keyof typeof UNIT_MS] : Date.parse(text);
+  if (!Number.isFinite(ms)) throw new GroveError('E_INVALID_PARAMS', `not a time: '${text}' (e.g. 2026-01-31, 2026-01-31T09:00:00Z, 30m, 7d)`);
+  return new Date(ms).toISOString();
 }

@@ -15,6 +15,7 @@ import type { HelperClient } from '../helper-client/client.js';
 import { mayActAtOnce, withAllowListOn } from '../helper-client/requests.js';
 import { registerDesktopCommands } from './desktop-commands.js';
 import { registerMcpCommand } from './mcp-command.js';
+import { chooseVersionsFate, describeDeletion, registerVersionCommands, withVersionsChoice, type VersionsChoice } from './version-commands.js';
 
 program
   .command('doctor')
@@ -98,9 +99,14 @@ ws.command('limits')
       output(w.limits, () => printLimits(w));
     }),
   );
-withAsking(ws.command('rm').argument('<workspace>', 'id or name').description('delete a workspace and everything it has on the host (like discard)')).action(
-  (ref: string, opts: AskOptions) => discard(ref, opts, 'deleted'),
-);
+withVersionsChoice(
+  withAsking(
+    ws
+      .command('rm')
+      .argument('<workspace>', 'id or name')
+      .description("delete a workspace and everything it has on the host (like discard); on a terminal, asks about the versions of a workspace's last branch"),
+  ),
+).action((ref: string, opts: AskOptions & VersionsChoice) => discard(ref, opts, 'deleted'));
 
 program
   .command('ls')
@@ -153,12 +159,14 @@ program
     }),
   );
 
-withAsking(
-  program
-    .command('discard')
-    .argument('<workspace>', 'id or name')
-    .description('remove a branch and everything it has on the host; an agent asks a person unless it forked the branch'),
-).action((ref: string, opts: AskOptions) => discard(ref, opts, 'discarded'));
+withVersionsChoice(
+  withAsking(
+    program
+      .command('discard')
+      .argument('<workspace>', 'id or name')
+      .description('remove a branch and everything it has on the host; an agent asks a person unless it forked the branch'),
+  ),
+).action((ref: string, opts: AskOptions & VersionsChoice) => discard(ref, opts, 'discarded'));
 
 withAsking(
   program
@@ -328,11 +336,12 @@ async function mayActOn(c: HelperClient, ref: string): Promise<boolean> {
   return mayActAtOnce(c.hello!.identity, await c.request('workspace.get', { workspace: ref }));
 }
 
-function discard(ref: string, opts: AskOptions, verb: string): Promise<void> {
+function discard(ref: string, opts: AskOptions & VersionsChoice, verb: string): Promise<void> {
   return withClient(async (c) => {
+    const versions = await chooseVersionsFate(c, ref, opts);
     if (!(await mayActOn(c, ref))) return printAsked(await askPerson(c, ref, { kind: 'branch.discard' }, opts));
-    const res = await c.request('workspace.delete', { workspace: ref });
-    output(res, () => console.log(`${verb} ${res.deleted}`));
+    const res = await c.request('workspace.delete', { workspace: ref, versions });
+    output(res, () => console.log(describeDeletion(verb, res)));
   });
 }
 
@@ -366,6 +375,7 @@ async function readStdin(): Promise<string> {
 
 registerApprovalCommands(program);
 registerDesktopCommands(program);
+registerVersionCommands(program);
 registerMcpCommand(program);
 
 program.parseAsync().catch((err: unknown) => {

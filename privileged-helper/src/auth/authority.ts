@@ -6,7 +6,7 @@
 // an agent's.
 import type { AgentRequestKind } from '../protocol/approvals.js';
 import type { Actor } from '../protocol/identity.js';
-import type { MethodName } from '../protocol/methods.js';
+import type { MethodName, VersionsFate } from '../protocol/methods.js';
 import { GroveError } from '../protocol/wire.js';
 
 /**
@@ -42,6 +42,7 @@ export const AUTHORITY = {
   'workspace.get': read,
   'workspace.start': person,
   'workspace.stop': ownOrAsk('workspace.stop'),
+  // With the workspace's last branch its versions go too, unless kept: see versionsFate.
   'workspace.delete': ownOrAsk('branch.discard'),
   'workspace.limits': person,
   'branch.fork': allow,
@@ -83,6 +84,18 @@ export const AUTHORITY = {
   'desktop.key': allow,
   'desktop.type': allow,
 } as const satisfies Record<MethodName, Authority>;
+
+/**
+ * What becomes of a workspace's versions when `actor` deletes its last branch.
+ * A person's default is to delete them; deleting versions is a person's
+ * (version.delete), so an agent's deletions keep them as orphans, and an agent
+ * asking for them to go is refused before anything is deleted.
+ */
+export function versionsFate(actor: Actor, asked: VersionsFate | undefined): VersionsFate {
+  if (actor.role === 'person') return asked ?? 'delete';
+  if (asked === 'delete') throw new GroveError('E_FORBIDDEN', `only a person may delete versions; ${actor.user} connected as an agent (its deletions keep a workspace's versions)`);
+  return 'keep';
+}
 
 /** What the check needs to know about the branch a call names. */
 export interface BranchFacts {

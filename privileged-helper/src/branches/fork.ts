@@ -132,6 +132,7 @@ class ForkTransaction {
       imagesDir,
       snapshot: { from: this.d.storage.filesPath(this.source), to: forkPoint },
       binds: this.d.storage.externalBinds(this.source).map((b) => b.containerPath),
+      userns: this.d.runtime.idRange(this.source) !== null,
     });
     this.timings.sourceFrozen = sourceFrozenMs ?? this.timings.dump;
     return forkPoint;
@@ -143,7 +144,7 @@ class ForkTransaction {
 
   private async restoreChild(child: WorkspaceRecord, imagesDir: string, forkPoint: string): Promise<void> {
     const rootfs = await this.d.storage.createFrom(child, forkPoint);
-    await writeIdentity(rootfs, child);
+    await writeIdentity(rootfs, child, this.d.storage.owner(child));
     const pid = await this.d.criu.restore({
       imagesDir,
       rootfs,
@@ -152,7 +153,9 @@ class ForkTransaction {
       name: child.id,
       binds: this.d.storage.externalBinds(child),
       cgroups: this.d.runtime.cgroups(child),
+      userns: this.d.runtime.idRange(child) !== null,
     });
+    await this.d.storage.bindExternals(child);
     const proc = await this.d.runtime.adoptProcess(child, pid);
     this.d.registry.setWorkspaceState(child.id, 'creating', proc);
   }

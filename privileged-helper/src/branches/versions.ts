@@ -7,7 +7,9 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { netnsPath } from '../host/netns.js';
+import { run } from '../host/run.js';
 import type { Version, Workspace } from '../protocol/entities.js';
+import type { VersionsFate } from '../protocol/methods.js';
 import { GroveError } from '../protocol/wire.js';
 import type { BranchDeps } from './branch-deps.js';
 import type { VersionRecord } from '../registry/registry.js';
@@ -20,9 +22,14 @@ export interface VersionDeps extends BranchDeps {
 export class VersionService {
   constructor(private readonly d: VersionDeps) {}
 
-  list(ref?: string): Version[] {
-    const tree = ref === undefined ? undefined : this.d.workspaces.record(ref).treeId;
-    return this.d.registry.listVersions(tree).map(toVersion);
+  /** Every version, or one workspace's (a deleted one's orphans by its former name or tree id); with their sizes when asked. */
+  async list(ref: string | undefined, sizes: boolean): Promise<Version[]> {
+    const records = ref === undefined ? this.d.registry.listVersions() : this.ofWorkspace(ref);
+    if (!sizes) return records.map(toVersion);
+    const measured: Version[] = [];
+    // One du at a time: sizes are for a person's listing, not worth a burst of processes.
+    for (const v of records) measured.push({ ...toVersion(v), sizeBytes: await this.sizeOnDisk(v.id) });
+    return measured;
   }
 
   checkpoint(ref: string, label?: string): Promise<Version> {
@@ -44,12 +51,13 @@ export class VersionService {
         imagesDir: path.join(dir, 'images'),
         snapshot: { from: this.d.storage.filesPath(ws), to: path.join(dir, 'files') },
         binds: this.d.storage.externalBinds(ws).map((b) => b.containerPath),
+        userns: this.d.runtime.idRange(ws) !== null,
       });
     } catch (err) {
       await this.d.ledger.removeOwned(vid);
       throw err;
     }
-    const record: VersionRecord = { id: vid, branchId: ws.id, treeId: ws.treeId, label: label ?? null, createdAt: new Date().toISOString() };
+    const record: VersionRecord = { id: vid, branchId: ws.id, treeId: ws.treeId, label: label ?? null, createdAt: new Date().toISOString(), orphanOf: null };
     this.d.registry.insertVersion(record);
     return toVersion(record);
   }
@@ -66,7 +74,7 @@ export class VersionService {
       const dir = path.join(this.d.versionsDir, version.id);
       await this.d.runtime.killProcesses(ws);
       const rootfs = await this.d.storage.replaceFiles(ws, path.join(dir, 'files'));
-      await writeIdentity(rootfs, ws);
+      await writeIdentity(rootfs, ws, this.d.storage.owner(ws));
       try {
         const pid = await this.d.criu.restore({
           imagesDir: path.join(dir, 'images'),
@@ -76,7 +84,9 @@ export class VersionService {
           name: `${ws.id}-${Date.now()}`,
           binds: this.d.storage.externalBinds(ws),
           cgroups: this.d.runtime.cgroups(ws),
+          userns: this.d.runtime.idRange(ws) !== null,
         });
+        await this.d.storage.bindExternals(ws);
         const proc = await this.d.runtime.adoptProcess(ws, pid);
         this.d.registry.setVersionOrigin(ws.id, version.id);
         return await this.d.workspaces.markRunning(this.d.workspaces.record(ws.id), proc);
@@ -92,11 +102,49 @@ export class VersionService {
 
   async delete(versionId: string): Promise<void> {
     if (!this.d.registry.findVersion(versionId)) throw new GroveError('E_NOT_FOUND', `no version '${versionId}'`);
+    await this.remove(versionId);
+  }
+
+  /**
+   * After a branch of `treeId` was deleted: if it was the tree's last, its
+   * versions became orphans (the registry marks them as the branch goes);
+   * they are deleted now unless `fate` keeps them. Null while the tree still
+   * has branches, or had no versions: nothing became of any.
+   */
+  async settleOrphans(treeId: string, fate: VersionsFate): Promise<{ deleted: string[]; kept: string[] } | null> {
+    const orphans = this.d.registry.listVersions(treeId).filter((v) => v.orphanOf !== null).map((v) => v.id);
+    if (orphans.length === 0) return null;
+    if (fate === 'keep') return { deleted: [], kept: orphans };
+    for (const id of orphans) await this.remove(id);
+    return { deleted: orphans, kept: [] };
+  }
+
+  private ofWorkspace(ref: string): VersionRecord[] {
+    const ws = this.d.registry.findWorkspace(ref);
+    if (ws) return this.d.registry.listVersions(ws.treeId);
+    const orphans = this.d.registry.listVersions().filter((v) => v.orphanOf === ref || (v.orphanOf !== null && v.treeId === ref));
+    if (orphans.length === 0) throw new GroveError('E_NOT_FOUND', `no workspace '${ref}', and no versions kept of a deleted one by that name`);
+    return orphans;
+  }
+
+  /** Removes a version's files and record; a version another call removed meanwhile is simply gone. */
+  private async remove(versionId: string): Promise<void> {
     await this.d.ledger.removeOwned(versionId);
     this.d.registry.deleteVersion(versionId);
+  }
+
+  /**
+   * Bytes the version's directory occupies, as `du` counts them: fast (its
+   * files are its branch's own upper, not the image) and needs no btrfs quota
+   * groups, which the pool does not enable. Left out when it cannot be measured.
+   */
+  private async sizeOnDisk(versionId: string): Promise<number | undefined> {
+    const res = await run('du', ['-s', '-B1', '--', path.join(this.d.versionsDir, versionId)], { allowFailure: true, timeoutMs: 30_000 });
+    const bytes = Number(res.stdout.split('\t')[0]);
+    return res.exitCode === 0 && Number.isInteger(bytes) ? bytes : undefined;
   }
 }
 
 function toVersion(v: VersionRecord): Version {
-  return { id: v.id, branch: v.branchId, tree: v.treeId, label: v.label, createdAt: v.createdAt };
+  return { id: v.id, branch: v.branchId, tree: v.treeId, label: v.label, createdAt: v.createdAt, ...(v.orphanOf !== null && { orphanOf: v.orphanOf }) };
 }

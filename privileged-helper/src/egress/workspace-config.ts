@@ -7,7 +7,7 @@
 //   /etc/profile.d/grove-proxy.sh http_proxy… for login shells
 //   /etc/chromium.d/grove-proxy   --proxy-server for Debian's chromium wrapper (it sources /etc/chromium.d/*)
 // The files are written without following symlinks a branch may have planted.
-import { readInside, writeInside } from '../host/rootfs-files.js';
+import { readInside, writeInside, type FileOwner } from '../host/rootfs-files.js';
 import { GATE_ADDRESS, GATE_NAME, GATE_URL } from './policy.js';
 
 export const NO_PROXY = 'localhost,127.0.0.1,::1';
@@ -41,10 +41,10 @@ export function proxyFiles(hostsBefore: string, environmentBefore: string): Reco
 }
 
 /** Writes the proxy configuration into a (not running) branch root; call it after writeIdentity. */
-export async function writeProxyConfig(rootfs: string): Promise<void> {
+export async function writeProxyConfig(rootfs: string, owner: FileOwner): Promise<void> {
   const hostsBefore = await readInside(rootfs, 'etc/hosts');
   const envBefore = await readInside(rootfs, 'etc/environment');
-  for (const [rel, text] of Object.entries(proxyFiles(hostsBefore, envBefore))) await writeInside(rootfs, rel, text);
+  for (const [rel, text] of Object.entries(proxyFiles(hostsBefore, envBefore))) await writeInside(rootfs, rel, text, owner);
 }
 
 /** For tests and diagnostics: is the branch root configured? */

@@ -36,7 +36,8 @@ export class Crun {
   async start(containerId: string, bundleDir: string, cgroups: readonly string[]): Promise<number> {
     const pidFile = path.join(bundleDir, 'init.pid'); // absolute: crun resolves relative paths against the bundle
     const [file, args] = this.launcher.onHost(cgroups, this.argv(['run', '--detach', '--bundle', bundleDir, '--pid-file', pidFile, containerId]).flat());
-    await run(file, args, { timeoutMs: 30_000 });
+    // stdin a pipe, never /dev/null: in a user namespace crun hands its stdio to the container's root (fchown).
+    await run(file, args, { timeoutMs: 30_000, input: '' });
     const state = await this.state(containerId);
     if (!state || state.pid <= 0) throw new Error(`container ${containerId} did not start`);
     return state.pid;

@@ -27,6 +27,7 @@ export class Doctor {
       await present('ksm', '/sys/kernel/mm/ksm/run', 'KSM (memory sharing between branches)'),
       await present('netns', '/proc/self/ns/net', 'network namespaces'),
       await present('grove-enter', this.config.groveEnter, 'grove-enter (branch processes caged: cgroups, capabilities, seccomp; KSM-mergeable)'),
+      await present('grove-mount', this.config.groveMount, 'grove-mount (idmapped mounts: branches in user namespaces)'),
       await limitsEnforced(),
       {
         name: 'criu',

@@ -12,6 +12,11 @@ export async function isMounted(path: string): Promise<boolean> {
   return (await mountPoints()).has(path);
 }
 
+/** Is `dir` a mount point, or is anything mounted below it? (Never recurse into it then.) */
+export async function hasMountAtOrBelow(dir: string): Promise<boolean> {
+  return [...(await mountPoints())].some((m) => m === dir || m.startsWith(`${dir}/`));
+}
+
 export async function unmount(path: string): Promise<void> {
   if (!(await isMounted(path))) return;
   await run('umount', ['--', path]);

@@ -1,10 +1,12 @@
-// The OCI runtime spec of a workspace container: its own pid/mnt/uts/ipc
-// namespaces, the pre-made network namespace, the branch's capabilities (no
+// The OCI runtime spec of a workspace container: its own user namespace (its
+// root is the tree's unprivileged host ids, registry/id-ranges.ts), its own
+// pid/mnt/uts/ipc namespaces, the pre-made network namespace, the branch's capabilities (no
 // CAP_NET_ADMIN or CAP_SYS_ADMIN: the workspace cannot touch its firewall or
 // mounts), no_new_privs and the branch's seccomp filter (seccomp.ts), and an
 // init that keeps no host file descriptors open, which CRIU needs to dump the
 // tree later. Its cgroups are the helper's (cgroups.ts): crun runs inside them.
 import { PROXY_ENV } from '../egress/workspace-config.js';
+import type { IdRange } from '../registry/id-ranges.js';
 import { ociSeccomp } from './seccomp.js';
 
 /**
@@ -43,6 +45,8 @@ export interface ContainerSpecInput {
   netnsPath: string;
   /** False only for the benchmark's uncaged comparison. */
   caged: boolean;
+  /** The tree's host ids (its user namespace); null for a tree made before user namespaces. */
+  idRange: IdRange | null;
 }
 
 export function containerSpec(input: ContainerSpecInput): object {
@@ -75,16 +79,18 @@ export function containerSpec(input: ContainerSpecInput): object {
       },
       { destination: '/dev/shm', type: 'tmpfs', source: 'shm', options: ['nosuid', 'noexec', 'nodev', 'mode=1777', 'size=256m'] },
       { destination: '/dev/mqueue', type: 'mqueue', source: 'mqueue', options: ['nosuid', 'noexec', 'nodev'] },
-      { destination: '/sys', type: 'sysfs', source: 'sysfs', options: ['nosuid', 'noexec', 'nodev', 'ro'] },
+      sysMount(input.idRange !== null),
     ],
     linux: {
       namespaces: [
+        ...(input.idRange ? [{ type: 'user' }] : []),
         { type: 'pid' },
         { type: 'ipc' },
         { type: 'uts' },
         { type: 'mount' },
         { type: 'network', path: input.netnsPath },
       ],
+      ...(input.idRange ? idMappings(input.idRange) : {}),
       maskedPaths: [
         '/proc/acpi',
         '/proc/kcore',
@@ -100,4 +106,22 @@ export function containerSpec(input: ContainerSpecInput): object {
       ...(input.caged ? { seccomp: ociSeccomp() } : {}),
     },
   };
+}
+
+/** Container ids 0.. are the tree's host ids hostBase.., for users and groups alike. */
+function idMappings(range: IdRange) {
+  const map = [{ containerID: 0, hostID: range.hostBase, size: range.size }];
+  return { uidMappings: map, gidMappings: map };
+}
+
+/**
+ * sysfs may be mounted only by the owner of the network namespace, which the
+ * host made: in a user namespace the branch gets a read-only bind of the
+ * host's /sys instead, without its submounts (CRIU restores it from the same
+ * kind of bind: host/sys-view.ts).
+ */
+function sysMount(userns: boolean) {
+  return userns
+    ? { destination: '/sys', type: 'bind', source: '/sys', options: ['bind', 'nosuid', 'noexec', 'nodev', 'ro'] }
+    : { destination: '/sys', type: 'sysfs', source: 'sysfs', options: ['nosuid', 'noexec', 'nodev', 'ro'] };
 }

@@ -99,6 +99,14 @@ export const Version = z.strictObject({
   tree: Id,
   label: z.string().nullable(),
   createdAt: z.string(),
+  /** Set once its workspace is gone and it was kept: an orphan, with the name its workspace's last branch had. */
+  orphanOf: z.string().optional(),
+  /**
+   * When asked for (version.list with sizes): bytes its CRIU images and file
+   * snapshot occupy (du); blocks it shares with its branch or other versions
+   * count in full, so deleting it frees at most this much.
+   */
+  sizeBytes: z.number().int().nonnegative().optional(),
 });
 export type Version = z.infer<typeof Version>;
 

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { BranchLimits, DoctorReport, EgressChange, EgressLogEntry, EgressPolicy, EgressStatus, ExecResult, ForkReport, ForkStage, Image, PerfReport, Version, Workspace } from './entities.js';
 import { AgentRequestAction, AgentRequestKind, Approval, ApprovalId, AuditEntry, Grant, GrantId } from './approvals.js';
 import { MAX_TYPED_CHARS, MouseButton, Point, PointerState, Region, Screenshot, WaitCondition, WaitResult } from './desktop.js';
-import { Actor } from './identity.js';
+import { Actor, Role } from './identity.js';
 import { TreeDiff } from './diff.js';
 import { Id, ImageName, Name, Port, WorkspaceRef } from './names.js';
 
@@ -25,6 +25,11 @@ const Coordinate = Point.shape.x;
 /** Where a pointer action happens; the current pointer position when left out. */
 const At = { x: Coordinate.optional(), y: Coordinate.optional() };
 const Note = z.string().max(2000);
+/** A point in time, e.g. 2026-01-31T09:00:00Z or with an offset (+01:00). */
+const Time = z.iso.datetime({ offset: true });
+/** What becomes of a workspace's versions when its last branch is deleted (see workspace.delete). */
+export const VersionsFate = z.enum(['keep', 'delete']);
+export type VersionsFate = z.infer<typeof VersionsFate>;
 
 export const ClientKind = z.enum(['cli', 'app', 'test']);
 
@@ -66,7 +71,20 @@ export const methods = {
   'workspace.get': { params: ByWorkspace, result: Workspace },
   'workspace.start': { params: ByWorkspace, result: Workspace },
   'workspace.stop': { params: ByWorkspace, result: Workspace },
-  'workspace.delete': { params: ByWorkspace, result: z.strictObject({ deleted: z.string() }) },
+  /**
+   * Deletes a branch. Versions belong to the workspace (the tree): they stay
+   * while it has other branches; with its last branch they are deleted
+   * (default for a person) or kept as orphans (`keep`; always for an agent:
+   * only persons delete versions).
+   */
+  'workspace.delete': {
+    params: z.strictObject({ workspace: WorkspaceRef, versions: VersionsFate.optional() }),
+    result: z.strictObject({
+      deleted: z.string(),
+      /** When it was its workspace's last branch and the workspace had versions: what became of them. */
+      versions: z.strictObject({ deleted: z.array(Id), kept: z.array(Id) }).optional(),
+    }),
+  },
   /** Changes a branch's resource limits (fields left out stay); applied at once while it runs; its forks inherit them. */
   'workspace.limits': { params: BranchLimits.partial().extend({ workspace: WorkspaceRef }), result: Workspace },
   'branch.fork': {
@@ -104,8 +122,13 @@ export const methods = {
     }),
     result: TreeDiff,
   },
+  /** Every version, orphans included, or one workspace's (a deleted workspace's orphans by its former name); oldest first. */
   'version.list': {
-    params: z.strictObject({ workspace: WorkspaceRef.optional() }),
+    params: z.strictObject({
+      workspace: WorkspaceRef.optional(),
+      /** Also measure each one's size on disk (du: slower with many versions). */
+      sizes: z.boolean().optional(),
+    }),
     result: z.array(Version),
   },
   'version.delete': {
@@ -185,9 +208,25 @@ export const methods = {
   /** A person lets agents do one kind of thing in one workspace (every branch of its tree) without asking. */
   'grant.set': { params: z.strictObject({ workspace: WorkspaceRef, kind: AgentRequestKind }), result: Grant },
   'grant.revoke': { params: z.strictObject({ grant: GrantId }), result: Grant },
-  /** Who did what, newest last. */
+  /** Who did what, newest last: the newest `limit` entries (default 500) that match every filter given. */
   'audit.list': {
-    params: z.strictObject({ workspace: WorkspaceRef.optional(), limit: z.number().int().min(1).max(10_000).optional() }),
+    params: z
+      .strictObject({
+        /** Calls about this branch (by id or name; a removed one by the id or name its calls used). */
+        workspace: WorkspaceRef.optional(),
+        /** Calls by this user name, by this uid, in this role (as the kernel identified the caller). */
+        user: z.string().min(1).max(64).optional(),
+        uid: z.number().int().nonnegative().optional(),
+        role: Role.optional(),
+        /** Calls at or after `since` and before `until`. */
+        since: Time.optional(),
+        until: Time.optional(),
+        limit: z.number().int().min(1).max(10_000).optional(),
+      })
+      .refine((p) => p.since === undefined || p.until === undefined || Date.parse(p.since) < Date.parse(p.until), {
+        message: 'since must be before until',
+        path: ['until'],
+      }),
     result: z.array(AuditEntry),
   },
 

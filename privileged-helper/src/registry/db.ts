@@ -147,6 +147,29 @@ export const MIGRATIONS: readonly string[] = [
   `
   DELETE FROM ports WHERE container_port = 5900;
   `,
+  // Retention: a tree's versions go with its last branch unless a person keeps
+  // them; kept ones are orphans that name the workspace they came from (older
+  // orphans, whose workspace's name was never kept, its tree id). The audit log
+  // is pruned by age as well as by size, and queried by time.
+  `
+  ALTER TABLE versions ADD COLUMN orphan_of TEXT;
+  UPDATE versions SET orphan_of = tree_id WHERE tree_id NOT IN (SELECT tree_id FROM workspaces);
+  CREATE TRIGGER versions_orphaned AFTER DELETE ON workspaces
+    WHEN NOT EXISTS (SELECT 1 FROM workspaces WHERE tree_id = OLD.tree_id)
+  BEGIN
+    UPDATE versions SET orphan_of = OLD.name WHERE tree_id = OLD.tree_id;
+  END;
+  CREATE INDEX audit_at ON audit (at);
+  `,
+  // User namespaces: the processes of a tree's branches run as a host uid/gid
+  // range of their own (host_base .. host_base+65535); trees made before have
+  // no row and run without one.
+  `
+  CREATE TABLE id_ranges (
+    tree_id TEXT PRIMARY KEY,
+    host_base INTEGER NOT NULL UNIQUE
+  );
+  `,
 ];
 
 export type Db = Database.Database;

@@ -6,11 +6,37 @@ import type { Image } from '../protocol/entities.js';
 import type { WorkspaceState } from '../protocol/entities.js';
 import type { BranchLimits, EgressLogEntry, EgressPolicy, ForkRecord, ForkReport } from '../protocol/entities.js';
 import type { AgentRequestKind, AuditEntry } from '../protocol/approvals.js';
-import { Actor, Maker } from '../protocol/identity.js';
+import { Actor, Maker, type Role } from '../protocol/identity.js';
 
-/** The audit log keeps this many newest entries. */
+/** By default the audit log keeps this many newest entries… */
 export const AUDIT_ROWS_KEPT = 100_000;
-const PRUNE_EVERY = 1000;
+/** …none older than this many days. */
+export const AUDIT_DAYS_KEPT = 365;
+
+/** How much of the audit log is kept (GROVE_AUDIT_MAX_ROWS, GROVE_AUDIT_MAX_DAYS). */
+export interface AuditRetention {
+  maxRows: number;
+  maxDays: number;
+}
+
+/** Which audit entries a query wants: by whom (as the kernel identified them) and when (since ≤ at < until, ISO times). */
+export interface AuditFilter {
+  role?: Role;
+  user?: string;
+  uid?: number;
+  since?: string;
+  until?: string;
+}
+
+const AUDIT_FILTER_SQL: Record<keyof AuditFilter, string> = {
+  role: "json_extract(actor_json, '$.role') = ?",
+  user: "json_extract(actor_json, '$.user') = ?",
+  uid: "json_extract(actor_json, '$.uid') = ?",
+  since: 'at >= ?',
+  until: 'at < ?',
+};
+
+const DAY_MS = 86_400_000;
 
 export interface GrantRecord {
   id: string;
@@ -63,7 +89,11 @@ export interface VersionRecord {
   treeId: string;
   label: string | null;
   createdAt: string;
+  /** Null while its workspace (tree) has branches; once the last is gone, the name that branch had. */
+  orphanOf: string | null;
 }
+
+const VERSION_COLUMNS = 'id, branch_id AS branchId, tree_id AS treeId, label, created_at AS createdAt, orphan_of AS orphanOf';
 
 export interface PortLease {
   containerPort: number;
@@ -107,15 +137,14 @@ const toWorkspace = (r: WorkspaceRow): WorkspaceRecord => ({
 });
 
 export class Registry {
-  private auditInserts = 0;
-
   constructor(private readonly db: Db) {}
 
-  /** A new 8-hex-digit id, unused by any branch or version. */
+  /** A new 8-hex-digit id, unused by any branch or version, nor by a gone tree whose versions are kept. */
   freshId(): string {
+    const used = this.db.prepare('SELECT 1 FROM workspaces WHERE id = @id UNION ALL SELECT 1 FROM versions WHERE id = @id OR tree_id = @id');
     for (;;) {
       const id = randomBytes(4).toString('hex');
-      if (!this.findWorkspace(id) && !this.findVersion(id)) return id;
+      if (used.get({ id }) === undefined) return id;
     }
   }
 
@@ -203,19 +232,21 @@ export class Registry {
   }
 
   // versions
-  insertVersion(v: VersionRecord): void {
+  /** Records a new version of a live tree (so never an orphan). */
+  insertVersion(v: Omit<VersionRecord, 'orphanOf'>): void {
     this.db
       .prepare('INSERT INTO versions (id, branch_id, tree_id, label, created_at) VALUES (@id, @branchId, @treeId, @label, @createdAt)')
       .run(v);
   }
 
   findVersion(id: string): VersionRecord | null {
-    const row = this.db.prepare('SELECT id, branch_id AS branchId, tree_id AS treeId, label, created_at AS createdAt FROM versions WHERE id = ?').get(id);
+    const row = this.db.prepare(`SELECT ${VERSION_COLUMNS} FROM versions WHERE id = ?`).get(id);
     return (row as VersionRecord | undefined) ?? null;
   }
 
+  /** Every version (orphans included), or those of one tree, oldest first. */
   listVersions(treeId?: string): VersionRecord[] {
-    const sql = 'SELECT id, branch_id AS branchId, tree_id AS treeId, label, created_at AS createdAt FROM versions';
+    const sql = `SELECT ${VERSION_COLUMNS} FROM versions`;
     const rows = treeId === undefined ? this.db.prepare(`${sql} ORDER BY created_at`).all() : this.db.prepare(`${sql} WHERE tree_id = ? ORDER BY created_at`).all(treeId);
     return rows as VersionRecord[];
   }
@@ -359,27 +390,32 @@ export class Registry {
   }
 
   // audit
-  /** Appends one entry (the newest AUDIT_ROWS_KEPT are kept) and returns it as stored. */
+  /** Appends one entry and returns it as stored. */
   audit(entry: { actor: Actor | null; action: string; target: string | null; outcome: 'ok' | 'error'; detail: string | null }): AuditEntry {
     const at = new Date().toISOString();
     const summary = entry.actor ? `${entry.actor.role}:${entry.actor.user}` : 'helper';
     const res = this.db
       .prepare('INSERT INTO audit (at, actor, action, target, outcome, detail, actor_json) VALUES (?, ?, ?, ?, ?, ?, ?)')
       .run(at, summary, entry.action, entry.target, entry.outcome, entry.detail, entry.actor ? JSON.stringify(entry.actor) : null);
-    if (++this.auditInserts % PRUNE_EVERY === 0) this.pruneAudit();
     return { seq: Number(res.lastInsertRowid), at, ...entry };
   }
 
-  /** The newest `limit` entries (about `targets`, when given), oldest first. */
-  auditLog(targets: readonly string[] | null, limit: number): AuditEntry[] {
-    const cols = 'seq, at, actor_json, action, target, outcome, detail';
-    const rows = (
-      targets === null
-        ? this.db.prepare(`SELECT ${cols} FROM audit ORDER BY seq DESC LIMIT ?`).all(limit)
-        : this.db
-            .prepare(`SELECT ${cols} FROM audit WHERE target IN (${targets.map(() => '?').join(',')}) ORDER BY seq DESC LIMIT ?`)
-            .all(...targets, limit)
-    ) as { seq: number; at: string; actor_json: string | null; action: string; target: string | null; outcome: 'ok' | 'error'; detail: string | null }[];
+  /** The newest `limit` entries (about `targets`, when given, and matching `filter`), oldest first. */
+  auditLog(targets: readonly string[] | null, limit: number, filter: AuditFilter = {}): AuditEntry[] {
+    const used = (Object.keys(AUDIT_FILTER_SQL) as (keyof AuditFilter)[]).filter((key) => filter[key] !== undefined);
+    const clauses = [...(targets === null ? [] : [`target IN (${targets.map(() => '?').join(',')})`]), ...used.map((key) => AUDIT_FILTER_SQL[key])];
+    const where = clauses.length === 0 ? '' : `WHERE ${clauses.join(' AND ')}`;
+    const rows = this.db
+      .prepare(`SELECT seq, at, actor_json, action, target, outcome, detail FROM audit ${where} ORDER BY seq DESC LIMIT ?`)
+      .all(...(targets ?? []), ...used.map((key) => filter[key]), limit) as {
+      seq: number;
+      at: string;
+      actor_json: string | null;
+      action: string;
+      target: string | null;
+      outcome: 'ok' | 'error';
+      detail: string | null;
+    }[];
     return rows.reverse().map((r) => ({
       seq: r.seq,
       at: r.at,
@@ -391,7 +427,22 @@ export class Registry {
     }));
   }
 
-  pruneAudit(): void {
-    this.db.prepare('DELETE FROM audit WHERE seq <= (SELECT MAX(seq) FROM audit) - ?').run(AUDIT_ROWS_KEPT);
+  /** Whether any entry names `target` (a removed branch is still found in the log by its id or name). */
+  auditNames(target: string): boolean {
+    return this.db.prepare('SELECT 1 FROM audit WHERE target = ? LIMIT 1').get(target) !== undefined;
+  }
+
+  /**
+   * Drops the entries beyond the newest `keep.maxRows` and those older than
+   * `keep.maxDays`; returns how many went. Both are index range deletes (seq
+   * is the rowid, `at` has an index), so this is cheap enough after every insert.
+   */
+  pruneAudit(keep: AuditRetention = { maxRows: AUDIT_ROWS_KEPT, maxDays: AUDIT_DAYS_KEPT }, now = Date.now()): number {
+    const cutoff = new Date(now - keep.maxDays * DAY_MS).toISOString();
+    return this.transaction(
+      () =>
+        this.db.prepare('DELETE FROM audit WHERE seq <= (SELECT MAX(seq) FROM audit) - ?').run(keep.maxRows).changes +
+        this.db.prepare('DELETE FROM audit WHERE at < ?').run(cutoff).changes,
+    );
   }
 }

@@ -19,7 +19,7 @@ import type { EgressService } from '../egress/egress-service.js';
 import type { PerfService } from '../perf/perf-service.js';
 import { ID_PATTERN } from '../protocol/names.js';
 import type { Actor } from '../protocol/identity.js';
-import type { AuthorityLookup } from '../auth/authority.js';
+import { versionsFate, type AuthorityLookup } from '../auth/authority.js';
 import type { ApprovalService } from '../approvals/approval-service.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { DesktopService, DesktopTarget } from '../desktop/desktop-service.js';
@@ -71,7 +71,13 @@ export function createHandlers(s: Services): Handlers {
     'workspace.get': async (p) => s.workspaces.get(p.workspace),
     'workspace.start': (p) => s.workspaces.start(p.workspace),
     'workspace.stop': (p) => s.workspaces.stop(p.workspace),
-    'workspace.delete': (p) => s.workspaces.delete(p.workspace),
+    'workspace.delete': async (p, ctx) => {
+      const fate = versionsFate(ctx.actor, p.versions);
+      const { id, treeId } = s.workspaces.record(p.workspace);
+      const { deleted } = await s.workspaces.delete(id);
+      const versions = await s.versions.settleOrphans(treeId, fate);
+      return versions ? { deleted, versions } : { deleted };
+    },
     'workspace.limits': ({ workspace, ...change }) => s.workspaces.setLimits(workspace, change),
     'branch.fork': (p, ctx) => s.forks.fork(p.workspace, { copies: p.copies, names: p.names, faultAt: p.faultAt, madeBy: ctx.actor }),
     'branch.checkpoint': (p) => s.versions.checkpoint(p.workspace, p.label),
@@ -84,14 +90,14 @@ export function createHandlers(s: Services): Handlers {
       const from = s.workspaces.record(fromRef);
       return diffTrees(await s.storage.ensureMounted(from), await s.storage.ensureMounted(to));
     },
-    'version.list': async (p) => s.versions.list(p.workspace),
+    'version.list': (p) => s.versions.list(p.workspace, p.sizes ?? false),
     'version.delete': async (p) => {
       await s.versions.delete(p.version);
       return { deleted: p.version };
     },
-    'exec.run': async (p) => {
+    'exec.run': async (p, ctx) => {
       const ws = s.workspaces.running(p.workspace);
-      return s.exec.run(s.runtime.execTarget(ws), p);
+      return s.exec.run(s.runtime.execTarget(ws), p, ctx.connection);
     },
     'exec.open': async (p, ctx) => {
       const ws = s.workspaces.running(p.workspace);
@@ -133,7 +139,7 @@ export function createHandlers(s: Services): Handlers {
     'grant.list': async (p) => s.approvals.grants(branchOrNull(p.workspace)),
     'grant.set': async (p, ctx) => s.approvals.grant(ctx.actor, s.workspaces.record(p.workspace), p.kind),
     'grant.revoke': async (p, ctx) => s.approvals.revoke(ctx.actor, p.grant),
-    'audit.list': async (p) => s.audit.list(branchOrNull(p.workspace), p.limit ?? 500),
+    'audit.list': async ({ workspace, limit, ...filter }) => s.audit.list(workspace, limit ?? 500, filter),
     'desktop.screenshot': (p) => s.desktop.screenshot(desktop(p.workspace), p),
     'desktop.cursor': (p) => s.desktop.cursor(desktop(p.workspace)),
     'desktop.move': (p) => s.desktop.move(desktop(p.workspace), p),

@@ -11,8 +11,13 @@
 //     upper/                 overlay upper: the branch's writes outside /root
 //     work/                  overlay workdir, emptied at every mount (host/overlay.ts)
 //     home/                  /root, bind-mounted over the overlay
-//   run/roots/<id>           the merged root (overlay + home at /root): what the
+//   <run>-roots/<id>/        0700, owned by the tree's host root (config.rootsDir)
+//     root                   the merged root (overlay + home at /root): what the
 //                            container, CRIU's --root and diffs see
+//     home                   its files' home/, bound (the source of /root)
+//     lower                  (a tree in a user namespace) the image as the branch
+//                            sees it: an idmapped mount of it (host/idmap.ts); the
+//                            branch's upper and home are owned by the tree's host ids
 //
 // Why /root is not in the overlay: CRIU 4.2.1 cannot dump files a process
 // maps from an overlay upper (Chromium's mmapped disk cache, …/GPUCache/data_1,
@@ -21,11 +26,14 @@
 // keeps its profile, is therefore a plain btrfs directory, bind-mounted; CRIU
 // treats it as an external mount (EXTERNAL_BINDS), restored from the child's
 // own copy.
-import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { chown, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createSubvolume, deleteSubvolume, snapshot } from '../host/btrfs.js';
 import { isMounted } from '../host/mounts.js';
+import { idmapMount, rootOwner, shiftOwnership } from '../host/idmap.js';
 import { bindMount, mountOverlay } from '../host/overlay.js';
+import type { FileOwner } from '../host/rootfs-files.js';
+import type { IdRange } from '../registry/id-ranges.js';
 import type { PoolLayout } from '../host/pool.js';
 import { run } from '../host/run.js';
 import type { HostLedger } from './ledger.js';
@@ -41,14 +49,28 @@ export interface ExternalBind {
 export class BranchStorage {
   constructor(
     private readonly pool: PoolLayout,
-    /** Where merged roots are mounted, one directory per branch. */
-    readonly rootsDir: string,
+    /** Where each branch's directory of mounts goes (config.rootsDir). */
+    private readonly rootsDir: string,
     private readonly ledger: HostLedger,
+    /** native/grove-mount.c: idmapped mounts. */
+    private readonly groveMount: string,
+    /** The host ids the branch's tree runs as (null: no user namespace). */
+    private readonly idRange: (ws: { id: string }) => IdRange | null,
   ) {}
+
+  /** Where the helper mounts what branches run on: one directory per branch. */
+  get mountsDir(): string {
+    return this.rootsDir;
+  }
+
+  /** Whose files the helper writes into the branch (its root's host ids in a user namespace). */
+  owner(ws: { id: string }): FileOwner {
+    return rootOwner(this.idRange(ws));
+  }
 
   /** The merged root: what containers and CRIU use as /. */
   rootfsPath(ws: { id: string }): string {
-    return path.join(this.rootsDir, ws.id);
+    return path.join(this.rootsDir, ws.id, 'root');
   }
 
   /** The branch's own files (a subvolume): what forks and versions snapshot. */
@@ -56,44 +78,68 @@ export class BranchStorage {
     return path.join(this.pool.workspaces, ws.id);
   }
 
-  /** Where each external bind of the branch comes from on the host. */
+  /**
+   * Where each external bind of the branch comes from on the host: its files'
+   * directory, bound into the branch's directory of mounts (a restore in a
+   * user namespace reaches it there, not in the pool).
+   */
   externalBinds(ws: { id: string }): ExternalBind[] {
-    return EXTERNAL_BINDS.map((b) => ({ containerPath: b.containerPath, source: path.join(this.filesPath(ws), b.dir) }));
+    return EXTERNAL_BINDS.map((b) => ({ containerPath: b.containerPath, source: path.join(this.rootsDir, ws.id, b.dir) }));
   }
 
-  /** A new branch of an image: an empty upper over the image, and a copy of the image's home. */
+  /** A new branch of an image: an empty upper over the image, and a copy of the image's home (owned by the tree's ids). */
   async createFromImage(ws: { id: string }, image: string): Promise<string> {
     const files = this.filesPath(ws);
+    const range = this.idRange(ws);
     await this.ledger.make({ kind: 'subvolume', name: files, owner: ws.id }, async () => {
       await createSubvolume(files);
       await mkdir(path.join(files, 'upper'), { mode: 0o755 });
       for (const b of EXTERNAL_BINDS) {
         await run('cp', ['-a', '--reflink=always', '--', path.join(image, b.containerPath), path.join(files, b.dir)]);
+        if (range) await shiftOwnership(path.join(files, b.dir), range);
       }
+      if (range) await shiftOwnership(path.join(files, 'upper'), range);
       await writeFile(path.join(files, 'lower'), `${image}\n`, { mode: 0o600 });
     });
-    return this.mount(ws);
+    return this.mount(ws, { binds: true });
   }
 
-  /** A branch whose own files start as a copy of `subvolume` (a fork point, a version). */
+  /**
+   * A branch whose own files start as a copy of `subvolume` (a fork point, a
+   * version), mounted without its external binds: a restore has CRIU mount
+   * them (bindExternals afterwards puts them on the host's view).
+   */
   async createFrom(ws: { id: string }, subvolume: string): Promise<string> {
     const files = this.filesPath(ws);
     await this.ledger.make({ kind: 'subvolume', name: files, owner: ws.id }, () => snapshot(subvolume, files));
-    return this.mount(ws);
+    return this.mount(ws, { binds: false });
   }
 
-  /** Replaces the branch's files with a copy of `subvolume` (rollback); its processes must be gone. */
+  /** Replaces the branch's files with a copy of `subvolume` (rollback), mounted like createFrom; its processes must be gone. */
   async replaceFiles(ws: { id: string }, subvolume: string): Promise<string> {
     await this.unmount(ws);
     const files = this.filesPath(ws);
     await deleteSubvolume(files);
     await snapshot(subvolume, files);
-    return this.mount(ws);
+    return this.mount(ws, { binds: false });
+  }
+
+  /**
+   * The external binds on the merged root, after a restore: CRIU binds them
+   * itself inside the branch, and with them already on its root a restore in
+   * a user namespace fails (a root with locked child mounts cannot be bound).
+   */
+  async bindExternals(ws: { id: string }): Promise<void> {
+    const root = this.rootfsPath(ws);
+    for (const b of this.externalBinds(ws)) {
+      const target = path.join(root, b.containerPath);
+      await this.ledger.make({ kind: 'mount', name: target, owner: ws.id }, () => bindMount(b.source, target));
+    }
   }
 
   /** The merged root, mounted again if it is not (after a reboot: /run is empty). */
   async ensureMounted(ws: { id: string }): Promise<string> {
-    return (await isMounted(this.rootfsPath(ws))) ? this.rootfsPath(ws) : this.mount(ws);
+    return (await isMounted(this.rootfsPath(ws))) ? this.rootfsPath(ws) : this.mount(ws, { binds: true });
   }
 
   /** Lowers (image subvolumes) that a branch or a version still reads from. */
@@ -106,22 +152,46 @@ export class BranchStorage {
     return new Set(lowers.map((l) => l.trim()).filter(Boolean));
   }
 
-  private async mount(ws: { id: string }): Promise<string> {
+  private async mount(ws: { id: string }, o: { binds: boolean }): Promise<string> {
     const files = this.filesPath(ws);
     const root = this.rootfsPath(ws);
-    const lower = (await readFile(path.join(files, 'lower'), 'utf8')).trim();
-    await this.ledger.make({ kind: 'directory', name: root, owner: ws.id }, () => mkdir(root, { recursive: true, mode: 0o755 }));
-    await this.ledger.make({ kind: 'mount', name: root, owner: ws.id }, () => mountOverlay(root, { lower, upper: path.join(files, 'upper'), work: path.join(files, 'work') }));
-    for (const b of this.externalBinds(ws)) {
-      const target = path.join(root, b.containerPath);
-      await this.ledger.make({ kind: 'mount', name: target, owner: ws.id }, () => bindMount(b.source, target));
+    const image = (await readFile(path.join(files, 'lower'), 'utf8')).trim();
+    await this.makeBranchDir(ws);
+    for (const b of EXTERNAL_BINDS) {
+      const seen = path.join(this.rootsDir, ws.id, b.dir);
+      await this.ledger.make({ kind: 'mount', name: seen, owner: ws.id }, () => bindMount(path.join(files, b.dir), seen));
     }
+    const lower = await this.lowerAsSeen(ws, image);
+    await this.ledger.make({ kind: 'mount', name: root, owner: ws.id }, () => mountOverlay(root, { lower, upper: path.join(files, 'upper'), work: path.join(files, 'work') }));
+    if (o.binds) await this.bindExternals(ws);
     return root;
+  }
+
+  /** The branch's directory of mounts: only root and the branch's own root may enter it. */
+  private async makeBranchDir(ws: { id: string }): Promise<void> {
+    const dir = path.join(this.rootsDir, ws.id);
+    const owner = this.owner(ws);
+    await this.ledger.make({ kind: 'directory', name: dir, owner: ws.id }, async () => {
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+      await chown(dir, owner?.uid ?? 0, owner?.gid ?? 0);
+    });
+  }
+
+  /** The image as the branch reads it: itself, or in a user namespace an idmapped mount of it. */
+  private async lowerAsSeen(ws: { id: string }, image: string): Promise<string> {
+    const range = this.idRange(ws);
+    if (!range) return image;
+    const seen = path.join(this.rootsDir, ws.id, 'lower');
+    await mkdir(seen, { recursive: true, mode: 0o755 });
+    await this.ledger.make({ kind: 'mount', name: seen, owner: ws.id }, () => idmapMount(this.groveMount, range, image, seen));
+    return seen;
   }
 
   private async unmount(ws: { id: string }): Promise<void> {
     const root = this.rootfsPath(ws);
-    const binds = this.externalBinds(ws).map((b) => path.join(root, b.containerPath));
-    for (const name of [...binds, root]) await this.ledger.remove({ kind: 'mount', name, owner: ws.id });
+    const onRoot = this.externalBinds(ws).map((b) => path.join(root, b.containerPath));
+    const sources = this.externalBinds(ws).map((b) => b.source);
+    const lower = path.join(this.rootsDir, ws.id, 'lower');
+    for (const name of [...onRoot, root, lower, ...sources]) await this.ledger.remove({ kind: 'mount', name, owner: ws.id });
   }
 }

@@ -7,7 +7,7 @@ import { deleteSubvolume } from '../host/btrfs.js';
 import { removeCgroups } from '../host/cgroups.js';
 import type { Crun } from '../host/crun.js';
 import { removeHostTable } from '../host/host-firewall.js';
-import { isMounted, unmount } from '../host/mounts.js';
+import { hasMountAtOrBelow, unmount } from '../host/mounts.js';
 import { deleteNetns, deleteVeth } from '../host/netns.js';
 import type { HostObject, Registry } from '../registry/registry.js';
 import { GroveError } from '../protocol/wire.js';
@@ -59,8 +59,8 @@ async function removeHostObject(obj: HostObject, crun: Crun): Promise<void> {
       return unmount(obj.name);
     case 'bundle':
     case 'directory':
-      // Never recurse into a mounted file system (a branch's merged root).
-      if (await isMounted(obj.name)) throw new GroveError('E_HOST', `refusing to remove ${obj.name}: it is still mounted`);
+      // Never recurse into a mounted file system (a branch's merged root, or one below it).
+      if (await hasMountAtOrBelow(obj.name)) throw new GroveError('E_HOST', `refusing to remove ${obj.name}: something is still mounted there`);
       return rm(obj.name, { recursive: true, force: true });
     case 'process':
       return killProcess(obj.name);

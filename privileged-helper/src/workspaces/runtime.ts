@@ -12,6 +12,7 @@ import type { ExecTarget } from '../exec/exec-service.js';
 import type { BranchLimits } from '../protocol/entities.js';
 import { applyFirewall, createNetns, createVeth, netnsPath, planNetwork, type NetPlan } from '../host/netns.js';
 import { containerSpec } from '../host/oci-spec.js';
+import type { IdRange, IdRanges } from '../registry/id-ranges.js';
 import { startTime } from '../host/proc.js';
 import { GroveError } from '../protocol/wire.js';
 import type { Registry, WorkspaceRecord } from '../registry/registry.js';
@@ -35,7 +36,19 @@ export class BranchRuntime {
     private readonly gate: EgressGate,
     /** The person group: it may open the branches' desktop sockets. */
     private readonly personGid: number,
+    private readonly ids: IdRanges,
   ) {}
+
+  /** The host ids the branch's tree runs as (its user namespace), or null for a tree made before them. */
+  idRange(ws: { id: string }): IdRange | null {
+    const record = this.registry.findWorkspace(ws.id);
+    return record ? this.ids.of(record.treeId) : null;
+  }
+
+  /** A new tree's own host ids: call while recording its first branch (in the same transaction). None uncaged. */
+  allocateIds(treeId: string): IdRange | null {
+    return this.config.cage ? this.ids.allocate(treeId) : null;
+  }
 
   netPlan(ws: WorkspaceRecord): NetPlan {
     return planNetwork(this.config.instance, ws.id, this.config.subnet, ws.netIndex);
@@ -95,7 +108,7 @@ export class BranchRuntime {
   /** Boots the branch's root filesystem in a fresh crun container. */
   async bootContainer(ws: WorkspaceRecord): Promise<{ pid: number; pidStart: number }> {
     const bundle = path.join(this.config.runDir, 'bundles', ws.id);
-    const spec = containerSpec({ rootfs: this.storage.rootfsPath(ws), hostname: ws.hostname, netnsPath: netnsPath(this.netPlan(ws).netns), caged: this.config.cage });
+    const spec = containerSpec({ rootfs: this.storage.rootfsPath(ws), hostname: ws.hostname, netnsPath: netnsPath(this.netPlan(ws).netns), caged: this.config.cage, idRange: this.idRange(ws) });
     await this.ledger.make({ kind: 'bundle', name: bundle, owner: ws.id }, () => this.crun.writeBundle(bundle, spec));
     const containerId = this.containerId(ws);
     const pid = await this.ledger.make({ kind: 'container', name: containerId, owner: ws.id }, () => this.crun.start(containerId, bundle, this.cgroups(ws)));

@@ -11,7 +11,7 @@ import { ID_PATTERN } from '../protocol/names.js';
 import { GroveError } from '../protocol/wire.js';
 import type { Registry, WorkspaceRecord } from '../registry/registry.js';
 import { KeyedLock } from './keyed-lock.js';
-import { writeInside } from '../host/rootfs-files.js';
+import { writeInside, type FileOwner } from '../host/rootfs-files.js';
 import { writeProxyConfig } from '../egress/workspace-config.js';
 import type { HostLedger } from './ledger.js';
 import { VNC_PORT, type BranchRuntime } from './runtime.js';
@@ -68,7 +68,7 @@ export class WorkspaceService {
     const ws = this.reserve({ name: input.name, image, parent: null, ports: [...STANDARD_PORTS, ...(input.ports ?? [])], madeBy });
     return this.lock.run(ws.id, async () => {
       try {
-        await writeIdentity(await this.storage.createFromImage(ws, imagePath), ws);
+        await writeIdentity(await this.storage.createFromImage(ws, imagePath), ws, this.storage.owner(ws));
         return await this.startLocked(ws);
       } catch (err) {
         await this.destroy(ws);
@@ -105,6 +105,7 @@ export class WorkspaceService {
         madeBy: { role: input.madeBy.role, uid: input.madeBy.uid, user: input.madeBy.user },
       };
       this.registry.insertWorkspace(record);
+      if (input.parent === null) this.runtime.allocateIds(record.treeId);
       for (const port of new Set(input.ports)) this.registry.setPort(record.id, port, null);
       return record;
     });
@@ -234,9 +235,9 @@ export class WorkspaceService {
  * parent's, and its apps are pointed at the egress gate. Written without
  * following symlinks: the root belongs to the branch, the writer is root.
  */
-export async function writeIdentity(rootfs: string, ws: WorkspaceRecord): Promise<void> {
-  await writeInside(rootfs, 'etc/hostname', `${ws.hostname}\n`);
-  await writeInside(rootfs, 'etc/machine-id', `${ws.machineId}\n`);
-  await writeInside(rootfs, 'etc/hosts', `127.0.0.1\tlocalhost\n127.0.1.1\t${ws.hostname}\n::1\tlocalhost ip6-localhost ip6-loopback\n`);
-  await writeProxyConfig(rootfs);
+export async function writeIdentity(rootfs: string, ws: WorkspaceRecord, owner: FileOwner): Promise<void> {
+  await writeInside(rootfs, 'etc/hostname', `${ws.hostname}\n`, owner);
+  await writeInside(rootfs, 'etc/machine-id', `${ws.machineId}\n`, owner);
+  await writeInside(rootfs, 'etc/hosts', `127.0.0.1\tlocalhost\n127.0.1.1\t${ws.hostname}\n::1\tlocalhost ip6-localhost ip6-loopback\n`, owner);
+  await writeProxyConfig(rootfs, owner);
 }

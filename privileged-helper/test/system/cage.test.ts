@@ -1,7 +1,9 @@
-// The cage, probed from inside real branches as their root: every way out
+// The cage, probed from inside real branches as their root (uid 0 of a user
+// namespace, an unprivileged range on the host): every way out
 // that was found (and the usual ones) is refused, in a branch that was
 // created, in its forks and after a rollback; runaway branches stay inside
 // their limits while a sibling keeps serving.
+import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Workspace } from '../../src/protocol/entities.js';
@@ -16,6 +18,13 @@ async function attempt(c: HelperClient, ws: Workspace, script: string, timeoutMs
 /** The lines of /proc/PID/status that show the cage, for a process inside the branch. */
 async function cageOf(c: HelperClient, ws: Workspace, pid: string): Promise<string> {
   return sh(c, ws, `grep -E '^(Seccomp|NoNewPrivs|CapBnd):' /proc/${pid}/status`);
+}
+
+/** Inside the branch: its root is uid 0 in a user namespace that maps it to the tree's own unprivileged host range. */
+async function idMapOf(c: HelperClient, ws: Workspace): Promise<{ id: string; uidMap: number[]; gidMap: number[] }> {
+  const [id, uid, gid] = (await sh(c, ws, 'id -u; cat /proc/self/uid_map; cat /proc/self/gid_map')).trim().split('\n');
+  const numbers = (line: string | undefined) => (line ?? '').trim().split(/\s+/).map(Number);
+  return { id: id!.trim(), uidMap: numbers(uid), gidMap: numbers(gid) };
 }
 
 const CAGED = /Seccomp:\s+2\nNoNewPrivs:\s+1\n|NoNewPrivs:\s+1\nSeccomp:\s+2/;
@@ -47,6 +56,22 @@ describe('a branch is a cage', () => {
       expect(status, pid).toMatch(CAGED);
       expect(status, pid).toContain(BOUNDING);
     }
+  });
+
+  it("runs as root in a user namespace: the tree's own unprivileged host ids, another tree's apart", async () => {
+    const mine = await idMapOf(c, ws);
+    expect(mine.id).toBe('0');
+    expect(mine.uidMap[0]).toBe(0);
+    expect(mine.uidMap[1]).toBeGreaterThanOrEqual(2 ** 24);
+    expect(mine.uidMap[2]).toBe(65536);
+    expect(mine.gidMap).toEqual(mine.uidMap);
+    const theirs = await idMapOf(c, sibling);
+    expect(Math.abs(theirs.uidMap[1]! - mine.uidMap[1]!)).toBeGreaterThanOrEqual(65536);
+    // Seen from the host, its init is that unprivileged uid, and what it writes is that uid's too.
+    const hostUid = Number(/^Uid:\s+(\d+)/m.exec(await readFile(`/proc/${ws.pid}/status`, 'utf8'))![1]);
+    expect(hostUid).toBe(mine.uidMap[1]);
+    // Files of the image and its own writes look like root's inside.
+    expect((await sh(c, ws, 'touch /root/mine && stat -c %u:%g /root/mine /etc/passwd /usr/bin/chromium')).trim().split('\n')).toEqual(['0:0', '0:0', '0:0']);
   });
 
   it('refuses mounts, device nodes, raw frames, kernel modules and new user namespaces', async () => {
@@ -122,6 +147,8 @@ describe('a branch is a cage', () => {
     const child = await track((await c.request('branch.fork', { workspace: sibling.id, copies: 1, names: ['cage-sibling-1'] })).children[0]!);
     made.push(child.id);
     expect(child.limits.pids).toBe(1500);
+    // Siblings share their source's range (CRIU brings the tree back into the same mapping).
+    expect(await idMapOf(c, child)).toEqual(await idMapOf(c, sibling));
     for (const pid of ['1', '$$', '$(pgrep -o Xvnc)']) {
       expect(await cageOf(c, child, pid), `child ${pid}`).toMatch(CAGED);
       expect(await cageOf(c, child, pid)).toContain(BOUNDING);
@@ -131,6 +158,7 @@ describe('a branch is a cage', () => {
     expect(await sh(c, child, 'cat /proc/1/cgroup')).toMatch(new RegExp(`memory:/grove-${instance().instance}/${child.id}`));
     const rolled = await track(await c.request('branch.rollback', { workspace: sibling.id, version: version.id }));
     expect(await cageOf(c, rolled, '1')).toMatch(CAGED);
+    expect(await idMapOf(c, rolled)).toEqual(await idMapOf(c, child));
     expect(await cageOf(c, rolled, '$(pgrep -o chromium)')).toMatch(CAGED);
     expect(await sh(c, rolled, 'cat /proc/1/cgroup')).toMatch(new RegExp(`memory:/grove-${instance().instance}/${sibling.id}`));
   });

@@ -238,8 +238,8 @@ describe('live fork of a running desktop', () => {
     expect((await linkNames()).some((l) => l === `gv${t.instance}${child.id}`)).toBe(false);
     expect(await processesInPidNs(pidNs)).toEqual([]);
     await expect(access(`${t.stateDir}/pool/workspaces/${child.id}`)).rejects.toThrow();
-    expect(await mountPointsUnder(`${t.runDir}/roots/${child.id}`)).toEqual([]);
-    await expect(access(`${t.runDir}/roots/${child.id}`)).rejects.toThrow();
+    expect(await mountPointsUnder(`${t.runDir}-roots/${child.id}`)).toEqual([]);
+    await expect(access(`${t.runDir}-roots/${child.id}`)).rejects.toThrow();
   });
 });
 

@@ -22,8 +22,8 @@ describe('writeProxyConfig', () => {
     mkdirSync(path.join(root, 'etc'));
     writeFileSync(path.join(root, 'etc/hosts'), '127.0.0.1\tlocalhost\n127.0.1.1\talpha\n');
     writeFileSync(path.join(root, 'etc/environment'), 'LANG=C.UTF-8\n');
-    await writeProxyConfig(root);
-    await writeProxyConfig(root);
+    await writeProxyConfig(root, null);
+    await writeProxyConfig(root, null);
     expect(readFileSync(path.join(root, 'etc/hosts'), 'utf8')).toBe('127.0.0.1\tlocalhost\n127.0.1.1\talpha\n169.254.77.1\tgrove-gate\t# grove-egress\n');
     const env = readFileSync(path.join(root, 'etc/environment'), 'utf8');
     expect(env.startsWith('LANG=C.UTF-8\n')).toBe(true);
@@ -35,13 +35,13 @@ describe('writeProxyConfig', () => {
   it('never writes through a symlink a branch planted', async () => {
     mkdirSync(path.join(root, 'etc'));
     symlinkSync(elsewhere, path.join(root, 'etc/chromium.d'));
-    await expect(writeProxyConfig(root)).rejects.toThrow(/not a directory/);
+    await expect(writeProxyConfig(root, null)).rejects.toThrow(/not a directory/);
     expect(existsSync(path.join(elsewhere, 'grove-proxy'))).toBe(false);
 
     rmSync(path.join(root, 'etc/chromium.d'));
     rmSync(path.join(root, 'etc/environment'), { force: true });
     symlinkSync(path.join(elsewhere, 'victim'), path.join(root, 'etc/environment'));
-    await expect(writeProxyConfig(root)).rejects.toThrow();
+    await expect(writeProxyConfig(root, null)).rejects.toThrow();
     expect(existsSync(path.join(elsewhere, 'victim'))).toBe(false);
   });
 });

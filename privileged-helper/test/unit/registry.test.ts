@@ -1,28 +1,23 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MIGRATIONS, openDb, type Db } from '../../src/registry/db.js';
-import { AUDIT_ROWS_KEPT, Registry, type WorkspaceRecord } from '../../src/registry/registry.js';
+import { closeTempRegistry, openTempRegistry, workspaceRecord, type TempRegistry } from './registry-fixture.js';
+import { AUDIT_ROWS_KEPT, Registry } from '../../src/registry/registry.js';
 import type { Actor } from '../../src/protocol/identity.js';
 
+let t: TempRegistry;
 let dir: string;
 let file: string;
 let db: Db;
 let reg: Registry;
 
 beforeEach(() => {
-  dir = mkdtempSync(path.join(tmpdir(), 'grove-registry-'));
-  file = path.join(dir, 'registry.db');
-  db = openDb(file);
-  reg = new Registry(db);
+  t = openTempRegistry('grove-registry-');
+  ({ dir, file, db, reg } = t);
 });
 
-afterEach(() => {
-  if (db.open) db.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+afterEach(() => closeTempRegistry(t));
 
 function reopen(): void {
   db.close();
@@ -30,26 +25,7 @@ function reopen(): void {
   reg = new Registry(db);
 }
 
-function workspace(over: Partial<WorkspaceRecord> = {}): WorkspaceRecord {
-  return {
-    id: '0123abcd',
-    name: 'alpha',
-    image: 'desktop',
-    state: 'creating',
-    hostname: 'alpha',
-    machineId: 'f'.repeat(32),
-    netIndex: 0,
-    createdAt: '2024-01-01T00:00:00.000Z',
-    pid: null,
-    pidStart: null,
-    parentId: null,
-    treeId: over.id ?? '0123abcd',
-    versionId: null,
-    isMain: true,
-    madeBy: { role: 'person', uid: 0, user: 'root' },
-    ...over,
-  };
-}
+const workspace = workspaceRecord;
 
 const person: Actor = { role: 'person', uid: 0, user: 'root', pid: 100, process: 'node', client: 'cli:grove-cli' };
 const agent: Actor = { role: 'agent', uid: 1001, user: 'alice', pid: 200, process: 'node', client: 'cli:grove-cli' };

@@ -265,7 +265,7 @@ function ActionBar() {
           onClick={() =>
             ask({
               title: `Discard ${branch.name}?`,
-              body: 'The branch, its processes and its files are removed for good. Versions taken of it are kept.',
+              body: 'The branch, its processes and its files are removed for good. Versions are kept (grove versions lists and removes them).',
               confirmLabel: 'Discard',
               danger: true,
               run: () => void act('branch.discard', { workspace: ref }),

@@ -31,6 +31,20 @@ export interface ExternalMountSource {
 /** crun's masked files, bound from /dev/null again at restore. */
 export const MASKED_FILE_SOURCES: readonly ExternalMountSource[] = CRUN_MASKED_FILES.map((p) => ({ containerPath: p, source: '/dev/null' }));
 
+/**
+ * What crun binds from the host into a container with a user namespace of
+ * its own (where it cannot make device nodes or mount sysfs): CRIU dumps them
+ * as external mounts, and a restore binds the host's nodes again and, for
+ * /sys, a bind of the host's /sys without its submounts (a restore in a user
+ * namespace cannot bind a mount with locked children).
+ */
+export const USERNS_HOST_DEVICES = ['/dev/null', '/dev/zero', '/dev/full', '/dev/tty', '/dev/random', '/dev/urandom'] as const;
+export const USERNS_HOST_MOUNTS: readonly string[] = [...USERNS_HOST_DEVICES, '/sys'];
+
+export function usernsHostMountSources(sysView: string): ExternalMountSource[] {
+  return [...USERNS_HOST_DEVICES.map((p) => ({ containerPath: p, source: p })), { containerPath: '/sys', source: sysView }];
+}
+
 export const EXTERNAL_NETNS_KEY = 'extnet';
 
 export interface CriuLogOptions {

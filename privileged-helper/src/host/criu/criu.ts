@@ -5,17 +5,33 @@
 import { execa } from 'execa';
 import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
-import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { GroveError } from '../../protocol/wire.js';
 import type { Launcher } from '../launcher.js';
 import { sourceFrozenMs } from './criu-stats.js';
-import { CRUN_MASKED_FILES, forkDumpArgs, forkRestoreArgs, MASKED_FILE_SOURCES, type ExternalMountSource } from './criu-commands.js';
+import {
+  CRUN_MASKED_FILES,
+  forkDumpArgs,
+  forkRestoreArgs,
+  MASKED_FILE_SOURCES,
+  USERNS_HOST_MOUNTS,
+  usernsHostMountSources,
+  type ExternalMountSource,
+} from './criu-commands.js';
 
 export const ACTION_SCRIPT = path.join(import.meta.dirname, 'action-script.sh');
 
 /** Hardware breakpoints never fire in this VM: CRIU must single-step the parasite (criu.md). */
 const CRIU_ENV = { CRIU_FAULT: '130' };
+
+/**
+ * A netlink socket with messages its process has not read yet (Chromium's
+ * network-change watcher, a moment after an address or route event) cannot
+ * be dumped; a moment later it has read them. Such a dump is tried again.
+ */
+const TRANSIENT_DUMP_ERROR = /netlink: The socket has data to read/;
+const DUMP_ATTEMPTS = 3;
 
 /** The child's netns is passed to CRIU as this fd (stdio index 3). */
 const NETNS_FD = 3;
@@ -28,6 +44,8 @@ export interface DumpRequest {
   snapshot?: { from: string; to: string };
   /** Container paths bind-mounted from the branch's files (branch-storage.ts). */
   binds: readonly string[];
+  /** The tree runs in a user namespace of its own: crun bound host devices and /sys into it. */
+  userns: boolean;
 }
 
 export interface RestoreRequest {
@@ -41,6 +59,13 @@ export interface RestoreRequest {
   binds: readonly ExternalMountSource[];
   /** The restored branch's cgroups: CRIU runs inside them, so the tree it restores is counted there. */
   cgroups: readonly string[];
+  /**
+   * The dump was of a tree in a user namespace (DumpRequest.userns): the
+   * restored tree reads some images once it is in it, as ids the images'
+   * owner (host root) is not, so they are made readable to all; the
+   * directories above them (0700, root's) keep everyone else out.
+   */
+  userns: boolean;
 }
 
 export class Criu {
@@ -48,11 +73,13 @@ export class Criu {
    * logsDir keeps the CRIU log of every failed run (the images dir it was in is
    * removed). launcher: restores run through it (in the branch's cgroups, with
    * restored tasks KSM-mergeable); null runs plain CRIU (the benchmark's baseline).
+   * sysView: the host's /sys without submounts (host/sys-view.ts), for restores in a user namespace.
    */
   constructor(
     private readonly binary: string,
     private readonly logsDir: string,
     private readonly launcher: Launcher | null,
+    private readonly sysView: string | null,
   ) {}
 
   /**
@@ -68,11 +95,18 @@ export class Criu {
       netnsInode: ino,
       logFile,
       actionScript: ACTION_SCRIPT,
-      externalMounts: [...CRUN_MASKED_FILES, ...req.binds],
+      externalMounts: [...CRUN_MASKED_FILES, ...(req.userns ? USERNS_HOST_MOUNTS : []), ...req.binds],
     });
     const env = req.snapshot ? { GROVE_SNAPSHOT_FROM: req.snapshot.from, GROVE_SNAPSHOT_TO: req.snapshot.to } : {};
-    const res = await execa(this.binary, args, { env: { ...CRIU_ENV, ...env }, reject: false, timeout: 120_000 });
-    if (res.exitCode !== 0) throw await this.failure('dump', logFile, res.stderr);
+    for (let attempt = 1; ; attempt++) {
+      const res = await execa(this.binary, args, { env: { ...CRIU_ENV, ...env }, reject: false, timeout: 120_000 });
+      if (res.exitCode === 0) break;
+      const log = await readFile(logFile, 'utf8').catch(() => '');
+      if (attempt >= DUMP_ATTEMPTS || !TRANSIENT_DUMP_ERROR.test(log)) throw await this.failure('dump', logFile, res.stderr);
+      // The tree ran on (--leave-running); a fresh images directory and a moment for the reader to drain its socket.
+      await emptyDirectory(req.imagesDir);
+      await new Promise((r) => setTimeout(r, 200 * attempt));
+    }
     const stats = await readFile(path.join(req.imagesDir, 'stats-dump')).catch(() => Buffer.alloc(0));
     return { sourceFrozenMs: sourceFrozenMs(stats) };
   }
@@ -88,8 +122,9 @@ export class Criu {
       netnsFd: NETNS_FD,
       logFile,
       actionScript: ACTION_SCRIPT,
-      externalMounts: [...MASKED_FILE_SOURCES, ...req.binds],
+      externalMounts: [...MASKED_FILE_SOURCES, ...(req.userns ? this.usernsSources() : []), ...req.binds],
     });
+    if (req.userns) await readableToAll(req.imagesDir);
     const netnsFd = openSync(req.netnsPath, 'r');
     try {
       const [file, argv] = this.launcher ? this.launcher.onHost(req.cgroups, [this.binary, ...args]) : [this.binary, args];
@@ -101,6 +136,11 @@ export class Criu {
     const pid = Number((await readFile(pidFile, 'utf8')).trim());
     if (!Number.isInteger(pid) || pid <= 1) throw new GroveError('E_HOST', `criu restore wrote no pid to ${pidFile}`);
     return pid;
+  }
+
+  private usernsSources(): ExternalMountSource[] {
+    if (!this.sysView) throw new GroveError('E_HOST', 'this CRIU runner cannot restore a tree in a user namespace (no view of /sys)');
+    return usernsHostMountSources(this.sysView);
   }
 
   private async failure(what: string, logFile: string, stderr: string): Promise<GroveError> {
@@ -134,4 +174,18 @@ function runWithFd(file: string, args: string[], env: Record<string, string>, fd
       resolve({ exitCode: code ?? -1, stderr });
     });
   });
+}
+
+/** Makes CRIU's images (a few hundred files, no links) readable by anyone who can reach them. */
+async function readableToAll(dir: string): Promise<void> {
+  await chmod(dir, 0o755);
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const at = path.join(dir, entry.name);
+    if (entry.isDirectory()) await readableToAll(at);
+    else if (entry.isFile()) await chmod(at, 0o644);
+  }
+}
+
+async function emptyDirectory(dir: string): Promise<void> {
+  for (const entry of await readdir(dir)) await rm(path.join(dir, entry), { recursive: true, force: true });
 }

@@ -1,0 +1,108 @@
+/*
+ * grove-mount: the mount a branch in a user namespace needs that mount(8)
+ * here cannot make (util-linux 2.38 ignores X-mount.idmap).
+ *
+ *   grove-mount idmap HOSTBASE COUNT SRC DST
+ *       an idmapped bind mount of SRC at DST: a file SRC's file system owns
+ *       as uid/gid N shows as HOSTBASE+N through DST (N < COUNT), so a
+ *       container whose user namespace maps 0..COUNT-1 to HOSTBASE.. sees it
+ *       as N again, while what it writes lands on disk as N. Made with
+ *       open_tree(OPEN_TREE_CLONE) + mount_setattr(MOUNT_ATTR_IDMAP) +
+ *       move_mount, from a user namespace with that mapping (a short-lived
+ *       child process holds it).
+ *
+ * Built by build/host/setup.sh. See docs/userns-recipe.md for what was
+ * measured on this kernel.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void die(const char *what, const char *detail)
+{
+	fprintf(stderr, "grove-mount: %s%s%s: %s\n", what, detail ? " " : "", detail ? detail : "", strerror(errno));
+	exit(1);
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: grove-mount idmap HOSTBASE COUNT SRC DST\n");
+	exit(2);
+}
+
+static unsigned long number(const char *text)
+{
+	char *end;
+	errno = 0;
+	unsigned long n = strtoul(text, &end, 10);
+	if (errno || *end || end == text || n == 0 || n > 0xFFFFFFFFul) usage();
+	return n;
+}
+
+static void write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0) die("open", path);
+	ssize_t n = (ssize_t)strlen(text);
+	if (write(fd, text, n) != n) die("write", path);
+	close(fd);
+}
+
+/* A user namespace mapping 0..count-1 to base..: a child unshares it and waits; we map it and keep a descriptor. */
+static int mapped_userns(unsigned long base, unsigned long count)
+{
+	int ready[2];
+	if (pipe2(ready, O_CLOEXEC) != 0) die("pipe", NULL);
+	pid_t child = fork();
+	if (child < 0) die("fork", NULL);
+	if (child == 0) {
+		char c = 0;
+		if (unshare(CLONE_NEWUSER) != 0) _exit(1);
+		if (write(ready[1], &c, 1) != 1) _exit(1);
+		pause();
+		_exit(0);
+	}
+	char c;
+	close(ready[1]);
+	if (read(ready[0], &c, 1) != 1) die("the user namespace holder did not start", NULL);
+	char path[64], map[64];
+	snprintf(map, sizeof map, "0 %lu %lu\n", base, count);
+	snprintf(path, sizeof path, "/proc/%d/uid_map", child);
+	write_file(path, map);
+	snprintf(path, sizeof path, "/proc/%d/setgroups", child);
+	write_file(path, "deny");
+	snprintf(path, sizeof path, "/proc/%d/gid_map", child);
+	write_file(path, map);
+	snprintf(path, sizeof path, "/proc/%d/ns/user", child);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) die("open", path);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	return fd;
+}
+
+static int idmap(unsigned long base, unsigned long count, const char *src, const char *dst)
+{
+	int userns = mapped_userns(base, count);
+	int tree = (int)syscall(SYS_open_tree, AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (tree < 0) die("open_tree", src);
+	struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID, .userns_fd = (unsigned)userns };
+	if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr, sizeof attr) != 0) die("mount_setattr (idmap)", src);
+	if (syscall(SYS_move_mount, tree, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) != 0) die("move_mount", dst);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 6 && strcmp(argv[1], "idmap") == 0) return idmap(number(argv[2]), number(argv[3]), argv[4], argv[5]);
+	usage();
+}

@@ -1,0 +1,238 @@
+// The fork's promises, checked in each child and in the source (issue 12's
+// fidelity suite): what a process holds (threads, timers, a deleted-but-open
+// file, flock and POSIX locks, a big heap), what watches files (inotify), what
+// the desktop shows (unsaved editor text, window positions), forks under CPU
+// load, and the same state again after a rollback and a fork right after it.
+// Each case prints its fork time, so a slow path shows.
+import { PNG } from 'pngjs';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { HelperClient } from '../../../main/src/helper-client/client.js';
+import type { Region } from '../../src/protocol/desktop.js';
+import type { Workspace } from '../../src/protocol/entities.js';
+import { connect, createWorkspace, sh, track } from './support.js';
+
+/**
+ * A process that holds things a fork must carry, and reports on them over
+ * HTTP on 127.0.0.1:PORT: 50 threads that count, a timer that ticks, a
+ * deleted file it keeps open, an flock and a POSIX lock (on files of its
+ * own: /tmp/flock-PORT.lock, /tmp/posix-PORT.lock), and HEAP_MIB of
+ * heap filled with a pattern whose checksum it checks again on each report.
+ */
+const HOLDER = `
+import fcntl, hashlib, http.server, json, os, sys, threading, time
+port, heap_mib = int(sys.argv[1]), int(sys.argv[2])
+counters = [0] * 50
+def count(i):
+    while True:
+        counters[i] += 1
+        time.sleep(0.01)
+for i in range(50):
+    threading.Thread(target=count, args=(i,), daemon=True).start()
+ticks = 0
+def tick():
+    global ticks
+    while True:
+        ticks += 1
+        time.sleep(0.1)
+threading.Thread(target=tick, daemon=True).start()
+ghost = open('/tmp/ghost', 'w+'); ghost.write('ghost-content'); ghost.flush(); os.unlink('/tmp/ghost')
+flocked = open('/tmp/flock-%d.lock' % port, 'w'); fcntl.flock(flocked, fcntl.LOCK_EX)
+posix = open('/tmp/posix-%d.lock' % port, 'w'); fcntl.lockf(posix, fcntl.LOCK_EX)
+heap = bytearray(os.urandom(1 << 20)) * heap_mib
+heap_sum = hashlib.sha256(heap).hexdigest()
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        ghost.seek(0)
+        body = json.dumps({
+            'threads': threading.active_count(),
+            'countersMoving': min(counters) > 0,
+            'ticks': ticks,
+            'ghost': ghost.read(),
+            'heapMiB': len(heap) >> 20,
+            'heapIntact': hashlib.sha256(heap).hexdigest() == heap_sum,
+        }).encode()
+        self.send_response(200); self.send_header('content-length', str(len(body))); self.end_headers(); self.wfile.write(body)
+    def log_message(self, *a): pass
+http.server.HTTPServer(('127.0.0.1', port), H).serve_forever()
+`;
+
+/** Appends the name of every file created in /tmp/watched to /tmp/watched.log (inotify through libc). */
+const WATCHER = `
+import ctypes, os, struct
+libc = ctypes.CDLL('libc.so.6', use_errno=True)
+fd = libc.inotify_init1(0)
+os.makedirs('/tmp/watched', exist_ok=True)
+libc.inotify_add_watch(fd, b'/tmp/watched', 0x100)  # IN_CREATE
+while True:
+    buf = os.read(fd, 4096)
+    at = 0
+    while at < len(buf):
+        _, _, _, n = struct.unpack_from('iIII', buf, at)
+        name = buf[at + 16:at + 16 + n].rstrip(b'\\0').decode()
+        with open('/tmp/watched.log', 'a') as log: log.write(name + '\\n')
+        at += 16 + n
+`;
+
+interface HolderReport {
+  threads: number;
+  countersMoving: boolean;
+  ticks: number;
+  ghost: string;
+  heapMiB: number;
+  heapIntact: boolean;
+}
+
+/** Polls until `ready` says yes (setup has no expect.poll). */
+async function waitFor(what: string, ready: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await ready())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+const EDITOR = { x: 1060, y: 640 };
+/** The editor's text area (below its menu and warning bar). */
+const EDITOR_TEXT: Region = { x: 860, y: 480, width: 410, height: 300 };
+
+describe('fork fidelity: what the source holds, each child holds', () => {
+  let c: HelperClient;
+  let source: Workspace;
+  const made: string[] = [];
+  /** Children of the current case: removed after it, so what they run (busy loops, heaps) does not weigh on the next. */
+  const forked: string[] = [];
+
+  const report = async (ws: Workspace, port: number): Promise<HolderReport> =>
+    JSON.parse(await sh(c, ws, `python3 -c 'import urllib.request; print(urllib.request.urlopen("http://127.0.0.1:${port}/", timeout=10).read().decode())'`)) as HolderReport;
+  /** Are the holder's lock files held? (flock -n / a POSIX test lock from a fresh process.) */
+  const locks = async (ws: Workspace, port = 8301) => ({
+    flock: (await sh(c, ws, `flock -n /tmp/flock-${port}.lock true && echo free || echo held`)).trim(),
+    posix: (await sh(c, ws, `python3 -c "import fcntl; f=open('/tmp/posix-${port}.lock','w')
+try:
+    fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB); print('free')
+except OSError: print('held')"`)).trim(),
+  });
+  const darkPixels = async (ws: Workspace, region: Region) => {
+    const s = await c.request('desktop.screenshot', { workspace: ws.id, region });
+    const png = PNG.sync.read(Buffer.from(s.png, 'base64'));
+    let dark = 0;
+    for (let i = 0; i < png.data.length; i += 4) if (png.data[i]! + png.data[i + 1]! + png.data[i + 2]! < 150) dark++;
+    return dark;
+  };
+  const windowGeometry = async (ws: Workspace) =>
+    (await sh(c, ws, 'for w in $(DISPLAY=:0 xdotool search --onlyvisible --class "mousepad|xterm"); do DISPLAY=:0 xdotool getwindowgeometry "$w" | tail -n +2; done')).trim();
+  const fork = async (ws: Workspace, label: string, copies = 2): Promise<Workspace[]> => {
+    const t0 = Date.now();
+    const r = await c.request('branch.fork', { workspace: ws.id, copies });
+    const children = await Promise.all(r.children.map(track));
+    forked.push(...children.map((x) => x.id));
+    process.stderr.write(`[fidelity] ${label}: fork into ${copies} took ${Date.now() - t0} ms (report total ${Math.round(r.timings.total ?? -1)} ms)\n`);
+    return children;
+  };
+
+  beforeAll(async () => {
+    c = await connect('fidelity');
+    source = await createWorkspace(c, 'fidelity');
+    made.push(source.id);
+    await c.request('exec.run', { workspace: source.id, argv: ['sh', '-c', 'cat > /tmp/holder.py'], stdin: HOLDER });
+    await c.request('exec.run', { workspace: source.id, argv: ['sh', '-c', 'cat > /tmp/watcher.py'], stdin: WATCHER });
+    await sh(c, source, 'nohup python3 /tmp/holder.py 8301 64 >/tmp/holder.log 2>&1 & nohup python3 /tmp/watcher.py >/tmp/watcher.out 2>&1 &');
+    await waitFor('the holder to report', () => report(source, 8301).then((r) => r.heapIntact).catch(() => false), 30_000);
+    await waitFor('the watcher to log', () => sh(c, source, 'touch /tmp/watched/from-source && cat /tmp/watched.log 2>/dev/null || true').then((l) => l.includes('from-source')), 15_000);
+  });
+
+  afterEach(async () => {
+    for (const id of forked.splice(0).reverse()) await c.request('workspace.delete', { workspace: id }).catch(() => undefined);
+  });
+
+  afterAll(async () => {
+    for (const id of made.reverse()) await c?.request('workspace.delete', { workspace: id }).catch(() => undefined);
+    c?.close();
+  });
+
+  it('carries threads, timers, a deleted-but-open file and held locks into each child', async () => {
+    expect(await locks(source)).toEqual({ flock: 'held', posix: 'held' });
+    const before = await report(source, 8301);
+    const children = await fork(source, 'process state');
+    for (const branch of [...children, source]) {
+      const now = await report(branch, 8301);
+      expect(now, branch.name).toMatchObject({ countersMoving: true, ghost: 'ghost-content', heapMiB: 64, heapIntact: true });
+      expect(now.threads, branch.name).toBeGreaterThanOrEqual(52); // main + 50 counters + the timer
+      // The timer goes on from where it was at the fork.
+      expect(now.ticks, branch.name).toBeGreaterThan(before.ticks);
+      await expect.poll(async () => (await report(branch, 8301)).ticks, { timeout: 5000 }).toBeGreaterThan(now.ticks);
+      expect(await locks(branch), branch.name).toEqual({ flock: 'held', posix: 'held' });
+    }
+  });
+
+  it("fires each child's file watcher for its own writes only", async () => {
+    const children = await fork(source, 'inotify');
+    for (const [i, child] of children.entries()) await sh(c, child, `touch /tmp/watched/from-child-${i}`);
+    for (const [i, child] of children.entries()) {
+      await expect.poll(() => sh(c, child, 'cat /tmp/watched.log'), { timeout: 10_000 }).toContain(`from-child-${i}`);
+      const log = await sh(c, child, 'cat /tmp/watched.log');
+      expect(log).not.toContain(`from-child-${1 - i}`);
+      expect(log).toContain('from-source'); // what it saw before the fork
+    }
+    expect(await sh(c, source, 'cat /tmp/watched.log')).not.toContain('from-child');
+  });
+
+  it('shows unsaved editor text in each child, with every window where it was', async () => {
+    const blank = await darkPixels(source, EDITOR_TEXT);
+    await c.request('desktop.click', { workspace: source.id, ...EDITOR });
+    await c.request('desktop.type', { workspace: source.id, text: '██████████\n██████████' });
+    await expect.poll(() => darkPixels(source, EDITOR_TEXT), { timeout: 10_000 }).toBeGreaterThan(blank + 1000);
+    const geometry = await windowGeometry(source);
+    expect(geometry).toMatch(/Position: \d+,\d+/);
+    const children = await fork(source, 'desktop');
+    for (const child of children) {
+      await expect.poll(() => darkPixels(child, EDITOR_TEXT), { timeout: 15_000, message: child.name }).toBeGreaterThan(blank + 1000);
+      expect(await windowGeometry(child), child.name).toBe(geometry);
+    }
+  });
+
+  it('keeps a 1 GiB heap intact in each child', async () => {
+    // Room for the heap beside the desktop (the default is 2 GiB); the children inherit it.
+    await c.request('workspace.limits', { workspace: source.id, memoryBytes: 4 * 1024 ** 3 });
+    await sh(c, source, 'nohup python3 /tmp/holder.py 8302 1024 >/tmp/big.log 2>&1 &');
+    try {
+      await expect.poll(() => report(source, 8302).catch(() => null), { timeout: 120_000, interval: 1000 }).toMatchObject({ heapMiB: 1024, heapIntact: true });
+      const children = await fork(source, '1 GiB heap');
+      for (const branch of [...children, source]) expect(await report(branch, 8302), branch.name).toMatchObject({ heapMiB: 1024, heapIntact: true, ghost: 'ghost-content' });
+    } finally {
+      // [.] keeps pkill from matching the shell that runs it.
+      await sh(c, source, 'pkill -f "holder[.]py 8302" || true');
+    }
+  });
+
+  it('forks under full CPU load', async () => {
+    await sh(c, source, 'for i in 1 2 3 4; do nohup sh -c "while :; do :; done" >/dev/null 2>&1 & done');
+    try {
+      const children = await fork(source, 'under CPU load');
+      for (const branch of [...children, source]) expect(await report(branch, 8301), branch.name).toMatchObject({ heapIntact: true, countersMoving: true });
+    } finally {
+      await sh(c, source, 'pkill -f "while [:]; do" || true');
+    }
+  });
+
+  it('rolls back to the same state, and forks right after the rollback', async () => {
+    const version = await c.request('branch.checkpoint', { workspace: source.id, label: 'fidelity' });
+    await sh(c, source, 'pkill -f "holder[.]py 8301"; rm -f /tmp/flock-8301.lock');
+    const rolledBack = await track(await c.request('branch.rollback', { workspace: source.id, version: version.id }));
+    expect(await report(rolledBack, 8301)).toMatchObject({ ghost: 'ghost-content', heapIntact: true, countersMoving: true });
+    expect(await locks(rolledBack)).toEqual({ flock: 'held', posix: 'held' });
+    const children = await fork(rolledBack, 'right after a rollback');
+    for (const child of children) {
+      expect(await report(child, 8301), child.name).toMatchObject({ ghost: 'ghost-content', heapIntact: true });
+      expect(await locks(child), child.name).toEqual({ flock: 'held', posix: 'held' });
+    }
+  });
+
+  it('forks after a terminal session exited and left a daemon behind', async () => {
+    const terminal = await c.request('exec.open', { workspace: source.id, cols: 80, rows: 24, argv: ['sh', '-c', 'nohup python3 /tmp/holder.py 8303 8 >/dev/null 2>&1 & sleep 0.5; exit 0'] });
+    await expect.poll(() => report(source, 8303).catch(() => null), { timeout: 30_000 }).toMatchObject({ heapIntact: true });
+    await c.request('exec.close', { session: terminal.session }).catch(() => undefined);
+    const children = await fork(source, 'after a -t session left a daemon');
+    for (const branch of [...children, source]) expect(await report(branch, 8303), branch.name).toMatchObject({ heapMiB: 8, heapIntact: true });
+  });
+});
