@@ -119,7 +119,7 @@ async function boot(config: HelperConfig) {
   const sysView = path.join(config.rootsDir, 'sys'); // reachable from a restore's user namespace
   await ledger.make({ kind: 'mount', name: sysView, owner: null }, () => ensureSysView(sysView));
   const criu = new Criu(config.criu, path.join(config.stateDir, 'logs'), launcher, sysView);
-  const versions = new VersionService({ registry, ledger, runtime, storage, workspaces, criu, versionsDir: pool.versions });
+  const versions = new VersionService({ registry, ledger, runtime, storage, workspaces, criu, versionsDir: pool.versions, allowFaultInjection: config.allowFaultInjection });
   const forks = new ForkService({
     registry,
     ledger,
@@ -128,6 +128,7 @@ async function boot(config: HelperConfig) {
     workspaces,
     criu,
     scratchDir: path.join(config.runDir, 'scratch'),
+    terminalsIn: (ws) => (ws.pid === null ? [] : exec.terminalsIn({ pid: ws.pid, pidStart: ws.pidStart })),
     allowFaultInjection: config.allowFaultInjection,
     progress: (job, stage, message, done) => bus.broadcast('progress', { job, stage, message, done }),
   });

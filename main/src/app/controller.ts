@@ -122,7 +122,8 @@ export class Controller {
           this.nameOf(ws),
           `fork into ${p.copies as number}`,
           () => c.request('branch.fork', { workspace: ws, copies: p.copies as number }),
-          (r) => `made ${r.children.map((x) => x.name).join(', ')} in ${Math.round(r.timings.total)} ms (source paused ${Math.round(r.timings.sourceFrozen)} ms)`,
+          (r) =>
+            [`made ${r.children.map((x) => x.name).join(', ')} in ${Math.round(r.timings.total)} ms (source paused ${Math.round(r.timings.sourceFrozen)} ms)`, ...r.leftBehind].join('; '),
         );
       case 'branch.checkpoint':
         return this.operation('branch.checkpoint', this.nameOf(ws), 'checkpoint', () => c.request('branch.checkpoint', { workspace: ws, label: p.label as string | undefined }), (v) => `version ${v.id}`);

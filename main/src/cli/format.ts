@@ -44,6 +44,7 @@ export function printWorkspaces(list: Workspace[]): void {
 export function printForkReport(r: ForkReport): void {
   for (const child of r.children) console.log(`${child.id}\t${child.name}\t${child.vncSocket ?? '-'}\t${ports(child)}`);
   console.log(describeTimings(r.timings));
+  for (const note of r.leftBehind) console.log(`note: ${note}`);
 }
 
 function describeTimings(t: ForkReport['timings']): string {

@@ -38,6 +38,8 @@ export interface ForkOptions {
 
 export interface ForkDeps extends BranchDeps {
   scratchDir: string;
+  /** The terminals open in a running branch: they stay with the source (said in the report). */
+  terminalsIn: (ws: WorkspaceRecord) => { session: string; command: string }[];
   allowFaultInjection: boolean;
   progress: (job: string, stage: string, message: string, done: boolean) => void;
 }
@@ -80,7 +82,7 @@ class ForkTransaction {
       this.timings.total = performance.now() - this.started;
       this.d.registry.recordFork({ fork: this.id, source: this.source, copies: children.length, timings: this.timings });
       this.d.progress(this.id, 'done', `forked ${this.source.name} into ${children.length} in ${Math.round(this.timings.total)} ms`, true);
-      return { fork: this.id, source: this.source.id, children, timings: this.timings };
+      return { fork: this.id, source: this.source.id, children, timings: this.timings, leftBehind: this.leftBehind() };
     } catch (err) {
       await this.unwind();
       throw err;
@@ -110,6 +112,13 @@ class ForkTransaction {
     const imagesDir = path.join(this.d.scratchDir, this.id);
     await this.d.ledger.make({ kind: 'directory', name: imagesDir, owner: this.id }, () => mkdir(imagesDir, { recursive: true, mode: 0o700 }));
     return imagesDir;
+  }
+
+  /** Terminals open in the source: their shells belong to the helper's sessions, so CRIU (dumping the branch's own tree) leaves them out. */
+  private leftBehind(): string[] {
+    return this.d.terminalsIn(this.source).map(
+      (t) => `terminal ${t.session} (${t.command}) stays with ${this.source.name}: the children start without it; open a new one in them`,
+    );
   }
 
   /** Free names NAME-1, NAME-2… that do not exist yet. */

@@ -8,18 +8,22 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { netnsPath } from '../host/netns.js';
 import { run } from '../host/run.js';
-import type { Version, Workspace } from '../protocol/entities.js';
+import type { RollbackStage, Version, Workspace } from '../protocol/entities.js';
 import type { VersionsFate } from '../protocol/methods.js';
 import { GroveError } from '../protocol/wire.js';
 import type { BranchDeps } from './branch-deps.js';
-import type { VersionRecord } from '../registry/registry.js';
+import type { VersionRecord, WorkspaceRecord } from '../registry/registry.js';
 import { writeIdentity } from '../workspaces/workspace-service.js';
 
 export interface VersionDeps extends BranchDeps {
   versionsDir: string;
+  allowFaultInjection: boolean;
 }
 
 export class VersionService {
+  /** Versions a rollback is restoring: not to be deleted under it. */
+  private readonly inUse = new Set<string>();
+
   constructor(private readonly d: VersionDeps) {}
 
   /** Every version, or one workspace's (a deleted one's orphans by its former name or tree id); with their sizes when asked. */
@@ -63,7 +67,16 @@ export class VersionService {
   }
 
   /** Returns the branch to a version's processes and files; its identity, network and host ports stay. */
-  rollback(ref: string, versionId: string): Promise<Workspace> {
+  /**
+   * Returns the branch to a version's processes and files as a transaction:
+   * its state at the start is checkpointed first (a version of its own), and
+   * if anything after that fails — the version's files, its restore, a fault
+   * a test injects — the branch is brought back from that checkpoint, with
+   * its processes and files as they were; the checkpoint goes once the
+   * rollback is done. The version may not be deleted meanwhile.
+   */
+  rollback(ref: string, versionId: string, faultAt?: RollbackStage): Promise<Workspace> {
+    if (faultAt && !this.d.allowFaultInjection) throw new GroveError('E_INVALID_PARAMS', 'fault injection is disabled (start the helper with GROVE_FAULT_INJECTION=1)');
     const { id } = this.d.workspaces.record(ref);
     return this.d.workspaces.lock.run(id, async () => {
       const ws = this.d.workspaces.record(id);
@@ -71,37 +84,68 @@ export class VersionService {
       if (!version) throw new GroveError('E_NOT_FOUND', `no version '${versionId}'`);
       if (version.treeId !== ws.treeId) throw new GroveError('E_CONFLICT', `version ${versionId} belongs to another workspace`);
       if (ws.state !== 'running') throw new GroveError('E_CONFLICT', `workspace '${ws.name}' is ${ws.state}: start it before rolling it back`);
-      const dir = path.join(this.d.versionsDir, version.id);
-      await this.d.runtime.killProcesses(ws);
-      const rootfs = await this.d.storage.replaceFiles(ws, path.join(dir, 'files'));
-      await writeIdentity(rootfs, ws, this.d.storage.owner(ws));
+      this.inUse.add(version.id);
       try {
-        const pid = await this.d.criu.restore({
-          imagesDir: path.join(dir, 'images'),
-          rootfs,
-          netnsPath: netnsPath(this.d.runtime.netPlan(ws).netns),
-          hostname: ws.hostname,
-          name: `${ws.id}-${Date.now()}`,
-          binds: this.d.storage.externalBinds(ws),
-          cgroups: this.d.runtime.cgroups(ws),
-          userns: this.d.runtime.idRange(ws) !== null,
-        });
-        await this.d.storage.bindExternals(ws);
-        const proc = await this.d.runtime.adoptProcess(ws, pid);
+        const before = await this.checkpointLocked(id, `before rollback to ${version.id}`);
+        let back: Workspace;
+        try {
+          back = await this.restoreInto(ws, version.id, faultAt);
+        } catch (err) {
+          await this.recover(ws, before.id, err as Error);
+          throw err;
+        }
         this.d.registry.setVersionOrigin(ws.id, version.id);
-        return await this.d.workspaces.markRunning(this.d.workspaces.record(ws.id), proc);
-      } catch (err) {
-        // The old processes are gone: leave the branch stopped (its files are the version's), never half-running.
-        await this.d.runtime.tearDown(ws);
-        this.d.registry.setWorkspaceState(ws.id, 'stopped', null);
-        this.d.workspaces.publish(ws.id);
-        throw err;
+        await this.remove(before.id);
+        return back;
+      } finally {
+        this.inUse.delete(version.id);
       }
     });
   }
 
+  /** Kills the branch's processes, swaps its files for the version's and restores the version's processes in its own network. */
+  private async restoreInto(ws: WorkspaceRecord, versionId: string, faultAt?: RollbackStage): Promise<Workspace> {
+    const dir = path.join(this.d.versionsDir, versionId);
+    await this.d.runtime.killProcesses(ws);
+    const rootfs = await this.d.storage.replaceFiles(ws, path.join(dir, 'files'));
+    if (faultAt === 'files') throw new GroveError('E_HOST', 'fault injected after the files were replaced');
+    await writeIdentity(rootfs, ws, this.d.storage.owner(ws));
+    if (faultAt === 'restore') throw new GroveError('E_HOST', 'fault injected instead of the restore');
+    const pid = await this.d.criu.restore({
+      imagesDir: path.join(dir, 'images'),
+      rootfs,
+      netnsPath: netnsPath(this.d.runtime.netPlan(ws).netns),
+      hostname: ws.hostname,
+      name: `${ws.id}-${Date.now()}`,
+      binds: this.d.storage.externalBinds(ws),
+      cgroups: this.d.runtime.cgroups(ws),
+      userns: this.d.runtime.idRange(ws) !== null,
+    });
+    await this.d.storage.bindExternals(ws);
+    const proc = await this.d.runtime.adoptProcess(ws, pid);
+    return this.d.workspaces.markRunning(this.d.workspaces.record(ws.id), proc);
+  }
+
+  /**
+   * A rollback failed: the branch goes back to the checkpoint taken at its
+   * start. Should even that fail, the branch is left stopped with those files
+   * and the checkpoint is kept (nothing is lost; it can be rolled back to).
+   */
+  private async recover(ws: WorkspaceRecord, beforeId: string, cause: Error): Promise<void> {
+    try {
+      await this.restoreInto(ws, beforeId);
+      await this.remove(beforeId);
+    } catch (err) {
+      await this.d.runtime.tearDown(ws);
+      this.d.registry.setWorkspaceState(ws.id, 'stopped', null);
+      this.d.workspaces.publish(ws.id);
+      throw new GroveError('E_HOST', `rollback failed (${cause.message}) and so did going back (${(err as Error).message}); '${ws.name}' is stopped, its state before the rollback is version ${beforeId}`);
+    }
+  }
+
   async delete(versionId: string): Promise<void> {
     if (!this.d.registry.findVersion(versionId)) throw new GroveError('E_NOT_FOUND', `no version '${versionId}'`);
+    if (this.inUse.has(versionId)) throw new GroveError('E_CONFLICT', `version ${versionId} is being rolled back to; delete it once the rollback is done`);
     await this.remove(versionId);
   }
 

@@ -55,6 +55,9 @@ export interface SessionSink {
 interface Session {
   term: pty.IPty;
   owner: object;
+  target: ExecTarget;
+  /** What runs in it, for people (the command line, shortened). */
+  command: string;
 }
 
 export class ExecService {
@@ -112,7 +115,7 @@ export class ExecService {
       'env', '-i', CONTAINER_PATH, 'SHELL=/bin/sh', 'script', '--quiet', '--return', '--command', line, '/dev/null',
     ]);
     const term = pty.spawn(file, args, { name: 'xterm-256color', cols: req.cols, rows: req.rows, env: { ...TOOL_ENV } });
-    this.sessions.set(session, { term, owner });
+    this.sessions.set(session, { term, owner, target, command: argv.join(' ').slice(0, 80) });
     const hangUpTerm = () => void hangUp(term);
     ownerGone.addEventListener('abort', hangUpTerm, { once: true });
     term.onData((data) => sink.output(session, data));
@@ -122,6 +125,13 @@ export class ExecService {
       sink.exit(session, exitCode, signal ? `signal ${signal}` : null);
     });
     return session;
+  }
+
+  /** The terminals open in a running branch (its init is `target`). */
+  terminalsIn(target: { pid: number; pidStart: number | null }): { session: string; command: string }[] {
+    return [...this.sessions]
+      .filter(([, s]) => s.target.pid === target.pid && s.target.pidStart === target.pidStart)
+      .map(([session, s]) => ({ session, command: s.command }));
   }
 
   write(session: string, owner: object, data: string): void {
@@ -212,9 +222,9 @@ async function checkTarget(target: ExecTarget): Promise<void> {
  * killed with all it started.
  */
 async function hangUp(term: pty.IPty): Promise<void> {
-  signal(term.pid, 'SIGSTOP');
+  await stop(term.pid);
   const scripts = await children(term.pid);
-  for (const pid of scripts) signal(pid, 'SIGSTOP');
+  for (const pid of scripts) await stop(pid);
   const started = await childMap();
   for (const command of scripts.flatMap((pid) => started.get(pid) ?? [])) {
     if (!(await hasTerminal(command))) await killTree(command);
@@ -349,6 +359,20 @@ async function statFields(pid: number): Promise<string[]> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
   // comm may contain spaces and parentheses: fields count from the last ')'.
   return stat ? stat.slice(stat.lastIndexOf(')') + 2).split(' ') : [];
+}
+
+/**
+ * SIGSTOP, then waits until the process is stopped (or gone): a process in
+ * the middle of fork() still makes its child before the signal takes it, and
+ * a look at its children before then would miss that child.
+ */
+async function stop(pid: number): Promise<void> {
+  signal(pid, 'SIGSTOP');
+  for (let i = 0; i < 100; i++) {
+    const state = (await statFields(pid))[0];
+    if (state === undefined || state === 'T' || state === 't' || state === 'Z') return;
+    await new Promise((r) => setTimeout(r, 5));
+  }
 }
 
 function signal(pid: number, sig: NodeJS.Signals): void {

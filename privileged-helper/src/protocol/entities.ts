@@ -113,10 +113,20 @@ export type Version = z.infer<typeof Version>;
 export const ForkStage = z.enum(['prepare', 'dump', 'thaw', 'restore', 'expose', 'commit']);
 export type ForkStage = z.infer<typeof ForkStage>;
 
+/** Where a test may make a rollback fail: after the branch's files were replaced, or instead of its restore. */
+export const RollbackStage = z.enum(['files', 'restore']);
+export type RollbackStage = z.infer<typeof RollbackStage>;
+
 export const ForkReport = z.strictObject({
   fork: z.string(),
   source: Id,
   children: z.array(Workspace),
+  /**
+   * What the children do not have, in words: terminals open in the source at
+   * the fork (their shells are the helper's sessions, not the branch's own
+   * processes) stay with the source only.
+   */
+  leftBehind: z.array(z.string()),
   /** Milliseconds per stage; sourceFrozenMs is how long the source's processes were stopped. */
   timings: z.strictObject({
     prepare: z.number(),

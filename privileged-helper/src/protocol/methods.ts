@@ -3,7 +3,7 @@
 // typed clients derive their signatures from it. Params objects are strict:
 // unknown fields are refused, not ignored.
 import { z } from 'zod';
-import { BranchLimits, DoctorReport, EgressChange, EgressLogEntry, EgressPolicy, EgressStatus, ExecResult, ForkReport, ForkStage, Image, PerfReport, Version, Workspace } from './entities.js';
+import { BranchLimits, DoctorReport, EgressChange, EgressLogEntry, EgressPolicy, EgressStatus, ExecResult, ForkReport, ForkStage, Image, PerfReport, RollbackStage, Version, Workspace } from './entities.js';
 import { AgentRequestAction, AgentRequestKind, Approval, ApprovalId, AuditEntry, Grant, GrantId } from './approvals.js';
 import { MAX_TYPED_CHARS, MouseButton, Point, PointerState, Region, Screenshot, WaitCondition, WaitResult } from './desktop.js';
 import { Actor, Role } from './identity.js';
@@ -103,7 +103,8 @@ export const methods = {
     result: Version,
   },
   'branch.rollback': {
-    params: z.strictObject({ workspace: WorkspaceRef, version: Id }),
+    /** faultAt: a test switch (refused unless the helper allows fault injection). */
+    params: z.strictObject({ workspace: WorkspaceRef, version: Id, faultAt: RollbackStage.optional() }),
     result: Workspace,
   },
   'branch.promote': {

@@ -207,8 +207,19 @@ export class Registry {
     this.db.prepare('UPDATE workspaces SET is_main = (id = ?) WHERE tree_id = ?').run(id, treeId);
   }
 
-  deleteWorkspace(id: string): void {
-    this.db.prepare('DELETE FROM workspaces WHERE id = ?').run(id);
+  /**
+   * Removes a branch's record; its children move up to its own parent (their
+   * nearest living ancestor), so the tree never shows them detached. Returns
+   * the ids of the children that moved.
+   */
+  deleteWorkspace(id: string): string[] {
+    return this.db.transaction(() => {
+      const parent = this.db.prepare('SELECT parent_id FROM workspaces WHERE id = ?').pluck().get(id) as string | null | undefined;
+      const children = this.db.prepare('SELECT id FROM workspaces WHERE parent_id = ?').pluck().all(id) as string[];
+      this.db.prepare('UPDATE workspaces SET parent_id = ? WHERE parent_id = ?').run(parent ?? null, id);
+      this.db.prepare('DELETE FROM workspaces WHERE id = ?').run(id);
+      return children;
+    })();
   }
 
   usedNetIndexes(): Set<number> {

@@ -173,11 +173,11 @@ export class WorkspaceService {
     return this.publish(ws.id);
   }
 
-  /** Removes a branch, every host object it has, and its record. */
+  /** Removes a branch, every host object it has, and its record; its children move up to its parent. */
   async destroy(ws: WorkspaceRecord): Promise<void> {
     await this.runtime.tearDown(ws);
     await this.ledger.removeOwned(ws.id);
-    this.registry.deleteWorkspace(ws.id);
+    for (const child of this.registry.deleteWorkspace(ws.id)) this.publish(child);
   }
 
   publish(id: string): Workspace {

@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Region } from '../../src/protocol/desktop.js';
 import type { Workspace } from '../../src/protocol/entities.js';
-import { connect, createWorkspace, sh, track } from './support.js';
+import { connect, createWorkspace, sh, track, waitFor } from './support.js';
 
 /**
  * A process that holds things a fork must carry, and reports on them over
@@ -80,15 +80,6 @@ interface HolderReport {
   ghost: string;
   heapMiB: number;
   heapIntact: boolean;
-}
-
-/** Polls until `ready` says yes (setup has no expect.poll). */
-async function waitFor(what: string, ready: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await ready())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
 }
 
 const EDITOR = { x: 1060, y: 640 };
@@ -234,5 +225,36 @@ except OSError: print('held')"`)).trim(),
     await c.request('exec.close', { session: terminal.session }).catch(() => undefined);
     const children = await fork(source, 'after a -t session left a daemon');
     for (const branch of [...children, source]) expect(await report(branch, 8303), branch.name).toMatchObject({ heapMiB: 8, heapIntact: true });
+  });
+
+  it('says a terminal open during the fork stays with the source, which keeps using it', async () => {
+    const output: string[] = [];
+    await c.subscribe(['exec.output']);
+    c.on('exec.output', (o) => output.push(o.data));
+    const terminal = await c.request('exec.open', { workspace: source.id, cols: 80, rows: 24 });
+    try {
+      const report = await c.request('branch.fork', { workspace: source.id, copies: 1 });
+      forked.push(...(await Promise.all(report.children.map(track))).map((x) => x.id));
+      expect(report.leftBehind).toEqual([expect.stringMatching(new RegExp(`terminal ${terminal.session} \\(/bin/bash -l\\) stays with fidelity`))]);
+      await c.request('exec.write', { session: terminal.session, data: 'echo still-$((6*7))\n' });
+      await expect.poll(() => output.join(''), { timeout: 10_000 }).toContain('still-42');
+    } finally {
+      await c.request('exec.close', { session: terminal.session }).catch(() => undefined);
+    }
+    const quiet = await c.request('branch.fork', { workspace: source.id, copies: 1 });
+    forked.push(...(await Promise.all(quiet.children.map(track))).map((x) => x.id));
+    expect(quiet.leftBehind).toEqual([]);
+  });
+
+  it('shows the survivors of a discarded middle branch under their nearest living ancestor', async () => {
+    const [first] = await fork(source, 'chain, generation 1', 1);
+    const [second] = await fork(first!, 'chain, generation 2', 1);
+    const [third] = await fork(second!, 'chain, generation 3', 1);
+    await c.request('workspace.delete', { workspace: second!.id });
+    forked.splice(forked.indexOf(second!.id), 1);
+    const tree = await c.request('workspace.list', {});
+    expect(tree.find((w) => w.id === third!.id)?.parent).toBe(first!.id);
+    expect(tree.find((w) => w.id === first!.id)?.parent).toBe(source.id);
+    expect(await report(third!, 8301)).toMatchObject({ heapIntact: true, ghost: 'ghost-content' });
   });
 });

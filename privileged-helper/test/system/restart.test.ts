@@ -36,6 +36,12 @@ describe('helper restart', () => {
       // Adopted, and still in its cage: its init's filter and no_new_privs, its cgroups.
       expect(await sh(client, after, "grep -E '^(NoNewPrivs|Seccomp):' /proc/1/status")).toMatch(/NoNewPrivs:\s+1\nSeccomp:\s+2/);
       expect(await sh(client, after, 'cat /proc/self/cgroup')).toContain(`pids:/grove-${t.instance}/${after.id}`);
+      // …and its user namespace: root inside, the tree's unprivileged range outside, exec'd commands too.
+      expect((await sh(client, after, 'id -u; cat /proc/1/uid_map /proc/self/uid_map')).trim().split('\n').map((l) => l.trim().split(/\s+/))).toEqual([
+        ['0'],
+        ['0', expect.stringMatching(/^\d{8,}$/), '65536'],
+        ['0', expect.stringMatching(/^\d{8,}$/), '65536'],
+      ]);
     } finally {
       await execa('ip', ['netns', 'del', orphan], { reject: false });
       await client.request('workspace.delete', { workspace: before.id }).catch(() => undefined);

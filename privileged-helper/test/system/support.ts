@@ -89,3 +89,12 @@ export async function banner(at: RfbEndpoint, timeoutMs = 60_000): Promise<strin
     await sleep(250);
   }
 }
+
+/** Polls until `ready` says yes (setup has no expect.poll). */
+export async function waitFor(what: string, ready: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await ready())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}

@@ -113,6 +113,17 @@ describe('workspaces', () => {
     expect(reg.findWorkspace('alpha')).toMatchObject({ state: 'stopped', pid: null, pidStart: null });
   });
 
+  it('moves the children of a deleted branch up to its parent: the middle of a chain of forks', () => {
+    reg.insertWorkspace(workspace({ id: 'aaaaaaaa', name: 'main', netIndex: 1 }));
+    reg.insertWorkspace(workspace({ id: 'bbbbbbbb', name: 'middle', netIndex: 2, parentId: 'aaaaaaaa', treeId: 'aaaaaaaa', isMain: false }));
+    reg.insertWorkspace(workspace({ id: 'cccccccc', name: 'grandchild-1', netIndex: 3, parentId: 'bbbbbbbb', treeId: 'aaaaaaaa', isMain: false }));
+    reg.insertWorkspace(workspace({ id: 'dddddddd', name: 'grandchild-2', netIndex: 4, parentId: 'bbbbbbbb', treeId: 'aaaaaaaa', isMain: false }));
+    expect(reg.deleteWorkspace('bbbbbbbb').sort()).toEqual(['cccccccc', 'dddddddd']);
+    expect(reg.findWorkspace('grandchild-1')?.parentId).toBe('aaaaaaaa');
+    expect(reg.findWorkspace('grandchild-2')?.parentId).toBe('aaaaaaaa');
+    expect(reg.deleteWorkspace('cccccccc')).toEqual([]);
+  });
+
   it('deletes a workspace together with its ports, and frees its name and net index', () => {
     reg.insertWorkspace(workspace());
     reg.setPort('0123abcd', 5900, 40000);

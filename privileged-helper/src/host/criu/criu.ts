@@ -9,6 +9,7 @@ import { chmod, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/pr
 import path from 'node:path';
 import { GroveError } from '../../protocol/wire.js';
 import type { Launcher } from '../launcher.js';
+import { criuFailure, transientDumpFailure, type CriuFailure } from './criu-errors.js';
 import { sourceFrozenMs } from './criu-stats.js';
 import {
   CRUN_MASKED_FILES,
@@ -25,12 +26,7 @@ export const ACTION_SCRIPT = path.join(import.meta.dirname, 'action-script.sh');
 /** Hardware breakpoints never fire in this VM: CRIU must single-step the parasite (criu.md). */
 const CRIU_ENV = { CRIU_FAULT: '130' };
 
-/**
- * A netlink socket with messages its process has not read yet (Chromium's
- * network-change watcher, a moment after an address or route event) cannot
- * be dumped; a moment later it has read them. Such a dump is tried again.
- */
-const TRANSIENT_DUMP_ERROR = /netlink: The socket has data to read/;
+/** A dump that failed for a passing reason (transientDumpFailure) is tried this often. */
 const DUMP_ATTEMPTS = 3;
 
 /** The child's netns is passed to CRIU as this fd (stdio index 3). */
@@ -102,7 +98,7 @@ export class Criu {
       const res = await execa(this.binary, args, { env: { ...CRIU_ENV, ...env }, reject: false, timeout: 120_000 });
       if (res.exitCode === 0) break;
       const log = await readFile(logFile, 'utf8').catch(() => '');
-      if (attempt >= DUMP_ATTEMPTS || !TRANSIENT_DUMP_ERROR.test(log)) throw await this.failure('dump', logFile, res.stderr);
+      if (attempt >= DUMP_ATTEMPTS || !transientDumpFailure(log)) throw await this.failure('dump', logFile, res.stderr);
       // The tree ran on (--leave-running); a fresh images directory and a moment for the reader to drain its socket.
       await emptyDirectory(req.imagesDir);
       await new Promise((r) => setTimeout(r, 200 * attempt));
@@ -148,13 +144,22 @@ export class Criu {
     const kept = path.join(this.logsDir, `criu-${what}-${new Date().toISOString().replace(/[:.]/g, '-')}.log`);
     await mkdir(this.logsDir, { recursive: true, mode: 0o700 });
     await writeFile(kept, log, { mode: 0o600 });
-    const errors = log
-      .split('\n')
-      .filter((l) => /Error/.test(l))
-      .slice(-4)
-      .join(' / ');
-    return new GroveError('E_HOST', `criu ${what} failed: ${errors || stderr.trim() || 'no output'} (log: ${kept})`);
+    const failure = criuFailure(log);
+    if (!failure) return new GroveError('E_HOST', `criu ${what} failed: ${stderr.trim() || 'no output'} (log: ${kept})`);
+    const who = await describePid(failure.pid);
+    const advice = failure.advice ? `; ${failure.advice}` : '';
+    return new GroveError('E_HOST', `criu ${what} failed: ${failure.cause}${who}${advice} (log: ${kept})`);
   }
+}
+
+/** The process a CRIU error is about, in words: its pid inside the branch and its command line when the host still has it. */
+async function describePid(pid: CriuFailure['pid']): Promise<string> {
+  if (!pid) return '';
+  if ('inside' in pid) return ` (process ${pid.inside} of the restored tree)`;
+  const cmdline = (await readFile(`/proc/${pid.host}/cmdline`, 'utf8').catch(() => '')).split('\0').filter(Boolean).join(' ');
+  const nspid = /^NSpid:\s+(.*)$/m.exec(await readFile(`/proc/${pid.host}/status`, 'utf8').catch(() => ''))?.[1]?.trim().split(/\s+/).at(-1);
+  if (!cmdline) return ` (host pid ${pid.host}, gone since)`;
+  return ` (process ${nspid ?? '?'} in the branch: ${cmdline.slice(0, 120)})`;
 }
 
 /**

@@ -1,0 +1,55 @@
+// What went wrong, from a failed CRIU run's log: its first real error, with
+// the noise every run prints on this host left out, the process it was about
+// (a restore's lines carry the task's pid inside the tree; a dump names the
+// host pid it was dumping) and, for the causes seen here, what to do about
+// it. Pure, so it is unit-tested (test/unit/criu-errors.test.ts).
+
+/** Printed by every run on this host, whatever happened: never the cause. */
+const NOISE = [
+  /rlimit: Can't setup RLIMIT_NOFILE for self/,
+  /tun: Unable to create tun/,
+  /cgroupd: recv req error/,
+  /Dumping FAILED|Restoring FAILED/,
+  /exited, status=/, // a child task gave up: its own error comes first
+  /Can't wait or bad status/,
+];
+
+/** Causes with advice: what the person or agent can do. */
+const ADVICE: [RegExp, string][] = [
+  [/No space left on device|ENOSPC/, 'the pool is full: discard branches or versions, then try again'],
+  [/netlink: The socket has data to read/, 'a program had not read its network events yet; try again in a moment'],
+  [/Unseizable non-zombie|Can't seize|Timeout reached/, 'a process could not be stopped in time (it may be stopped, traced or very busy); try again, or end it'],
+  [/Connected TCP socket|Connected UNIX socket to outside|External socket is used/, 'a process holds a connection CRIU cannot take along; close it (or end the process) and try again'],
+  [/Can't dump (?:ghost|deleted) file|ghost-limit/, 'a process holds a big deleted file open; close it and try again'],
+  [/device|Can't dump .*(?:char|block)/i, 'a process holds a device the branch cannot take along; end it and try again'],
+];
+
+/**
+ * A netlink socket with messages its process has not read yet (Chromium's
+ * network-change watcher, a moment after an address or route event) cannot
+ * be dumped; a moment later it has read them: such a dump is worth another try.
+ */
+export function transientDumpFailure(log: string): boolean {
+  return /netlink: The socket has data to read/.test(log);
+}
+
+export interface CriuFailure {
+  /** The first real error line, without CRIU's timestamp and pid prefix. */
+  cause: string;
+  /** The pid the error is about: inside the tree (restore) or on the host (dump), if the log says. */
+  pid: { inside: number } | { host: number } | null;
+  advice: string | null;
+}
+
+export function criuFailure(log: string): CriuFailure | null {
+  const errors = log.split('\n').filter((l) => /\bError\b/.test(l) && !NOISE.some((n) => n.test(l)));
+  const first = errors[0];
+  if (first === undefined) return null;
+  const line = first.replace(/^\(\d+\.\d+\)\s*/, '');
+  const inside = /^\s*(\d+): /.exec(line);
+  const cause = line.replace(/^\s*\d+: /, '').replace(/^Error \([^)]*\):\s*/, '').trim();
+  const host = /\(pid: (\d+)\)/.exec(errors.join('\n'));
+  const pid = inside ? { inside: Number(inside[1]) } : host ? { host: Number(host[1]) } : null;
+  const advice = ADVICE.find(([re]) => re.test(errors.join('\n')))?.[1] ?? null;
+  return { cause, pid, advice };
+}

@@ -1,0 +1,69 @@
+// A rollback is a transaction: when it fails at any step (a fault injected
+// after the branch's files were replaced, or instead of the restore), the
+// branch is back as it was — running, with its files and the in-memory state
+// of its processes — and the version it was rolled to is untouched; a version
+// being rolled back to cannot be deleted under the rollback.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { HelperClient } from '../../../main/src/helper-client/client.js';
+import type { Workspace } from '../../src/protocol/entities.js';
+import { connect, createWorkspace, sh, track, waitFor } from './support.js';
+
+/** Answers with how many requests it has answered: state that lives only in memory. */
+const COUNTER = `
+import http.server
+count = 0
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        global count
+        count += 1
+        body = str(count).encode()
+        self.send_response(200); self.send_header("content-length", str(len(body))); self.end_headers(); self.wfile.write(body)
+    def log_message(self, *a): pass
+http.server.HTTPServer(("127.0.0.1", 8500), H).serve_forever()
+`;
+
+describe('rollback as a transaction', () => {
+  let c: HelperClient;
+  let ws: Workspace;
+  let versionId: string;
+
+  const count = async (branch: Workspace) =>
+    Number(await sh(c, branch, `python3 -c 'import urllib.request; print(urllib.request.urlopen("http://127.0.0.1:8500/", timeout=5).read().decode())'`));
+  const marker = async (branch: Workspace) => (await sh(c, branch, 'cat /root/marker')).trim();
+  const versionsOf = async () => (await c.request('version.list', { workspace: ws.id })).map((v) => v.id);
+
+  beforeAll(async () => {
+    c = await connect('lifecycle');
+    ws = await createWorkspace(c, 'lifecycle');
+    await c.request('exec.run', { workspace: ws.id, argv: ['sh', '-c', 'cat > /tmp/counter.py'], stdin: COUNTER });
+    await sh(c, ws, 'echo v1 > /root/marker; setsid python3 /tmp/counter.py </dev/null >/dev/null 2>&1 &');
+    await waitFor('the counter to answer', () => count(ws).then((n) => n > 0).catch(() => false), 20_000);
+    versionId = (await c.request('branch.checkpoint', { workspace: ws.id, label: 'v1' })).id;
+    await sh(c, ws, 'echo v2 > /root/marker');
+  });
+
+  afterAll(async () => {
+    await c?.request('workspace.delete', { workspace: ws.id, versions: 'delete' }).catch(() => undefined);
+    c?.close();
+  });
+
+  it.each(['files', 'restore'] as const)('leaves the branch as it was when the rollback fails at %s', async (faultAt) => {
+    const before = await count(ws);
+    await expect(c.request('branch.rollback', { workspace: ws.id, version: versionId, faultAt })).rejects.toMatchObject({ code: 'E_HOST' });
+    const now = await track(await c.request('workspace.get', { workspace: ws.id }));
+    expect(now.state).toBe('running');
+    expect(await marker(now)).toBe('v2');
+    expect(await count(now)).toBe(before + 1); // its processes' memory, as of the rollback's start
+    expect(await versionsOf()).toEqual([versionId]); // the version is untouched, and no checkpoint of the attempt is left
+    ws = now;
+  });
+
+  it('refuses to delete the version while a rollback restores it, then rolls back for real', async () => {
+    const rolling = c.request('branch.rollback', { workspace: ws.id, version: versionId });
+    await new Promise((r) => setTimeout(r, 300)); // the rollback is checkpointing the branch
+    await expect(c.request('version.delete', { version: versionId })).rejects.toMatchObject({ code: 'E_CONFLICT', message: expect.stringContaining('being rolled back to') });
+    ws = await track(await rolling);
+    expect(await marker(ws)).toBe('v1');
+    expect(await versionsOf()).toEqual([versionId]);
+  });
+});

@@ -1,0 +1,40 @@
+// The first real error of a failed CRIU run, from logs CRIU wrote on this host.
+import { describe, expect, it } from 'vitest';
+import { criuFailure, transientDumpFailure } from '../../src/host/criu/criu-errors.js';
+
+describe('criuFailure', () => {
+  it('skips the lines every run prints and finds the cause, the host pid and advice in a dump log', () => {
+    const log = [
+      "Error (criu/util.c:1534): rlimit: Can't setup RLIMIT_NOFILE for self: Operation not permitted",
+      'Error (criu/sk-netlink.c:77): netlink: The socket has data to read',
+      'Error (criu/cr-dump.c:1545): Dump files (pid: 30959) failed with -1',
+      'Error (criu/cr-dump.c:1975): Dumping FAILED.',
+    ].join('\n');
+    expect(criuFailure(log)).toEqual({
+      cause: 'netlink: The socket has data to read',
+      pid: { host: 30959 },
+      advice: 'a program had not read its network events yet; try again in a moment',
+    });
+    expect(transientDumpFailure(log)).toBe(true);
+    expect(transientDumpFailure('Error (criu/cr-dump.c:1655): Timeout reached. Try to interrupt: 0')).toBe(false);
+  });
+
+  it("names the restored tree's task and drops the timestamps of a verbose log", () => {
+    const log = [
+      '(00.023319) Error (criu/util.c:1534): rlimit: Can\'t setup RLIMIT_NOFILE for self: Operation not permitted',
+      '(00.040735)      1: Error (criu/mount-v2.c:319): mnt-v2: Failed to open_tree /run/grove/sys: Permission denied',
+      '(00.042106) Error (criu/cr-restore.c:2360): Restoring FAILED.',
+      '(00.042737) Error (criu/cgroup.c:2055): cg: cgroupd: recv req error: No such file or directory',
+    ].join('\n');
+    expect(criuFailure(log)).toEqual({ cause: 'mnt-v2: Failed to open_tree /run/grove/sys: Permission denied', pid: { inside: 1 }, advice: null });
+  });
+
+  it('says what to do when the pool is full', () => {
+    const log = '   173: Error (criu/files-reg.c:900): Unable to write ghost: No space left on device\n   172: Error (criu/cr-restore.c:1265): 173 exited, status=1';
+    expect(criuFailure(log)).toMatchObject({ pid: { inside: 173 }, advice: expect.stringMatching(/pool is full/) });
+  });
+
+  it('has nothing to say about a log with only noise', () => {
+    expect(criuFailure("Error (criu/util.c:1534): rlimit: Can't setup RLIMIT_NOFILE for self: Operation not permitted\n")).toBeNull();
+  });
+});
