@@ -7,21 +7,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Workspace } from '../../src/protocol/entities.js';
+import { COUNTER_SERVER } from './fixtures/counter.js';
 import { connect, createWorkspace, sh, track } from './support.js';
-
-/** A server that answers with how many requests it has answered: its in-memory state. */
-const COUNTER = `
-import http.server, sys
-count = 0
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        global count
-        count += 1
-        body = str(count).encode()
-        self.send_response(200); self.send_header("content-length", str(len(body))); self.end_headers(); self.wfile.write(body)
-    def log_message(self, *a): pass
-http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
-`;
 
 const WAYS: [string, number, string][] = [
   ['&', 8101, 'python3 /tmp/counter.py 8101 >/dev/null 2>&1 &'],
@@ -61,7 +48,7 @@ describe('what exec leaves running', () => {
   });
 
   it('forks a branch whose services were started through exec, every way, with their state', async () => {
-    await c.request('exec.run', { workspace: ws.id, argv: ['sh', '-c', 'cat > /tmp/counter.py'], stdin: COUNTER });
+    await c.request('exec.run', { workspace: ws.id, argv: ['sh', '-c', 'cat > /tmp/counter.py'], stdin: COUNTER_SERVER });
     for (const [, , start] of WAYS) await sh(c, ws, start);
     for (const [way, port] of WAYS) await expect.poll(() => get(c, ws, port).catch(() => ''), { timeout: 20_000, message: way }).toBe('1\n');
     // Each exec'd service lives in a session inside the branch, never the helper's.

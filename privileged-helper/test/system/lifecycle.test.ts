@@ -6,21 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Workspace } from '../../src/protocol/entities.js';
+import { COUNTER_SERVER } from './fixtures/counter.js';
 import { connect, createWorkspace, sh, track, waitFor } from './support.js';
-
-/** Answers with how many requests it has answered: state that lives only in memory. */
-const COUNTER = `
-import http.server
-count = 0
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        global count
-        count += 1
-        body = str(count).encode()
-        self.send_response(200); self.send_header("content-length", str(len(body))); self.end_headers(); self.wfile.write(body)
-    def log_message(self, *a): pass
-http.server.HTTPServer(("127.0.0.1", 8500), H).serve_forever()
-`;
 
 describe('rollback as a transaction', () => {
   let c: HelperClient;
@@ -35,8 +22,8 @@ describe('rollback as a transaction', () => {
   beforeAll(async () => {
     c = await connect('lifecycle');
     ws = await createWorkspace(c, 'lifecycle');
-    await c.request('exec.run', { workspace: ws.id, argv: ['sh', '-c', 'cat > /tmp/counter.py'], stdin: COUNTER });
-    await sh(c, ws, 'echo v1 > /root/marker; setsid python3 /tmp/counter.py </dev/null >/dev/null 2>&1 &');
+    await c.request('exec.run', { workspace: ws.id, argv: ['sh', '-c', 'cat > /tmp/counter.py'], stdin: COUNTER_SERVER });
+    await sh(c, ws, 'echo v1 > /root/marker; setsid python3 /tmp/counter.py 8500 </dev/null >/dev/null 2>&1 &');
     await waitFor('the counter to answer', () => count(ws).then((n) => n > 0).catch(() => false), 20_000);
     versionId = (await c.request('branch.checkpoint', { workspace: ws.id, label: 'v1' })).id;
     await sh(c, ws, 'echo v2 > /root/marker');
