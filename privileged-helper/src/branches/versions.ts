@@ -89,12 +89,11 @@ export class VersionService {
         const before = await this.checkpointLocked(id, `before rollback to ${version.id}`);
         let back: Workspace;
         try {
-          back = await this.restoreInto(ws, version.id, faultAt);
+          back = await this.restoreInto(ws, version.id, version.id, faultAt);
         } catch (err) {
           await this.recover(ws, before.id, err as Error);
           throw err;
         }
-        this.d.registry.setVersionOrigin(ws.id, version.id);
         await this.remove(before.id);
         return back;
       } finally {
@@ -103,8 +102,12 @@ export class VersionService {
     });
   }
 
-  /** Kills the branch's processes, swaps its files for the version's and restores the version's processes in its own network. */
-  private async restoreInto(ws: WorkspaceRecord, versionId: string, faultAt?: RollbackStage): Promise<Workspace> {
+  /**
+   * Kills the branch's processes, swaps its files for the version's and
+   * restores the version's processes in its own network; the branch then says
+   * it comes from `origin`.
+   */
+  private async restoreInto(ws: WorkspaceRecord, versionId: string, origin: string | null, faultAt?: RollbackStage): Promise<Workspace> {
     const dir = path.join(this.d.versionsDir, versionId);
     await this.d.runtime.killProcesses(ws);
     const rootfs = await this.d.storage.replaceFiles(ws, path.join(dir, 'files'));
@@ -123,6 +126,7 @@ export class VersionService {
     });
     await this.d.storage.bindExternals(ws);
     const proc = await this.d.runtime.adoptProcess(ws, pid);
+    this.d.registry.setVersionOrigin(ws.id, origin);
     return this.d.workspaces.markRunning(this.d.workspaces.record(ws.id), proc);
   }
 
@@ -133,7 +137,7 @@ export class VersionService {
    */
   private async recover(ws: WorkspaceRecord, beforeId: string, cause: Error): Promise<void> {
     try {
-      await this.restoreInto(ws, beforeId);
+      await this.restoreInto(ws, beforeId, ws.versionId);
       await this.remove(beforeId);
     } catch (err) {
       await this.d.runtime.tearDown(ws);

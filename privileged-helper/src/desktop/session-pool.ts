@@ -23,6 +23,8 @@ interface Entry {
   idle: NodeJS.Timeout | null;
 }
 
+const RETRY_MS = 200;
+
 export class SessionPool {
   private readonly entries = new Map<string, Entry>();
   /** Input actions of one branch run one at a time, so two callers' keys never interleave. */
@@ -90,7 +92,7 @@ export class SessionPool {
 
   /** A failed open leaves no entry behind: the next call tries again. */
   private open(t: DesktopTarget): Promise<RfbSession> {
-    const session = RfbSession.open(t.address, this.o.vncPort, this.o.connectTimeoutMs);
+    const session = this.connect(t.address, Date.now() + this.o.connectTimeoutMs);
     session.then(
       () => this.o.log(`desktop ${t.name}: VNC session open`),
       () => {
@@ -99,6 +101,22 @@ export class SessionPool {
       },
     );
     return session;
+  }
+
+  /**
+   * A branch that has just started may not listen yet (its Xvnc comes up a
+   * moment after the branch): a refused connection is tried again until the
+   * deadline, anything else fails at once.
+   */
+  private async connect(address: string, deadline: number): Promise<RfbSession> {
+    for (;;) {
+      try {
+        return await RfbSession.open(address, this.o.vncPort, Math.max(1, deadline - Date.now()));
+      } catch (err) {
+        if (!/ECONNREFUSED/.test((err as Error).message) || Date.now() + RETRY_MS >= deadline) throw err;
+        await new Promise((r) => setTimeout(r, RETRY_MS));
+      }
+    }
   }
 
   private drop(id: string, entry: Entry): void {

@@ -36,9 +36,10 @@ export class FakeVnc {
     this.server = net.createServer((s) => this.serve(s));
   }
 
-  static async start(width = 64, height = 48): Promise<FakeVnc> {
+  /** Listens on `port` (0: any free one). */
+  static async start(width = 64, height = 48, port = 0): Promise<FakeVnc> {
     const vnc = new FakeVnc(width, height);
-    await new Promise<void>((resolve) => vnc.server.listen(0, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => vnc.server.listen(port, '127.0.0.1', resolve));
     return vnc;
   }
 

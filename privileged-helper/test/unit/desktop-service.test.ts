@@ -19,7 +19,7 @@ async function setup(idleMs = 60_000, exec: Exec = noXmodmap) {
   const vnc = await FakeVnc.start(64, 48);
   vnc.paint(0, 0, 64, 48, [13, 122, 95]);
   const actions: DesktopAction[] = [];
-  const desktop = new DesktopService({ publish: (a) => actions.push(a), log: () => undefined, vncPort: vnc.port, idleMs, exec });
+  const desktop = new DesktopService({ publish: (a) => actions.push(a), log: () => undefined, vncPort: vnc.port, idleMs, exec, connectTimeoutMs: 1000 });
   open.push(vnc, { close: () => desktop.closeAll() });
   const target: DesktopTarget = { id: 'b1', name: 'one', pid: 100, pidStart: 5, address: '127.0.0.1' };
   return { vnc, desktop, actions, target };
@@ -159,10 +159,20 @@ describe('DesktopService', () => {
     expect(vnc.connections).toBe(2);
   });
 
-  it('fails with E_HOST when no VNC server answers', async () => {
+  it('fails with E_HOST when no VNC server answers within the connect timeout', async () => {
     const { vnc, desktop, target } = await setup();
     await vnc.close();
     await expect(desktop.screenshot(target, {})).rejects.toMatchObject({ code: 'E_HOST', message: expect.stringContaining("cannot reach the desktop's VNC server") });
+  });
+
+  it('waits for a desktop that is still starting: a refused connection is tried again', async () => {
+    const { vnc, desktop, target } = await setup();
+    const port = vnc.port;
+    await vnc.close();
+    const late = new Promise<FakeVnc>((resolve) => setTimeout(() => void FakeVnc.start(64, 48, port).then(resolve), 300));
+    const shot = await desktop.screenshot(target, {});
+    open.push(await late);
+    expect(shot).toMatchObject({ width: 64, height: 48 });
   });
 
   it('waits for a change, not counting a text cursor blinking', async () => {
