@@ -32,10 +32,10 @@ export async function measureCage(
       proceed();
       const { client, source } = subjects[name];
       try {
-        const { ms, pss } = await forkOnce(client, source, `bench-${name}-${i}`);
+        const { ms, pss, stages } = await forkOnce(client, source, `bench-${name}-${i}`);
         samples[name].forkMs.push(ms);
         samples[name].childPssMiB.push(pss);
-        log(`${name.padEnd(7)} fork ${i + 1}/${forks}: ${Math.round(ms)} ms to the first frame, child PSS ${Math.round(pss)} MiB`);
+        log(`${name.padEnd(7)} fork ${i + 1}/${forks}: ${Math.round(ms)} ms to the first frame (${stages}), child PSS ${Math.round(pss)} MiB`);
       } catch (err) {
         samples[name].errors.push((err as Error).message);
         log(`${name} fork ${i + 1}/${forks} FAILED: ${(err as Error).message}`);
@@ -53,7 +53,7 @@ async function start(subject: CageSubject): Promise<Samples> {
 }
 
 /** One fork into one child, measured, and the child removed again. */
-async function forkOnce(c: HelperClient, source: Workspace, name: string): Promise<{ ms: number; pss: number }> {
+async function forkOnce(c: HelperClient, source: Workspace, name: string): Promise<{ ms: number; pss: number; stages: string }> {
   const report = await c.request('branch.fork', { workspace: source.id, copies: 1, names: [name] });
   const child = report.children[0]!;
   try {
@@ -61,7 +61,11 @@ async function forkOnce(c: HelperClient, source: Workspace, name: string): Promi
     if (!ns) throw new Error(`the child ${child.name} is not running`);
     const total = report.timings.total;
     if (total === undefined) throw new Error('the fork report has no total time');
-    return { ms: total, pss: (await pssOfPidNamespaces(new Set([ns]))).pssMiB };
+    const stages = Object.entries(report.timings)
+      .filter(([k]) => k !== 'total')
+      .map(([k, v]) => `${k} ${Math.round(v)}`)
+      .join(', ');
+    return { ms: total, pss: (await pssOfPidNamespaces(new Set([ns]))).pssMiB, stages };
   } finally {
     await c.request('workspace.delete', { workspace: child.id });
   }
