@@ -220,9 +220,12 @@ except OSError: print('held')"`)).trim(),
   });
 
   it('forks after a terminal session exited and left a daemon behind', async () => {
+    const exits: string[] = [];
+    await c.subscribe(['exec.exit']);
+    c.on('exec.exit', (e) => exits.push(e.session));
     const terminal = await c.request('exec.open', { workspace: source.id, cols: 80, rows: 24, argv: ['sh', '-c', 'nohup python3 /tmp/holder.py 8303 8 >/dev/null 2>&1 & sleep 0.5; exit 0'] });
+    await expect.poll(() => exits.includes(terminal.session), { timeout: 30_000 }).toBe(true); // the session ended on its own
     await expect.poll(() => report(source, 8303).catch(() => null), { timeout: 30_000 }).toMatchObject({ heapIntact: true });
-    await c.request('exec.close', { session: terminal.session }).catch(() => undefined);
     const children = await fork(source, 'after a -t session left a daemon');
     for (const branch of [...children, source]) expect(await report(branch, 8303), branch.name).toMatchObject({ heapMiB: 8, heapIntact: true });
   });
