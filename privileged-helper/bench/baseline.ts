@@ -27,8 +27,7 @@ import { snapshot } from '../src/host/btrfs.js';
 import { Criu } from '../src/host/criu/criu.js';
 import { mountOverlay } from '../src/host/overlay.js';
 import { applyFirewall, createNetns, createVeth, deleteNetns, netnsPath, planNetwork, type NetPlan } from '../src/host/netns.js';
-import { signalIfSame, startTime, userNamespaceRange, waitGone } from '../src/host/proc.js';
-import type { IdRange } from '../src/registry/id-ranges.js';
+import { inOwnUserNamespace, signalIfSame, startTime, waitGone } from '../src/host/proc.js';
 import { firstFrame } from '../src/host/rfb-probe.js';
 import { EXTERNAL_BINDS } from '../src/workspaces/branch-storage.js';
 import { VNC_PORT } from '../src/workspaces/runtime.js';
@@ -54,8 +53,8 @@ export interface BaselineSource {
    * external mounts, and each copy's restore binds its own snapshot's `dir`.
    */
   binds: readonly { containerPath: string; dir: string }[];
-  /** The source's host ids when it runs in a user namespace of its own (its copies keep them, and read the same idmapped lower). */
-  userns: IdRange | null;
+  /** The source runs in a user namespace of its own (its copies keep it, and read the same idmapped lower). */
+  userns: boolean;
 }
 
 /**
@@ -64,7 +63,7 @@ export interface BaselineSource {
  */
 export async function readBaselineSource(where: { pid: number; subvolume: string; rootfs: string; netns: string }): Promise<BaselineSource> {
   const overlay = await sourceLayout(where.rootfs);
-  return { pid: where.pid, subvolume: where.subvolume, overlay, netns: where.netns, binds: overlay ? EXTERNAL_BINDS : [], userns: await userNamespaceRange(where.pid) };
+  return { pid: where.pid, subvolume: where.subvolume, overlay, netns: where.netns, binds: overlay ? EXTERNAL_BINDS : [], userns: await inOwnUserNamespace(where.pid) };
 }
 
 /** Reads the source's layout: an overlay mounted at overlayRoot (its lower), or a plain subvolume root. */
@@ -188,7 +187,7 @@ export class BaselineFork {
           imagesDir: this.imagesDir,
           snapshot: { from: this.source.subvolume, to: this.forkPoint },
           binds: this.source.binds.map((b) => b.containerPath),
-          userns: this.source.userns !== null,
+          userns: this.source.userns,
         });
       }, () => deleteWithRetry(this.forkPoint));
     });
@@ -242,7 +241,7 @@ export class BaselineFork {
       name: `baseline-${copy.name}`,
       binds: this.source.binds.map((b) => ({ containerPath: b.containerPath, source: path.join(copy.subvolume, b.dir) })),
       cgroups: [], // plain CRIU: no launcher, so no cgroups of Grove's
-      userns: this.source.userns !== null,
+      userns: this.source.userns,
     });
     const settled = restored.catch(() => undefined);
     // The tree's undo is registered before the restore can finish, so an

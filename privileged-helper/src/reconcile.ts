@@ -40,7 +40,7 @@ export async function reconcile(d: ReconcileDeps): Promise<void> {
 
 /** Branch mounts (merged roots, idmapped lowers) and their directories in no record: deepest mounts first. */
 async function removeUnrecordedRoots(d: ReconcileDeps, recorded: Set<string>): Promise<void> {
-  const dir = d.storage.mountsDir;
+  const dir = d.storage.rootsDir;
   const stale = [...(await mountPoints())].filter((m) => m.startsWith(`${dir}/`) && !recorded.has(`mount:${m}`));
   for (const m of stale.sort((a, b) => b.length - a.length)) {
     d.log(`removing unrecorded mount ${m}`);

@@ -43,7 +43,7 @@ export function runGateProcess(): void {
         (err: Error) => tell({ type: 'opened', branchId: m.branch.id, error: err.message }),
       );
     } else {
-      void proxy.close(m.branchId).then(() => tell({ type: 'closed', branchId: m.branchId }));
+      void proxy.close(m.branchId);
     }
   });
   // The helper is gone: so is every decision this process could ask for.

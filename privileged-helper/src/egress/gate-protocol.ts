@@ -47,7 +47,6 @@ export const FromGate = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('ready') }),
   /** After 'open': listening, or why not. */
   z.strictObject({ type: z.literal('opened'), branchId: z.string(), error: z.string().nullable() }),
-  z.strictObject({ type: z.literal('closed'), branchId: z.string() }),
   /** A client asks to go somewhere; answered by 'admission' with the same ask. */
   z.strictObject({ type: z.literal('admit'), ask: z.number().int(), branchId: z.string(), target: ProxyTarget, method: z.string().min(1).max(32) }),
   /** The client of an ask hung up. */

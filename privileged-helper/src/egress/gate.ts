@@ -45,7 +45,6 @@ type Opening = { hostAddress: string; answer: Promise<void>; resolve: () => void
 export class EgressGate {
   /** The branches whose listener should be open; opened again whenever the gate process starts again. */
   private readonly branches = new Map<string, GateBranch>();
-  private readonly listening = new Set<string>();
   private readonly opening = new Map<string, Opening>();
   /** The running gate process's open asks, aborted when it dies. */
   private readonly asks = new Map<number, AbortController>();
@@ -80,7 +79,6 @@ export class EgressGate {
   /** Stops the branch's listener, ends its connections and its held requests (idempotent). */
   async close(id: string): Promise<void> {
     this.branches.delete(id);
-    this.listening.delete(id);
     this.o.approvals.abandonBranch(id, 'the branch stopped');
     this.child.send({ type: 'close', branchId: id });
   }
@@ -89,10 +87,6 @@ export class EgressGate {
   async closeAll(): Promise<void> {
     for (const id of [...this.branches.keys()]) await this.close(id);
     this.child.stop();
-  }
-
-  isOpen(id: string): boolean {
-    return this.listening.has(id);
   }
 
   /** Asks the gate process to listen for the branch; a second ask while one is on its way waits for the same answer. */
@@ -120,7 +114,6 @@ export class EgressGate {
   private onMessage(m: FromGate): void {
     switch (m.type) {
       case 'opened': {
-        if (m.error === null) this.listening.add(m.branchId);
         const opening = this.opening.get(m.branchId);
         if (m.error === null) opening?.resolve();
         else opening?.reject(new Error(m.error));
@@ -142,7 +135,6 @@ export class EgressGate {
 
   /** The gate process died: its listeners and connections are gone, so are the requests they held. */
   private onGateExit(): void {
-    this.listening.clear();
     for (const opening of this.opening.values()) opening.reject(new Error('the gate process exited'));
     for (const ask of this.asks.values()) ask.abort();
     this.asks.clear();

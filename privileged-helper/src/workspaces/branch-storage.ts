@@ -50,18 +50,13 @@ export class BranchStorage {
   constructor(
     private readonly pool: PoolLayout,
     /** Where each branch's directory of mounts goes (config.rootsDir). */
-    private readonly rootsDir: string,
+    readonly rootsDir: string,
     private readonly ledger: HostLedger,
     /** native/grove-mount.c: idmapped mounts. */
     private readonly groveMount: string,
     /** The host ids the branch's tree runs as (null: no user namespace). */
     private readonly idRange: (ws: { id: string }) => IdRange | null,
   ) {}
-
-  /** Where the helper mounts what branches run on: one directory per branch. */
-  get mountsDir(): string {
-    return this.rootsDir;
-  }
 
   /** Whose files the helper writes into the branch (its root's host ids in a user namespace). */
   owner(ws: { id: string }): FileOwner {

@@ -14,7 +14,7 @@ import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { DesktopAction, Region } from '../../src/protocol/desktop.js';
 import type { Workspace } from '../../src/protocol/entities.js';
 import { REPO } from './helper-process.js';
-import { connect, createWorkspace, instance, sh, track } from './support.js';
+import { connect, createWorkspace, darkPixels, EDITOR, EDITOR_TEXT, instance, sh, track } from './support.js';
 
 const GREEN = EMPTY_NOTE_RGB;
 const BLUE: Rgb = [40, 64, 160];
@@ -22,10 +22,7 @@ const BLUE: Rgb = [40, 64, 160];
 const MARKER = { x: 600, y: 560 };
 const NOTE = { x: 360, y: 236 };
 const XTERM = { x: 1060, y: 200 };
-const EDITOR = { x: 1060, y: 640 };
 const SCROLL_AT = { x: 700, y: 450 };
-/** The editor's text area (below its menu and warning bar). */
-const EDITOR_TEXT: Region = { x: 860, y: 480, width: 410, height: 300 };
 
 describe('computer use on a branch desktop', () => {
   let client: HelperClient;
@@ -50,12 +47,6 @@ describe('computer use on a branch desktop', () => {
       last = await pixel(at.x, at.y);
     }
     return last;
-  };
-  const darkPixels = async (region: Region) => {
-    const { png } = await shot(region);
-    let dark = 0;
-    for (let i = 0; i < png.data.length; i += 4) if (png.data[i]! + png.data[i + 1]! + png.data[i + 2]! < 150) dark++;
-    return dark;
   };
   const activeWindow = async () => (await sh(client, ws, 'DISPLAY=:0 xdotool getactivewindow getwindowname')).trim();
   const clearNote = async () => {
@@ -111,12 +102,12 @@ describe('computer use on a branch desktop', () => {
   });
 
   it('types into the editor once a click gave it the focus, and the screenshot shows the text', async () => {
-    const before = await darkPixels(EDITOR_TEXT);
+    const before = await darkPixels(client, ws, EDITOR_TEXT);
     await client.request('desktop.click', { workspace: ws.id, ...EDITOR });
     await client.request('desktop.type', { workspace: ws.id, text: '██████████\n██████████' });
     expect(await activeWindow()).toMatch(/Mousepad/);
     let after = before;
-    for (let i = 0; i < 50 && after < before + 1000; i++) after = await darkPixels(EDITOR_TEXT);
+    for (let i = 0; i < 50 && after < before + 1000; i++) after = await darkPixels(client, ws, EDITOR_TEXT);
     expect(after).toBeGreaterThan(before + 1000);
   });
 

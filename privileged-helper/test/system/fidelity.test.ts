@@ -4,12 +4,10 @@
 // the desktop shows (unsaved editor text, window positions), forks under CPU
 // load, and the same state again after a rollback and a fork right after it.
 // Each case prints its fork time, so a slow path shows.
-import { PNG } from 'pngjs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
-import type { Region } from '../../src/protocol/desktop.js';
 import type { Workspace } from '../../src/protocol/entities.js';
-import { connect, createWorkspace, sh, track, waitFor } from './support.js';
+import { connect, createWorkspace, darkPixels, EDITOR, EDITOR_TEXT, sh, track, waitFor } from './support.js';
 
 /**
  * A process that holds things a fork must carry, and reports on them over
@@ -82,10 +80,6 @@ interface HolderReport {
   heapIntact: boolean;
 }
 
-const EDITOR = { x: 1060, y: 640 };
-/** The editor's text area (below its menu and warning bar). */
-const EDITOR_TEXT: Region = { x: 860, y: 480, width: 410, height: 300 };
-
 describe('fork fidelity: what the source holds, each child holds', () => {
   let c: HelperClient;
   let source: Workspace;
@@ -103,13 +97,6 @@ try:
     fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB); print('free')
 except OSError: print('held')"`)).trim(),
   });
-  const darkPixels = async (ws: Workspace, region: Region) => {
-    const s = await c.request('desktop.screenshot', { workspace: ws.id, region });
-    const png = PNG.sync.read(Buffer.from(s.png, 'base64'));
-    let dark = 0;
-    for (let i = 0; i < png.data.length; i += 4) if (png.data[i]! + png.data[i + 1]! + png.data[i + 2]! < 150) dark++;
-    return dark;
-  };
   const windowGeometry = async (ws: Workspace) =>
     (await sh(c, ws, 'for w in $(DISPLAY=:0 xdotool search --onlyvisible --class "mousepad|xterm"); do DISPLAY=:0 xdotool getwindowgeometry "$w" | tail -n +2; done')).trim();
   const fork = async (ws: Workspace, label: string, copies = 2): Promise<Workspace[]> => {
@@ -169,15 +156,15 @@ except OSError: print('held')"`)).trim(),
   });
 
   it('shows unsaved editor text in each child, with every window where it was', async () => {
-    const blank = await darkPixels(source, EDITOR_TEXT);
+    const blank = await darkPixels(c, source, EDITOR_TEXT);
     await c.request('desktop.click', { workspace: source.id, ...EDITOR });
     await c.request('desktop.type', { workspace: source.id, text: '██████████\n██████████' });
-    await expect.poll(() => darkPixels(source, EDITOR_TEXT), { timeout: 10_000 }).toBeGreaterThan(blank + 1000);
+    await expect.poll(() => darkPixels(c, source, EDITOR_TEXT), { timeout: 10_000 }).toBeGreaterThan(blank + 1000);
     const geometry = await windowGeometry(source);
     expect(geometry).toMatch(/Position: \d+,\d+/);
     const children = await fork(source, 'desktop');
     for (const child of children) {
-      await expect.poll(() => darkPixels(child, EDITOR_TEXT), { timeout: 15_000, message: child.name }).toBeGreaterThan(blank + 1000);
+      await expect.poll(() => darkPixels(c, child, EDITOR_TEXT), { timeout: 15_000, message: child.name }).toBeGreaterThan(blank + 1000);
       expect(await windowGeometry(child), child.name).toBe(geometry);
     }
   });

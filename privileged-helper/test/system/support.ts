@@ -3,8 +3,10 @@ import { appendFile } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { PNG } from 'pngjs';
 import { inject } from 'vitest';
 import { HelperClient } from '../../../main/src/helper-client/client.js';
+import type { Region } from '../../src/protocol/desktop.js';
 import type { Workspace } from '../../src/protocol/entities.js';
 import type { RfbEndpoint } from '../../src/host/rfb-probe.js';
 import { testInstance } from './helper-process.js';
@@ -97,4 +99,17 @@ export async function waitFor(what: string, ready: () => Promise<boolean>, timeo
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 250));
   }
+}
+
+/** Where the standard desktop's editor (mousepad, bottom right) is, and its text area below its menu and warning bar. */
+export const EDITOR = { x: 1060, y: 640 };
+export const EDITOR_TEXT: Region = { x: 860, y: 480, width: 410, height: 300 };
+
+/** How many pixels of a region of the branch's screen are dark (text, FULL BLOCK characters): a measure of what is written there. */
+export async function darkPixels(client: HelperClient, ws: Workspace, region: Region): Promise<number> {
+  const s = await client.request('desktop.screenshot', { workspace: ws.id, region });
+  const png = PNG.sync.read(Buffer.from(s.png, 'base64'));
+  let dark = 0;
+  for (let i = 0; i < png.data.length; i += 4) if (png.data[i]! + png.data[i + 1]! + png.data[i + 2]! < 150) dark++;
+  return dark;
 }

@@ -40,7 +40,11 @@ export interface DumpRequest {
   snapshot?: { from: string; to: string };
   /** Container paths bind-mounted from the branch's files (branch-storage.ts). */
   binds: readonly string[];
-  /** The tree runs in a user namespace of its own: crun bound host devices and /sys into it. */
+  /**
+   * The tree runs in a user namespace of its own: crun bound host devices and
+   * /sys into it, and its images are made readable to all (the directories
+   * above them, 0700 and root's, keep everyone else out).
+   */
   userns: boolean;
 }
 
@@ -55,12 +59,7 @@ export interface RestoreRequest {
   binds: readonly ExternalMountSource[];
   /** The restored branch's cgroups: CRIU runs inside them, so the tree it restores is counted there. */
   cgroups: readonly string[];
-  /**
-   * The dump was of a tree in a user namespace (DumpRequest.userns): the
-   * restored tree reads some images once it is in it, as ids the images'
-   * owner (host root) is not, so they are made readable to all; the
-   * directories above them (0700, root's) keep everyone else out.
-   */
+  /** The dump was of a tree in a user namespace (DumpRequest.userns): crun's host mounts are bound again. */
   userns: boolean;
 }
 
@@ -103,6 +102,8 @@ export class Criu {
       await emptyDirectory(req.imagesDir);
       await new Promise((r) => setTimeout(r, 200 * attempt));
     }
+    // A restore in the tree's user namespace reads some images once it is in it, as ids the images' owner (host root) is not.
+    if (req.userns) await readableToAll(req.imagesDir);
     const stats = await readFile(path.join(req.imagesDir, 'stats-dump')).catch(() => Buffer.alloc(0));
     return { sourceFrozenMs: sourceFrozenMs(stats) };
   }
@@ -120,7 +121,6 @@ export class Criu {
       actionScript: ACTION_SCRIPT,
       externalMounts: [...MASKED_FILE_SOURCES, ...(req.userns ? this.usernsSources() : []), ...req.binds],
     });
-    if (req.userns) await readableToAll(req.imagesDir);
     const netnsFd = openSync(req.netnsPath, 'r');
     try {
       const [file, argv] = this.launcher ? this.launcher.onHost(req.cgroups, [this.binary, ...args]) : [this.binary, args];
