@@ -6,7 +6,7 @@
 // that the source is running on unharmed.
 //
 //   prepare  reserve the children (ids, names, networks) — the source is untouched
-//   dump     CRIU --leave-running --tcp-close; its post-dump action snapshots the
+//   dump     CRIU --leave-running --tcp-established; its post-dump action snapshots the
 //            source's root while the tree is still frozen (one instant for memory and files)
 //   thaw     the source runs on (verified)
 //   restore  each child: a writable snapshot of the fork point (branch-storage.ts), its own identity,

@@ -107,6 +107,31 @@ table inet grove {
   await run('ip', ['-n', plan.netns, 'route', 'replace', 'default', 'via', plan.hostAddress, 'dev', 'eth0']);
 }
 
+/**
+ * While CRIU restores a tree into a netns, no packet leaves a socket: a
+ * connection being restored may send (data its peer had not taken yet) before
+ * its peer socket exists, and would be reset. The lock is a table of its own,
+ * dropped at the output hook before every other rule; the restore's action
+ * script removes it just before the tasks resume (action-script.sh), and
+ * unlockRestore() makes sure it is gone whatever happened.
+ */
+export const RESTORE_LOCK_TABLE = 'grove_restore_lock';
+
+export async function lockForRestore(netnsFile: string): Promise<void> {
+  const rules = `
+table inet ${RESTORE_LOCK_TABLE} {
+  chain output {
+    type filter hook output priority -300; policy drop;
+  }
+}
+`;
+  await run('nsenter', [`--net=${netnsFile}`, 'nft', '-f', '-'], { input: rules });
+}
+
+export async function unlockRestore(netnsFile: string): Promise<void> {
+  await run('nsenter', [`--net=${netnsFile}`, 'nft', 'delete', 'table', 'inet', RESTORE_LOCK_TABLE], { allowFailure: true });
+}
+
 export async function deleteVeth(hostVeth: string): Promise<void> {
   await run('ip', ['link', 'del', hostVeth], { allowFailure: true });
 }

@@ -17,8 +17,11 @@ describe('CRIU arguments for a fork', () => {
       externalMounts: [...MASKED_FILE_SOURCES, { containerPath: '/root', source: '/pool/workspaces/b/home' }],
     });
     expect(externals(restore)).toEqual(['mnt[ext_proc_keys]:/dev/null', 'mnt[ext_proc_timer_list]:/dev/null', 'mnt[ext_root]:/pool/workspaces/b/home']);
-    expect(restore).toContain('--tcp-close');
-    expect(dump).toEqual(expect.arrayContaining(['--leave-running', '--tcp-close']));
+    // Loopback connections come back established, those to the outside closed (criu-patches/0002).
+    expect(restore).toEqual(expect.arrayContaining(['--tcp-established', '--tcp-close-external']));
+    expect(restore).not.toContain('--tcp-close');
+    expect(dump).toEqual(expect.arrayContaining(['--leave-running', '--tcp-established']));
+    expect(dump).not.toContain('--tcp-close');
   });
 
   it('keys are the same for the same container path and never contain brackets or colons', () => {

@@ -6,6 +6,9 @@
 #    instant as the memory images (GROVE_SNAPSHOT_FROM -> GROVE_SNAPSHOT_TO).
 #  post-setup-namespaces: the restored UTS namespace exists and no task has run
 #    yet, so no process of the child ever sees the source's hostname.
+#  pre-resume: every socket is restored and no task runs yet; traffic may flow
+#    again (netns.ts lockForRestore), before CRIU takes the restored
+#    connections out of repair mode (criu-patches/0002).
 case "$CRTOOLS_SCRIPT_ACTION" in
   post-dump)
     if [ -n "${GROVE_SNAPSHOT_TO:-}" ]; then
@@ -14,6 +17,10 @@ case "$CRTOOLS_SCRIPT_ACTION" in
   post-setup-namespaces)
     if [ -n "${GROVE_HOSTNAME:-}" ]; then
       exec /usr/bin/nsenter -t "$CRTOOLS_INIT_PID" -u -- /bin/hostname "$GROVE_HOSTNAME"
+    fi ;;
+  pre-resume)
+    if [ -n "${GROVE_LOCKED_NETNS:-}" ]; then
+      exec /usr/bin/nsenter --net="$GROVE_LOCKED_NETNS" -- /usr/sbin/nft delete table inet "$GROVE_LOCK_TABLE"
     fi ;;
 esac
 exit 0

@@ -86,11 +86,13 @@ export function forkDumpArgs(input: ForkDumpInput): string[] {
     '--log-file', input.logFile,
     `-v${input.verbosity ?? 2}`,
     '--leave-running',
-    '--tcp-close',
+    // Every connection is dumped (TCP repair); the restore decides which to keep.
+    '--tcp-established',
     '--file-locks',
     '--ghost-limit', input.ghostLimit ?? '256M',
-    // No iptables on the host; the source keeps running and --tcp-close needs
-    // no repair-mode protection, so no network lock at all.
+    // No iptables on the host, and none needed: the whole tree is frozen while
+    // its sockets are in repair mode, and its connections to the outside are
+    // never restored, so the source's peers outside see nothing of the dump.
     '--network-lock', 'skip',
     '--external', `net[${input.netnsInode}]:${EXTERNAL_NETNS_KEY}`,
     ...mounts.flatMap((p) => ['--external', `mnt[${p}]:${externalMountKey(p)}`]),
@@ -123,7 +125,11 @@ export function forkRestoreArgs(input: ForkRestoreInput): string[] {
     '--root', input.rootfs,
     '--restore-detached',
     '--pidfile', input.pidFile,
-    '--tcp-close',
+    // Connections with both ends in the tree (loopback) come back established;
+    // those to anything outside come back closed, so nothing is sent twice to
+    // the outside world (criu-patches/0002).
+    '--tcp-established',
+    '--tcp-close-external',
     '--file-locks',
     // The host's cgroups belong to the machinery; the restored tree stays in CRIU's.
     '--manage-cgroups=ignore',

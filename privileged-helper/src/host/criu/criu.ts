@@ -9,6 +9,7 @@ import { chmod, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/pr
 import path from 'node:path';
 import { GroveError } from '../../protocol/wire.js';
 import type { Launcher } from '../launcher.js';
+import { lockForRestore, RESTORE_LOCK_TABLE, unlockRestore } from '../netns.js';
 import { criuFailure, transientDumpFailure, type CriuFailure } from './criu-errors.js';
 import { sourceFrozenMs } from './criu-stats.js';
 import {
@@ -121,13 +122,16 @@ export class Criu {
       actionScript: ACTION_SCRIPT,
       externalMounts: [...MASKED_FILE_SOURCES, ...(req.userns ? this.usernsSources() : []), ...req.binds],
     });
+    const env = { ...CRIU_ENV, GROVE_HOSTNAME: req.hostname, GROVE_LOCKED_NETNS: req.netnsPath, GROVE_LOCK_TABLE: RESTORE_LOCK_TABLE };
+    await lockForRestore(req.netnsPath);
     const netnsFd = openSync(req.netnsPath, 'r');
     try {
       const [file, argv] = this.launcher ? this.launcher.onHost(req.cgroups, [this.binary, ...args]) : [this.binary, args];
-      const res = await runWithFd(file, argv, { ...CRIU_ENV, GROVE_HOSTNAME: req.hostname }, netnsFd);
+      const res = await runWithFd(file, argv, env, netnsFd);
       if (res.exitCode !== 0) throw await this.failure('restore', logFile, res.stderr);
     } finally {
       closeSync(netnsFd);
+      await unlockRestore(req.netnsPath);
     }
     const pid = Number((await readFile(pidFile, 'utf8')).trim());
     if (!Number.isInteger(pid) || pid <= 1) throw new GroveError('E_HOST', `criu restore wrote no pid to ${pidFile}`);
