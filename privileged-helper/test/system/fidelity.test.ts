@@ -1,23 +1,26 @@
 // The fork's promises, checked in each child and in the source (issue 12's
 // fidelity suite): what a process holds (threads, timers, a deleted-but-open
-// file, flock and POSIX locks, a big heap), what watches files (inotify), what
-// the desktop shows (unsaved editor text, window positions), forks under CPU
-// load, and the same state again after a rollback and a fork right after it.
-// Each case prints its fork time, so a slow path shows.
+// file, flock, POSIX and OFD locks, a big heap), what watches files (inotify),
+// what the desktop shows (unsaved editor text, window positions), every file
+// lock Chromium holds, loopback TCP kept and outside connections closed, forks
+// under CPU load, and the same state again after a rollback, after a
+// promotion, and in forks of those. Each case prints its fork time, so a slow
+// path shows.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Workspace } from '../../src/protocol/entities.js';
+import { GATE_ADDRESS, GATE_PORT } from '../../src/egress/policy.js';
 import { connect, createWorkspace, darkPixels, EDITOR, EDITOR_TEXT, sh, track, waitFor } from './support.js';
 
 /**
  * A process that holds things a fork must carry, and reports on them over
  * HTTP on 127.0.0.1:PORT: 50 threads that count, a timer that ticks, a
- * deleted file it keeps open, an flock and a POSIX lock (on files of its
- * own: /tmp/flock-PORT.lock, /tmp/posix-PORT.lock), and HEAP_MIB of
+ * deleted file it keeps open, an flock, a POSIX and an OFD lock (on files of
+ * its own: /tmp/{flock,posix,ofd}-PORT.lock), and HEAP_MIB of
  * heap filled with a pattern whose checksum it checks again on each report.
  */
 const HOLDER = `
-import fcntl, hashlib, http.server, json, os, sys, threading, time
+import fcntl, hashlib, http.server, json, os, struct, sys, threading, time
 port, heap_mib = int(sys.argv[1]), int(sys.argv[2])
 counters = [0] * 50
 def count(i):
@@ -36,6 +39,7 @@ threading.Thread(target=tick, daemon=True).start()
 ghost = open('/tmp/ghost', 'w+'); ghost.write('ghost-content'); ghost.flush(); os.unlink('/tmp/ghost')
 flocked = open('/tmp/flock-%d.lock' % port, 'w'); fcntl.flock(flocked, fcntl.LOCK_EX)
 posix = open('/tmp/posix-%d.lock' % port, 'w'); fcntl.lockf(posix, fcntl.LOCK_EX)
+ofd = open('/tmp/ofd-%d.lock' % port, 'w'); fcntl.fcntl(ofd, fcntl.F_OFD_SETLK, struct.pack('hhxxxxqqixxxx', fcntl.F_WRLCK, 0, 0, 0, 0))
 heap = bytearray(os.urandom(1 << 20)) * heap_mib
 heap_sum = hashlib.sha256(heap).hexdigest()
 class H(http.server.BaseHTTPRequestHandler):
@@ -71,6 +75,70 @@ while True:
         at += 16 + n
 `;
 
+/**
+ * TCP conversations, each reporting its state to /tmp/tcp-NAME.json:
+ *  serve HOST PORT       echoes every line back, one process per connection;
+ *  talk NAME HOST PORT   one connection for life, a numbered line every 0.1 s,
+ *                        each reply checked; any error is reported and ends it;
+ *  outside NAME          an idle connection to the egress gate (outside the
+ *                        branch), reported closed as soon as it is; once
+ *                        /tmp/tcp-NAME.go exists, one request over it.
+ */
+const CONVERSER = `
+import json, os, socket, sys, time
+def status(name, **state):
+    with open('/tmp/tcp-%s.tmp' % name, 'w') as f: json.dump(state, f)
+    os.rename('/tmp/tcp-%s.tmp' % name, '/tmp/tcp-%s.json' % name)
+role = sys.argv[1]
+if role == 'serve':
+    host, port = sys.argv[2], int(sys.argv[3])
+    srv = socket.socket(socket.AF_INET6 if ':' in host else socket.AF_INET)
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind((host, port)); srv.listen()
+    while True:
+        conn, _ = srv.accept()
+        if os.fork() == 0:
+            for line in conn.makefile('rb'): conn.sendall(b'echo ' + line)
+            os._exit(0)
+        conn.close()
+elif role == 'talk':
+    name, host, port = sys.argv[2], sys.argv[3], int(sys.argv[4])
+    conn = socket.create_connection((host, port)); replies = conn.makefile('rb'); n = 0
+    try:
+        while True:
+            n += 1
+            conn.sendall(b'%d\\n' % n)
+            reply = replies.readline()
+            if reply != b'echo %d\\n' % n: raise RuntimeError('reply %r to line %d' % (reply, n))
+            status(name, n=n, port=conn.getsockname()[1])
+            time.sleep(0.1)
+    except Exception as e:
+        status(name, n=n, error=repr(e))
+elif role == 'outside':
+    name = sys.argv[2]
+    conn = socket.create_connection(('${GATE_ADDRESS}', ${GATE_PORT}))
+    status(name, state='open')
+    while not os.path.exists('/tmp/tcp-%s.go' % name):
+        try:
+            if conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b'':
+                status(name, state='closed', why='end of stream'); sys.exit()
+        except BlockingIOError: pass
+        except OSError as e:
+            status(name, state='closed', why=repr(e)); sys.exit()
+        time.sleep(0.1)
+    conn.sendall(b'GET http://fidelity.invalid/ HTTP/1.1\\r\\nHost: fidelity.invalid\\r\\n\\r\\n')
+    status(name, state='answered', line=conn.recv(200).split(b'\\r\\n')[0].decode())
+`;
+
+interface Conversation {
+  n?: number;
+  port?: number;
+  error?: string;
+  state?: string;
+  why?: string;
+  line?: string;
+}
+
 interface HolderReport {
   threads: number;
   countersMoving: boolean;
@@ -95,6 +163,10 @@ describe('fork fidelity: what the source holds, each child holds', () => {
     posix: (await sh(c, ws, `python3 -c "import fcntl; f=open('/tmp/posix-${port}.lock','w')
 try:
     fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB); print('free')
+except OSError: print('held')"`)).trim(),
+    ofd: (await sh(c, ws, `python3 -c "import fcntl, struct; f=open('/tmp/ofd-${port}.lock','w')
+try:
+    fcntl.fcntl(f, fcntl.F_OFD_SETLK, struct.pack('hhxxxxqqixxxx', fcntl.F_WRLCK, 0, 0, 0, 0)); print('free')
 except OSError: print('held')"`)).trim(),
   });
   const windowGeometry = async (ws: Workspace) =>
@@ -129,7 +201,7 @@ except OSError: print('held')"`)).trim(),
   });
 
   it('carries threads, timers, a deleted-but-open file and held locks into each child', async () => {
-    expect(await locks(source)).toEqual({ flock: 'held', posix: 'held' });
+    expect(await locks(source)).toEqual({ flock: 'held', posix: 'held', ofd: 'held' });
     const before = await report(source, 8301);
     const children = await fork(source, 'process state');
     for (const branch of [...children, source]) {
@@ -139,7 +211,7 @@ except OSError: print('held')"`)).trim(),
       // The timer goes on from where it was at the fork.
       expect(now.ticks, branch.name).toBeGreaterThan(before.ticks);
       await expect.poll(async () => (await report(branch, 8301)).ticks, { timeout: 5000 }).toBeGreaterThan(now.ticks);
-      expect(await locks(branch), branch.name).toEqual({ flock: 'held', posix: 'held' });
+      expect(await locks(branch), branch.name).toEqual({ flock: 'held', posix: 'held', ofd: 'held' });
     }
   });
 
@@ -167,6 +239,14 @@ except OSError: print('held')"`)).trim(),
       await expect.poll(() => darkPixels(c, child, EDITOR_TEXT), { timeout: 15_000, message: child.name }).toBeGreaterThan(blank + 1000);
       expect(await windowGeometry(child), child.name).toBe(geometry);
     }
+    // Input to one child reaches neither its sibling nor the source.
+    const [typedIn, sibling] = children as [Workspace, Workspace];
+    const [siblingBefore, sourceBefore, typedBefore] = await Promise.all([sibling, source, typedIn].map((b) => darkPixels(c, b, EDITOR_TEXT)));
+    await c.request('desktop.type', { workspace: typedIn.id, text: '\n██████████\n██████████' });
+    await expect.poll(() => darkPixels(c, typedIn, EDITOR_TEXT), { timeout: 10_000 }).toBeGreaterThan(typedBefore + 1000);
+    // A typed line is over 1000 dark pixels; a blinking caret is a few dozen.
+    expect(Math.abs((await darkPixels(c, sibling, EDITOR_TEXT)) - siblingBefore)).toBeLessThan(300);
+    expect(Math.abs((await darkPixels(c, source, EDITOR_TEXT)) - sourceBefore)).toBeLessThan(300);
   });
 
   it('keeps a 1 GiB heap intact in each child', async () => {
@@ -198,11 +278,11 @@ except OSError: print('held')"`)).trim(),
     await sh(c, source, 'pkill -f "holder[.]py 8301"; rm -f /tmp/flock-8301.lock');
     const rolledBack = await track(await c.request('branch.rollback', { workspace: source.id, version: version.id }));
     expect(await report(rolledBack, 8301)).toMatchObject({ ghost: 'ghost-content', heapIntact: true, countersMoving: true });
-    expect(await locks(rolledBack)).toEqual({ flock: 'held', posix: 'held' });
+    expect(await locks(rolledBack)).toEqual({ flock: 'held', posix: 'held', ofd: 'held' });
     const children = await fork(rolledBack, 'right after a rollback');
     for (const child of children) {
       expect(await report(child, 8301), child.name).toMatchObject({ ghost: 'ghost-content', heapIntact: true });
-      expect(await locks(child), child.name).toEqual({ flock: 'held', posix: 'held' });
+      expect(await locks(child), child.name).toEqual({ flock: 'held', posix: 'held', ofd: 'held' });
     }
   });
 
@@ -236,6 +316,52 @@ except OSError: print('held')"`)).trim(),
     expect(quiet.leftBehind).toEqual([]);
   });
 
+  it('keeps loopback TCP connections (IPv4 and IPv6) talking in each child, and closes the ones to the outside there only', async () => {
+    const conversation = async (ws: Workspace, name: string): Promise<Conversation> =>
+      JSON.parse((await sh(c, ws, `cat /tmp/tcp-${name}.json 2>/dev/null || echo {}`)) || '{}') as Conversation;
+    await c.request('exec.run', { workspace: source.id, argv: ['sh', '-c', 'cat > /tmp/converse.py'], stdin: CONVERSER });
+    await sh(c, source, [
+      'nohup python3 /tmp/converse.py serve 127.0.0.1 8401 >/tmp/serve4.log 2>&1 &',
+      'nohup python3 /tmp/converse.py serve ::1 8402 >/tmp/serve6.log 2>&1 &',
+      'sleep 0.5',
+      'nohup python3 /tmp/converse.py talk v4 127.0.0.1 8401 >/tmp/talk4.log 2>&1 &',
+      'nohup python3 /tmp/converse.py talk v6 ::1 8402 >/tmp/talk6.log 2>&1 &',
+      'nohup python3 /tmp/converse.py outside gate >/tmp/outside.log 2>&1 &',
+    ].join('\n'));
+    for (const name of ['v4', 'v6']) await expect.poll(async () => (await conversation(source, name)).n ?? 0, { timeout: 15_000, message: name }).toBeGreaterThan(3);
+    await expect.poll(async () => (await conversation(source, 'gate')).state, { timeout: 15_000 }).toBe('open');
+    const atFork = { v4: await conversation(source, 'v4'), v6: await conversation(source, 'v6') };
+
+    const children = await fork(source, 'loopback TCP');
+    for (const branch of [...children, source]) {
+      for (const name of ['v4', 'v6'] as const) {
+        // The same connection (same local port) goes on past where it was at the fork, with every reply right.
+        await expect.poll(async () => (await conversation(branch, name)).n ?? 0, { timeout: 15_000, message: `${branch.name} ${name}` }).toBeGreaterThan(atFork[name].n! + 20);
+        const now = await conversation(branch, name);
+        expect(now, `${branch.name} ${name}`).toEqual({ n: expect.any(Number), port: atFork[name].port });
+      }
+    }
+    for (const child of children) {
+      await expect.poll(async () => (await conversation(child, 'gate')).state, { timeout: 15_000, message: child.name }).toBe('closed');
+    }
+    expect((await conversation(source, 'gate')).state).toBe('open');
+    await sh(c, source, 'touch /tmp/tcp-gate.go');
+    await expect.poll(async () => (await conversation(source, 'gate')).line ?? '', { timeout: 15_000 }).toMatch(/^HTTP\/1\.[01] \d{3}/);
+  });
+
+  it('keeps every file lock Chromium holds, by the same process, in each child', async () => {
+    // Kind, access and range of each lock, with the pid and command that hold it and the file it is on. OFD
+    // locks have no pid and /proc/locks lists them from every namespace: the holder's is checked by locks().
+    const heldLocks = async (ws: Workspace) =>
+      (await sh(c, ws, `while read -r _ kind _ access pid file from to; do [ "$pid" = -1 ] && continue; ino=\${file##*:}; echo "$kind $access $(cat /proc/$pid/comm 2>/dev/null || echo -) $pid $from-$to $(for f in /proc/$pid/fd/*; do [ "$(stat -L -c %i "$f" 2>/dev/null)" = "$ino" ] && readlink "$f" && break; done)"; done </proc/locks | sort`)).trim().split('\n');
+    await expect.poll(async () => (await heldLocks(source)).filter((l) => l.includes('chrom')).length, { timeout: 60_000 }).toBeGreaterThan(10);
+    const before = await heldLocks(source);
+    // The SQLite databases Chromium also maps (History, Web Data, ...) are the ones CRIU used to drop (criu-patches/0003).
+    expect(before.filter((l) => l.includes('1073741824-') && l.includes('/Default/History')).length).toBe(1);
+    const children = await fork(source, `${before.length} file locks`);
+    for (const child of children) expect(await heldLocks(child), child.name).toEqual(before);
+  });
+
   it('shows the survivors of a discarded middle branch under their nearest living ancestor', async () => {
     const [first] = await fork(source, 'chain, generation 1', 1);
     const [second] = await fork(first!, 'chain, generation 2', 1);
@@ -246,5 +372,38 @@ except OSError: print('held')"`)).trim(),
     expect(tree.find((w) => w.id === third!.id)?.parent).toBe(first!.id);
     expect(tree.find((w) => w.id === first!.id)?.parent).toBe(source.id);
     expect(await report(third!, 8301)).toMatchObject({ heapIntact: true, ghost: 'ghost-content' });
+  });
+
+  it('promotes a child that keeps all it held, and forks it as the source was forked', async () => {
+    const [child] = await fork(source, 'before a promotion', 1);
+    const promoted = await c.request('branch.promote', { workspace: child!.id, oldMain: 'keep' });
+    expect(promoted).toMatchObject({ id: child!.id, main: true, state: 'running' });
+    expect(await report(promoted, 8301)).toMatchObject({ ghost: 'ghost-content', heapIntact: true, countersMoving: true });
+    expect(await locks(promoted)).toEqual({ flock: 'held', posix: 'held', ofd: 'held' });
+    for (const grandchild of await fork(promoted, 'the promoted branch')) {
+      expect(await report(grandchild, 8301), grandchild.name).toMatchObject({ ghost: 'ghost-content', heapIntact: true, countersMoving: true });
+      expect(await locks(grandchild), grandchild.name).toEqual({ flock: 'held', posix: 'held', ofd: 'held' });
+    }
+  });
+
+  it('refuses to fork a branch that holds what cannot be forked, says who holds what and what to do, and leaves it running', async () => {
+    // A Landlock ruleset (a sandboxing program's): any process may make one, CRIU cannot take it along.
+    const holder = "import ctypes, struct, time; l = ctypes.CDLL(None); l.syscall(444, ctypes.create_string_buffer(struct.pack('Q', 1)), 8, 0); time.sleep(3600)";
+    await sh(c, source, `nohup python3 -c "${holder}" >/dev/null 2>&1 &
+sleep 1`);
+    try {
+      const failure = await c.request('branch.fork', { workspace: source.id, copies: 2 }).then(
+        () => 'the fork went through',
+        (e: Error) => e.message,
+      );
+      process.stderr.write(`[fidelity] refused: ${failure}\n`);
+      expect(failure).toMatch(/landlock-ruleset/); // what
+      expect(failure).toMatch(/process \d+ in the branch: python3 -c import ctypes/); // who
+      expect(failure).toMatch(/close it or end the process/); // what to do
+    } finally {
+      await sh(c, source, 'pkill -f "time[.]sleep.3600" || true');
+    }
+    expect(await report(source, 8301)).toMatchObject({ heapIntact: true, countersMoving: true });
+    expect((await c.request('workspace.list', {})).filter((w) => w.parent === source.id && !forked.includes(w.id))).toEqual([]);
   });
 });

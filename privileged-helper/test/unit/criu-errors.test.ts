@@ -34,6 +34,17 @@ describe('criuFailure', () => {
     expect(criuFailure(log)).toMatchObject({ pid: { inside: 173 }, advice: expect.stringMatching(/pool is full/) });
   });
 
+  it('says what to do about a file a fork cannot take along, as CRIU named it', () => {
+    const landlock = "(00.371902) Error (criu/files.c:621): Can't dump file 3 of that type [600] (anon anon_inode:[landlock-ruleset])\n(00.372046) Error (criu/cr-dump.c:1706): Dump files (pid: 2717) failed with -1";
+    expect(criuFailure(landlock)).toEqual({
+      cause: "Can't dump file 3 of that type [600] (anon anon_inode:[landlock-ruleset])",
+      pid: { host: 2717 },
+      advice: 'a process holds a kind of file a fork cannot take along (named above); close it or end the process, then try again',
+    });
+    const secret = "(00.301116) Error (criu/files-reg.c:1905): Can't lookup mount=15 for fd=3 path=/secretmem (deleted)\n(00.301200) Error (criu/cr-dump.c:1706): Dump files (pid: 2718) failed with -1";
+    expect(criuFailure(secret)?.advice).toMatch(/a file from outside the branch/);
+  });
+
   it('has nothing to say about a log with only noise', () => {
     expect(criuFailure("Error (criu/util.c:1534): rlimit: Can't setup RLIMIT_NOFILE for self: Operation not permitted\n")).toBeNull();
   });

@@ -22,6 +22,8 @@ const ADVICE: [RegExp, string][] = [
   [/Connected TCP socket|Connected UNIX socket to outside|External socket is used/, 'a process holds a connection CRIU cannot take along; close it (or end the process) and try again'],
   [/Can't dump (?:ghost|deleted) file|ghost-limit/, 'a process holds a big deleted file open; close it and try again'],
   [/device|Can't dump .*(?:char|block)/i, 'a process holds a device the branch cannot take along; end it and try again'],
+  [/Can't dump file \d+ of that type/, 'a process holds a kind of file a fork cannot take along (named above); close it or end the process, then try again'],
+  [/Can't lookup mount=\d+ for fd=\d+/, 'a process holds a file from outside the branch (named above); close it or end the process, then try again'],
 ];
 
 /**
