@@ -157,6 +157,18 @@ describe('fork fidelity: what the source holds, each child holds', () => {
 
   const report = async (ws: Workspace, port: number): Promise<HolderReport> =>
     JSON.parse(await sh(c, ws, `python3 -c 'import urllib.request; print(urllib.request.urlopen("http://127.0.0.1:${port}/", timeout=10).read().decode())'`)) as HolderReport;
+  const conversation = async (ws: Workspace, name: string): Promise<Conversation> =>
+    JSON.parse((await sh(c, ws, `cat /tmp/tcp-${name}.json 2>/dev/null || echo {}`)) || '{}') as Conversation;
+  /** The local port of each loopback conversation (CONVERSER talk), as it started in the source. */
+  const talkers: Record<'v4' | 'v6', number> = { v4: 0, v6: 0 };
+  /** Each loopback conversation goes on in the branch, on the very connection it started on, every reply right. */
+  const talking = async (ws: Workspace) => {
+    for (const name of ['v4', 'v6'] as const) {
+      const then = (await conversation(ws, name)).n ?? 0;
+      await expect.poll(async () => (await conversation(ws, name)).n ?? 0, { timeout: 15_000, message: `${ws.name} ${name}` }).toBeGreaterThan(then + 10);
+      expect(await conversation(ws, name), `${ws.name} ${name}`).toEqual({ n: expect.any(Number), port: talkers[name] });
+    }
+  };
   /** Are the holder's lock files held? (flock -n / a POSIX test lock from a fresh process.) */
   const locks = async (ws: Workspace, port = 8301) => ({
     flock: (await sh(c, ws, `flock -n /tmp/flock-${port}.lock true && echo free || echo held`)).trim(),
@@ -188,6 +200,18 @@ except OSError: print('held')"`)).trim(),
     await c.request('exec.run', { workspace: source.id, argv: ['sh', '-c', 'cat > /tmp/watcher.py'], stdin: WATCHER });
     await sh(c, source, 'nohup python3 /tmp/holder.py 8301 64 >/tmp/holder.log 2>&1 & nohup python3 /tmp/watcher.py >/tmp/watcher.out 2>&1 &');
     await waitFor('the holder to report', () => report(source, 8301).then((r) => r.heapIntact).catch(() => false), 30_000);
+    await c.request('exec.run', { workspace: source.id, argv: ['sh', '-c', 'cat > /tmp/converse.py'], stdin: CONVERSER });
+    await sh(c, source, [
+      'nohup python3 /tmp/converse.py serve 127.0.0.1 8401 >/tmp/serve4.log 2>&1 &',
+      'nohup python3 /tmp/converse.py serve ::1 8402 >/tmp/serve6.log 2>&1 &',
+      'sleep 0.5',
+      'nohup python3 /tmp/converse.py talk v4 127.0.0.1 8401 >/tmp/talk4.log 2>&1 &',
+      'nohup python3 /tmp/converse.py talk v6 ::1 8402 >/tmp/talk6.log 2>&1 &',
+    ].join('\n'));
+    for (const name of ['v4', 'v6'] as const) {
+      await waitFor(`the ${name} conversation`, () => conversation(source, name).then((s) => (s.n ?? 0) > 3), 15_000);
+      talkers[name] = (await conversation(source, name)).port!;
+    }
     await waitFor('the watcher to log', () => sh(c, source, 'touch /tmp/watched/from-source && cat /tmp/watched.log 2>/dev/null || true').then((l) => l.includes('from-source')), 15_000);
   });
 
@@ -241,7 +265,7 @@ except OSError: print('held')"`)).trim(),
     }
     // Input to one child reaches neither its sibling nor the source.
     const [typedIn, sibling] = children as [Workspace, Workspace];
-    const [siblingBefore, sourceBefore, typedBefore] = await Promise.all([sibling, source, typedIn].map((b) => darkPixels(c, b, EDITOR_TEXT)));
+    const [siblingBefore, sourceBefore, typedBefore] = (await Promise.all([sibling, source, typedIn].map((b) => darkPixels(c, b, EDITOR_TEXT)))) as [number, number, number];
     await c.request('desktop.type', { workspace: typedIn.id, text: '\n██████████\n██████████' });
     await expect.poll(() => darkPixels(c, typedIn, EDITOR_TEXT), { timeout: 10_000 }).toBeGreaterThan(typedBefore + 1000);
     // A typed line is over 1000 dark pixels; a blinking caret is a few dozen.
@@ -279,10 +303,12 @@ except OSError: print('held')"`)).trim(),
     const rolledBack = await track(await c.request('branch.rollback', { workspace: source.id, version: version.id }));
     expect(await report(rolledBack, 8301)).toMatchObject({ ghost: 'ghost-content', heapIntact: true, countersMoving: true });
     expect(await locks(rolledBack)).toEqual({ flock: 'held', posix: 'held', ofd: 'held' });
+    await talking(rolledBack);
     const children = await fork(rolledBack, 'right after a rollback');
     for (const child of children) {
       expect(await report(child, 8301), child.name).toMatchObject({ ghost: 'ghost-content', heapIntact: true });
       expect(await locks(child), child.name).toEqual({ flock: 'held', posix: 'held', ofd: 'held' });
+      await talking(child);
     }
   });
 
@@ -317,30 +343,10 @@ except OSError: print('held')"`)).trim(),
   });
 
   it('keeps loopback TCP connections (IPv4 and IPv6) talking in each child, and closes the ones to the outside there only', async () => {
-    const conversation = async (ws: Workspace, name: string): Promise<Conversation> =>
-      JSON.parse((await sh(c, ws, `cat /tmp/tcp-${name}.json 2>/dev/null || echo {}`)) || '{}') as Conversation;
-    await c.request('exec.run', { workspace: source.id, argv: ['sh', '-c', 'cat > /tmp/converse.py'], stdin: CONVERSER });
-    await sh(c, source, [
-      'nohup python3 /tmp/converse.py serve 127.0.0.1 8401 >/tmp/serve4.log 2>&1 &',
-      'nohup python3 /tmp/converse.py serve ::1 8402 >/tmp/serve6.log 2>&1 &',
-      'sleep 0.5',
-      'nohup python3 /tmp/converse.py talk v4 127.0.0.1 8401 >/tmp/talk4.log 2>&1 &',
-      'nohup python3 /tmp/converse.py talk v6 ::1 8402 >/tmp/talk6.log 2>&1 &',
-      'nohup python3 /tmp/converse.py outside gate >/tmp/outside.log 2>&1 &',
-    ].join('\n'));
-    for (const name of ['v4', 'v6']) await expect.poll(async () => (await conversation(source, name)).n ?? 0, { timeout: 15_000, message: name }).toBeGreaterThan(3);
+    await sh(c, source, 'nohup python3 /tmp/converse.py outside gate >/tmp/outside.log 2>&1 &');
     await expect.poll(async () => (await conversation(source, 'gate')).state, { timeout: 15_000 }).toBe('open');
-    const atFork = { v4: await conversation(source, 'v4'), v6: await conversation(source, 'v6') };
-
     const children = await fork(source, 'loopback TCP');
-    for (const branch of [...children, source]) {
-      for (const name of ['v4', 'v6'] as const) {
-        // The same connection (same local port) goes on past where it was at the fork, with every reply right.
-        await expect.poll(async () => (await conversation(branch, name)).n ?? 0, { timeout: 15_000, message: `${branch.name} ${name}` }).toBeGreaterThan(atFork[name].n! + 20);
-        const now = await conversation(branch, name);
-        expect(now, `${branch.name} ${name}`).toEqual({ n: expect.any(Number), port: atFork[name].port });
-      }
-    }
+    for (const branch of [...children, source]) await talking(branch);
     for (const child of children) {
       await expect.poll(async () => (await conversation(child, 'gate')).state, { timeout: 15_000, message: child.name }).toBe('closed');
     }
@@ -380,9 +386,11 @@ except OSError: print('held')"`)).trim(),
     expect(promoted).toMatchObject({ id: child!.id, main: true, state: 'running' });
     expect(await report(promoted, 8301)).toMatchObject({ ghost: 'ghost-content', heapIntact: true, countersMoving: true });
     expect(await locks(promoted)).toEqual({ flock: 'held', posix: 'held', ofd: 'held' });
+    await talking(promoted);
     for (const grandchild of await fork(promoted, 'the promoted branch')) {
       expect(await report(grandchild, 8301), grandchild.name).toMatchObject({ ghost: 'ghost-content', heapIntact: true, countersMoving: true });
       expect(await locks(grandchild), grandchild.name).toEqual({ flock: 'held', posix: 'held', ofd: 'held' });
+      await talking(grandchild);
     }
   });
 
