@@ -1,6 +1,6 @@
 #!/bin/bash
 # Build the Grove desktop root filesystem (Debian bookworm, X11 via TigerVNC,
-# openbox, xterm, an editor and Chromium) into an EMPTY existing directory.
+# openbox, xterm, an editor, tmux and Chromium) into an EMPTY existing directory.
 #
 #   build.sh ROOTFS
 #
@@ -15,7 +15,7 @@ set -euo pipefail
 
 PACKAGES=(
   tigervnc-standalone-server openbox xterm chromium fonts-dejavu-core python3
-  tini procps iproute2 x11-utils x11-xserver-utils xdotool mousepad
+  tini procps iproute2 x11-utils x11-xserver-utils xdotool mousepad tmux
 )
 SUITE=bookworm
 

@@ -1,7 +1,8 @@
 // What an agent leaves running through exec belongs to the branch: a service
-// started in the background (&, nohup, setsid, a double-forking daemon) keeps
-// serving in every fork with its in-memory state as of the fork, and nothing
-// of the helper's (another session's terminal, a pipe) leaks into it. Before,
+// started in the background (&, nohup, setsid, a double-forking daemon,
+// disown, a tmux server) keeps serving in every fork with its in-memory state
+// as of the fork, and nothing of the helper's (another session's terminal, a
+// pipe) leaks into it. Before,
 // every fork of such a branch failed ("A session leader … is outside of its
 // pid namespace"; "Can't lookup mount … /dev/ptmx").
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,6 +16,8 @@ const WAYS: [string, number, string][] = [
   ['nohup … &', 8102, 'nohup python3 /tmp/counter.py 8102 >/dev/null 2>&1 &'],
   ['setsid', 8103, 'setsid python3 /tmp/counter.py 8103 </dev/null >/dev/null 2>&1 &'],
   ['a double-forking daemon', 8104, '( python3 /tmp/counter.py 8104 </dev/null >/dev/null 2>&1 & ) ; exit 0'],
+  ['disown', 8105, 'bash -c "python3 /tmp/counter.py 8105 </dev/null >/dev/null 2>&1 & disown"'],
+  ['a tmux server', 8106, 'tmux new-session -d -s agent "python3 /tmp/counter.py 8106"'],
 ];
 
 const get = (c: HelperClient, ws: Workspace, port: number) =>
@@ -59,7 +62,7 @@ describe('what exec leaves running', () => {
     const report = await c.request('branch.fork', { workspace: ws.id, copies: 2 });
     const children = await Promise.all(report.children.map(track));
     made.push(...children.map((x) => x.id));
-    process.stderr.write(`[exec-background] fork into 2 with 4 exec'd services: ${Date.now() - t0} ms (total ${Math.round(report.timings.total)} ms)\n`);
+    process.stderr.write(`[exec-background] fork into 2 with ${WAYS.length} exec'd services: ${Date.now() - t0} ms (total ${Math.round(report.timings.total)} ms)\n`);
 
     // Each child and the source carry on from the count at the fork, each on its own.
     for (const branch of [...children, ws]) {
