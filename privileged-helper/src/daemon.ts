@@ -46,6 +46,7 @@ import type { AuthorityLookup } from './auth/authority.js';
 import { loadPeerCredentials } from './auth/peer-identity.js';
 import { DesktopService } from './desktop/desktop-service.js';
 import { createHandlers } from './server/handlers.js';
+import { ExitWatch } from './workspaces/exit-watch.js';
 
 const log = (msg: string) => process.stderr.write(`[grove-helper] ${msg}\n`);
 
@@ -133,6 +134,7 @@ async function boot(config: HelperConfig) {
     progress: (job, stage, message, done) => bus.broadcast('progress', { job, stage, message, done }),
   });
   await reconcile({ config, pool, registry, ledger, crun, workspaces, storage, log });
+  const exitWatch = new ExitWatch(registry, workspaces, log);
   const promotions = new PromoteService(registry, runtime, workspaces, versions, removed);
   const audit = new AuditLog(registry, (entry) => bus.broadcast('audit', entry), log, config.audit);
   const approvals = new ApprovalService({
@@ -172,12 +174,13 @@ async function boot(config: HelperConfig) {
     desktop,
     authority,
   };
-  return { db, services, ledger, personGid };
+  return { db, services, ledger, personGid, exitWatch };
 }
 
 async function serve(config: HelperConfig): Promise<void> {
   const credentials = loadPeerCredentials(config.peercredAddon);
-  const { db, services, personGid } = await boot(config);
+  const { db, services, personGid, exitWatch } = await boot(config);
+  exitWatch.start();
   const groups = { person: personGid, agent: await ensureGroup(config.agentGroup) };
   const deps = { services, handlers: createHandlers(services), groups, credentials, log };
   const servers = [
@@ -188,6 +191,7 @@ async function serve(config: HelperConfig): Promise<void> {
   const shutdown = async (signal: string) => {
     log(`${signal}: closing; running workspaces keep running and are adopted on the next start`);
     for (const server of servers) server.close();
+    exitWatch.stop();
     await services.desktop.closeAll();
     await services.runtime.detachAll();
     db.close();

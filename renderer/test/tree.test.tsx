@@ -28,6 +28,7 @@ function branches(n: number): Workspace[] {
     ports: [],
     vncSocket: null,
     pid: 1,
+    exitReason: null,
     // A bushy tree: each branch hangs off one of the first ten.
     parent: i === 0 ? null : hex((i % 10) + (i < 10 ? 0 : 1)),
     tree: hex(1),

@@ -21,6 +21,7 @@ export function printWorkspace(w: Workspace): void {
   console.log(`id:       ${w.id}`);
   console.log(`name:     ${w.name}`);
   console.log(`state:    ${w.state}`);
+  if (w.exitReason) console.log(`exited:   ${w.exitReason} (grove ws start ${w.name}, or grove rollback ${w.name} --to VERSION)`);
   console.log(`hostname: ${w.hostname}`);
   if (w.vncSocket) console.log(`desktop:  ${w.vncSocket} (VNC for root and the grove group, e.g. vncviewer ${w.vncSocket})`);
   for (const p of w.ports) console.log(`port:     ${p.hostAddress}:${p.hostPort} -> ${p.containerPort}`);
@@ -39,6 +40,7 @@ export function printWorkspaces(list: Workspace[]): void {
   }
   console.log(['ID', 'NAME', 'STATE', 'DESKTOP', 'PORTS'].join('\t'));
   for (const w of list) console.log([w.id, w.name, w.state, w.vncSocket ?? '-', ports(w)].join('\t'));
+  for (const w of list) if (w.exitReason) console.log(`${w.name} exited: ${w.exitReason}`);
 }
 
 export function printForkReport(r: ForkReport): void {

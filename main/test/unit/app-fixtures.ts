@@ -22,6 +22,7 @@ export const branch = (id: string, name: string, over: Partial<Workspace> = {}):
   ports: [{ containerPort: 3000, hostPort: 43000, hostAddress: '127.0.0.1' }],
   vncSocket: `/run/grove/vnc/main-${id}.sock`,
   pid: 42,
+  exitReason: null,
   parent: null,
   tree: id,
   version: null,

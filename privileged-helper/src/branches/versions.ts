@@ -6,6 +6,7 @@
 //   pool/versions/<vid>/files    read-only snapshot of the branch's own files (branch-storage.ts)
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
+import { snapshot } from '../host/btrfs.js';
 import { netnsPath } from '../host/netns.js';
 import { run } from '../host/run.js';
 import type { RollbackStage, Version, Workspace } from '../protocol/entities.js';
@@ -83,7 +84,8 @@ export class VersionService {
       const version = this.d.registry.findVersion(versionId);
       if (!version) throw new GroveError('E_NOT_FOUND', `no version '${versionId}'`);
       if (version.treeId !== ws.treeId) throw new GroveError('E_CONFLICT', `version ${versionId} belongs to another workspace`);
-      if (ws.state !== 'running') throw new GroveError('E_CONFLICT', `workspace '${ws.name}' is ${ws.state}: start it before rolling it back`);
+      if (ws.state === 'stopped' || ws.state === 'exited') return this.rollbackStopped(ws, version.id, faultAt);
+      if (ws.state !== 'running') throw new GroveError('E_CONFLICT', `workspace '${ws.name}' is ${ws.state}: it cannot be rolled back`);
       this.inUse.add(version.id);
       try {
         const before = await this.checkpointLocked(id, `before rollback to ${version.id}`);
@@ -100,6 +102,32 @@ export class VersionService {
         this.inUse.delete(version.id);
       }
     });
+  }
+
+  /**
+   * Rolls back a stopped or exited branch, which has no processes to
+   * checkpoint: its files are set aside first (a read-only snapshot), and if
+   * anything fails they are put back and the branch stays as it was.
+   */
+  private async rollbackStopped(ws: WorkspaceRecord, versionId: string, faultAt?: RollbackStage): Promise<Workspace> {
+    const op = this.d.registry.freshId();
+    const aside = path.join(this.d.versionsDir, op);
+    this.inUse.add(versionId);
+    try {
+      await this.d.ledger.make({ kind: 'subvolume', name: aside, owner: op }, () => snapshot(this.d.storage.filesPath(ws), aside, { readonly: true }));
+      try {
+        await this.d.runtime.prepareHost(ws);
+        return await this.restoreInto(ws, versionId, versionId, faultAt);
+      } catch (err) {
+        await this.d.runtime.tearDown(ws);
+        await this.d.storage.replaceFiles(ws, aside);
+        await this.d.storage.bindExternals(ws);
+        throw err;
+      }
+    } finally {
+      this.inUse.delete(versionId);
+      await this.d.ledger.removeOwned(op);
+    }
   }
 
   /**

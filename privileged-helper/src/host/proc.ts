@@ -3,13 +3,17 @@
 import { readdir, readFile, readlink } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-/** The process's start time in clock ticks since boot, or null if it is gone. */
+/**
+ * The process's start time in clock ticks since boot, or null if it is gone:
+ * exited and reaped, or a zombie (exited, and its parent, once a branch's init
+ * is reparented to the host's, may never reap it).
+ */
 export async function startTime(pid: number): Promise<number | null> {
   try {
     const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
     // comm may contain spaces and parentheses: fields count from the last ')'.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return Number(fields[19]);
+    return fields[0] === 'Z' ? null : Number(fields[19]);
   } catch {
     return null;
   }

@@ -15,7 +15,8 @@ export const Image = z.strictObject({
 });
 export type Image = z.infer<typeof Image>;
 
-export const WorkspaceState = z.enum(['creating', 'running', 'stopped', 'failed']);
+/** exited: its processes ended on their own (or the kernel ended them); its files are kept, and it can be started again or rolled back. */
+export const WorkspaceState = z.enum(['creating', 'running', 'stopped', 'exited', 'failed']);
 export type WorkspaceState = z.infer<typeof WorkspaceState>;
 
 export const PortMapping = z.strictObject({
@@ -53,6 +54,8 @@ export const Workspace = z.strictObject({
   vncSocket: z.string().nullable(),
   /** PID of the container's init on the host, while running. */
   pid: z.number().int().nullable(),
+  /** Why it is 'exited': what was seen when its processes were found gone. */
+  exitReason: z.string().nullable(),
   /** The branch this one was forked from; null for a workspace's first branch. */
   parent: Id.nullable(),
   /** All branches of one workspace share its tree id (the id of its first branch). */

@@ -170,6 +170,10 @@ export const MIGRATIONS: readonly string[] = [
     host_base INTEGER NOT NULL UNIQUE
   );
   `,
+  // A branch whose processes ended on their own is 'exited', with why.
+  `
+  ALTER TABLE workspaces ADD COLUMN exit_reason TEXT;
+  `,
 ];
 
 export type Db = Database.Database;

@@ -81,6 +81,8 @@ export interface WorkspaceRecord {
   isMain: boolean;
   /** Who created or forked it (null for branches from before identities were kept). */
   madeBy: Maker | null;
+  /** Why it exited (state 'exited' only). */
+  exitReason: string | null;
 }
 
 export interface VersionRecord {
@@ -116,6 +118,7 @@ interface WorkspaceRow {
   version_id: string | null;
   is_main: number;
   made_by_json: string | null;
+  exit_reason: string | null;
 }
 
 const toWorkspace = (r: WorkspaceRow): WorkspaceRecord => ({
@@ -134,6 +137,7 @@ const toWorkspace = (r: WorkspaceRow): WorkspaceRecord => ({
   versionId: r.version_id,
   isMain: r.is_main === 1,
   madeBy: r.made_by_json === null ? null : Maker.parse(JSON.parse(r.made_by_json)),
+  exitReason: r.exit_reason,
 });
 
 export class Registry {
@@ -194,8 +198,12 @@ export class Registry {
 
   setWorkspaceState(id: string, state: WorkspaceState, proc: { pid: number; pidStart: number } | null): void {
     this.db
-      .prepare('UPDATE workspaces SET state = ?, pid = ?, pid_start = ? WHERE id = ?')
+      .prepare('UPDATE workspaces SET state = ?, pid = ?, pid_start = ?, exit_reason = NULL WHERE id = ?')
       .run(state, proc?.pid ?? null, proc?.pidStart ?? null, id);
+  }
+
+  setExited(id: string, reason: string): void {
+    this.db.prepare("UPDATE workspaces SET state = 'exited', pid = NULL, pid_start = NULL, exit_reason = ? WHERE id = ?").run(reason, id);
   }
 
   setVersionOrigin(id: string, versionId: string | null): void {

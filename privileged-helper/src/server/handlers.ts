@@ -96,11 +96,11 @@ export function createHandlers(s: Services): Handlers {
       return { deleted: p.version };
     },
     'exec.run': async (p, ctx) => {
-      const ws = s.workspaces.running(p.workspace);
+      const ws = await s.workspaces.live(p.workspace);
       return s.exec.run(s.runtime.execTarget(ws), p, ctx.connection);
     },
     'exec.open': async (p, ctx) => {
-      const ws = s.workspaces.running(p.workspace);
+      const ws = await s.workspaces.live(p.workspace);
       const session = await s.exec.open(s.runtime.execTarget(ws), p, ctx.connection, {
         output: (id, data) => s.bus.unicast(ctx.connection, 'exec.output', { session: id, data }),
         exit: (id, exitCode, signal) => s.bus.unicast(ctx.connection, 'exec.exit', { session: id, exitCode, signal }),

@@ -57,7 +57,7 @@ export class BranchRuntime {
 
   /** A running branch's desktop, for the computer-use API (its VNC server listens on the branch's own address). */
   desktopTarget(ws: WorkspaceRecord): DesktopTarget {
-    if (ws.pid === null) throw new GroveError('E_CONFLICT', `workspace '${ws.name}' is ${ws.state}, not running`);
+    if (ws.pid === null) throw new GroveError('E_CONFLICT', notRunning(ws));
     return { id: ws.id, name: ws.name, pid: ws.pid, pidStart: ws.pidStart, address: this.netPlan(ws).containerAddress };
   }
 
@@ -101,7 +101,7 @@ export class BranchRuntime {
 
   /** Where exec enters a running branch. */
   execTarget(ws: WorkspaceRecord): ExecTarget {
-    if (ws.pid === null) throw new GroveError('E_CONFLICT', `workspace '${ws.name}' is ${ws.state}, not running`);
+    if (ws.pid === null) throw new GroveError('E_CONFLICT', notRunning(ws));
     return { pid: ws.pid, pidStart: ws.pidStart, cgroups: this.cgroups(ws) };
   }
 
@@ -186,4 +186,10 @@ async function openPreferring(hostPort: number | null, target: ForwardTarget): P
     }
   }
   return Forwarder.tcp(0, target);
+}
+
+/** Why a branch cannot be used now, and for an exited one what can be done. */
+export function notRunning(ws: Pick<WorkspaceRecord, 'name' | 'state' | 'exitReason'>): string {
+  if (ws.state === 'exited') return `workspace '${ws.name}' has exited (${ws.exitReason ?? 'its processes ended'}): start it again from its files, or roll it back to a version`;
+  return `workspace '${ws.name}' is ${ws.state}, not running`;
 }

@@ -14,7 +14,7 @@ import { KeyedLock } from './keyed-lock.js';
 import { writeInside, type FileOwner } from '../host/rootfs-files.js';
 import { writeProxyConfig } from '../egress/workspace-config.js';
 import type { HostLedger } from './ledger.js';
-import { VNC_PORT, type BranchRuntime } from './runtime.js';
+import { notRunning, VNC_PORT, type BranchRuntime } from './runtime.js';
 import type { BranchStorage } from './branch-storage.js';
 
 /** A dev-server port is mapped for every workspace (its desktop is served on a socket: see BranchRuntime.vncSocketPath). */
@@ -55,8 +55,38 @@ export class WorkspaceService {
   /** The record of a running branch, or a clear error. */
   running(ref: string): WorkspaceRecord {
     const ws = this.record(ref);
-    if (ws.state !== 'running' || ws.pid === null) throw new GroveError('E_CONFLICT', `workspace '${ws.name}' is ${ws.state}, not running`);
+    if (ws.state !== 'running' || ws.pid === null) throw new GroveError('E_CONFLICT', notRunning(ws));
     return ws;
+  }
+
+  /** A running branch whose init is still there; one found gone is shown as exited (noticeExit) and refused, saying why. */
+  async live(ref: string): Promise<WorkspaceRecord> {
+    const ws = this.running(ref);
+    if (ws.pidStart === null || (await isSameProcess(ws.pid!, ws.pidStart))) return ws;
+    if (await this.noticeExit(ws.id)) throw new GroveError('E_CONFLICT', notRunning(this.record(ws.id)));
+    return this.running(ws.id); // an operation (a rollback) replaced its processes meanwhile
+  }
+
+  /**
+   * A branch marked running whose init is gone (it exited, or the kernel
+   * killed it) is torn down, keeping its files, and shown as exited, with
+   * what was seen. Found by the watcher (exit-watch.ts), by exec and by
+   * reconcile; a branch an operation holds is looked at once it is done.
+   */
+  async noticeExit(id: string, when: 'now' | 'while the helper was down' = 'now'): Promise<boolean> {
+    return this.lock.run(id, async () => {
+      const ws = this.registry.findWorkspace(id);
+      if (!ws || ws.state !== 'running' || ws.pid === null || ws.pidStart === null) return false;
+      if (await isSameProcess(ws.pid, ws.pidStart)) return false;
+      const oomKills = await this.runtime.usage(ws).then(
+        (u) => u.oomKills,
+        () => 0,
+      );
+      await this.runtime.tearDown(ws);
+      this.registry.setExited(ws.id, exitReason(ws, oomKills, this.runtime.limits(ws), when));
+      this.publish(ws.id);
+      return true;
+    });
   }
 
   async create(input: { name: string; image?: 'desktop'; ports?: number[] }, madeBy: Maker): Promise<Workspace> {
@@ -98,6 +128,7 @@ export class WorkspaceService {
         createdAt: new Date().toISOString(),
         pid: null,
         pidStart: null,
+        exitReason: null,
         parentId: input.parent?.id ?? null,
         treeId: input.parent?.treeId ?? id,
         versionId: input.parent?.versionId ?? null,
@@ -155,13 +186,11 @@ export class WorkspaceService {
    */
   async reconcile(): Promise<void> {
     for (const ws of this.registry.listWorkspaces()) {
+      if (ws.state === 'running' && (await this.noticeExit(ws.id, 'while the helper was down'))) continue;
       await this.lock.run(ws.id, async () => {
         if (ws.state === 'creating') return this.destroy(ws);
-        if (ws.state === 'running' && ws.pid !== null && ws.pidStart !== null && (await isSameProcess(ws.pid, ws.pidStart))) {
-          return this.runtime.openForwarders(ws);
-        }
+        if (ws.state === 'running') return this.runtime.openForwarders(ws);
         await this.runtime.tearDown(ws);
-        if (ws.state === 'running') this.registry.setWorkspaceState(ws.id, 'stopped', null);
       });
     }
   }
@@ -214,6 +243,7 @@ export class WorkspaceService {
         .map((p) => ({ containerPort: p.containerPort, hostPort: p.hostPort as number, hostAddress: '127.0.0.1' as const })),
       vncSocket: ws.state === 'running' ? this.runtime.vncSocketPath(ws) : null,
       pid: ws.state === 'running' ? ws.pid : null,
+      exitReason: ws.state === 'exited' ? ws.exitReason : null,
       parent: ws.parentId,
       tree: ws.treeId,
       version: ws.versionId,
@@ -228,6 +258,13 @@ export class WorkspaceService {
     for (let i = 0; i <= MAX_NET_INDEX; i++) if (!used.has(i)) return i;
     throw new GroveError('E_PRECONDITION', 'no free workspace network left');
   }
+}
+
+/** What can be said of a branch whose init was found gone: the kernel's OOM kills in it, if any, and its memory limit. */
+export function exitReason(ws: Pick<WorkspaceRecord, 'pid'>, oomKills: number, limits: BranchLimits, when: 'now' | 'while the helper was down'): string {
+  const gone = `its init (host pid ${ws.pid}) ended ${when === 'now' ? 'on its own' : 'while the helper was down'}`;
+  if (oomKills === 0) return gone;
+  return `${gone}; the kernel's out-of-memory killer had ended ${oomKills} of its processes (memory limit ${Math.round(limits.memoryBytes / 2 ** 20)} MiB)`;
 }
 
 /**

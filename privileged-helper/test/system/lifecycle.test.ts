@@ -2,7 +2,9 @@
 // after the branch's files were replaced, or instead of the restore), the
 // branch is back as it was — running, with its files and the in-memory state
 // of its processes — and the version it was rolled to is untouched; a version
-// being rolled back to cannot be deleted under the rollback.
+// being rolled back to cannot be deleted under the rollback. A branch whose
+// processes end on their own shows as exited, with why, and can be rolled
+// back (files put back if that fails) or started again from its files.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Workspace } from '../../src/protocol/entities.js';
@@ -18,6 +20,10 @@ describe('rollback as a transaction', () => {
     Number(await sh(c, branch, `python3 -c 'import urllib.request; print(urllib.request.urlopen("http://127.0.0.1:8500/", timeout=5).read().decode())'`));
   const marker = async (branch: Workspace) => (await sh(c, branch, 'cat /root/marker')).trim();
   const versionsOf = async () => (await c.request('version.list', { workspace: ws.id })).map((v) => v.id);
+  const waitForState = async (id: string, state: Workspace['state']): Promise<Workspace> => {
+    await waitFor(`the branch to be ${state}`, async () => (await c.request('workspace.get', { workspace: id })).state === state, 15_000);
+    return c.request('workspace.get', { workspace: id });
+  };
 
   beforeAll(async () => {
     c = await connect('lifecycle');
@@ -52,5 +58,41 @@ describe('rollback as a transaction', () => {
     ws = await track(await rolling);
     expect(await marker(ws)).toBe('v1');
     expect(await versionsOf()).toEqual([versionId]);
+  });
+
+  it('shows a branch whose processes ended on their own as exited, with why, and refuses exec saying what to do', async () => {
+    await sh(c, ws, 'echo v3 > /root/marker');
+    process.kill(ws.pid!, 'SIGKILL'); // its init, as the kernel or a crash would end it
+    const exited = await waitForState(ws.id, 'exited');
+    expect(exited.exitReason).toMatch(/its init \(host pid \d+\) ended on its own/);
+    expect(exited).toMatchObject({ pid: null, vncSocket: null, ports: [] });
+    await expect(c.request('exec.run', { workspace: ws.id, argv: ['true'] })).rejects.toMatchObject({
+      code: 'E_CONFLICT',
+      message: expect.stringMatching(/has exited \(its init .*\): start it again from its files, or roll it back to a version/),
+    });
+  });
+
+  it('keeps an exited branch as it was when rolling it back fails, then rolls it back', async () => {
+    for (const faultAt of ['files', 'restore'] as const) {
+      await expect(c.request('branch.rollback', { workspace: ws.id, version: versionId, faultAt })).rejects.toMatchObject({ code: 'E_HOST' });
+      expect(await c.request('workspace.get', { workspace: ws.id })).toMatchObject({ state: 'exited', exitReason: expect.any(String) });
+    }
+    // Its own files were put back: started, it has what it had when it exited.
+    ws = await track(await c.request('workspace.start', { workspace: ws.id }));
+    expect(await marker(ws)).toBe('v3');
+    process.kill(ws.pid!, 'SIGKILL');
+    await waitForState(ws.id, 'exited');
+    ws = await track(await c.request('branch.rollback', { workspace: ws.id, version: versionId }));
+    expect(ws.exitReason).toBeNull();
+    expect(await marker(ws)).toBe('v1');
+    expect(await count(ws)).toBeGreaterThan(0); // the version's processes
+  });
+
+  it('starts an exited branch again from its own files', async () => {
+    await sh(c, ws, 'echo v4 > /root/marker');
+    process.kill(ws.pid!, 'SIGKILL');
+    await waitForState(ws.id, 'exited');
+    ws = await track(await c.request('workspace.start', { workspace: ws.id }));
+    expect(await marker(ws)).toBe('v4');
   });
 });

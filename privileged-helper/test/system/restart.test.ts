@@ -1,10 +1,11 @@
 // The helper restarted while a workspace runs: the workspace keeps running, is
-// adopted (same process, same host ports and desktop socket), and orphans are removed.
+// adopted (same process, same host ports and desktop socket), and orphans are
+// removed. One whose processes ended meanwhile shows as exited.
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
 import { startHelper, stopHelper } from './helper-process.js';
 import { netnsNames } from './leftovers.js';
-import { banner, connect, createWorkspace, hostPort, httpGet, instance, sh, vncSocket } from './support.js';
+import { banner, connect, createWorkspace, hostPort, httpGet, instance, sh, vncSocket, waitFor } from './support.js';
 
 describe('helper restart', () => {
   it('adopts running workspaces and removes what no record explains', async () => {
@@ -45,6 +46,29 @@ describe('helper restart', () => {
     } finally {
       await execa('ip', ['netns', 'del', orphan], { reject: false });
       await client.request('workspace.delete', { workspace: before.id }).catch(() => undefined);
+      client.close();
+    }
+  });
+
+  it('shows a workspace whose processes ended while the helper was down as exited, and starts it again', async () => {
+    const t = instance();
+    let client = await connect();
+    const ws = await createWorkspace(client, 'casualty');
+    try {
+      await sh(client, ws, 'echo mine > /root/mine.txt');
+      client.close();
+      await stopHelper(t);
+      process.kill(ws.pid!, 'SIGKILL');
+      await startHelper(t);
+      client = await connect();
+      // Seen at start-up, or a moment later if its processes were still on their way out.
+      await waitFor('the branch to show as exited', async () => (await client.request('workspace.get', { workspace: ws.id })).state === 'exited', 15_000);
+      const after = await client.request('workspace.get', { workspace: ws.id });
+      expect(after).toMatchObject({ state: 'exited', pid: null, exitReason: expect.stringMatching(/its init \(host pid \d+\) ended/) });
+      const again = await client.request('workspace.start', { workspace: ws.id });
+      expect(await sh(client, again, 'cat /root/mine.txt')).toBe('mine\n');
+    } finally {
+      await client.request('workspace.delete', { workspace: ws.id }).catch(() => undefined);
       client.close();
     }
   });

@@ -37,6 +37,7 @@ function branch(id: string, parentId: string | null, netIndex: number): Workspac
     treeId: 'aaaaaaaa',
     versionId: null,
     isMain: parentId === null,
+    exitReason: null,
   };
 }
 

@@ -43,6 +43,7 @@ export function workspaceRecord(over: Partial<WorkspaceRecord> = {}): WorkspaceR
     treeId: id,
     versionId: null,
     isMain: true,
+    exitReason: null,
     madeBy: { role: 'person', uid: 0, user: 'root' },
     ...over,
   };

@@ -157,7 +157,9 @@ export function BranchTree() {
                   )}
                 </div>
                 <div className="row-meta">
-                  <span className={`state state-${state}`}>{state}</span>
+                  <span className={`state state-${state}`} title={b.exitReason ?? undefined}>
+                    {state}
+                  </span>
                   <span title={b.createdAt}>{age(b.createdAt, now)}</span>
                   <span title="version">{version ? `v ${version.label ?? version.id}` : 'no version'}</span>
                 </div>

@@ -16,6 +16,7 @@ export function DesktopPanel({ branchId }: { branchId: string }) {
   const [clip, setClip] = useState('');
   const rfb = useRef<RFB | null>(null);
   if (!branch) return null;
+  if (branch.state === 'exited') return <Empty title={`${branch.name} has exited`} body={`${branch.exitReason ?? 'Its processes ended.'} Start it again from its files, or roll it back to a version.`} />;
   if (branch.state !== 'running') return <Empty title={`${branch.name} is ${branch.state}`} body="Start it to see its desktop." />;
   return (
     <div className="desktop-panel">
