@@ -47,6 +47,7 @@ import { loadPeerCredentials } from './auth/peer-identity.js';
 import { DesktopService } from './desktop/desktop-service.js';
 import { createHandlers } from './server/handlers.js';
 import { ExitWatch } from './workspaces/exit-watch.js';
+import { detachFromStarter, removeHelperCgroups } from './host/detach.js';
 
 const log = (msg: string) => process.stderr.write(`[grove-helper] ${msg}\n`);
 
@@ -179,6 +180,7 @@ async function boot(config: HelperConfig) {
 
 async function serve(config: HelperConfig): Promise<void> {
   const credentials = loadPeerCredentials(config.peercredAddon);
+  await detachFromStarter(config.instance, log);
   const { db, services, personGid, exitWatch } = await boot(config);
   exitWatch.start();
   const groups = { person: personGid, agent: await ensureGroup(config.agentGroup) };
@@ -214,6 +216,7 @@ async function purge(config: HelperConfig): Promise<void> {
   if (await hasMountAtOrBelow(config.rootsDir)) throw new Error(`something is still mounted under ${config.rootsDir}; not removing it`);
   await rm(config.rootsDir, { recursive: true, force: true });
   await removeInstanceCgroups(config.instance);
+  await removeHelperCgroups(config.instance);
   log(`purged instance ${config.instance}`);
 }
 

@@ -5,6 +5,7 @@ import path from 'node:path';
 import type { HelperConfig } from '../config.js';
 import type { DoctorCheck, DoctorReport } from '../protocol/entities.js';
 import { CGROUP_ROOT, CONTROLLERS } from './cgroups.js';
+import { starterTies } from './detach.js';
 import { isMounted } from './mounts.js';
 import { run } from './run.js';
 
@@ -40,6 +41,7 @@ export class Doctor {
         ok: await isMounted(this.config.pool.mountPoint),
         detail: `${this.config.pool.device ?? this.config.pool.loopFile} on ${this.config.pool.mountPoint}`,
       },
+      await detached(this.config.instance),
     ];
     return { ok: checks.every((c) => c.ok), checks, criu: { version: criu.version, checkPassed: criu.checkPassed } };
   }
@@ -63,6 +65,13 @@ export function versionAtLeast(version: string, min: readonly number[]): boolean
     if (have !== want) return have > want;
   }
   return true;
+}
+
+/** The helper (this process) does not die with the terminal or login that started it. */
+async function detached(instance: string): Promise<DoctorCheck> {
+  const ties = await starterTies(instance);
+  if (ties.length === 0) return { name: 'helper', ok: true, detail: 'runs in a session and cgroups of its own' };
+  return { name: 'helper', ok: false, detail: `${ties.join('; ')}: it would end with it. Start it with ./start.sh or the systemd unit in build/` };
 }
 
 async function tool(name: string, args: string[]): Promise<DoctorCheck> {

@@ -1,6 +1,6 @@
 // What a test instance may have left on the host, read from the host itself
 // (not from the helper's registry, which is what is being checked).
-import { readdir, readFile, readlink } from 'node:fs/promises';
+import { access, readdir, readFile, readlink } from 'node:fs/promises';
 import { execa } from 'execa';
 import type { TestInstance } from './helper-process.js';
 
@@ -36,6 +36,15 @@ export async function loopDevicesFor(prefix: string): Promise<string[]> {
   return devices.filter((d) => (d['back-file'] ?? '').startsWith(prefix)).map((d) => d.name);
 }
 
+/** Groups of these names in any cgroup hierarchy, as HIERARCHY/NAME. */
+async function cgroupsNamed(names: string[]): Promise<string[]> {
+  const found: string[] = [];
+  for (const hierarchy of await readdir('/sys/fs/cgroup').catch(() => [] as string[])) {
+    for (const name of names) if (await access(`/sys/fs/cgroup/${hierarchy}/${name}`).then(() => true, () => false)) found.push(`${hierarchy}/${name}`);
+  }
+  return found;
+}
+
 export async function pidNamespaceOf(pid: number): Promise<string> {
   return readlink(`/proc/${pid}/ns/pid`);
 }
@@ -64,5 +73,6 @@ export async function leftovers(t: TestInstance): Promise<string[]> {
   for (const m of [...(await mountPointsUnder(t.stateDir)), ...(await mountPointsUnder(t.runDir))]) found.push(`mount ${m}`);
   for (const l of await loopDevicesFor(t.stateDir)) found.push(`loop ${l}`);
   for (const ns of await trackedPidNamespaces(t)) for (const p of await processesInPidNs(ns)) found.push(`process ${p} (${ns})`);
+  for (const group of await cgroupsNamed([`grove-${t.instance}`, `grove-helper-${t.instance}`])) found.push(`cgroup ${group}`);
   return found;
 }

@@ -68,6 +68,8 @@ describe('grove-enter', () => {
       const [f2, a2] = launcher.onHost([group], ['sh', '-c', 'for i in 1 2 3 4 5 6; do sleep 2 & done; wait']);
       expect(spawnSync(f2, a2, { encoding: 'utf8' }).stderr).toMatch(/fork|Resource temporarily unavailable|Cannot/i);
     } finally {
+      // The sleeps that did start may still be in the group: it can go once they have ended.
+      for (let i = 0; i < 100 && readFileSync(path.join(group, 'cgroup.procs'), 'utf8').trim() !== ''; i++) execFileSync('sleep', ['0.1']);
       rmdirSync(group);
     }
   });

@@ -1,0 +1,67 @@
+// The helper outlives whoever started it. From ./start.sh it runs in a session
+// of its own (setsid), but it would still sit in the starter's cgroups: a
+// terminal's or a login's, whose end (or whose memory limit) takes everything
+// in them along. So, unless systemd runs it (its unit's cgroup is its own),
+// it moves itself at start into cgroups of its own in every cgroup v1
+// hierarchy where it is not at the top: grove-helper-INSTANCE, beside (not
+// under) the instance's branch groups, which start-up reconciliation sweeps.
+import { mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { CGROUP_ROOT } from './cgroups.js';
+
+export function helperCgroupName(instance: string): string {
+  return `grove-helper-${instance}`;
+}
+
+/** A cgroup v1 hierarchy's line in /proc/PID/cgroup: its mount directory and the process's path in it. */
+interface Membership {
+  hierarchy: string;
+  path: string;
+}
+
+/** The v1 hierarchies of /proc/self/cgroup (v2's '0::' line is left to systemd), by their directory under /sys/fs/cgroup. */
+export function parseMemberships(procCgroup: string): Membership[] {
+  return procCgroup
+    .split('\n')
+    .map((line) => /^\d+:([^:]+):(.*)$/.exec(line.trim()))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => ({ hierarchy: m[1]!.replace(/^name=/, ''), path: m[2]! }));
+}
+
+export async function detachFromStarter(instance: string, log: (line: string) => void): Promise<void> {
+  if (process.env.INVOCATION_ID) return;
+  const own = `/${helperCgroupName(instance)}`;
+  for (const m of parseMemberships(await readFile('/proc/self/cgroup', 'utf8'))) {
+    if (m.path === '/' || m.path === own) continue;
+    const dir = path.join(CGROUP_ROOT, m.hierarchy, helperCgroupName(instance));
+    try {
+      await mkdir(dir, { recursive: true });
+      await writeFile(path.join(dir, 'cgroup.procs'), String(process.pid));
+    } catch (err) {
+      log(`could not leave the starter's ${m.hierarchy} cgroup ${m.path}: ${(err as Error).message}`);
+    }
+  }
+}
+
+/** Removes the (stopped) helper's own groups: purge. */
+export async function removeHelperCgroups(instance: string): Promise<void> {
+  for (const hierarchy of await readdir(CGROUP_ROOT).catch(() => [] as string[])) {
+    await rmdir(path.join(CGROUP_ROOT, hierarchy, helperCgroupName(instance))).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT' && err.code !== 'ENOTDIR') throw err;
+    });
+  }
+}
+
+/** For grove doctor: is the helper its own session and in no one else's cgroups? */
+export async function starterTies(instance: string): Promise<string[]> {
+  const ties: string[] = [];
+  const stat = await readFile('/proc/self/stat', 'utf8');
+  const session = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[3]);
+  if (session !== process.pid) ties.push(`it shares session ${session} with whoever started it`);
+  if (process.env.INVOCATION_ID) return ties;
+  const own = `/${helperCgroupName(instance)}`;
+  for (const m of parseMemberships(await readFile('/proc/self/cgroup', 'utf8'))) {
+    if (m.path !== '/' && m.path !== own) ties.push(`it is in its starter's ${m.hierarchy} cgroup ${m.path}`);
+  }
+  return ties;
+}
