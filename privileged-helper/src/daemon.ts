@@ -47,6 +47,7 @@ import { loadPeerCredentials } from './auth/peer-identity.js';
 import { DesktopService } from './desktop/desktop-service.js';
 import { createHandlers } from './server/handlers.js';
 import { ExitWatch } from './workspaces/exit-watch.js';
+import { SpaceService } from './space/space-service.js';
 import { detachFromStarter, removeHelperCgroups } from './host/detach.js';
 
 const log = (msg: string) => process.stderr.write(`[grove-helper] ${msg}\n`);
@@ -156,6 +157,7 @@ async function boot(config: HelperConfig) {
     },
     grant: (treeId, kind) => registry.findGrant(treeId, kind),
   };
+  const space = new SpaceService(pool, registry, (w) => storage.filesPath(w));
   const services = {
     registry,
     bus,
@@ -169,7 +171,8 @@ async function boot(config: HelperConfig) {
     exec,
     doctor: new Doctor(config),
     egress,
-    perf: new PerfService(registry, runtime),
+    perf: new PerfService(registry, runtime, () => space.poolSpace()),
+    space,
     approvals,
     audit,
     desktop,
@@ -183,6 +186,7 @@ async function serve(config: HelperConfig): Promise<void> {
   await detachFromStarter(config.instance, log);
   const { db, services, personGid, exitWatch } = await boot(config);
   exitWatch.start();
+  services.space.watch((space) => services.bus.broadcast('pool.space', space));
   const groups = { person: personGid, agent: await ensureGroup(config.agentGroup) };
   const deps = { services, handlers: createHandlers(services), groups, credentials, log };
   const servers = [
@@ -194,6 +198,7 @@ async function serve(config: HelperConfig): Promise<void> {
     log(`${signal}: closing; running workspaces keep running and are adopted on the next start`);
     for (const server of servers) server.close();
     exitWatch.stop();
+    services.space.stop();
     await services.desktop.closeAll();
     await services.runtime.detachAll();
     db.close();

@@ -15,5 +15,6 @@ export const appState = (branches: Workspace[], status: 'connected' | 'disconnec
   decided: [],
   grants: [],
   agents: {},
+  pool: null,
   ...over,
 });

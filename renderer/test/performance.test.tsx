@@ -51,6 +51,7 @@ const PERF: PerfReport = {
     pageBytes: 4096,
     ksm: { pagesShared: 10_000, pagesSharing: 30_000, pagesUnshared: 5000, fullScans: 12, run: 1 },
   },
+  pool: { freeBytes: 9 * 2 ** 30, totalBytes: 40 * 2 ** 30, low: false },
   at: '2026-11-30T10:05:03.000Z',
 };
 

@@ -20,6 +20,8 @@ import {
   ForkStage,
   Image,
   PerfReport,
+  PoolSpace,
+  SpaceReport,
   Version,
   Workspace,
 } from '../../../privileged-helper/src/protocol/entities.js';
@@ -28,7 +30,7 @@ import { Id, ImageName, Name, WorkspaceRef } from '../../../privileged-helper/sr
 export { Actor, AgentRequestKind, Approval, ApprovalState, EgressChange, EgressLogEntry, EgressMode, EgressPolicy, EgressRule, EgressStatus, ForkStage, Grant, Image, Maker, OPEN_STATES, TreeDiff, Version, Workspace };
 export type { ApprovalAction, HeldConnection } from '../../../privileged-helper/src/protocol/approvals.js';
 export type { Point, ScreenSize };
-export type { ForkReport, PerfReport };
+export type { ForkReport, PerfReport, PoolSpace, SpaceReport };
 
 /** The controller's link to the helper: anything but 'connected' means the state shown is not live. */
 export const Connection = z.strictObject({
@@ -132,6 +134,8 @@ export const AppState = z.strictObject({
   grants: z.array(Grant),
   /** What agents did lately on each branch (by branch id), oldest first. */
   agents: z.record(Id, z.array(AgentAction).max(MAX_AGENT_ACTIONS)),
+  /** The pool's space as last heard (on connect, then from pool.space events); null before. */
+  pool: PoolSpace.nullable(),
 });
 export type AppState = z.infer<typeof AppState>;
 
@@ -166,6 +170,8 @@ export const requests = {
   'egress.log': helper['egress.log'],
   /** Fork history and memory per running branch and of the host (the Performance panel polls it). */
   'perf.get': helper['perf.get'],
+  /** What each branch and version holds in the pool: what to delete when it is low. */
+  'space.get': helper['space.get'],
   'terminal.open': { params: z.strictObject({ workspace: WorkspaceRef, ...TermSize }), result: z.strictObject({ session: Session }) },
   'terminal.write': { params: z.strictObject({ session: Session, data: z.string().max(1 << 20) }), result: Empty },
   'terminal.resize': { params: z.strictObject({ session: Session, ...TermSize }), result: Empty },

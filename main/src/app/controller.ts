@@ -11,7 +11,7 @@ import { GroveError, HelperClient, PERSON_SOCKET } from '../helper-client/client
 import { describeEgressChange, formatRule } from '../../../privileged-helper/src/protocol/egress-rules.js';
 import type { EventPayload } from '../../../privileged-helper/src/protocol/events.js';
 import { describeActor, type Actor } from '../../../privileged-helper/src/protocol/identity.js';
-import type { ActivityEntry, AppState, Approval, Connection, EgressPolicy, Image, Operation, OperationKind, RequestName, RequestParams, RequestResult, Version, Workspace } from '../api/contract.js';
+import type { ActivityEntry, AppState, Approval, Connection, EgressPolicy, Image, Operation, OperationKind, PoolSpace, RequestName, RequestParams, RequestResult, Version, Workspace } from '../api/contract.js';
 import { REQUEST_VERB, isSelf } from '../api/words.js';
 import { ActivityLog, CONTROLLER, HELPER, YOU, attribute, type Who } from './activity.js';
 import { AgentWatch } from './agent-watch.js';
@@ -40,6 +40,7 @@ export class Controller {
   private branches = new Map<string, Workspace>();
   private versions: Version[] = [];
   private images: Image[] = [];
+  private pool: PoolSpace | null = null;
   private operations: Operation[] = [];
   private readonly activity = new ActivityLog();
   private readonly book = new ApprovalBook();
@@ -79,6 +80,7 @@ export class Controller {
       activity: this.activity.entries,
       ...this.book.snapshot(),
       agents: this.agents.snapshot(),
+      pool: this.pool,
     };
   }
 
@@ -139,6 +141,8 @@ export class Controller {
         return c.request('egress.log', { workspace: p.workspace as string | undefined, limit: p.limit as number | undefined });
       case 'perf.get':
         return c.request('perf.get', {});
+      case 'space.get':
+        return c.request('space.get', {});
       case 'egress.set': {
         const change = p as RequestParams<'egress.set'>;
         return this.recorded('change outside access', this.nameOf(ws), () => c.request('egress.set', change), (policy) => `${describeEgressChange(change)} → ${describePolicy(policy)}`);
@@ -321,6 +325,7 @@ export class Controller {
     client.on('audit', (e) => this.onAudit(e));
     client.on('desktop.action', (e, _seq, by) => this.onDesktopAction(e, by));
     client.on('egress.decision', (e) => this.onEgressDecision(e));
+    client.on('pool.space', (e) => this.onPoolSpace(e));
     client.on('exec.output', (e) => this.terminals.get(e.session)?.output(e.data));
     client.on('exec.exit', (e) => {
       this.terminals.get(e.session)?.exit(e.exitCode, e.signal);
@@ -338,14 +343,16 @@ export class Controller {
   }
 
   private async readAll(client: HelperClient): Promise<void> {
-    const [branches, versions, images, approvals, grants] = await Promise.all([
+    const [branches, versions, images, approvals, grants, pool] = await Promise.all([
       client.request('workspace.list', {}),
       client.request('version.list', {}),
       client.request('image.list', {}),
       // Open requests only: the helper keeps hundreds of closed ones, thumbnails and all, and this runs after every action.
       client.request('approval.list', { all: false }),
       client.request('grant.list', {}),
+      client.request('space.pool', {}),
     ]);
+    this.pool = pool;
     this.branches = new Map(branches.map((b) => [b.id, b]));
     this.book.reset(approvals, grants);
     this.agents.keepOnly(new Set(this.branches.keys()));
@@ -404,6 +411,13 @@ export class Controller {
   private onDesktopAction(e: EventPayload<'desktop.action'>, by: Actor | undefined): void {
     if (by?.role === 'agent') this.agents.desktop(e, by);
     this.log(attribute(by, this.self), 'use the desktop', e.workspaceName, e.ok ? 'ok' : 'failed', e.summary);
+  }
+
+  /** The pool became low on space, or has room again: shown at once, and in the activity log. */
+  private onPoolSpace(e: EventPayload<'pool.space'>): void {
+    this.pool = e;
+    const free = `${Math.round(e.freeBytes / 2 ** 20)} MiB of ${Math.round(e.totalBytes / 2 ** 20)} MiB free`;
+    this.log(HELPER, e.low ? 'the pool is low on space' : 'the pool has room again', null, e.low ? 'failed' : 'info', free);
   }
 
   /** Verdicts of the branch's policy; those on held connections are the queue's (approval.*). */

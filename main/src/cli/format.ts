@@ -1,5 +1,5 @@
 // Human-readable output of the CLI (--json prints the objects as they are).
-import type { DoctorReport, ForkReport, Image, PerfReport, Version, Workspace } from '../../../privileged-helper/src/protocol/entities.js';
+import type { DoctorReport, ForkReport, Image, PerfReport, PoolSpace, SpaceReport, Version, Workspace } from '../../../privileged-helper/src/protocol/entities.js';
 import type { EgressLogEntry, EgressStatus } from '../../../privileged-helper/src/protocol/entities.js';
 import type { TreeDiff } from '../../../privileged-helper/src/protocol/diff.js';
 
@@ -68,6 +68,7 @@ export function printStats(p: PerfReport): void {
     `host: ${mib(h.availableBytes)} of ${mib(h.totalBytes)} MiB available · KSM ${h.ksm.run === 1 ? 'on' : 'off'}, ` +
       `saving ${mib(h.ksm.pagesSharing * h.pageBytes)} MiB (${h.ksm.fullScans} full scans)`,
   );
+  console.log(describePool(p.pool));
   console.log();
   if (p.branches.length === 0) console.log('No branch is running.');
   else {
@@ -80,6 +81,28 @@ export function printStats(p: PerfReport): void {
   console.log();
   if (p.forks.length === 0) console.log('No forks yet.');
   for (const f of p.forks.slice(0, STATS_FORKS)) console.log(`${f.at}\t${f.source.name} into ${f.copies}\t${describeTimings(f.timings)}`);
+}
+
+export function describePool(pool: PoolSpace): string {
+  const line = `pool: ${mib(pool.freeBytes)} of ${mib(pool.totalBytes)} MiB free`;
+  return pool.low ? `${line}: LOW, forks and checkpoints will soon be refused; see grove space for what to delete` : line;
+}
+
+/** The pool, then branches and versions by what deleting each would free, most first. */
+export function printSpace(r: SpaceReport): void {
+  console.log(describePool(r.pool));
+  const byFreed = <T extends { exclusiveBytes: number }>(rows: T[]) => [...rows].sort((a, b) => b.exclusiveBytes - a.exclusiveBytes);
+  console.log();
+  console.log(['BRANCH', 'STATE', 'FREED IF DELETED MiB', 'REFERS TO MiB'].join('\t'));
+  for (const b of byFreed(r.branches)) console.log([b.name, b.state, mib(b.exclusiveBytes), mib(b.totalBytes)].join('\t'));
+  console.log();
+  if (r.versions.length === 0) console.log('No versions.');
+  else {
+    console.log(['VERSION', 'OF', 'LABEL', 'FREED IF DELETED MiB', 'REFERS TO MiB'].join('\t'));
+    const of = (v: SpaceReport['versions'][number]) => (v.orphanOf !== null ? `${v.orphanOf} (deleted)` : (r.branches.find((b) => b.workspace === v.workspace)?.name ?? v.workspace ?? '-'));
+    for (const v of byFreed(r.versions)) console.log([v.version, of(v), v.label ?? '-', mib(v.exclusiveBytes), mib(v.totalBytes)].join('\t'));
+  }
+  console.log('\nDelete with: grove ws rm BRANCH, grove versions rm VERSION');
 }
 
 export function printDiff(d: TreeDiff, statOnly: boolean): void {

@@ -4,7 +4,7 @@
 // socket, what only a person may do becomes a request to a person.
 import { Option, type Command } from 'commander';
 import { GroveError } from '../helper-client/client.js';
-import { printDiff, printDoctor, printForkReport, printImage, printLimits, printStats, printTree, printWorkspace, printWorkspaces } from './format.js';
+import { printDiff, printDoctor, printForkReport, printImage, printLimits, printSpace, printStats, printTree, printWorkspace, printWorkspaces } from './format.js';
 import { printEgressLog, printEgressStatus } from './format.js';
 import { parseRule } from '../../../privileged-helper/src/protocol/egress-rules.js';
 import type { EgressRule } from '../../../privileged-helper/src/protocol/entities.js';
@@ -212,6 +212,16 @@ program
     withClient(async (c) => {
       const perf = await c.request('perf.get', {});
       output(perf, () => printStats(perf));
+    }),
+  );
+
+program
+  .command('space')
+  .description("the pool's free space, and what each branch and version holds in it (what deleting it would free)")
+  .action(() =>
+    withClient(async (c) => {
+      const report = await c.request('space.get', {});
+      output(report, () => printSpace(report));
     }),
   );
 

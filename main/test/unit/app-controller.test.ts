@@ -29,6 +29,7 @@ class FakeHelper {
   /** What approval.list answers (open and lately closed). */
   approvals: Approval[] = [];
   grants: Grant[] = [];
+  pool = { freeBytes: 9 * 2 ** 30, totalBytes: 16 * 2 ** 30, low: false };
   calls: string[] = [];
   params: Record<string, unknown>[] = [];
   private seq = 0;
@@ -74,6 +75,8 @@ class FakeHelper {
         return ok(this.approvals);
       case 'grant.list':
         return ok(this.grants);
+      case 'space.pool':
+        return ok(this.pool);
       case 'workspace.stop':
         return { id: req.id, error: { code: 'E_BUSY', message: 'a fork holds it' } };
       case 'approval.approve':
@@ -125,6 +128,7 @@ const PERF = {
   forks: [],
   branches: [],
   host: { totalBytes: 2 ** 34, availableBytes: 2 ** 33, pageBytes: 4096, ksm: { pagesShared: 0, pagesSharing: 0, pagesUnshared: 0, fullScans: 3, run: 1 } },
+  pool: { freeBytes: 2 ** 33, totalBytes: 2 ** 34, low: false },
   at: '2026-11-30T10:00:00.000Z',
 };
 
@@ -295,6 +299,16 @@ describe('controller', () => {
     expect((await r.call('perf.get', {})).result).toEqual(PERF);
     expect(helper.calls.at(-1)).toBe('perf.get');
     expect((await r.call('perf.get', { limit: 5 })).error?.code).toBe('E_INVALID_PARAMS');
+    r.ws.close();
+  });
+
+  it('shows the pool as read on connect, then as the helper reports it becoming low, in the state and the activity log', async () => {
+    const r = await renderer(web.secret);
+    expect((await until(() => r.states.find((x) => x.pool !== null))).pool).toEqual(helper.pool);
+    helper.emit('pool.space', { freeBytes: 300 * 2 ** 20, totalBytes: 16 * 2 ** 30, low: true });
+    const low = await until(() => r.states.find((x) => x.pool?.low === true));
+    expect(low.activity.at(-1)).toMatchObject({ actor: 'helper', action: 'the pool is low on space', outcome: 'failed', detail: '300 MiB of 16384 MiB free' });
+    expect((await r.call('space.get', { deep: true })).error?.code).toBe('E_INVALID_PARAMS');
     r.ws.close();
   });
 
@@ -478,7 +492,7 @@ describe('controller', () => {
     await helper.listen();
     const back = await until(() => r.states.find((x) => x.connection.status === 'connected' && x.connection.epoch === 'epoch-2'), 8000);
     expect(back.branches.map((b) => b.name)).toEqual(['two']);
-    expect(helper.calls).toEqual(expect.arrayContaining(['hello', 'events.subscribe', 'workspace.list', 'version.list', 'image.list', 'approval.list', 'grant.list']));
+    expect(helper.calls).toEqual(expect.arrayContaining(['hello', 'events.subscribe', 'workspace.list', 'version.list', 'image.list', 'approval.list', 'grant.list', 'space.pool']));
     expect(back.activity.some((a) => a.action === 'helper restarted')).toBe(true);
     r.ws.close();
   });

@@ -62,6 +62,8 @@ export const AUTHORITY = {
   'egress.set': ask('egress.policy'),
   'egress.log': read,
   'perf.get': read,
+  'space.get': read,
+  'space.pool': read,
   'approval.list': read,
   'approval.get': read,
   'approval.create': allow,

@@ -16,6 +16,7 @@
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { netnsPath } from '../host/netns.js';
+import { BRANCH_HEADROOM_BYTES, mib, requireSpace } from '../host/space.js';
 import { isSameProcess } from '../host/proc.js';
 import { firstFrame } from '../host/rfb-probe.js';
 import type { ForkReport, ForkStage, Workspace } from '../protocol/entities.js';
@@ -102,6 +103,7 @@ class ForkTransaction {
   }
 
   private async prepare(): Promise<string> {
+    await this.requireSpace();
     const names = this.opts.names ?? this.childNames();
     const ports = this.d.registry.ports(this.source.id).map((p) => p.containerPort);
     for (const name of names) {
@@ -112,6 +114,15 @@ class ForkTransaction {
     const imagesDir = path.join(this.d.scratchDir, this.id);
     await this.d.ledger.make({ kind: 'directory', name: imagesDir, owner: this.id }, () => mkdir(imagesDir, { recursive: true, mode: 0o700 }));
     return imagesDir;
+  }
+
+  /** Room for the dump (the source's memory) in the scratch space and for each child's first writes in the pool. */
+  private async requireSpace(): Promise<void> {
+    const dump = (await this.d.runtime.usage(this.source)).dumpableBytes;
+    await requireSpace(`a fork of '${this.source.name}' into ${this.opts.copies}`, [
+      { where: 'the pool', dir: this.d.storage.workspacesDir, bytes: this.opts.copies * BRANCH_HEADROOM_BYTES, why: `${mib(BRANCH_HEADROOM_BYTES)} MiB for each child's first writes` },
+      { where: 'the scratch space', dir: path.dirname(this.d.scratchDir), bytes: dump, why: "the dump of the source's memory" },
+    ]);
   }
 
   /** Terminals open in the source: their shells belong to the helper's sessions, so CRIU (dumping the branch's own tree) leaves them out. */

@@ -7,6 +7,7 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { snapshot } from '../host/btrfs.js';
+import { mib, requireSpace, VERSION_HEADROOM_BYTES } from '../host/space.js';
 import { netnsPath } from '../host/netns.js';
 import { run } from '../host/run.js';
 import type { RollbackStage, Version, Workspace } from '../protocol/entities.js';
@@ -45,6 +46,10 @@ export class VersionService {
   /** Checkpoints a branch whose lock the caller already holds. */
   async checkpointLocked(branchId: string, label?: string): Promise<Version> {
     const ws = this.d.workspaces.running(branchId);
+    const dump = (await this.d.runtime.usage(ws)).dumpableBytes;
+    await requireSpace(`a checkpoint of '${ws.name}'`, [
+      { where: 'the pool', dir: this.d.versionsDir, bytes: dump + VERSION_HEADROOM_BYTES, why: `its processes' memory, ${mib(dump)} MiB, and ${mib(VERSION_HEADROOM_BYTES)} MiB for its files` },
+    ]);
     const vid = this.d.registry.freshId();
     const dir = path.join(this.d.versionsDir, vid);
     try {

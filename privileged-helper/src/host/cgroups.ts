@@ -84,6 +84,8 @@ async function writeLimit(file: string, value: string): Promise<void> {
 
 export interface CgroupUsage {
   memoryBytes: number;
+  /** What a dump of the branch writes out: its anonymous and shared memory (memory.stat total_rss + total_shmem). */
+  dumpableBytes: number;
   /** Times the branch reached its memory limit. */
   memoryLimitHits: number;
   /** Processes the kernel's OOM killer ended inside the branch. */
@@ -96,15 +98,18 @@ export interface CgroupUsage {
 export async function readUsage(name: string): Promise<CgroupUsage> {
   const memory = dir('memory', name);
   const pids = dir('pids', name);
-  const [usage, failcnt, oom, current, events] = await Promise.all([
+  const [usage, stat, failcnt, oom, current, events] = await Promise.all([
     readOr(path.join(memory, 'memory.usage_in_bytes'), '0'),
+    readOr(path.join(memory, 'memory.stat'), ''),
     readOr(path.join(memory, 'memory.failcnt'), '0'),
     readOr(path.join(memory, 'memory.oom_control'), ''),
     readOr(path.join(pids, 'pids.current'), '0'),
     readOr(path.join(pids, 'pids.events'), ''),
   ]);
+  const counter = (key: string) => Number(new RegExp(`^${key} (\\d+)$`, 'm').exec(stat)?.[1] ?? 0);
   return {
     memoryBytes: Number(usage),
+    dumpableBytes: counter('total_rss') + counter('total_shmem'),
     memoryLimitHits: Number(failcnt),
     oomKills: Number(/^oom_kill (\d+)$/m.exec(oom)?.[1] ?? 0),
     pids: Number(current),

@@ -14,6 +14,7 @@ import { run } from '../host/run.js';
 import type { Image } from '../protocol/entities.js';
 import { GroveError } from '../protocol/wire.js';
 import type { Registry } from '../registry/registry.js';
+import { MiB, requireSpace } from '../host/space.js';
 
 export type ImageName = Image['name'];
 export type ProgressFn = (stage: string, message: string) => void;
@@ -58,6 +59,7 @@ export class ImageBuilder {
         progress('cached', `image '${name}' is up to date`);
         return current;
       }
+      await requireSpace(`building the image '${name}'`, [{ where: 'the pool', dir: this.pool.images, bytes: imageRoomBytes(current?.sizeBytes), why: 'the image, unpacked' }]);
       await this.produce(name, hash, target, opts.rebuild, progress);
       const image: Image = { name, state: 'ready', recipeHash: hash, builtAt: new Date().toISOString(), sizeBytes: await diskUsage(target) };
       this.registry.putImage(image);
@@ -165,4 +167,13 @@ export async function removePartialStreams(cacheDir: string): Promise<void> {
   const dir = path.join(cacheDir, 'images');
   const entries = await readdir(dir).catch(() => [] as string[]);
   await Promise.all(entries.filter((e) => e.endsWith('.partial')).map((e) => rm(path.join(dir, e), { force: true })));
+}
+
+/**
+ * Room a build or a receive needs: the size of the last build of the image
+ * (its Debian packages unpacked: the desktop's send stream is 1.1 GB) with a margin, or
+ * a guess of that size when it was never built here.
+ */
+export function imageRoomBytes(lastSizeBytes: number | null | undefined): number {
+  return (lastSizeBytes ?? 2 * 2 ** 30) + 512 * MiB;
 }

@@ -12,7 +12,7 @@
 import { pageBytes, readHostMemory, readKsmd, readProcess } from '../host/memory-stats.js';
 import type { BranchRuntime } from '../workspaces/runtime.js';
 import { isSameProcess, pidNamespace, pidsByNamespace } from '../host/proc.js';
-import type { BranchMemory, PerfReport } from '../protocol/entities.js';
+import type { BranchMemory, PerfReport, PoolSpace } from '../protocol/entities.js';
 import type { Registry, WorkspaceRecord } from '../registry/registry.js';
 
 export const FORK_HISTORY = 100;
@@ -24,6 +24,7 @@ export class PerfService {
     private readonly registry: Registry,
     /** Each branch's limits and what its cgroups counted. */
     private readonly cgroups: Pick<BranchRuntime, 'limits' | 'usage'>,
+    private readonly poolSpace: () => Promise<PoolSpace>,
   ) {}
 
   /** Callers that ask while a read is under way (several app windows polling) share it. */
@@ -34,8 +35,8 @@ export class PerfService {
 
   private async read(): Promise<PerfReport> {
     const page = await pageBytes();
-    const [branches, total, ksm] = await Promise.all([this.branches(page), readHostMemory(), readKsmd()]);
-    return { forks: this.registry.recentForks(FORK_HISTORY), branches, host: { ...total, pageBytes: page, ksm }, at: new Date().toISOString() };
+    const [branches, total, ksm, pool] = await Promise.all([this.branches(page), readHostMemory(), readKsmd(), this.poolSpace()]);
+    return { forks: this.registry.recentForks(FORK_HISTORY), branches, host: { ...total, pageBytes: page, ksm }, pool, at: new Date().toISOString() };
   }
 
   /** Memory of each running branch whose init is still the process the registry knows. */
@@ -49,8 +50,9 @@ export class PerfService {
     const memory = await readProcesses([...pids.values()].flat());
     return Promise.all(
       live.map(async ({ w, ns }) => {
-        const { memoryBytes, ...counted } = await this.cgroups.usage(w);
-        return { ...branchMemory(w, pids.get(ns) ?? [], memory, page), cgroup: { limits: this.cgroups.limits(w), memoryBytes, ...counted } };
+        const { memoryBytes, memoryLimitHits, oomKills, pids: tasks, pidsRefused } = await this.cgroups.usage(w);
+        const cgroup = { limits: this.cgroups.limits(w), memoryBytes, memoryLimitHits, oomKills, pids: tasks, pidsRefused };
+        return { ...branchMemory(w, pids.get(ns) ?? [], memory, page), cgroup };
       }),
     );
   }

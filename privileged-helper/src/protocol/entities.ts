@@ -205,15 +205,44 @@ export const HostMemory = z.strictObject({
 });
 export type HostMemory = z.infer<typeof HostMemory>;
 
+/** The pool's space (perf.get, space.get, the pool.space event). */
+export const PoolSpace = z.strictObject({
+  freeBytes: Bytes,
+  totalBytes: Bytes,
+  /** Little enough left that forks, checkpoints and new workspaces will soon be refused (E_NO_SPACE). */
+  low: z.boolean(),
+});
+export type PoolSpace = z.infer<typeof PoolSpace>;
+
 export const PerfReport = z.strictObject({
   /** Newest first, at most 100. */
   forks: z.array(ForkRecord),
   /** Running branches, in the registry's order. */
   branches: z.array(BranchMemory),
   host: HostMemory,
+  pool: PoolSpace,
   at: z.string(),
 });
 export type PerfReport = z.infer<typeof PerfReport>;
+
+// Disk space (space.get, the pool.space event): the pool, and what each
+// branch and version holds in it.
+/** What a branch's or version's files hold: btrfs's own count, over blocks that snapshots share. */
+export const HeldSpace = z.strictObject({
+  /** Blocks only it refers to: what deleting it frees. */
+  exclusiveBytes: Bytes,
+  /** Every block it refers to, those shared with its parent, children and versions included. */
+  totalBytes: Bytes,
+});
+
+export const SpaceReport = z.strictObject({
+  pool: PoolSpace,
+  branches: z.array(HeldSpace.extend({ workspace: Id, name: z.string(), state: WorkspaceState })),
+  /** orphanOf: the deleted workspace a kept version came from. */
+  versions: z.array(HeldSpace.extend({ version: Id, workspace: Id.nullable(), orphanOf: z.string().nullable(), label: z.string().nullable() })),
+  at: z.string(),
+});
+export type SpaceReport = z.infer<typeof SpaceReport>;
 
 // Egress: what a branch may reach outside itself (see egress/).
 export const EgressMode = z.enum(['deny', 'allow', 'gate']);

@@ -3,7 +3,7 @@
 // typed clients derive their signatures from it. Params objects are strict:
 // unknown fields are refused, not ignored.
 import { z } from 'zod';
-import { BranchLimits, DoctorReport, EgressChange, EgressLogEntry, EgressPolicy, EgressStatus, ExecResult, ForkReport, ForkStage, Image, PerfReport, RollbackStage, Version, Workspace } from './entities.js';
+import { BranchLimits, DoctorReport, EgressChange, EgressLogEntry, EgressPolicy, EgressStatus, ExecResult, ForkReport, ForkStage, Image, PerfReport, PoolSpace, RollbackStage, SpaceReport, Version, Workspace } from './entities.js';
 import { AgentRequestAction, AgentRequestKind, Approval, ApprovalId, AuditEntry, Grant, GrantId } from './approvals.js';
 import { MAX_TYPED_CHARS, MouseButton, Point, PointerState, Region, Screenshot, WaitCondition, WaitResult } from './desktop.js';
 import { Actor, Role } from './identity.js';
@@ -179,6 +179,10 @@ export const methods = {
   },
   /** Fork history and memory per running branch and of the host; cheap enough to poll every few seconds. */
   'perf.get': { params: Empty, result: PerfReport },
+  /** Measures every branch's and version's files (a few seconds with many): for a person's listing, not for polling. */
+  'space.get': { params: Empty, result: SpaceReport },
+  /** The pool's free space only (one statfs): cheap enough to ask on every connect. */
+  'space.pool': { params: Empty, result: PoolSpace },
 
   // The approvals queue: requests only a person decides.
   'approval.list': {

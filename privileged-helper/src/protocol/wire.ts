@@ -23,7 +23,8 @@ export const ErrorCode = z.enum([
   'E_INVALID_PARAMS', // params fail the method's schema (unknown fields included)
   'E_NOT_FOUND',
   'E_CONFLICT', // the name is taken, or the object is in the wrong state
-  'E_PRECONDITION', // something the host needs is missing (image not built, pool full)
+  'E_PRECONDITION', // something the host needs is missing (image not built)
+  'E_NO_SPACE', // the pool (or the scratch space) has too little room for the operation; the message gives the numbers
   'E_BUSY', // another operation holds the object
   'E_HOST', // a system tool failed
   'E_INTERNAL',

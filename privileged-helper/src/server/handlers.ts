@@ -17,6 +17,7 @@ import { GroveError } from '../protocol/wire.js';
 import type { EventBus, EventListener } from './event-bus.js';
 import type { EgressService } from '../egress/egress-service.js';
 import type { PerfService } from '../perf/perf-service.js';
+import type { SpaceService } from '../space/space-service.js';
 import { ID_PATTERN } from '../protocol/names.js';
 import type { Actor } from '../protocol/identity.js';
 import { versionsFate, type AuthorityLookup } from '../auth/authority.js';
@@ -38,6 +39,7 @@ export interface Services {
   promotions: PromoteService;
   egress: EgressService;
   perf: PerfService;
+  space: SpaceService;
   approvals: ApprovalService;
   audit: AuditLog;
   desktop: DesktopService;
@@ -129,6 +131,8 @@ export function createHandlers(s: Services): Handlers {
       return s.egress.log(found?.id ?? p.workspace, p.limit);
     },
     'perf.get': () => s.perf.report(),
+    'space.get': () => s.space.report(),
+    'space.pool': () => s.space.poolSpace(),
     'approval.list': async (p) => s.approvals.list(branchOrNull(p.workspace), p.all ?? false),
     'approval.get': async (p) => s.approvals.get(p.id),
     'approval.create': (p, ctx) => s.approvals.create(ctx.actor, s.workspaces.record(p.workspace), p.action, p.reason, p.timeoutS),

@@ -68,6 +68,11 @@ export class BranchStorage {
     return path.join(this.rootsDir, ws.id, 'root');
   }
 
+  /** Where branches' files go in the pool (for its free space). */
+  get workspacesDir(): string {
+    return this.pool.workspaces;
+  }
+
   /** The branch's own files (a subvolume): what forks and versions snapshot. */
   filesPath(ws: { id: string }): string {
     return path.join(this.pool.workspaces, ws.id);

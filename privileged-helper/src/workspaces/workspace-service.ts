@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { MAX_NET_INDEX } from '../host/netns.js';
 import { isSameProcess } from '../host/proc.js';
+import { BRANCH_HEADROOM_BYTES, requireSpace } from '../host/space.js';
 import type { ImageBuilder } from '../images/image-builder.js';
 import type { BranchLimits, Workspace } from '../protocol/entities.js';
 import type { Maker } from '../protocol/identity.js';
@@ -95,6 +96,7 @@ export class WorkspaceService {
     }
     const image = input.image ?? 'desktop';
     const imagePath = this.images.readyPath(image);
+    await requireSpace(`workspace '${input.name}'`, [{ where: 'the pool', dir: this.storage.workspacesDir, bytes: BRANCH_HEADROOM_BYTES, why: 'room for its first writes' }]);
     const ws = this.reserve({ name: input.name, image, parent: null, ports: [...STANDARD_PORTS, ...(input.ports ?? [])], madeBy });
     return this.lock.run(ws.id, async () => {
       try {

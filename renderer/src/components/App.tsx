@@ -8,6 +8,7 @@ import { NetworkPanel } from './Egress.js';
 import { useApp } from './context.js';
 import { ActivityLog, CompareGrid, DesktopPanel, DiffPanel, Empty, Operations } from './Panels.js';
 import { PerformancePanel } from './Performance.js';
+import { PoolBanner } from './PoolBanner.js';
 import { Terminal } from './Terminal.js';
 
 const NAME = /^[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?$/;
@@ -24,6 +25,7 @@ export function App() {
     <div className="app">
       <TopBar />
       <StaleBanner />
+      <PoolBanner />
       {server === null ? (
         <Empty title="Connecting to Grove…" body="Waiting for the app's controller." />
       ) : !hasBranches ? (

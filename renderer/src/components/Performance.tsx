@@ -48,6 +48,10 @@ export function PerformancePanel() {
         <h3>Memory per branch</h3>
         <BranchMemoryBars branches={perf.branches} />
         <HostMemoryLine host={perf.host} />
+        <p className="perf-host" data-testid="perf-pool">
+          Pool: <b>{gib(perf.pool.freeBytes)}</b> free of {gib(perf.pool.totalBytes)}
+          {perf.pool.low && <span className="tag warn">low: forks and checkpoints will soon be refused</span>}
+        </p>
       </section>
     </div>
   );

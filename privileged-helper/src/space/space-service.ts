@@ -1,0 +1,76 @@
+// Disk space: the pool's free space, what each branch's and version's files
+// hold in it (space.get), and a watch that tells subscribers when the pool
+// becomes low (the pool.space event), so a person learns it before forks and
+// checkpoints are refused (host/space.ts).
+import { spaceAt } from '../host/space.js';
+import { run } from '../host/run.js';
+import type { PoolLayout } from '../host/pool.js';
+import type { PoolSpace, SpaceReport } from '../protocol/entities.js';
+import type { Registry } from '../registry/registry.js';
+import path from 'node:path';
+
+export const SPACE_WATCH_INTERVAL_MS = 10_000;
+
+/** Low: under 1 GiB or 5 % of the pool, whichever is more (a fork wants 256 MiB per child, a checkpoint its branch's memory). */
+export function isLow(freeBytes: number, totalBytes: number): boolean {
+  return freeBytes < Math.max(2 ** 30, totalBytes * 0.05);
+}
+
+export class SpaceService {
+  private timer: NodeJS.Timeout | null = null;
+  private lastLow: boolean | null = null;
+
+  constructor(
+    private readonly pool: PoolLayout,
+    private readonly registry: Registry,
+    private readonly filesPath: (ws: { id: string }) => string,
+  ) {}
+
+  async poolSpace(): Promise<PoolSpace> {
+    const { freeBytes, totalBytes } = await spaceAt(this.pool.root);
+    return { freeBytes, totalBytes, low: isLow(freeBytes, totalBytes) };
+  }
+
+  async report(): Promise<SpaceReport> {
+    // Data still in memory has no blocks yet: btrfs counts it once written.
+    await run('btrfs', ['filesystem', 'sync', this.pool.root]);
+    const branches: SpaceReport['branches'] = [];
+    for (const w of this.registry.listWorkspaces()) {
+      const held = await heldBy(this.filesPath(w));
+      if (held) branches.push({ workspace: w.id, name: w.name, state: w.state, ...held });
+    }
+    const versions: SpaceReport['versions'] = [];
+    for (const v of this.registry.listVersions()) {
+      const held = await heldBy(path.join(this.pool.versions, v.id));
+      if (held) versions.push({ version: v.id, workspace: v.orphanOf === null ? v.branchId : null, orphanOf: v.orphanOf, label: v.label, ...held });
+    }
+    return { pool: await this.poolSpace(), branches, versions, at: new Date().toISOString() };
+  }
+
+  /** Calls `changed` with the pool's space whenever it becomes low or stops being low. */
+  watch(changed: (space: PoolSpace) => void, intervalMs = SPACE_WATCH_INTERVAL_MS): void {
+    const tick = async () => {
+      const space = await this.poolSpace().catch(() => null);
+      if (!space || space.low === this.lastLow) return;
+      this.lastLow = space.low;
+      changed(space);
+    };
+    this.timer ??= setInterval(() => void tick(), intervalMs);
+    this.timer.unref();
+    void tick();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+}
+
+/** `btrfs filesystem du -s`: total and exclusive bytes under a path; null when it cannot be measured (gone meanwhile). */
+async function heldBy(dir: string): Promise<{ exclusiveBytes: number; totalBytes: number } | null> {
+  const res = await run('btrfs', ['filesystem', 'du', '-s', '--raw', dir], { allowFailure: true, timeoutMs: 60_000 });
+  const line = res.stdout.trim().split('\n').at(-1)?.trim().split(/\s+/) ?? [];
+  const [total, exclusive] = [Number(line[0]), Number(line[1])];
+  if (res.exitCode !== 0 || !Number.isInteger(total) || !Number.isInteger(exclusive)) return null;
+  return { exclusiveBytes: exclusive, totalBytes: total };
+}

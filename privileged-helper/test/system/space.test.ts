@@ -1,0 +1,85 @@
+// A full pool: subscribers hear it (pool.space), a fork, a checkpoint and a new
+// workspace are refused before they start (E_NO_SPACE, with what they need and
+// what is free), nothing is made and the source runs on; space.get says what
+// each branch and version holds; once space is freed they go through.
+import { rm, statfs } from 'node:fs/promises';
+import path from 'node:path';
+import { execa } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { HelperClient } from '../../../main/src/helper-client/client.js';
+import type { PoolSpace, Workspace } from '../../src/protocol/entities.js';
+import { connect, createWorkspace, instance, sh, track, waitFor } from './support.js';
+
+const MiB = 2 ** 20;
+
+describe('a full pool', () => {
+  let c: HelperClient;
+  let ws: Workspace;
+  const heard: PoolSpace[] = [];
+  const pool = path.join(instance().stateDir, 'pool');
+  const filler = path.join(pool, 'filler');
+  const made: string[] = [];
+
+  beforeAll(async () => {
+    c = await connect('space');
+    await c.subscribe(['pool.space']);
+    c.on('pool.space', (space) => heard.push(space));
+    ws = await createWorkspace(c, 'space');
+    made.push(ws.id);
+  });
+
+  afterAll(async () => {
+    await rm(filler, { force: true });
+    for (const id of made.reverse()) await c?.request('workspace.delete', { workspace: id, versions: 'delete' }).catch(() => undefined);
+    c?.close();
+  });
+
+  it('refuses a fork, a checkpoint and a new workspace before they start, saying what they need, and the source runs on', async () => {
+    const s = await statfs(pool);
+    await execa('fallocate', ['-l', String(s.bavail * s.bsize - 100 * MiB), filler]);
+    const names = async () => (await c.request('workspace.list', {})).map((w) => w.name).sort();
+    const before = await names();
+
+    await expect(c.request('branch.fork', { workspace: ws.id, copies: 2 })).rejects.toMatchObject({
+      code: 'E_NO_SPACE',
+      message: expect.stringMatching(/^a fork of 'space' into 2 needs about 512 MiB in the pool \(256 MiB for each child's first writes\) and the pool has \d+ MiB free: discard branches or delete versions/),
+    });
+    await expect(c.request('branch.checkpoint', { workspace: ws.id })).rejects.toMatchObject({
+      code: 'E_NO_SPACE',
+      message: expect.stringMatching(/^a checkpoint of 'space' needs about \d+ MiB in the pool \(its processes' memory, \d+ MiB, and 64 MiB for its files\)/),
+    });
+    await expect(c.request('workspace.create', { name: 'space-new' })).rejects.toMatchObject({ code: 'E_NO_SPACE', message: expect.stringContaining("workspace 'space-new' needs about 256 MiB in the pool") });
+
+    expect(await names()).toEqual(before);
+    expect(await c.request('version.list', { workspace: ws.id })).toEqual([]);
+    expect(await sh(c, ws, 'echo still-running')).toBe('still-running\n');
+
+    // The watch (every 10 s) told subscribers; perf.get and space.get say it too, with what each branch holds.
+    await waitFor('pool.space to say the pool is low', async () => heard.at(-1)?.low === true, 25_000);
+    expect(heard.at(-1)!.freeBytes).toBeLessThan(200 * MiB);
+    expect((await c.request('perf.get', {})).pool.low).toBe(true);
+    const space = await c.request('space.get', {});
+    expect(space.pool.low).toBe(true);
+    const held = space.branches.find((b) => b.workspace === ws.id)!;
+    expect(held).toMatchObject({ name: 'space', state: 'running' });
+    expect(held.exclusiveBytes).toBeGreaterThan(0);
+    expect(held.totalBytes).toBeGreaterThanOrEqual(held.exclusiveBytes);
+  });
+
+  it('forks and checkpoints once space is freed, and says the pool has room again', async () => {
+    await rm(filler, { force: true });
+    await execa('btrfs', ['filesystem', 'sync', pool]);
+    await waitFor('pool.space to say there is room again', async () => heard.at(-1)?.low === false, 25_000);
+    const report = await c.request('branch.fork', { workspace: ws.id, copies: 1 });
+    const [child] = await Promise.all(report.children.map(track));
+    made.push(child!.id);
+    expect(await sh(c, child!, 'echo child')).toBe('child\n');
+    const version = await c.request('branch.checkpoint', { workspace: ws.id });
+    expect(version).toMatchObject({ branch: ws.id });
+    // A fork's files are a snapshot of its parent's: most of what it refers to is shared, so deleting it frees less.
+    const space = await c.request('space.get', {});
+    const held = space.branches.find((b) => b.workspace === child!.id)!;
+    expect(held.exclusiveBytes).toBeLessThan(held.totalBytes);
+    expect(space.versions.find((v) => v.version === version.id)).toMatchObject({ workspace: ws.id, orphanOf: null, exclusiveBytes: expect.any(Number) });
+  });
+});
