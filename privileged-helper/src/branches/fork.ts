@@ -22,7 +22,7 @@ import { firstFrame } from '../host/rfb-probe.js';
 import type { ForkReport, ForkStage, Workspace } from '../protocol/entities.js';
 import type { Maker } from '../protocol/identity.js';
 import { GroveError } from '../protocol/wire.js';
-import type { BranchDeps } from './branch-deps.js';
+import { refuseFaultsUnlessAllowed, type BranchDeps } from './branch-deps.js';
 import type { WorkspaceRecord } from '../registry/registry.js';
 import { writeIdentity } from '../workspaces/workspace-service.js';
 
@@ -49,9 +49,7 @@ export class ForkService {
   constructor(private readonly d: ForkDeps) {}
 
   async fork(ref: string, opts: ForkOptions): Promise<ForkReport> {
-    if (opts.faultAt && !this.d.allowFaultInjection) {
-      throw new GroveError('E_INVALID_PARAMS', 'fault injection is disabled (start the helper with GROVE_FAULT_INJECTION=1)');
-    }
+    refuseFaultsUnlessAllowed(this.d.allowFaultInjection, opts.faultAt);
     if (opts.names && opts.names.length !== opts.copies) throw new GroveError('E_INVALID_PARAMS', `give ${opts.copies} names, or none`);
     const source = this.d.workspaces.running(ref);
     return this.d.workspaces.lock.run(source.id, () => new ForkTransaction(this.d, this.d.workspaces.running(source.id), opts).run());

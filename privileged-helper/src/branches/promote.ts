@@ -3,11 +3,18 @@
 // pointed at them now sees the promoted branch, once it reconnects). The old
 // main is kept as a version, discarded, or kept running as an ordinary branch
 // on the promoted branch's old ports and a desktop socket of its own.
-import type { Workspace } from '../protocol/entities.js';
+//
+// A transaction: the old main's version is taken, then ports and the main flag
+// switch and the forwarders re-open; only when all of that is done is an old
+// main that is not kept discarded (the one step that cannot be undone). A
+// failure before (or a fault a test injects after a stage) switches back: both
+// branches running on their own ports and sockets, the version made for it gone.
+import type { PromoteStage, Workspace } from '../protocol/entities.js';
 import { GroveError } from '../protocol/wire.js';
 import type { Registry, WorkspaceRecord } from '../registry/registry.js';
 import type { BranchRuntime } from '../workspaces/runtime.js';
 import type { WorkspaceService } from '../workspaces/workspace-service.js';
+import { refuseFaultsUnlessAllowed } from './branch-deps.js';
 import type { VersionService } from './versions.js';
 
 export type OldMainFate = 'version' | 'discard' | 'keep';
@@ -19,13 +26,15 @@ export class PromoteService {
     private readonly workspaces: WorkspaceService,
     private readonly versions: VersionService,
     private readonly removed: (id: string) => void,
+    private readonly allowFaultInjection: boolean,
   ) {}
 
-  async promote(ref: string, oldMain: OldMainFate): Promise<Workspace> {
+  async promote(ref: string, oldMain: OldMainFate, faultAt?: PromoteStage): Promise<Workspace> {
+    refuseFaultsUnlessAllowed(this.allowFaultInjection, faultAt);
     const branch = this.workspaces.record(ref);
     const main = this.registry.listWorkspaces().find((w) => w.treeId === branch.treeId && w.isMain);
     if (!main || main.id === branch.id) return this.workspaces.lock.run(branch.id, () => this.becomeMain(branch.id));
-    return this.workspaces.lock.run(main.id, () => this.workspaces.lock.run(branch.id, () => this.swap(branch.id, main.id, oldMain)));
+    return this.workspaces.lock.run(main.id, () => this.workspaces.lock.run(branch.id, () => this.swap(branch.id, main.id, oldMain, faultAt)));
   }
 
   /** A tree without a main line (it was discarded): the branch becomes it, and serves its desktop on the main line's socket. */
@@ -38,26 +47,61 @@ export class PromoteService {
     return this.workspaces.publish(branch.id);
   }
 
-  private async swap(branchId: string, mainId: string, oldMain: OldMainFate): Promise<Workspace> {
+  private async swap(branchId: string, mainId: string, oldMain: OldMainFate, faultAt?: PromoteStage): Promise<Workspace> {
     const branch = this.workspaces.record(branchId);
     const main = this.workspaces.record(mainId);
     if (branch.state !== 'running') throw new GroveError('E_CONFLICT', `only a running branch can be promoted; '${branch.name}' is ${branch.state}`);
-    if (oldMain === 'version' && main.state === 'running') await this.versions.checkpointLocked(main.id, `main before ${branch.name} was promoted`);
-    await this.runtime.closeForwarders(branch.id);
-    await this.runtime.closeForwarders(main.id);
-    this.swapLeases(branch, main);
-    // Before any forwarder re-opens: which desktop socket each serves on follows the main flag.
-    this.registry.setMain(branch.treeId, branch.id);
-    if (oldMain === 'keep') {
-      if (main.state === 'running') await this.runtime.openForwarders(this.workspaces.record(main.id));
-    } else {
-      await this.workspaces.destroy(main);
+    const fault = (stage: PromoteStage) => {
+      if (faultAt === stage) throw new GroveError('E_HOST', `fault injected after the promotion's ${stage}`);
+    };
+    const version = oldMain === 'version' && main.state === 'running' ? await this.versions.checkpointLocked(main.id, `main before ${branch.name} was promoted`) : null;
+    const leases = [branch, main].map((w) => ({ id: w.id, ports: this.registry.ports(w.id) }));
+    try {
+      fault('checkpoint');
+      await this.switchMain(branch, main);
+      fault('switch');
+      await this.openBoth(branch.id, main.id);
+      fault('open');
+    } catch (err) {
+      await this.switchBack(main, leases, version?.id ?? null);
+      throw err;
+    }
+    if (oldMain !== 'keep') {
+      await this.workspaces.destroy(this.workspaces.record(main.id));
       this.removed(main.id);
     }
-    await this.runtime.openForwarders(this.workspaces.record(branch.id));
     // Announced after the switch, so no listener ever sees two main lines.
     if (oldMain === 'keep') this.workspaces.publish(main.id);
     return this.workspaces.publish(branch.id);
+  }
+
+  /** Ports and the main flag change hands; which desktop socket each serves on follows the flag, so forwarders are closed first. */
+  private async switchMain(to: WorkspaceRecord, from: WorkspaceRecord): Promise<void> {
+    await this.runtime.closeForwarders(to.id);
+    await this.runtime.closeForwarders(from.id);
+    this.swapLeases(to, from);
+    this.registry.setMain(to.treeId, to.id);
+  }
+
+  /** Re-opens the forwarders of both branches that run (an old main that goes is still served until it goes). */
+  private async openBoth(...ids: string[]): Promise<void> {
+    for (const id of ids) {
+      const ws = this.workspaces.record(id);
+      if (ws.state === 'running') await this.runtime.openForwarders(ws);
+    }
+  }
+
+  /** Undoes a promotion that failed before the old main went: it is the main line again, each on the ports it had. */
+  private async switchBack(main: WorkspaceRecord, leases: { id: string; ports: { containerPort: number; hostPort: number | null }[] }[], versionId: string | null): Promise<void> {
+    for (const { id } of leases) await this.runtime.closeForwarders(id);
+    this.registry.transaction(() => {
+      // Freed first: a host port is leased to one branch at a time.
+      for (const { id, ports } of leases) for (const p of ports) this.registry.setPort(id, p.containerPort, null);
+      for (const { id, ports } of leases) for (const p of ports) this.registry.setPort(id, p.containerPort, p.hostPort);
+      this.registry.setMain(main.treeId, main.id);
+    });
+    await this.openBoth(...leases.map((l) => l.id));
+    if (versionId) await this.versions.delete(versionId);
   }
 
   /** The branch takes the main line's host ports; the main line gets the branch's. */

@@ -10,10 +10,10 @@ import { snapshot } from '../host/btrfs.js';
 import { mib, requireSpace, VERSION_HEADROOM_BYTES } from '../host/space.js';
 import { netnsPath } from '../host/netns.js';
 import { run } from '../host/run.js';
-import type { RollbackStage, Version, Workspace } from '../protocol/entities.js';
+import type { CheckpointStage, RollbackStage, Version, Workspace } from '../protocol/entities.js';
 import type { VersionsFate } from '../protocol/methods.js';
 import { GroveError } from '../protocol/wire.js';
-import type { BranchDeps } from './branch-deps.js';
+import { refuseFaultsUnlessAllowed, type BranchDeps } from './branch-deps.js';
 import type { VersionRecord, WorkspaceRecord } from '../registry/registry.js';
 import { writeIdentity } from '../workspaces/workspace-service.js';
 
@@ -38,13 +38,14 @@ export class VersionService {
     return measured;
   }
 
-  checkpoint(ref: string, label?: string): Promise<Version> {
+  checkpoint(ref: string, label?: string, faultAt?: CheckpointStage): Promise<Version> {
+    refuseFaultsUnlessAllowed(this.d.allowFaultInjection, faultAt);
     const { id } = this.d.workspaces.running(ref);
-    return this.d.workspaces.lock.run(id, () => this.checkpointLocked(id, label));
+    return this.d.workspaces.lock.run(id, () => this.checkpointLocked(id, label, faultAt));
   }
 
-  /** Checkpoints a branch whose lock the caller already holds. */
-  async checkpointLocked(branchId: string, label?: string): Promise<Version> {
+  /** Checkpoints a branch whose lock the caller already holds: nothing is left of one that fails (its images, its files' snapshot). */
+  async checkpointLocked(branchId: string, label?: string, faultAt?: CheckpointStage): Promise<Version> {
     const ws = this.d.workspaces.running(branchId);
     const dump = (await this.d.runtime.usage(ws)).dumpableBytes;
     await requireSpace(`a checkpoint of '${ws.name}'`, [
@@ -63,6 +64,7 @@ export class VersionService {
         binds: this.d.storage.externalBinds(ws).map((b) => b.containerPath),
         userns: this.d.runtime.idRange(ws) !== null,
       });
+      if (faultAt === 'dump') throw new GroveError('E_HOST', 'fault injected after the checkpoint was written');
     } catch (err) {
       await this.d.ledger.removeOwned(vid);
       throw err;
@@ -82,7 +84,7 @@ export class VersionService {
    * rollback is done. The version may not be deleted meanwhile.
    */
   rollback(ref: string, versionId: string, faultAt?: RollbackStage): Promise<Workspace> {
-    if (faultAt && !this.d.allowFaultInjection) throw new GroveError('E_INVALID_PARAMS', 'fault injection is disabled (start the helper with GROVE_FAULT_INJECTION=1)');
+    refuseFaultsUnlessAllowed(this.d.allowFaultInjection, faultAt);
     const { id } = this.d.workspaces.record(ref);
     return this.d.workspaces.lock.run(id, async () => {
       const ws = this.d.workspaces.record(id);

@@ -120,6 +120,14 @@ export type ForkStage = z.infer<typeof ForkStage>;
 export const RollbackStage = z.enum(['files', 'restore']);
 export type RollbackStage = z.infer<typeof RollbackStage>;
 
+/** Where a test may make a promotion fail: after the old main's version, after the switch of ports and main line, after the forwarders re-opened. */
+export const PromoteStage = z.enum(['checkpoint', 'switch', 'open']);
+export type PromoteStage = z.infer<typeof PromoteStage>;
+
+/** Where a test may make a checkpoint fail: after its images and files are written, before it is recorded. */
+export const CheckpointStage = z.enum(['dump']);
+export type CheckpointStage = z.infer<typeof CheckpointStage>;
+
 export const ForkReport = z.strictObject({
   fork: z.string(),
   source: Id,

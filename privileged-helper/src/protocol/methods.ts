@@ -3,7 +3,7 @@
 // typed clients derive their signatures from it. Params objects are strict:
 // unknown fields are refused, not ignored.
 import { z } from 'zod';
-import { BranchLimits, DoctorReport, EgressChange, EgressLogEntry, EgressPolicy, EgressStatus, ExecResult, ForkReport, ForkStage, Image, PerfReport, PoolSpace, RollbackStage, SpaceReport, Version, Workspace } from './entities.js';
+import { BranchLimits, CheckpointStage, DoctorReport, EgressChange, EgressLogEntry, EgressPolicy, EgressStatus, ExecResult, ForkReport, ForkStage, Image, PerfReport, PoolSpace, PromoteStage, RollbackStage, SpaceReport, Version, Workspace } from './entities.js';
 import { AgentRequestAction, AgentRequestKind, Approval, ApprovalId, AuditEntry, Grant, GrantId } from './approvals.js';
 import { MAX_TYPED_CHARS, MouseButton, Point, PointerState, Region, Screenshot, WaitCondition, WaitResult } from './desktop.js';
 import { Actor, Role } from './identity.js';
@@ -99,7 +99,8 @@ export const methods = {
     result: ForkReport,
   },
   'branch.checkpoint': {
-    params: z.strictObject({ workspace: WorkspaceRef, label: z.string().max(200).optional() }),
+    /** faultAt: a test switch (refused unless the helper allows fault injection). */
+    params: z.strictObject({ workspace: WorkspaceRef, label: z.string().max(200).optional(), faultAt: CheckpointStage.optional() }),
     result: Version,
   },
   'branch.rollback': {
@@ -112,6 +113,8 @@ export const methods = {
       workspace: WorkspaceRef,
       /** What becomes of the old main line: kept as a version (default), discarded, or kept running as a branch. */
       oldMain: z.enum(['version', 'discard', 'keep']).optional(),
+      /** A test switch (refused unless the helper allows fault injection). */
+      faultAt: PromoteStage.optional(),
     }),
     result: Workspace,
   },

@@ -82,9 +82,9 @@ export function createHandlers(s: Services): Handlers {
     },
     'workspace.limits': ({ workspace, ...change }) => s.workspaces.setLimits(workspace, change),
     'branch.fork': (p, ctx) => s.forks.fork(p.workspace, { copies: p.copies, names: p.names, faultAt: p.faultAt, madeBy: ctx.actor }),
-    'branch.checkpoint': (p) => s.versions.checkpoint(p.workspace, p.label),
+    'branch.checkpoint': (p) => s.versions.checkpoint(p.workspace, p.label, p.faultAt),
     'branch.rollback': (p) => s.versions.rollback(p.workspace, p.version, p.faultAt),
-    'branch.promote': (p) => s.promotions.promote(p.workspace, p.oldMain ?? 'version'),
+    'branch.promote': (p) => s.promotions.promote(p.workspace, p.oldMain ?? 'version', p.faultAt),
     'branch.diff': async (p) => {
       const to = s.workspaces.record(p.workspace);
       const fromRef = p.other ?? to.parentId;

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Workspace } from '../../src/protocol/entities.js';
 import { COUNTER_SERVER } from './fixtures/counter.js';
-import { connect, createWorkspace, sh, track, waitFor } from './support.js';
+import { banner, connect, createWorkspace, hostPort, httpGet, sh, track, vncSocket, waitFor } from './support.js';
 
 describe('rollback as a transaction', () => {
   let c: HelperClient;
@@ -94,5 +94,62 @@ describe('rollback as a transaction', () => {
     await waitForState(ws.id, 'exited');
     ws = await track(await c.request('workspace.start', { workspace: ws.id }));
     expect(await marker(ws)).toBe('v4');
+  });
+});
+
+describe('promote and checkpoint as transactions', () => {
+  let c: HelperClient;
+  let main: Workspace;
+  let child: Workspace;
+  const made: string[] = [];
+  const get = (ws: Workspace) => c.request('workspace.get', { workspace: ws.id });
+  /** What the branch's stable dev port serves: the hostname of the branch behind it. */
+  const servedAt = async (ws: Workspace) => (await httpGet(hostPort(ws, 3000))).trim();
+
+  beforeAll(async () => {
+    c = await connect('lifecycle-promote');
+    main = await createWorkspace(c, 'promo');
+    made.push(main.id);
+    await sh(c, main, 'mkdir -p /srv && setsid sh -c "hostname > /srv/index.html; exec python3 -m http.server 3000 --directory /srv" </dev/null >/dev/null 2>&1 &');
+    await waitFor('the dev server', () => servedAt(main).then((t) => t === 'promo').catch(() => false), 20_000);
+    const report = await c.request('branch.fork', { workspace: main.id, copies: 1 });
+    child = await track(report.children[0]!);
+    made.push(child.id);
+    // The child's server still serves the page written at the fork; it says which branch it is from now on.
+    await sh(c, child, 'hostname > /srv/index.html');
+  });
+
+  afterAll(async () => {
+    for (const id of made.reverse()) await c?.request('workspace.delete', { workspace: id, versions: 'delete' }).catch(() => undefined);
+    c?.close();
+  });
+
+  it.each(['checkpoint', 'switch', 'open'] as const)('leaves both branches as they were when a promotion fails after its %s', async (faultAt) => {
+    const [mainBefore, childBefore] = [await get(main), await get(child)];
+    await expect(c.request('branch.promote', { workspace: child.id, oldMain: 'version', faultAt })).rejects.toMatchObject({ code: 'E_HOST' });
+    const [mainAfter, childAfter] = [await get(main), await get(child)];
+    expect(mainAfter).toMatchObject({ main: true, state: 'running', ports: mainBefore.ports, vncSocket: mainBefore.vncSocket });
+    expect(childAfter).toMatchObject({ main: false, state: 'running', ports: childBefore.ports, vncSocket: childBefore.vncSocket });
+    expect(await servedAt(mainAfter)).toBe('promo');
+    expect(await servedAt(childAfter)).toBe(child.name);
+    expect(await banner({ path: vncSocket(mainAfter) })).toMatch(/^RFB 003\.00\d\n/);
+    expect(await c.request('version.list', { workspace: main.id })).toEqual([]); // the old main's version went with the attempt
+  });
+
+  it('leaves no version when a checkpoint fails after it was written, then checkpoints', async () => {
+    await expect(c.request('branch.checkpoint', { workspace: main.id, faultAt: 'dump' })).rejects.toMatchObject({ code: 'E_HOST' });
+    expect(await c.request('version.list', { workspace: main.id })).toEqual([]);
+    expect((await get(main)).state).toBe('running');
+    const version = await c.request('branch.checkpoint', { workspace: main.id, label: 'after a failed one' });
+    await c.request('version.delete', { version: version.id });
+  });
+
+  it('promotes for real after those failures, and only then discards the old main', async () => {
+    const stable = hostPort(await get(main), 3000);
+    const promoted = await c.request('branch.promote', { workspace: child.id, oldMain: 'discard' });
+    expect(promoted).toMatchObject({ main: true, state: 'running' });
+    expect(hostPort(promoted, 3000)).toBe(stable);
+    expect(await servedAt(promoted)).toBe(child.name);
+    await expect(get(main)).rejects.toMatchObject({ code: 'E_NOT_FOUND' });
   });
 });
