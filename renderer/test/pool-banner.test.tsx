@@ -2,17 +2,13 @@
 // The pool running out of space: a banner while the helper says it is low,
 // none otherwise, and on request what deleting each branch or version frees.
 import { act } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { PoolSpace, SpaceReport } from '../../main/src/api/contract.js';
 import { branch } from '../../main/test/unit/app-fixtures.js';
-import type { ApiClient } from '../src/api/client.js';
-import { StoreContext } from '../src/components/context.js';
+import type { Api } from '../src/api/client.js';
 import { PoolBanner } from '../src/components/PoolBanner.js';
-import { createAppStore, type AppStore } from '../src/store/app.js';
 import { appState } from './app-state.js';
-
-(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
+import { mount, type Mounted } from './mount.js';
 
 const MiB = 2 ** 20;
 const SPACE: SpaceReport = {
@@ -25,46 +21,29 @@ const SPACE: SpaceReport = {
   at: '2026-12-01T10:00:00.000Z',
 };
 
-let root: Root;
-let host: HTMLDivElement;
-let store: AppStore;
+let mounted: Mounted | null = null;
 let request: ReturnType<typeof vi.fn>;
 
 beforeEach(() => {
   request = vi.fn(async () => SPACE);
-  host = document.createElement('div');
-  document.body.append(host);
-  store = createAppStore({ request } as unknown as ApiClient);
-  root = createRoot(host);
 });
 
-afterEach(() => {
-  act(() => root.unmount());
-  host.remove();
-});
+afterEach(() => mounted?.unmount());
 
-async function show(pool: PoolSpace | null): Promise<void> {
-  await act(async () => {
-    store.getState().applyState(appState([branch('aaaaaaa1', 'app')], 'connected', { pool }));
-    store.getState().setLink('open');
-    root.render(
-      <StoreContext.Provider value={{ store, api: {} as ApiClient }}>
-        <PoolBanner />
-      </StoreContext.Provider>,
-    );
-  });
+function show(pool: PoolSpace | null): HTMLDivElement {
+  mounted?.unmount();
+  mounted = mount(<PoolBanner />, appState([branch('aaaaaaa1', 'app')], 'connected', { pool }), { request } as unknown as Api);
+  return mounted.host;
 }
 
 describe('PoolBanner', () => {
   it('says nothing while the pool has room, or before it was heard of', async () => {
-    await show({ freeBytes: 9000 * MiB, totalBytes: 16384 * MiB, low: false });
-    expect(host.querySelector('[data-testid="pool-banner"]')).toBeNull();
-    await show(null);
-    expect(host.querySelector('[data-testid="pool-banner"]')).toBeNull();
+    expect(show({ freeBytes: 9000 * MiB, totalBytes: 16384 * MiB, low: false }).querySelector('[data-testid="pool-banner"]')).toBeNull();
+    expect(show(null).querySelector('[data-testid="pool-banner"]')).toBeNull();
   });
 
   it('warns while it is low, and lists what deleting would free, most first', async () => {
-    await show(SPACE.pool);
+    const host = show(SPACE.pool);
     const banner = host.querySelector('[data-testid="pool-banner"]')!;
     expect(banner.textContent).toContain('The pool is nearly full: 300 MiB of 16384 MiB free');
     expect(request).not.toHaveBeenCalled(); // measuring is on request only
