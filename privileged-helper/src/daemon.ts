@@ -118,7 +118,7 @@ async function boot(config: HelperConfig) {
       else desktop.forget(workspace.id);
     },
     removed,
-  });
+  }, config.allowFaultInjection);
   const sysView = path.join(config.rootsDir, 'sys'); // reachable from a restore's user namespace
   await ledger.make({ kind: 'mount', name: sysView, owner: null }, () => ensureSysView(sysView));
   const criu = new Criu(config.criu, path.join(config.stateDir, 'logs'), launcher, sysView);

@@ -5,7 +5,7 @@
 import { act } from 'react';
 import { createRoot, type Root } from 'react-dom/client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { PerfReport } from '../../main/src/api/contract.js';
+import type { PerfReport, SpaceReport } from '../../main/src/api/contract.js';
 import type { ApiClient } from '../src/api/client.js';
 import { StoreContext } from '../src/components/context.js';
 import { PERF_POLL_MS, PerformancePanel } from '../src/components/Performance.js';
@@ -32,7 +32,7 @@ const PERF: PerfReport = {
       rssBytes: 700 * MiB,
       swapBytes: 0,
       ksm: { mergingPages: 25600, sharedBytes: 100 * MiB, profitBytes: 95 * MiB, mergeAny: true },
-      cgroup: { limits: { memoryBytes: 2048 * MiB, pids: 2048, cpuWeight: 100 }, memoryBytes: 690 * MiB, memoryLimitHits: 0, oomKills: 0, pids: 180, pidsRefused: 0 },
+      cgroup: { limits: { memoryBytes: 2048 * MiB, pids: 2048, cpuWeight: 100 }, memoryBytes: 690 * MiB, dumpableBytes: 400 * MiB, memoryLimitHits: 0, oomKills: 0, pids: 180, pidsRefused: 0 },
     },
     {
       workspace: 'aaaaaaa2',
@@ -42,7 +42,7 @@ const PERF: PerfReport = {
       rssBytes: 650 * MiB,
       swapBytes: 0,
       ksm: { mergingPages: 51200, sharedBytes: 200 * MiB, profitBytes: 190 * MiB, mergeAny: false },
-      cgroup: { limits: { memoryBytes: 1024 * MiB, pids: 512, cpuWeight: 100 }, memoryBytes: 1020 * MiB, memoryLimitHits: 7, oomKills: 2, pids: 512, pidsRefused: 31 },
+      cgroup: { limits: { memoryBytes: 1024 * MiB, pids: 512, cpuWeight: 100 }, memoryBytes: 1020 * MiB, dumpableBytes: 900 * MiB, memoryLimitHits: 7, oomKills: 2, pids: 512, pidsRefused: 31 },
     },
   ],
   host: {
@@ -128,6 +128,22 @@ describe('PerformancePanel', () => {
     expect(capped).toContain('limit 1024 MiB (1020 MiB used) · 512 of 512 tasks');
     expect(capped).toContain('2 killed: out of memory');
     expect(capped).toContain('31 forks refused');
+  });
+
+  it('shows the pool, and measures what each branch and version holds only when asked', async () => {
+    const space: SpaceReport = {
+      pool: PERF.pool,
+      branches: [{ workspace: 'aaaaaaa1', name: 'app', state: 'running', exclusiveBytes: 30 * MiB, totalBytes: 900 * MiB }],
+      versions: [{ version: 'bbbbbbb1', workspace: 'aaaaaaa1', orphanOf: null, label: 'v1', exclusiveBytes: 250 * MiB, totalBytes: 700 * MiB }],
+      at: PERF.at,
+    };
+    request.mockImplementation(async (method: string) => (method === 'space.get' ? space : PERF));
+    await open();
+    expect(host.querySelector('[data-testid="perf-pool"]')!.textContent).toBe('Pool: 9.0 GiB free of 40.0 GiB');
+    expect(request).not.toHaveBeenCalledWith('space.get', {});
+    await act(async () => host.querySelector<HTMLButtonElement>('[data-testid="perf-disk"] button')!.click());
+    expect(request).toHaveBeenCalledWith('space.get', {});
+    expect([...host.querySelectorAll('[data-testid="perf-disk"] li')].map((li) => li.textContent)).toEqual(['version v1: frees 250 MiB', 'branch app (running): frees 30 MiB']);
   });
 
   it('reads again every few seconds while open, and stops when closed', async () => {

@@ -33,13 +33,19 @@ export function printLimits(w: Workspace): void {
   console.log(`${w.name}: memory ${gib(w.limits.memoryBytes)}, ${w.limits.pids} processes and threads, CPU weight ${w.limits.cpuWeight}`);
 }
 
-export function printWorkspaces(list: Workspace[]): void {
+/** With `space` (space.get): what deleting each would free, and the pool's free space. */
+export function printWorkspaces(list: Workspace[], space: SpaceReport | null = null): void {
   if (list.length === 0) {
     console.log("No workspaces yet. Create one with: grove ws create NAME");
     return;
   }
-  console.log(['ID', 'NAME', 'STATE', 'DESKTOP', 'PORTS'].join('\t'));
-  for (const w of list) console.log([w.id, w.name, w.state, w.vncSocket ?? '-', ports(w)].join('\t'));
+  const freed = (w: Workspace) => {
+    const held = space?.branches.find((b) => b.workspace === w.id);
+    return held ? [`${mib(held.exclusiveBytes)} MiB`] : space ? ['-'] : [];
+  };
+  console.log(['ID', 'NAME', 'STATE', ...(space ? ['FREED IF DELETED'] : []), 'DESKTOP', 'PORTS'].join('\t'));
+  for (const w of list) console.log([w.id, w.name, w.state, ...freed(w), w.vncSocket ?? '-', ports(w)].join('\t'));
+  if (space) console.log(describePool(space.pool));
   for (const w of list) if (w.exitReason) console.log(`${w.name} exited: ${w.exitReason}`);
 }
 

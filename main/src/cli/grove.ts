@@ -111,10 +111,12 @@ withVersionsChoice(
 program
   .command('ls')
   .description('list workspaces')
-  .action(() =>
+  .option('--space', 'also measure what each holds on disk (what deleting it would free); takes a moment with many')
+  .action((opts: { space?: boolean }) =>
     withClient(async (c) => {
       const list = await c.request('workspace.list', {});
-      output(list, () => printWorkspaces(list));
+      const space = opts.space ? await c.request('space.get', {}) : null;
+      output(space ? { workspaces: list, space } : list, () => printWorkspaces(list, space));
     }),
   );
 

@@ -28,6 +28,13 @@ describe('grove CLI', () => {
       expect((await grove(['ws', 'start', ws.id])).stdout).toContain(`desktop:  ${ws.vncSocket} (VNC`);
       const list = JSON.parse((await grove(['ls', '--json'])).stdout);
       expect(list.map((w: { id: string }) => w.id)).toContain(ws.id);
+      // Space: per branch in the list when asked, the pool's free space, and the whole picture in grove space.
+      const withSpace = (await grove(['ls', '--space'])).stdout;
+      expect(withSpace).toMatch(new RegExp(`${ws.id}\\s+cli-ws\\s+running\\s+\\d+\\.\\d MiB\\s`));
+      expect(withSpace).toMatch(/^pool: [\d.]+ of [\d.]+ MiB free$/m);
+      const space = (await grove(['space'])).stdout;
+      expect(space).toMatch(new RegExp(`^cli-ws\\trunning\\t[\\d.]+\\t[\\d.]+$`, 'm'));
+      expect((await grove(['stats'])).stdout).toMatch(/^pool: [\d.]+ of [\d.]+ MiB free/m);
 
       const exec = await grove(['exec', '-i', ws.id, '--', 'sh', '-c', 'cat; echo to-stderr >&2; exit 3'], 'piped-in\n');
       expect(exec.exitCode).toBe(3);

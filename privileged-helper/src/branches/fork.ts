@@ -22,7 +22,8 @@ import { firstFrame } from '../host/rfb-probe.js';
 import type { ForkReport, ForkStage, Workspace } from '../protocol/entities.js';
 import type { Maker } from '../protocol/identity.js';
 import { GroveError } from '../protocol/wire.js';
-import { refuseFaultsUnlessAllowed, type BranchDeps } from './branch-deps.js';
+import type { BranchDeps } from './branch-deps.js';
+import { refuseFaultsUnlessAllowed } from '../workspaces/faults.js';
 import type { WorkspaceRecord } from '../registry/registry.js';
 import { writeIdentity } from '../workspaces/workspace-service.js';
 

@@ -14,7 +14,7 @@ import { GroveError } from '../protocol/wire.js';
 import type { Registry, WorkspaceRecord } from '../registry/registry.js';
 import type { BranchRuntime } from '../workspaces/runtime.js';
 import type { WorkspaceService } from '../workspaces/workspace-service.js';
-import { refuseFaultsUnlessAllowed } from './branch-deps.js';
+import { refuseFaultsUnlessAllowed } from '../workspaces/faults.js';
 import type { VersionService } from './versions.js';
 
 export type OldMainFate = 'version' | 'discard' | 'keep';

@@ -13,7 +13,8 @@ import { run } from '../host/run.js';
 import type { CheckpointStage, RollbackStage, Version, Workspace } from '../protocol/entities.js';
 import type { VersionsFate } from '../protocol/methods.js';
 import { GroveError } from '../protocol/wire.js';
-import { refuseFaultsUnlessAllowed, type BranchDeps } from './branch-deps.js';
+import type { BranchDeps } from './branch-deps.js';
+import { refuseFaultsUnlessAllowed } from '../workspaces/faults.js';
 import type { VersionRecord, WorkspaceRecord } from '../registry/registry.js';
 import { writeIdentity } from '../workspaces/workspace-service.js';
 
@@ -114,26 +115,27 @@ export class VersionService {
   /**
    * Rolls back a stopped or exited branch, which has no processes to
    * checkpoint: its files are set aside first (a read-only snapshot), and if
-   * anything fails they are put back and the branch stays as it was.
+   * anything fails they are put back and the branch stays as it was. The
+   * snapshot is the branch's own host object until then, so a helper killed
+   * meanwhile leaves it with the branch (start-up never removes it as an orphan).
    */
   private async rollbackStopped(ws: WorkspaceRecord, versionId: string, faultAt?: RollbackStage): Promise<Workspace> {
-    const op = this.d.registry.freshId();
-    const aside = path.join(this.d.versionsDir, op);
+    const aside = { kind: 'subvolume', name: path.join(this.d.versionsDir, `${ws.id}-before-${this.d.registry.freshId()}`), owner: ws.id } as const;
     this.inUse.add(versionId);
     try {
-      await this.d.ledger.make({ kind: 'subvolume', name: aside, owner: op }, () => snapshot(this.d.storage.filesPath(ws), aside, { readonly: true }));
+      await this.d.ledger.make(aside, () => snapshot(this.d.storage.filesPath(ws), aside.name, { readonly: true }));
       try {
         await this.d.runtime.prepareHost(ws);
         return await this.restoreInto(ws, versionId, versionId, faultAt);
       } catch (err) {
         await this.d.runtime.tearDown(ws);
-        await this.d.storage.replaceFiles(ws, aside);
+        await this.d.storage.replaceFiles(ws, aside.name);
         await this.d.storage.bindExternals(ws);
         throw err;
       }
     } finally {
       this.inUse.delete(versionId);
-      await this.d.ledger.removeOwned(op);
+      await this.d.ledger.remove(aside);
     }
   }
 

@@ -50,9 +50,8 @@ export class PerfService {
     const memory = await readProcesses([...pids.values()].flat());
     return Promise.all(
       live.map(async ({ w, ns }) => {
-        const { memoryBytes, memoryLimitHits, oomKills, pids: tasks, pidsRefused } = await this.cgroups.usage(w);
-        const cgroup = { limits: this.cgroups.limits(w), memoryBytes, memoryLimitHits, oomKills, pids: tasks, pidsRefused };
-        return { ...branchMemory(w, pids.get(ns) ?? [], memory, page), cgroup };
+        const { memoryBytes, ...counted } = await this.cgroups.usage(w);
+        return { ...branchMemory(w, pids.get(ns) ?? [], memory, page), cgroup: { limits: this.cgroups.limits(w), memoryBytes, ...counted } };
       }),
     );
   }

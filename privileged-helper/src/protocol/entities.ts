@@ -124,6 +124,10 @@ export type RollbackStage = z.infer<typeof RollbackStage>;
 export const PromoteStage = z.enum(['checkpoint', 'switch', 'open']);
 export type PromoteStage = z.infer<typeof PromoteStage>;
 
+/** Where a test may make a discard fail: after its processes and host objects went (its files stay), after its files went too. */
+export const DiscardStage = z.enum(['teardown', 'files']);
+export type DiscardStage = z.infer<typeof DiscardStage>;
+
 /** Where a test may make a checkpoint fail: after its images and files are written, before it is recorded. */
 export const CheckpointStage = z.enum(['dump']);
 export type CheckpointStage = z.infer<typeof CheckpointStage>;
@@ -190,6 +194,8 @@ export const BranchMemory = z.strictObject({
   cgroup: z.strictObject({
     limits: BranchLimits,
     memoryBytes: Bytes,
+    /** Its anonymous and shared memory: what a checkpoint of it writes, about (memory.stat rss + shmem). */
+    dumpableBytes: Bytes,
     memoryLimitHits: z.number().int(),
     oomKills: z.number().int(),
     pids: z.number().int(),

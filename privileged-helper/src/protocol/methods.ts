@@ -3,7 +3,7 @@
 // typed clients derive their signatures from it. Params objects are strict:
 // unknown fields are refused, not ignored.
 import { z } from 'zod';
-import { BranchLimits, CheckpointStage, DoctorReport, EgressChange, EgressLogEntry, EgressPolicy, EgressStatus, ExecResult, ForkReport, ForkStage, Image, PerfReport, PoolSpace, PromoteStage, RollbackStage, SpaceReport, Version, Workspace } from './entities.js';
+import { BranchLimits, CheckpointStage, DiscardStage, DoctorReport, EgressChange, EgressLogEntry, EgressPolicy, EgressStatus, ExecResult, ForkReport, ForkStage, Image, PerfReport, PoolSpace, PromoteStage, RollbackStage, SpaceReport, Version, Workspace } from './entities.js';
 import { AgentRequestAction, AgentRequestKind, Approval, ApprovalId, AuditEntry, Grant, GrantId } from './approvals.js';
 import { MAX_TYPED_CHARS, MouseButton, Point, PointerState, Region, Screenshot, WaitCondition, WaitResult } from './desktop.js';
 import { Actor, Role } from './identity.js';
@@ -78,7 +78,8 @@ export const methods = {
    * only persons delete versions).
    */
   'workspace.delete': {
-    params: z.strictObject({ workspace: WorkspaceRef, versions: VersionsFate.optional() }),
+    /** faultAt: a test switch (refused unless the helper allows fault injection). */
+    params: z.strictObject({ workspace: WorkspaceRef, versions: VersionsFate.optional(), faultAt: DiscardStage.optional() }),
     result: z.strictObject({
       deleted: z.string(),
       /** When it was its workspace's last branch and the workspace had versions: what became of them. */

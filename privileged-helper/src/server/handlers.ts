@@ -76,7 +76,7 @@ export function createHandlers(s: Services): Handlers {
     'workspace.delete': async (p, ctx) => {
       const fate = versionsFate(ctx.actor, p.versions);
       const { id, treeId } = s.workspaces.record(p.workspace);
-      const { deleted } = await s.workspaces.delete(id);
+      const { deleted } = await s.workspaces.delete(id, p.faultAt);
       const versions = await s.versions.settleOrphans(treeId, fate);
       return versions ? { deleted, versions } : { deleted };
     },

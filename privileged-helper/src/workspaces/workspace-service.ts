@@ -2,11 +2,13 @@
 // A workspace is a writable btrfs snapshot of its image (its root), a network
 // namespace with a veth pair, a crun container, and the host's forwarders to it.
 import { randomBytes } from 'node:crypto';
+import { access } from 'node:fs/promises';
+import { refuseFaultsUnlessAllowed } from './faults.js';
 import { MAX_NET_INDEX } from '../host/netns.js';
 import { isSameProcess } from '../host/proc.js';
 import { BRANCH_HEADROOM_BYTES, requireSpace } from '../host/space.js';
 import type { ImageBuilder } from '../images/image-builder.js';
-import type { BranchLimits, Workspace } from '../protocol/entities.js';
+import type { BranchLimits, DiscardStage, Workspace } from '../protocol/entities.js';
 import type { Maker } from '../protocol/identity.js';
 import { ID_PATTERN } from '../protocol/names.js';
 import { GroveError } from '../protocol/wire.js';
@@ -37,6 +39,7 @@ export class WorkspaceService {
     private readonly storage: BranchStorage,
     private readonly images: ImageBuilder,
     private readonly events: WorkspaceEvents,
+    private readonly allowFaultInjection = false,
   ) {}
 
   list(): Workspace[] {
@@ -149,6 +152,7 @@ export class WorkspaceService {
     return this.lock.run(id, async () => {
       const current = this.record(id);
       if (current.state === 'running') return this.view(current);
+      if (current.state === 'failed') throw new GroveError('E_CONFLICT', `workspace '${current.name}' failed while it was being discarded and its files are gone: discard it again`);
       return this.startLocked(current);
     });
   }
@@ -172,10 +176,11 @@ export class WorkspaceService {
     });
   }
 
-  delete(ref: string): Promise<{ deleted: string }> {
+  delete(ref: string, faultAt?: DiscardStage): Promise<{ deleted: string }> {
+    refuseFaultsUnlessAllowed(this.allowFaultInjection, faultAt);
     const { id } = this.record(ref);
     return this.lock.run(id, async () => {
-      await this.destroy(this.record(id));
+      await this.destroy(this.record(id), faultAt);
       this.events.removed(id);
       return { deleted: id };
     });
@@ -204,10 +209,28 @@ export class WorkspaceService {
     return this.publish(ws.id);
   }
 
-  /** Removes a branch, every host object it has, and its record; its children move up to its parent. */
-  async destroy(ws: WorkspaceRecord): Promise<void> {
-    await this.runtime.tearDown(ws);
-    await this.ledger.removeOwned(ws.id);
+  /**
+   * Removes a branch, every host object it has, and its record; its children
+   * move up to its parent. Its record goes last: a failure on the way leaves
+   * it stopped with its files (or failed, once they are gone), never half
+   * running, and discarding it again finishes the job.
+   */
+  async destroy(ws: WorkspaceRecord, faultAt?: DiscardStage): Promise<void> {
+    const fault = (stage: DiscardStage) => {
+      if (faultAt === stage) throw new GroveError('E_HOST', `fault injected after the discard's ${stage}`);
+    };
+    try {
+      await this.runtime.tearDown(ws);
+      fault('teardown');
+      await this.ledger.removeOwned(ws.id);
+      fault('files');
+    } catch (err) {
+      const filesKept = await access(this.storage.filesPath(ws)).then(() => true, () => false);
+      this.registry.setWorkspaceState(ws.id, filesKept ? 'stopped' : 'failed', null);
+      this.publish(ws.id);
+      const left = filesKept ? 'it is stopped, with its files' : 'its files are gone too';
+      throw new GroveError('E_HOST', `discarding '${ws.name}' failed (${(err as Error).message}); ${left}: discard it again`);
+    }
     for (const child of this.registry.deleteWorkspace(ws.id)) this.publish(child);
   }
 

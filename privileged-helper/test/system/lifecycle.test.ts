@@ -5,6 +5,8 @@
 // being rolled back to cannot be deleted under the rollback. A branch whose
 // processes end on their own shows as exited, with why, and can be rolled
 // back (files put back if that fails) or started again from its files.
+// A promotion and a checkpoint that fail after any stage leave both branches
+// as they were; a discard that fails leaves a consistent branch to discard again.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Workspace } from '../../src/protocol/entities.js';
@@ -151,5 +153,39 @@ describe('promote and checkpoint as transactions', () => {
     expect(hostPort(promoted, 3000)).toBe(stable);
     expect(await servedAt(promoted)).toBe(child.name);
     await expect(get(main)).rejects.toMatchObject({ code: 'E_NOT_FOUND' });
+  });
+});
+
+describe('discard as a transaction', () => {
+  let c: HelperClient;
+  let ws: Workspace;
+
+  beforeAll(async () => {
+    c = await connect('lifecycle-discard');
+    ws = await createWorkspace(c, 'discardable');
+    await sh(c, ws, 'echo mine > /root/mine.txt');
+  });
+
+  afterAll(async () => {
+    await c?.request('workspace.delete', { workspace: ws.id }).catch(() => undefined);
+    c?.close();
+  });
+
+  it('leaves a branch stopped with its files when discarding it fails once its processes are gone, and it starts again', async () => {
+    await expect(c.request('workspace.delete', { workspace: ws.id, faultAt: 'teardown' })).rejects.toMatchObject({
+      code: 'E_HOST',
+      message: expect.stringContaining("it is stopped, with its files: discard it again"),
+    });
+    expect(await c.request('workspace.get', { workspace: ws.id })).toMatchObject({ state: 'stopped', pid: null, vncSocket: null });
+    ws = await track(await c.request('workspace.start', { workspace: ws.id }));
+    expect(await sh(c, ws, 'cat /root/mine.txt')).toBe('mine\n');
+  });
+
+  it('says so when it fails once its files are gone too, and discarding it again finishes', async () => {
+    await expect(c.request('workspace.delete', { workspace: ws.id, faultAt: 'files' })).rejects.toMatchObject({ code: 'E_HOST', message: expect.stringContaining('its files are gone too') });
+    expect((await c.request('workspace.get', { workspace: ws.id })).state).toBe('failed');
+    await expect(c.request('workspace.start', { workspace: ws.id })).rejects.toMatchObject({ code: 'E_CONFLICT', message: expect.stringContaining('discard it again') });
+    expect(await c.request('workspace.delete', { workspace: ws.id })).toEqual({ deleted: ws.id });
+    await expect(c.request('workspace.get', { workspace: ws.id })).rejects.toMatchObject({ code: 'E_NOT_FOUND' });
   });
 });

@@ -2,11 +2,12 @@
 // right), and what the running branches cost in memory — PSS, so shared pages
 // count once across branches, with the part KSM merged — read from the helper
 // every few seconds while the panel is open.
-import { useEffect } from 'react';
-import type { PerfReport } from '../../../main/src/api/contract.js';
+import { useEffect, useState } from 'react';
+import type { PerfReport, SpaceReport } from '../../../main/src/api/contract.js';
 import { isLive } from '../store/app.js';
 import { useApp } from './context.js';
 import { Empty } from './Panels.js';
+import { SpaceList } from './SpaceList.js';
 
 export const PERF_POLL_MS = 3000;
 
@@ -48,10 +49,14 @@ export function PerformancePanel() {
         <h3>Memory per branch</h3>
         <BranchMemoryBars branches={perf.branches} />
         <HostMemoryLine host={perf.host} />
+      </section>
+      <section className="perf-section">
+        <h3>Disk</h3>
         <p className="perf-host" data-testid="perf-pool">
           Pool: <b>{gib(perf.pool.freeBytes)}</b> free of {gib(perf.pool.totalBytes)}
           {perf.pool.low && <span className="tag warn">low: forks and checkpoints will soon be refused</span>}
         </p>
+        <DiskUse />
       </section>
     </div>
   );
@@ -178,6 +183,26 @@ function LimitsLine({ cgroup: c }: { cgroup: BranchMemory['cgroup'] }) {
         </span>
       )}
     </span>
+  );
+}
+
+/** What each branch and version holds, measured on request (every one is walked: not polled). */
+function DiskUse() {
+  const act = useApp((s) => s.act);
+  const [report, setReport] = useState<SpaceReport | null>(null);
+  const [measuring, setMeasuring] = useState(false);
+  const measure = async () => {
+    setMeasuring(true);
+    setReport((await act('space.get', {})) ?? null);
+    setMeasuring(false);
+  };
+  return (
+    <div data-testid="perf-disk">
+      <button onClick={() => void measure()} disabled={measuring}>
+        {measuring ? 'Measuring…' : report ? 'Measure again' : 'Measure what each branch and version holds'}
+      </button>
+      {report && <SpaceList report={report} />}
+    </div>
   );
 }
 

@@ -4,8 +4,8 @@
 import { useState } from 'react';
 import type { SpaceReport } from '../../../main/src/api/contract.js';
 import { useApp } from './context.js';
+import { mib, SpaceList } from './SpaceList.js';
 
-const mib = (bytes: number) => `${Math.round(bytes / 2 ** 20)} MiB`;
 export const BIGGEST_SHOWN = 6;
 
 export function PoolBanner() {
@@ -26,26 +26,7 @@ export function PoolBanner() {
       <button onClick={() => void measure()} disabled={measuring}>
         {measuring ? 'Measuring…' : 'What to delete'}
       </button>
-      {report && <Biggest report={report} />}
+      {report && <SpaceList report={report} limit={BIGGEST_SHOWN} />}
     </div>
-  );
-}
-
-/** Branches and versions by what deleting each frees, most first. */
-function Biggest({ report }: { report: SpaceReport }) {
-  const rows = [
-    ...report.branches.map((b) => ({ key: b.workspace, what: `branch ${b.name} (${b.state})`, bytes: b.exclusiveBytes })),
-    ...report.versions.map((v) => ({ key: v.version, what: `version ${v.label ?? v.version}${v.orphanOf ? ` of deleted ${v.orphanOf}` : ''}`, bytes: v.exclusiveBytes })),
-  ]
-    .sort((a, b) => b.bytes - a.bytes)
-    .slice(0, BIGGEST_SHOWN);
-  return (
-    <ol className="pool-biggest" aria-label="what deleting would free">
-      {rows.map((r) => (
-        <li key={r.key}>
-          {r.what}: frees {mib(r.bytes)}
-        </li>
-      ))}
-    </ol>
   );
 }

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { GroveError } from '../../protocol/wire.js';
 import type { Launcher } from '../launcher.js';
 import { lockForRestore, RESTORE_LOCK_TABLE, unlockRestore } from '../netns.js';
+import { mib, MiB, spaceAt } from '../space.js';
 import { criuFailure, transientDumpFailure, type CriuFailure } from './criu-errors.js';
 import { sourceFrozenMs } from './criu-stats.js';
 import {
@@ -26,6 +27,9 @@ export const ACTION_SCRIPT = path.join(import.meta.dirname, 'action-script.sh');
 
 /** Hardware breakpoints never fire in this VM: CRIU must single-step the parasite (criu.md). */
 const CRIU_ENV = { CRIU_FAULT: '130' };
+
+/** Less than this free where the images go, and a CRIU run that left no error behind, ran out of space. */
+const NEARLY_FULL_BYTES = 16 * MiB;
 
 /** A dump that failed for a passing reason (transientDumpFailure) is tried this often. */
 const DUMP_ATTEMPTS = 3;
@@ -149,11 +153,26 @@ export class Criu {
     await mkdir(this.logsDir, { recursive: true, mode: 0o700 });
     await writeFile(kept, log, { mode: 0o600 });
     const failure = criuFailure(log);
+    const noSpace = await fullWhereImagesGo(path.dirname(logFile), failure);
+    if (noSpace) return new GroveError('E_NO_SPACE', `criu ${what} failed: ${noSpace}: discard branches or delete versions (grove versions), then try again (log: ${kept})`);
     if (!failure) return new GroveError('E_HOST', `criu ${what} failed: ${stderr.trim() || 'no output'} (log: ${kept})`);
     const who = await describePid(failure.pid);
     const advice = failure.advice ? `; ${failure.advice}` : '';
     return new GroveError('E_HOST', `criu ${what} failed: ${failure.cause}${who}${advice} (log: ${kept})`);
   }
+}
+
+/**
+ * Whether CRIU failed for want of space where its images go, in words: its
+ * log says so, or (when the filesystem was too full to hold even the log)
+ * next to nothing is free there. Null otherwise.
+ */
+async function fullWhereImagesGo(imagesDir: string, failure: CriuFailure | null): Promise<string | null> {
+  const space = await spaceAt(imagesDir).catch(() => null);
+  const free = space ? ` (${mib(space.freeBytes)} MiB free)` : '';
+  if (failure && /No space left on device|ENOSPC/.test(failure.cause)) return `no space left where its images go${free}: ${failure.cause}`;
+  if (!failure && space && space.freeBytes < NEARLY_FULL_BYTES) return `no space left where its images go${free}, not even for its log`;
+  return null;
 }
 
 /** The process a CRIU error is about, in words: its pid inside the branch and its command line when the host still has it. */
