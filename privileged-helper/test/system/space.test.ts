@@ -1,14 +1,19 @@
-// A full pool: subscribers hear it (pool.space), a fork, a checkpoint and a new
+// A full pool, on a helper instance of its own (filling the shared one would
+// fail every test running beside it): subscribers hear it (pool.space), a fork, a checkpoint and a new
 // workspace are refused before they start (E_NO_SPACE, with what they need and
 // what is free), nothing is made and the source runs on; space.get says what
-// each branch and version holds; once space is freed they go through.
-import { rm, statfs } from 'node:fs/promises';
+// each branch and version holds; once space is freed they go through. A pool
+// that fills while a checkpoint is written leaves no half a version.
+import { readdir, readFile, rm, statfs } from 'node:fs/promises';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { HelperClient } from '../../../main/src/helper-client/client.js';
+import { randomBytes } from 'node:crypto';
+import { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { PoolSpace, Workspace } from '../../src/protocol/entities.js';
-import { connect, createWorkspace, instance, sh, track, waitFor } from './support.js';
+import { purge, startHelper, testInstance } from './helper-process.js';
+import { leftovers } from './leftovers.js';
+import { createWorkspace, sh, track, waitFor } from './support.js';
 
 const MiB = 2 ** 20;
 
@@ -16,7 +21,8 @@ describe('a full pool', () => {
   let c: HelperClient;
   let ws: Workspace;
   const heard: PoolSpace[] = [];
-  const pool = path.join(instance().stateDir, 'pool');
+  const own = ownInstance();
+  const pool = path.join(own.stateDir, 'pool');
   const fillers: string[] = [];
   const made: string[] = [];
   /**
@@ -40,7 +46,9 @@ describe('a full pool', () => {
   };
 
   beforeAll(async () => {
-    c = await connect('space');
+    await startHelper(own);
+    c = await HelperClient.connect({ socketPath: own.socketPath, name: 'space', kind: 'test' });
+    await c.request('image.build', { name: 'desktop' }); // received from the image cache the shared instance filled
     await c.subscribe(['pool.space']);
     c.on('pool.space', (space) => heard.push(space));
     ws = await createWorkspace(c, 'space');
@@ -51,6 +59,9 @@ describe('a full pool', () => {
     await emptyPool();
     for (const id of made.reverse()) await c?.request('workspace.delete', { workspace: id, versions: 'delete' }).catch(() => undefined);
     c?.close();
+    await purge(own);
+    expect(await leftovers(own)).toEqual([]);
+    for (const file of [own.logFile, own.pidFile, own.pidNsFile]) await rm(file, { force: true });
   });
 
   it('refuses a fork, a checkpoint and a new workspace before they start, saying what they need, and the source runs on', async () => {
@@ -101,4 +112,46 @@ describe('a full pool', () => {
     expect(held.exclusiveBytes).toBeLessThan(held.totalBytes);
     expect(space.versions.find((v) => v.version === version.id)).toMatchObject({ workspace: ws.id, orphanOf: null, exclusiveBytes: expect.any(Number) });
   });
+
+  it('leaves no half a version when the pool fills while a checkpoint is being written, and the branch runs on', async () => {
+    const versionsBefore = await c.request('version.list', { workspace: ws.id });
+    const checkpoint = c.request('branch.checkpoint', { workspace: ws.id, label: 'filled during' }).then(
+      () => null,
+      (e: { code: string; message: string }) => e,
+    );
+    // The check before the dump passed; as soon as CRIU dumps into the pool, whatever is left there is taken.
+    const dumping = async () => (await criuCommandLines()).some((l) => l.includes(' dump ') && l.includes(path.join(pool, 'versions')));
+    for (let i = 0; i < 2000 && !(await dumping()); i++) await new Promise((r) => setTimeout(r, 5));
+    for (let i = 0; i < 4; i++) {
+      const s = await statfs(pool);
+      const file = path.join(pool, `filler-${fillers.length}`);
+      fillers.push(file);
+      await execa('fallocate', ['-l', String(Math.max(s.bavail * s.bsize - 8 * MiB, MiB)), file], { reject: false });
+    }
+    const failure = await checkpoint;
+    await emptyPool();
+    process.stderr.write(`[space] checkpoint on a pool filled under it: ${failure?.code} ${failure?.message}\n`);
+    expect(failure).toMatchObject({ code: 'E_NO_SPACE', message: expect.stringMatching(/criu dump failed: no space left where its images go \(\d+ MiB free\)/) });
+    expect(await c.request('version.list', { workspace: ws.id })).toEqual(versionsBefore);
+    expect(await sh(c, ws, 'echo still-running')).toBe('still-running\n');
+  });
 });
+
+/** Command lines of the CRIU processes running on the host. */
+async function criuCommandLines(): Promise<string[]> {
+  const lines: string[] = [];
+  for (const pid of await readdir('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const line = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0').join(' ');
+    if (line.includes('/criu ')) lines.push(line);
+  }
+  return lines;
+}
+
+/** A helper instance for this file: its own tag, pool and subnet (beside the shared instance's). */
+function ownInstance() {
+  const own = testInstance(`s${randomBytes(2).toString('hex').slice(0, 3)}`);
+  const [a, b] = own.env.GROVE_SUBNET!.split('.').map(Number);
+  own.env.GROVE_SUBNET = `${a}.${(b! + 40) % 256}.0.0/16`;
+  return own;
+}
