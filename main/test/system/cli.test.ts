@@ -15,6 +15,8 @@ describe('grove CLI', () => {
     expect(Number(report.criu.version.split('.')[0]) * 100 + Number(report.criu.version.split('.')[1])).toBeGreaterThanOrEqual(402);
     expect(report.criu.checkPassed).toBe(true);
     expect(report.checks.find((c: { name: string }) => c.name === 'pool').ok).toBe(true);
+    // The test's helper was started detached from the test runner and left its cgroups.
+    expect(report.checks.find((c: { name: string }) => c.name === 'helper')).toMatchObject({ ok: true, detail: 'runs in a session and cgroups of its own' });
   });
 
   it('creates, lists, execs into and removes a workspace', async () => {
