@@ -14,4 +14,3 @@ export interface BranchDeps {
   workspaces: WorkspaceService;
   criu: Criu;
 }
-

@@ -28,11 +28,15 @@ export function parseMemberships(procCgroup: string): Membership[] {
     .map((m) => ({ hierarchy: m[1]!.replace(/^name=/, ''), path: m[2]! }));
 }
 
-export async function detachFromStarter(instance: string, log: (line: string) => void): Promise<void> {
-  if (process.env.INVOCATION_ID) return;
+/** The v1 hierarchies where the helper is neither at the top nor in its own group: its starter's (none under systemd, whose unit is its own). */
+async function starterMemberships(instance: string): Promise<Membership[]> {
+  if (process.env.INVOCATION_ID) return [];
   const own = `/${helperCgroupName(instance)}`;
-  for (const m of parseMemberships(await readFile('/proc/self/cgroup', 'utf8'))) {
-    if (m.path === '/' || m.path === own) continue;
+  return parseMemberships(await readFile('/proc/self/cgroup', 'utf8')).filter((m) => m.path !== '/' && m.path !== own);
+}
+
+export async function detachFromStarter(instance: string, log: (line: string) => void): Promise<void> {
+  for (const m of await starterMemberships(instance)) {
     const dir = path.join(CGROUP_ROOT, m.hierarchy, helperCgroupName(instance));
     try {
       await mkdir(dir, { recursive: true });
@@ -58,10 +62,6 @@ export async function starterTies(instance: string): Promise<string[]> {
   const stat = await readFile('/proc/self/stat', 'utf8');
   const session = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[3]);
   if (session !== process.pid) ties.push(`it shares session ${session} with whoever started it`);
-  if (process.env.INVOCATION_ID) return ties;
-  const own = `/${helperCgroupName(instance)}`;
-  for (const m of parseMemberships(await readFile('/proc/self/cgroup', 'utf8'))) {
-    if (m.path !== '/' && m.path !== own) ties.push(`it is in its starter's ${m.hierarchy} cgroup ${m.path}`);
-  }
+  for (const m of await starterMemberships(instance)) ties.push(`it is in its starter's ${m.hierarchy} cgroup ${m.path}`);
   return ties;
 }

@@ -14,6 +14,7 @@ describe('criuFailure', () => {
       cause: 'netlink: The socket has data to read',
       pid: { host: 30959 },
       advice: 'a program had not read its network events yet; try again in a moment',
+      noSpace: false,
     });
     expect(transientDumpFailure(log)).toBe(true);
     expect(transientDumpFailure('Error (criu/cr-dump.c:1655): Timeout reached. Try to interrupt: 0')).toBe(false);
@@ -26,12 +27,12 @@ describe('criuFailure', () => {
       '(00.042106) Error (criu/cr-restore.c:2360): Restoring FAILED.',
       '(00.042737) Error (criu/cgroup.c:2055): cg: cgroupd: recv req error: No such file or directory',
     ].join('\n');
-    expect(criuFailure(log)).toEqual({ cause: 'mnt-v2: Failed to open_tree /run/grove/sys: Permission denied', pid: { inside: 1 }, advice: null });
+    expect(criuFailure(log)).toEqual({ cause: 'mnt-v2: Failed to open_tree /run/grove/sys: Permission denied', pid: { inside: 1 }, advice: null, noSpace: false });
   });
 
   it('says what to do when the pool is full', () => {
     const log = '   173: Error (criu/files-reg.c:900): Unable to write ghost: No space left on device\n   172: Error (criu/cr-restore.c:1265): 173 exited, status=1';
-    expect(criuFailure(log)).toMatchObject({ pid: { inside: 173 }, advice: expect.stringMatching(/pool is full/) });
+    expect(criuFailure(log)).toMatchObject({ pid: { inside: 173 }, advice: expect.stringMatching(/pool is full/), noSpace: true });
   });
 
   it('says what to do about a file a fork cannot take along, as CRIU named it', () => {
@@ -40,6 +41,7 @@ describe('criuFailure', () => {
       cause: "Can't dump file 3 of that type [600] (anon anon_inode:[landlock-ruleset])",
       pid: { host: 2717 },
       advice: 'a process holds a kind of file a fork cannot take along (named above); close it or end the process, then try again',
+      noSpace: false,
     });
     const secret = "(00.301116) Error (criu/files-reg.c:1905): Can't lookup mount=15 for fd=3 path=/secretmem (deleted)\n(00.301200) Error (criu/cr-dump.c:1706): Dump files (pid: 2718) failed with -1";
     expect(criuFailure(secret)?.advice).toMatch(/a file from outside the branch/);

@@ -2,12 +2,12 @@
 // right), and what the running branches cost in memory — PSS, so shared pages
 // count once across branches, with the part KSM merged — read from the helper
 // every few seconds while the panel is open.
-import { useEffect, useState } from 'react';
-import type { PerfReport, SpaceReport } from '../../../main/src/api/contract.js';
+import { useEffect } from 'react';
+import type { PerfReport } from '../../../main/src/api/contract.js';
 import { isLive } from '../store/app.js';
 import { useApp } from './context.js';
 import { Empty } from './Panels.js';
-import { SpaceList } from './SpaceList.js';
+import { SpaceList, useSpaceReport } from './SpaceList.js';
 
 export const PERF_POLL_MS = 3000;
 
@@ -188,14 +188,7 @@ function LimitsLine({ cgroup: c }: { cgroup: BranchMemory['cgroup'] }) {
 
 /** What each branch and version holds, measured on request (every one is walked: not polled). */
 function DiskUse() {
-  const act = useApp((s) => s.act);
-  const [report, setReport] = useState<SpaceReport | null>(null);
-  const [measuring, setMeasuring] = useState(false);
-  const measure = async () => {
-    setMeasuring(true);
-    setReport((await act('space.get', {})) ?? null);
-    setMeasuring(false);
-  };
+  const { report, measuring, measure } = useSpaceReport();
   return (
     <div data-testid="perf-disk">
       <button onClick={() => void measure()} disabled={measuring}>

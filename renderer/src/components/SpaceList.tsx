@@ -1,7 +1,9 @@
 // What each branch and version holds in the pool, by what deleting it would
 // free (btrfs's exclusive bytes), most first: in the low-pool banner and the
-// Performance tab.
+// Performance tab, and the hook that measures it on request.
+import { useState } from 'react';
 import type { SpaceReport } from '../../../main/src/api/contract.js';
+import { useApp } from './context.js';
 
 export const mib = (bytes: number) => `${Math.round(bytes / 2 ** 20)} MiB`;
 
@@ -26,4 +28,17 @@ export function SpaceList({ report, limit }: { report: SpaceReport; limit?: numb
       ))}
     </ol>
   );
+}
+
+/** space.get on request: it walks every branch and version, so it is never polled. */
+export function useSpaceReport(): { report: SpaceReport | null; measuring: boolean; measure: () => Promise<void> } {
+  const act = useApp((s) => s.act);
+  const [report, setReport] = useState<SpaceReport | null>(null);
+  const [measuring, setMeasuring] = useState(false);
+  const measure = async () => {
+    setMeasuring(true);
+    setReport((await act('space.get', {})) ?? null);
+    setMeasuring(false);
+  };
+  return { report, measuring, measure };
 }

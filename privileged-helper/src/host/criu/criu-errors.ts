@@ -14,9 +14,12 @@ const NOISE = [
   /Can't wait or bad status/,
 ];
 
+/** CRIU ran out of room where it writes (its images, a ghost file's copy). */
+const NO_SPACE = /No space left on device|ENOSPC/;
+
 /** Causes with advice: what the person or agent can do. */
 const ADVICE: [RegExp, string][] = [
-  [/No space left on device|ENOSPC/, 'the pool is full: discard branches or versions, then try again'],
+  [NO_SPACE, 'the pool is full: discard branches or versions, then try again'],
   [/netlink: The socket has data to read/, 'a program had not read its network events yet; try again in a moment'],
   [/Unseizable non-zombie|Can't seize|Timeout reached/, 'a process could not be stopped in time (it may be stopped, traced or very busy); try again, or end it'],
   [/Connected TCP socket|Connected UNIX socket to outside|External socket is used/, 'a process holds a connection CRIU cannot take along; close it (or end the process) and try again'],
@@ -41,6 +44,8 @@ export interface CriuFailure {
   /** The pid the error is about: inside the tree (restore) or on the host (dump), if the log says. */
   pid: { inside: number } | { host: number } | null;
   advice: string | null;
+  /** One of its errors says it ran out of space. */
+  noSpace: boolean;
 }
 
 export function criuFailure(log: string): CriuFailure | null {
@@ -52,6 +57,7 @@ export function criuFailure(log: string): CriuFailure | null {
   const cause = line.replace(/^\s*\d+: /, '').replace(/^Error \([^)]*\):\s*/, '').trim();
   const host = /\(pid: (\d+)\)/.exec(errors.join('\n'));
   const pid = inside ? { inside: Number(inside[1]) } : host ? { host: Number(host[1]) } : null;
-  const advice = ADVICE.find(([re]) => re.test(errors.join('\n')))?.[1] ?? null;
-  return { cause, pid, advice };
+  const all = errors.join('\n');
+  const advice = ADVICE.find(([re]) => re.test(all))?.[1] ?? null;
+  return { cause, pid, advice, noSpace: NO_SPACE.test(all) };
 }

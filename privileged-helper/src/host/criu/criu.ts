@@ -170,7 +170,7 @@ export class Criu {
 async function fullWhereImagesGo(imagesDir: string, failure: CriuFailure | null): Promise<string | null> {
   const space = await spaceAt(imagesDir).catch(() => null);
   const free = space ? ` (${mib(space.freeBytes)} MiB free)` : '';
-  if (failure && /No space left on device|ENOSPC/.test(failure.cause)) return `no space left where its images go${free}: ${failure.cause}`;
+  if (failure?.noSpace) return `no space left where its images go${free}: ${failure.cause}`;
   if (!failure && space && space.freeBytes < NEARLY_FULL_BYTES) return `no space left where its images go${free}, not even for its log`;
   return null;
 }
