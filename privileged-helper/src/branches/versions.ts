@@ -25,7 +25,7 @@ export interface VersionDeps extends BranchDeps {
 
 export class VersionService {
   /** Versions a rollback is restoring: not to be deleted under it. */
-  private readonly inUse = new Set<string>();
+  private readonly inUse = new Map<string, number>();
 
   constructor(private readonly d: VersionDeps) {}
 
@@ -87,6 +87,14 @@ export class VersionService {
   rollback(ref: string, versionId: string, faultAt?: RollbackStage): Promise<Workspace> {
     refuseFaultsUnlessAllowed(this.d.allowFaultInjection, faultAt);
     const { id } = this.d.workspaces.record(ref);
+    if (!this.d.registry.findVersion(versionId)) throw new GroveError('E_NOT_FOUND', `no version '${versionId}'`);
+    // In use from the request on, also while it waits for the branch's lock behind another operation.
+    this.inUse.set(versionId, (this.inUse.get(versionId) ?? 0) + 1);
+    const release = () => {
+      const n = this.inUse.get(versionId)! - 1;
+      if (n === 0) this.inUse.delete(versionId);
+      else this.inUse.set(versionId, n);
+    };
     return this.d.workspaces.lock.run(id, async () => {
       const ws = this.d.workspaces.record(id);
       const version = this.d.registry.findVersion(versionId);
@@ -94,22 +102,17 @@ export class VersionService {
       if (version.treeId !== ws.treeId) throw new GroveError('E_CONFLICT', `version ${versionId} belongs to another workspace`);
       if (ws.state === 'stopped' || ws.state === 'exited') return this.rollbackStopped(ws, version.id, faultAt);
       if (ws.state !== 'running') throw new GroveError('E_CONFLICT', `workspace '${ws.name}' is ${ws.state}: it cannot be rolled back`);
-      this.inUse.add(version.id);
+      const before = await this.checkpointLocked(id, `before rollback to ${version.id}`);
+      let back: Workspace;
       try {
-        const before = await this.checkpointLocked(id, `before rollback to ${version.id}`);
-        let back: Workspace;
-        try {
-          back = await this.restoreInto(ws, version.id, version.id, faultAt);
-        } catch (err) {
-          await this.recover(ws, before.id, err as Error);
-          throw err;
-        }
-        await this.remove(before.id);
-        return back;
-      } finally {
-        this.inUse.delete(version.id);
+        back = await this.restoreInto(ws, version.id, version.id, faultAt);
+      } catch (err) {
+        await this.recover(ws, before.id, err as Error);
+        throw err;
       }
-    });
+      await this.remove(before.id);
+      return back;
+    }).finally(release);
   }
 
   /**
@@ -121,7 +124,6 @@ export class VersionService {
    */
   private async rollbackStopped(ws: WorkspaceRecord, versionId: string, faultAt?: RollbackStage): Promise<Workspace> {
     const aside = { kind: 'subvolume', name: path.join(this.d.versionsDir, `${ws.id}-before-${this.d.registry.freshId()}`), owner: ws.id } as const;
-    this.inUse.add(versionId);
     try {
       await this.d.ledger.make(aside, () => snapshot(this.d.storage.filesPath(ws), aside.name, { readonly: true }));
       try {
@@ -134,7 +136,6 @@ export class VersionService {
         throw err;
       }
     } finally {
-      this.inUse.delete(versionId);
       await this.d.ledger.remove(aside);
     }
   }
