@@ -13,12 +13,17 @@ here="$(cd "$(dirname "$0")" && pwd)"
 log() { printf '[criu] %s\n' "$*" >&2; }
 
 # Our patches on top of the source (criu-patches/*.patch, applied in name
-# order): an install built from another set of patches is rebuilt. The stamp
-# $PREFIX/.patches holds the sha256 of the patches concatenated ("none" if
-# there are none).
+# order): an install built from another set of patches or another RUNDIR is
+# rebuilt. The stamp $PREFIX/.patches holds the sha256 of the patches
+# concatenated ("none" if there are none) and the RUNDIR line.
+# CRIU keeps its kernel-probe cache (criu.kdat) in RUNDIR, and only on a
+# tmpfs; /run is not one on every host, so the helper mounts a small tmpfs
+# here (privileged-helper/src/host/criu/kdat-cache.ts, KDAT_DIR).
+RUNDIR="/run/grove-criu"
+
 patches_sum() {
   local files=("$here"/criu-patches/*.patch)
-  if [ -e "${files[0]}" ]; then cat "${files[@]}" | sha256sum | cut -d' ' -f1; else echo none; fi
+  { if [ -e "${files[0]}" ]; then cat "${files[@]}"; else echo none; fi; echo "RUNDIR=$RUNDIR"; } | sha256sum | cut -d' ' -f1
 }
 
 installed_ok() {
@@ -71,9 +76,9 @@ for patch in "$here"/criu-patches/*.patch; do
 done
 
 log "building (about 3 minutes on 2 cores)"
-make -C "$srcdir" -j"$(nproc)" criu >&2
+make -C "$srcdir" -j"$(nproc)" RUNDIR="$RUNDIR" criu >&2
 rm -rf "$PREFIX"
-make -C "$srcdir" install-criu PREFIX="$PREFIX" >&2
+make -C "$srcdir" install-criu PREFIX="$PREFIX" RUNDIR="$RUNDIR" >&2
 patches_sum > "$PREFIX/.patches"
 installed_ok || { log "build finished but $PREFIX/sbin/criu is not 4.2"; exit 1; }
 log "installed: $("$PREFIX/sbin/criu" --version | head -1)"

@@ -24,7 +24,8 @@ import { mkdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { allSettled } from '../src/branches/fork.js';
 import { snapshot } from '../src/host/btrfs.js';
-import { Criu } from '../src/host/criu/criu.js';
+import { Criu, restorePidFile } from '../src/host/criu/criu.js';
+import type { CriuDumpStats } from '../src/protocol/entities.js';
 import { mountOverlay } from '../src/host/overlay.js';
 import { applyFirewall, createNetns, createVeth, deleteNetns, netnsPath, planNetwork, type NetPlan } from '../src/host/netns.js';
 import { inOwnUserNamespace, signalIfSame, startTime, waitGone } from '../src/host/proc.js';
@@ -178,7 +179,7 @@ export class BaselineFork {
       await allSettled(this.copies.map((c) => this.prepareNetwork(c.net)));
     });
 
-    let frozen: { sourceFrozenMs: number | null } = { sourceFrozenMs: null };
+    let frozen: CriuDumpStats | null = null;
     await timed('dump', async () => {
       await this.make(`subvolume ${this.forkPoint}`, async () => {
         frozen = await criu.dump({
@@ -191,7 +192,7 @@ export class BaselineFork {
         });
       }, () => deleteWithRetry(this.forkPoint));
     });
-    t.sourceFrozen = frozen.sourceFrozenMs ?? t.dump;
+    t.sourceFrozen = (frozen as CriuDumpStats | null)?.sourceFrozenMs ?? t.dump;
 
     await timed('restore', () => allSettled(this.copies.map((c) => this.restoreCopy(criu, c))));
     await timed('firstFrame', () =>
@@ -255,7 +256,7 @@ export class BaselineFork {
         if (proc) await killTree(proc.pid, proc.start);
       },
     });
-    const pid = await restored;
+    const { pid } = await restored;
     const start = await startTime(pid);
     if (start === null) throw new Error(`the restored baseline tree ${copy.name} (pid ${pid}) exited right after restore`);
     proc = { pid, start };
@@ -283,7 +284,7 @@ export class BaselineFork {
 
   /** After an interrupted restore: the pid CRIU wrote, if that process is still there. */
   private async restoredFromPidFile(copy: Copy): Promise<{ pid: number; start: number } | null> {
-    const text = await readFile(path.join(this.imagesDir, `restore-baseline-${copy.name}.pid`), 'utf8').catch(() => '');
+    const text = await readFile(restorePidFile(this.imagesDir, `baseline-${copy.name}`), 'utf8').catch(() => '');
     const pid = Number(text.trim());
     if (!Number.isInteger(pid) || pid <= 1) return null;
     const start = await startTime(pid);

@@ -15,6 +15,7 @@
 //   5. the cage's cost: the same forks in caged branches and in uncaged ones
 //      of a second helper instance (GROVE_BENCH_UNCAGED=1), side by side
 //      (cage.ts).
+//   6. a profile: where a fork's time goes, with CRIU's own stats (profile.ts).
 // `only` runs one section (e.g. computer-use: a check in a minute).
 // It writes JSON (result-schema.ts) and an SVG (plots.ts) to bench/results/,
 // and prints a table with each target next to the measured value; with
@@ -34,6 +35,7 @@ import { GroveError } from '../src/protocol/wire.js';
 import { purge, startHelper, tail, testInstance, type TestInstance } from '../test/system/helper-process.js';
 import { leftovers } from '../test/system/leftovers.js';
 import { measureCage } from './cage.js';
+import { measureProfile } from './profile.js';
 import { measureComputerUse } from './computer-use.js';
 import { BaselineFork, readBaselineSource, type BaselineSetting, type BaselineSource } from './baseline.js';
 import { criuFanout, fits, groveFanout, measureFanout, type FanoutRun } from './fanout.js';
@@ -217,6 +219,7 @@ async function measure(s: Session, p: Plan, quick: boolean, sections: BenchSecti
   const naiveReads = runs('read-latency') ? await naiveReadLatency(s, p) : [];
   const chain = runs('read-latency') ? await groveReadLatency(s, p, source) : { reads: [], depthForks: [], errors: [] };
   const cage = runs('cage') ? await cageCost(s, p, source) : null;
+  const profile = runs('profile') ? await measureProfile(c, CRIU, source, p.forks, log) : null;
 
   const grove: Side = { ...side(forks.grove), errors: [...forks.groveErrors, ...chain.errors], fanout: fan.grove.points, fanoutSkipped: fan.grove.skipped, readLatency: chain.reads };
   const criu: Side = { ...side(forks.criu), errors: forks.criuErrors, fanout: fan.criu.points, fanoutSkipped: fan.criu.skipped, readLatency: naiveReads };
@@ -236,6 +239,7 @@ async function measure(s: Session, p: Plan, quick: boolean, sections: BenchSecti
     depthForks: chain.depthForks,
     computerUse,
     cage,
+    profile,
     notes: NOTES,
   };
   return BenchResult.parse({ ...measured, targets: checkTargets(measured) });

@@ -1,6 +1,7 @@
 // The benchmark's printout for people: the same numbers as the JSON, side by
 // side, with each of the targets (issues 6 and 10) next to what was measured.
-import type { BenchResult, BenchSection, Side } from './result-schema.js';
+import type { BenchResult, BenchSection, ProfileFork, Side } from './result-schema.js';
+import { percentile } from './stats.js';
 
 const STAGES = ['prepare', 'dump', 'sourceFrozen', 'thaw', 'restore', 'expose', 'firstFrame', 'total'];
 
@@ -12,6 +13,7 @@ export function reportTable(r: BenchResult): string {
     ...only('read-latency', () => readSection(r)),
     ...computerUseSection(r),
     ...cageSection(r),
+    ...profileSection(r),
     ...targetSection(r),
     '',
   ].join('\n');
@@ -85,6 +87,37 @@ function cageSection(r: BenchResult): string[] {
   for (const [name, side] of [['caged', c.caged], ['uncaged', c.uncaged]] as const) {
     if (side.errors.length) lines.push(`${name}: ${side.errors.length} failure(s), first: ${side.errors[0]!.slice(0, 300)}`);
   }
+  return lines;
+}
+
+/** p50 of each measure over forks of one copy, with and without the kdat cache; then 1/2/4 copies. */
+function profileSection(r: BenchResult): string[] {
+  const p = r.profile;
+  if (!p) return [];
+  const d = p.desktop;
+  const lines = ['', `Profile (ms, p50): the desktop holds ${d.processes} processes, ${d.threads} threads, ${d.vmas} VMAs, ${d.fds} fds`];
+  const measures: [string, (f: ProfileFork) => number | undefined][] = [
+    ['dump (CRIU run)', (f) => f.timings.dump],
+    ['  seizing the tree', (f) => f.criu.dump?.freezingMs],
+    ['  source frozen', (f) => f.criu.dump?.sourceFrozenMs],
+    ['  memory drained', (f) => f.criu.dump?.memdumpMs],
+    ['  memory written', (f) => f.criu.dump?.memwriteMs],
+    ['  outside the freeze', (f) => (f.criu.dump ? f.timings.dump! - f.criu.dump.sourceFrozenMs : undefined)],
+    ['restore (CRIU run)', (f) => f.timings.restore],
+    ['  CRIU restore_time', (f) => f.criu.restores[0]?.restoreMs],
+    ['  forking the tree', (f) => f.criu.restores[0]?.forkingMs],
+    ['first frame', (f) => f.timings.firstFrame],
+    ['fork → first frame', (f) => f.timings.total],
+  ];
+  const median = (forks: ProfileFork[], m: (f: ProfileFork) => number | undefined) => {
+    const xs = forks.map(m).filter((x): x is number => x !== undefined);
+    return xs.length > 0 ? percentile(xs, 50) : null;
+  };
+  const on = p.sequence.filter((f) => f.kdatCache);
+  const off = p.sequence.filter((f) => !f.kdatCache);
+  lines.push(row(['measure', 'kdat cache', 'no cache', ...p.parallel.map((f) => `${f.copies} copies`)], 24));
+  for (const [name, m] of measures) lines.push(row([name, num(median(on, m)), num(median(off, m)), ...p.parallel.map((f) => num(m(f)))], 24));
+  if (p.errors.length) lines.push(`${p.errors.length} failure(s), first: ${p.errors[0]!.slice(0, 300)}`);
   return lines;
 }
 

@@ -6,9 +6,10 @@
 // Times are milliseconds, memory MiB (2^20 bytes), read latency microseconds.
 // A value that could not be measured (every sample failed) is null.
 import { z } from 'zod';
+import { ForkReport } from '../src/protocol/entities.js';
 
-/** 3: the computer-use section and `sections`; 4: the cage section (caged vs uncaged). */
-export const RESULT_SCHEMA = 'grove-bench@4' as const;
+/** 3: the computer-use section and `sections`; 4: the cage section (caged vs uncaged); 5: the profile section. */
+export const RESULT_SCHEMA = 'grove-bench@5' as const;
 
 const Ms = z.number().nonnegative();
 const MaybeMs = Ms.nullable();
@@ -115,8 +116,38 @@ export type CageSide = z.infer<typeof CageSide>;
 export const CageCost = z.strictObject({ forks: z.number().int().nonnegative(), caged: CageSide, uncaged: CageSide });
 export type CageCost = z.infer<typeof CageCost>;
 
+/** What the standard desktop holds, summed over its pid namespace (profile.ts). */
+export const DesktopCounts = z.strictObject({
+  processes: z.number().int().nonnegative(),
+  threads: z.number().int().nonnegative(),
+  vmas: z.number().int().nonnegative(),
+  fds: z.number().int().nonnegative(),
+});
+export type DesktopCounts = z.infer<typeof DesktopCounts>;
+
+/** One profiled fork: the helper's stage timings and CRIU's own stats (ForkReport.criu). */
+export const ProfileFork = z.strictObject({
+  copies: z.number().int().positive(),
+  /** Whether CRIU found its kernel-probe cache (host/criu/kdat-cache.ts); false = blocked, as a killed run or a /run that is no tmpfs leaves it. */
+  kdatCache: z.boolean(),
+  timings: StageTimings,
+  criu: ForkReport.shape.criu,
+});
+export type ProfileFork = z.infer<typeof ProfileFork>;
+
+/** Where a fork's time goes (profile.ts, docs/fork-profile.md). */
+export const Profile = z.strictObject({
+  desktop: DesktopCounts,
+  /** Forks of one copy, alternating with and without the kdat cache. */
+  sequence: z.array(ProfileFork),
+  /** One fork each into 1, 2 and 4 copies: parallel restores on this machine's cores. */
+  parallel: z.array(ProfileFork),
+  errors: z.array(z.string()),
+});
+export type Profile = z.infer<typeof Profile>;
+
 /** The parts of the benchmark a run can measure (`--only` picks one). */
-export const BenchSection = z.enum(['fork', 'fanout', 'read-latency', 'computer-use', 'cage']);
+export const BenchSection = z.enum(['fork', 'fanout', 'read-latency', 'computer-use', 'cage', 'profile']);
 export type BenchSection = z.infer<typeof BenchSection>;
 
 /** A target (issue 6, 10 or 11) next to what this run measured; met is null when nothing was measured. */
@@ -160,6 +191,8 @@ export const BenchResult = z.strictObject({
   computerUse: ComputerUse.nullable(),
   /** Null when the run left the section out. */
   cage: CageCost.nullable(),
+  /** Null when the run left the section out. */
+  profile: Profile.nullable(),
   targets: z.array(TargetCheck),
   notes: z.array(z.string()),
 });

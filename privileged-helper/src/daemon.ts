@@ -28,6 +28,7 @@ import { HostLedger } from './workspaces/ledger.js';
 import { BranchRuntime } from './workspaces/runtime.js';
 import { BranchStorage } from './workspaces/branch-storage.js';
 import { Criu } from './host/criu/criu.js';
+import { ensureKdatCache } from './host/criu/kdat-cache.js';
 import { ForkService } from './branches/fork.js';
 import { PromoteService } from './branches/promote.js';
 import { VersionService } from './branches/versions.js';
@@ -122,15 +123,23 @@ async function boot(config: HelperConfig) {
   const sysView = path.join(config.rootsDir, 'sys'); // reachable from a restore's user namespace
   await ledger.make({ kind: 'mount', name: sysView, owner: null }, () => ensureSysView(sysView));
   const criu = new Criu(config.criu, path.join(config.stateDir, 'logs'), launcher, sysView);
-  const versions = new VersionService({ registry, ledger, runtime, storage, workspaces, criu, versionsDir: pool.versions, allowFaultInjection: config.allowFaultInjection });
+  if ((await ensureKdatCache(config.criu)) === 'not written') log('CRIU could not write its kernel-probe cache: every CRIU run will probe the kernel again (~0.3 s)');
+  const scratchDir = path.join(config.runDir, 'scratch');
+  const branchDeps = { registry, ledger, runtime, storage, workspaces, criu };
+  const versions = new VersionService({
+    ...branchDeps,
+    versionsDir: pool.versions,
+    scratchDir,
+    allowFaultInjection: config.allowFaultInjection,
+    events: {
+      changed: (version) => bus.broadcast('version.changed', { version }),
+      removed: (id) => bus.broadcast('version.removed', { id }),
+    },
+    log,
+  });
   const forks = new ForkService({
-    registry,
-    ledger,
-    runtime,
-    storage,
-    workspaces,
-    criu,
-    scratchDir: path.join(config.runDir, 'scratch'),
+    ...branchDeps,
+    scratchDir,
     terminalsIn: (ws) => (ws.pid === null ? [] : exec.terminalsIn({ pid: ws.pid, pidStart: ws.pidStart })),
     allowFaultInjection: config.allowFaultInjection,
     progress: (job, stage, message, done) => bus.broadcast('progress', { job, stage, message, done }),

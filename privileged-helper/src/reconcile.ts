@@ -29,6 +29,11 @@ export interface ReconcileDeps {
 
 export async function reconcile(d: ReconcileDeps): Promise<void> {
   await d.workspaces.reconcile();
+  // A checkpoint the last helper had not finished saving is no version: its objects go as orphans below.
+  for (const v of d.registry.listVersions().filter((x) => !x.saved)) {
+    d.log(`dropping checkpoint ${v.id} of ${v.branchId}: the helper stopped before it was saved`);
+    d.registry.deleteVersion(v.id);
+  }
   const known = new Set([...d.registry.listWorkspaces().map((w) => w.id), ...d.registry.listVersions().map((v) => v.id)]);
   for (const obj of d.ledger.orphans(known)) {
     d.log(`removing orphaned ${obj.kind} ${obj.name}`);

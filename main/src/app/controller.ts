@@ -318,6 +318,11 @@ export class Controller {
     const previousEpoch = this.connection.epoch;
     client.on('workspace.changed', (e, _seq, by) => this.onWorkspaceChanged(e, by));
     client.on('workspace.removed', (e, _seq, by) => this.onWorkspaceRemoved(e, by));
+    client.on('version.changed', (e) => this.onVersionChanged(e.version));
+    client.on('version.removed', (e) => {
+      this.versions = this.versions.filter((v) => v.id !== e.id);
+      this.changed();
+    });
     client.on('progress', (e) => this.onProgress(e));
     client.on('approval.opened', (e) => this.onApproval(e));
     client.on('approval.changed', (e) => this.onApproval(e));
@@ -361,7 +366,7 @@ export class Controller {
     this.changed();
   }
 
-  /** Reads everything again (after an action, since versions have no events). */
+  /** Reads everything again (after an action: not every change has an event, e.g. a rollback's versions). */
   async refresh(): Promise<void> {
     if (this.client && this.connection.status === 'connected') await this.readAll(this.client);
   }
@@ -374,6 +379,14 @@ export class Controller {
     else if (before.state !== e.workspace.state) this.log(who, `branch ${e.workspace.state}`, e.workspace.name, 'info', `was ${before.state}`);
     else if (before.main !== e.workspace.main && e.workspace.main) this.log(who, 'branch is now the main line', e.workspace.name, 'info', '');
     else this.changed();
+  }
+
+  /** A checkpoint appeared (saving) or was saved: in place, in creation order. */
+  private onVersionChanged(version: Version): void {
+    const at = this.versions.findIndex((v) => v.id === version.id);
+    if (at >= 0) this.versions = this.versions.map((v) => (v.id === version.id ? version : v));
+    else this.versions = [...this.versions, version];
+    this.changed();
   }
 
   private onWorkspaceRemoved(e: EventPayload<'workspace.removed'>, by: Actor | undefined): void {

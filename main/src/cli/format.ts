@@ -52,7 +52,22 @@ export function printWorkspaces(list: Workspace[], space: SpaceReport | null = n
 export function printForkReport(r: ForkReport): void {
   for (const child of r.children) console.log(`${child.id}\t${child.name}\t${child.vncSocket ?? '-'}\t${ports(child)}`);
   console.log(describeTimings(r.timings));
+  if (r.readyMs.length > 1) console.log(`on screen after: ${r.readyMs.map((ms, i) => `${r.children[i]?.name ?? i} ${Math.round(ms)} ms`).join(' · ')}`);
+  const criu = describeCriu(r.criu);
+  if (criu) console.log(criu);
   for (const note of r.leftBehind) console.log(`note: ${note}`);
+}
+
+/** CRIU's own account of the dump and the restores (docs/fork-profile.md reads these). */
+function describeCriu(c: ForkReport['criu']): string | null {
+  const parts: string[] = [];
+  if (c.dump) {
+    const d = c.dump;
+    parts.push(`dump: seize ${d.freezingMs} ms, frozen ${d.sourceFrozenMs - d.freezingMs} ms (memory ${d.memdumpMs} ms, written ${d.memwriteMs} ms, ${d.pagesWritten} of ${d.pagesScanned} pages)`);
+  }
+  const restores = c.restores.filter((x) => x !== null);
+  if (restores.length > 0) parts.push(`restore: ${restores.map((x) => `${x.restoreMs} ms (fork ${x.forkingMs} ms, ${x.pagesRestored} pages)`).join(', ')}`);
+  return parts.length > 0 ? `criu ${parts.join(' · ')}` : null;
 }
 
 function describeTimings(t: ForkReport['timings']): string {

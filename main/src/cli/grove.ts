@@ -15,7 +15,7 @@ import type { HelperClient } from '../helper-client/client.js';
 import { mayActAtOnce, withAllowListOn } from '../helper-client/requests.js';
 import { registerDesktopCommands } from './desktop-commands.js';
 import { registerMcpCommand } from './mcp-command.js';
-import { chooseVersionsFate, describeDeletion, registerVersionCommands, withVersionsChoice, type VersionsChoice } from './version-commands.js';
+import { chooseVersionsFate, describeDeletion, registerVersionCommands, watchVersions, withVersionsChoice, type VersionsChoice } from './version-commands.js';
 
 program
   .command('doctor')
@@ -141,11 +141,14 @@ program
   .command('checkpoint')
   .argument('<workspace>', 'id or name')
   .option('-m, --label <text>', 'a note to remember this version by')
-  .description("record a durable version of a branch's processes and files (it keeps running)")
-  .action((ref: string, opts: { label?: string }) =>
+  .option('-w, --wait', 'return once the version is saved into the pool, not once its point in time is fixed')
+  .description("record a version of a branch's processes and files (it keeps running); it is saved in the background")
+  .action((ref: string, opts: { label?: string; wait?: boolean }) =>
     withClient(async (c) => {
-      const v = await c.request('branch.checkpoint', { workspace: ref, label: opts.label });
-      output(v, () => console.log(`version ${v.id} of ${v.branch}${v.label ? ` (${v.label})` : ''}`));
+      const saved = opts.wait ? await watchVersions(c) : null;
+      let v = await c.request('branch.checkpoint', { workspace: ref, label: opts.label });
+      if (saved) v = await saved(v.id);
+      output(v, () => console.log(`version ${v.id} of ${v.branch}${v.label ? ` (${v.label})` : ''}${v.saved ? ', saved' : ', saving in the background (grove versions shows when it is saved)'}`));
     }),
   );
 

@@ -1,6 +1,7 @@
 // Versions on the command line: list them (a workspace's, or all with the
-// orphans a deleted workspace left), remove them, and — when a person deletes a
-// workspace's last branch on a terminal — ask what becomes of them.
+// orphans a deleted workspace left), remove them, wait for a checkpoint to be
+// saved, and — when a person deletes a workspace's last branch on a terminal —
+// ask what becomes of them.
 import { createInterface } from 'node:readline/promises';
 import type { Command } from 'commander';
 import { GroveError, type HelperClient } from '../helper-client/client.js';
@@ -47,6 +48,28 @@ export async function chooseVersionsFate(c: HelperClient, ref: string, opts: Ver
 }
 
 /** 'deleted ID', and what became of its workspace's versions if it was the last branch. */
+/**
+ * Listens for versions being saved or dropped, from before a checkpoint is
+ * asked for (so no event is missed); the function returned resolves with the
+ * version once it is saved, and rejects if it could not be.
+ */
+export async function watchVersions(c: HelperClient): Promise<(id: string) => Promise<Version>> {
+  const settled = new Map<string, Version | 'removed'>();
+  const waiting = new Map<string, (v: Version | 'removed') => void>();
+  const settle = (id: string, outcome: Version | 'removed') => {
+    settled.set(id, outcome);
+    waiting.get(id)?.(outcome);
+  };
+  c.on('version.changed', (e) => e.version.saved && settle(e.version.id, e.version));
+  c.on('version.removed', (e) => settle(e.id, 'removed'));
+  await c.subscribe(['version.changed', 'version.removed']);
+  return async (id) => {
+    const outcome = settled.get(id) ?? (await new Promise<Version | 'removed'>((resolve) => waiting.set(id, resolve)));
+    if (outcome === 'removed') throw new GroveError('E_HOST', `version ${id} could not be saved (the helper's log says why); it is gone`);
+    return outcome;
+  };
+}
+
 export function describeDeletion(verb: string, res: { deleted: string; versions?: { deleted: string[]; kept: string[] } }): string {
   const v = res.versions;
   if (!v) return `${verb} ${res.deleted}`;
@@ -91,6 +114,6 @@ function printVersions(list: Version[], branches: Workspace[]): void {
   const mainOf = new Map(branches.filter((b) => b.main).map((b) => [b.tree, b.name]));
   const workspaceOf = (v: Version) => (v.orphanOf !== undefined ? `${v.orphanOf} (deleted)` : (mainOf.get(v.tree) ?? v.tree));
   const size = (v: Version) => (v.sizeBytes === undefined ? '-' : `${(v.sizeBytes / 2 ** 20).toFixed(1)} MiB`);
-  console.log(['VERSION', 'WORKSPACE', 'BRANCH', 'CREATED', 'SIZE', 'LABEL'].join('\t'));
-  for (const v of list) console.log([v.id, workspaceOf(v), nameOf.get(v.branch) ?? v.branch, v.createdAt, size(v), v.label ?? ''].join('\t'));
+  console.log(['VERSION', 'WORKSPACE', 'BRANCH', 'CREATED', 'SAVED', 'SIZE', 'LABEL'].join('\t'));
+  for (const v of list) console.log([v.id, workspaceOf(v), nameOf.get(v.branch) ?? v.branch, v.createdAt, v.saved ? 'yes' : 'saving…', size(v), v.label ?? ''].join('\t'));
 }

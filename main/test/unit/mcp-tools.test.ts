@@ -164,8 +164,8 @@ describe('grove mcp tools', () => {
     await connect(ALICE, {
       'workspace.list': () => [main, child],
       'version.list': () => [
-        { id: 'bbbbbbb1', branch: 'aaaaaaa2', tree: 'aaaaaaa1', label: 'green', createdAt: 't1' },
-        { id: 'bbbbbbb2', branch: 'aaaaaaa9', tree: 'aaaaaaa1', label: null, createdAt: 't2' },
+        { id: 'bbbbbbb1', branch: 'aaaaaaa2', tree: 'aaaaaaa1', label: 'green', createdAt: 't1', saved: true },
+        { id: 'bbbbbbb2', branch: 'aaaaaaa9', tree: 'aaaaaaa1', label: null, createdAt: 't2', saved: false },
       ],
     });
     const res = await call('list_branches', {});
@@ -177,9 +177,9 @@ describe('grove mcp tools', () => {
           mainLine: { id: 'aaaaaaa1', name: 'one' },
           branches: [
             { id: 'aaaaaaa1', name: 'one', state: 'running', parent: null, main: true, madeBy: main.madeBy, versions: [] },
-            { id: 'aaaaaaa2', name: 'one-1', state: 'running', parent: { id: 'aaaaaaa1', name: 'one' }, main: false, madeBy: child.madeBy, versions: [{ id: 'bbbbbbb1', label: 'green', at: 't1' }] },
+            { id: 'aaaaaaa2', name: 'one-1', state: 'running', parent: { id: 'aaaaaaa1', name: 'one' }, main: false, madeBy: child.madeBy, versions: [{ id: 'bbbbbbb1', label: 'green', at: 't1', saved: true }] },
           ],
-          versionsOfGoneBranches: [{ id: 'bbbbbbb2', label: null, branch: 'aaaaaaa9', at: 't2' }],
+          versionsOfGoneBranches: [{ id: 'bbbbbbb2', label: null, branch: 'aaaaaaa9', at: 't2', saved: false }],
         },
       ],
     });

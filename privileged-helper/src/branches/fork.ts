@@ -10,10 +10,12 @@
 //            source's root while the tree is still frozen (one instant for memory and files)
 //   thaw     the source runs on (verified)
 //   restore  each child: a writable snapshot of the fork point (branch-storage.ts), its own identity,
-//            the tree restored into its own netns (in parallel)
-//   expose   each child's desktop socket and host ports open; wait for its first VNC frame
-//   commit   children become 'running' and are announced
+//            the tree restored into its own netns (as many at once as there are cores, first child first)
+//   expose   each child's desktop socket and host ports open; once its first VNC frame is out it is
+//            'running' and announced, without waiting for its siblings
+//   commit   the fork is recorded; children are returned
 import { mkdir, readFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { netnsPath } from '../host/netns.js';
 import { BRANCH_HEADROOM_BYTES, mib, requireSpace } from '../host/space.js';
@@ -62,6 +64,8 @@ class ForkTransaction {
   private readonly children: WorkspaceRecord[] = [];
   private readonly started = performance.now();
   private readonly timings = { prepare: 0, dump: 0, sourceFrozen: 0, thaw: 0, restore: 0, expose: 0, firstFrame: 0, total: 0 };
+  private readonly criuStats: ForkReport['criu'] = { dump: null, restores: [] };
+  private readonly readyMs: number[] = [];
 
   constructor(
     private readonly d: ForkDeps,
@@ -76,13 +80,12 @@ class ForkTransaction {
       const imagesDir = await this.stage('prepare', () => this.prepare());
       const forkPoint = await this.stage('dump', () => this.dump(imagesDir));
       await this.stage('thaw', () => this.verifySourceRunning());
-      await this.stage('restore', () => allSettled(this.children.map((c) => this.restoreChild(c, imagesDir, forkPoint))));
-      await this.stage('expose', () => allSettled(this.children.map((c) => this.expose(c))));
+      await this.bringUp(imagesDir, forkPoint);
       const children = await this.stage('commit', async () => this.commit());
       this.timings.total = performance.now() - this.started;
       this.d.registry.recordFork({ fork: this.id, source: this.source, copies: children.length, timings: this.timings });
       this.d.progress(this.id, 'done', `forked ${this.source.name} into ${children.length} in ${Math.round(this.timings.total)} ms`, true);
-      return { fork: this.id, source: this.source.id, children, timings: this.timings, leftBehind: this.leftBehind() };
+      return { fork: this.id, source: this.source.id, children, timings: this.timings, readyMs: this.readyMs, criu: this.criuStats, leftBehind: this.leftBehind() };
     } catch (err) {
       await this.unwind();
       throw err;
@@ -97,8 +100,37 @@ class ForkTransaction {
     const ms = performance.now() - t0;
     if (name in this.timings) this.timings[name as keyof typeof this.timings] = ms;
     this.d.progress(this.id, name, `${name}: ${Math.round(ms)} ms`, false);
-    if (this.opts.faultAt === name) throw new GroveError('E_HOST', `fault injected after stage '${name}'`);
+    this.faultAfter(name);
     return result;
+  }
+
+  private faultAfter(name: ForkStage): void {
+    if (this.opts.faultAt === name) throw new GroveError('E_HOST', `fault injected after stage '${name}'`);
+  }
+
+  /**
+   * Restores and exposes the children, as many at a time as there are cores,
+   * in name order (the first is the one a person looks at first): each is
+   * ready — running, its desktop shown — the moment its first frame is out,
+   * not when the last sibling's is. The fork stays one transaction: a
+   * sibling that fails undoes them all (unwind).
+   */
+  private async bringUp(imagesDir: string, forkPoint: string): Promise<void> {
+    const t0 = performance.now();
+    let restored = t0;
+    await forEachLimited(this.children, os.availableParallelism(), async (child) => {
+      const proc = await this.restoreChild(child, imagesDir, forkPoint);
+      restored = Math.max(restored, performance.now());
+      this.faultAfter('restore');
+      await this.expose(child);
+      this.faultAfter('expose');
+      this.readyMs[this.children.indexOf(child)] = performance.now() - this.started;
+      this.d.registry.setWorkspaceState(child.id, 'running', proc);
+      this.d.workspaces.publish(child.id);
+    });
+    this.timings.restore = restored - t0;
+    this.timings.expose = performance.now() - restored;
+    this.d.progress(this.id, 'restore', `restored and on screen: ${Math.round(performance.now() - t0)} ms`, false);
   }
 
   private async prepare(): Promise<string> {
@@ -145,7 +177,7 @@ class ForkTransaction {
   private async dump(imagesDir: string): Promise<string> {
     const forkPoint = path.join(path.dirname(this.d.storage.filesPath(this.source)), `.fork-point-${this.id}`);
     this.d.registry.recordObject({ kind: 'subvolume', name: forkPoint, owner: this.id });
-    const { sourceFrozenMs } = await this.d.criu.dump({
+    this.criuStats.dump = await this.d.criu.dump({
       initPid: this.source.pid!,
       netnsPath: netnsPath(this.d.runtime.netPlan(this.source).netns),
       imagesDir,
@@ -153,7 +185,7 @@ class ForkTransaction {
       binds: this.d.storage.externalBinds(this.source).map((b) => b.containerPath),
       userns: this.d.runtime.idRange(this.source) !== null,
     });
-    this.timings.sourceFrozen = sourceFrozenMs ?? this.timings.dump;
+    this.timings.sourceFrozen = this.criuStats.dump?.sourceFrozenMs ?? this.timings.dump;
     return forkPoint;
   }
 
@@ -161,10 +193,10 @@ class ForkTransaction {
     if (!(await sourceAlive(this.source))) throw new GroveError('E_HOST', `the source '${this.source.name}' is not running after the dump`);
   }
 
-  private async restoreChild(child: WorkspaceRecord, imagesDir: string, forkPoint: string): Promise<void> {
+  private async restoreChild(child: WorkspaceRecord, imagesDir: string, forkPoint: string): Promise<{ pid: number; pidStart: number }> {
     const rootfs = await this.d.storage.createFrom(child, forkPoint);
     await writeIdentity(rootfs, child, this.d.storage.owner(child));
-    const pid = await this.d.criu.restore({
+    const { pid, stats } = await this.d.criu.restore({
       imagesDir,
       rootfs,
       netnsPath: netnsPath(this.d.runtime.netPlan(child).netns),
@@ -174,9 +206,11 @@ class ForkTransaction {
       cgroups: this.d.runtime.cgroups(child),
       userns: this.d.runtime.idRange(child) !== null,
     });
+    this.criuStats.restores[this.children.indexOf(child)] = stats;
     await this.d.storage.bindExternals(child);
     const proc = await this.d.runtime.adoptProcess(child, pid);
     this.d.registry.setWorkspaceState(child.id, 'creating', proc);
+    return proc;
   }
 
   private async expose(child: WorkspaceRecord): Promise<void> {
@@ -187,12 +221,9 @@ class ForkTransaction {
     this.timings.firstFrame = Math.max(this.timings.firstFrame, performance.now() - t0);
   }
 
+  /** The children, each announced running as it came up. */
   private commit(): Workspace[] {
-    return this.children.map((c) => {
-      const restored = this.d.registry.findWorkspace(c.id)!;
-      this.d.registry.setWorkspaceState(c.id, 'running', { pid: restored.pid!, pidStart: restored.pidStart! });
-      return this.d.workspaces.publish(c.id);
-    });
+    return this.children.map((c) => this.d.workspaces.get(c.id));
   }
 
   /** Removes every child made so far, newest first, and checks the source survived. */
@@ -213,6 +244,25 @@ async function sourceAlive(ws: WorkspaceRecord): Promise<boolean> {
   const stat = await readFile(`/proc/${ws.pid}/stat`, 'utf8').catch(() => '');
   const state = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
   return state !== 'T' && state !== 't' && state !== 'Z';
+}
+
+/**
+ * Runs `work` on each item, at most `limit` at once, in order. On a failure no
+ * new item starts, and it throws once those started are done (as allSettled).
+ */
+export async function forEachLimited<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  let failed = false;
+  const worker = async () => {
+    while (!failed && next < items.length) {
+      const item = items[next++]!;
+      await work(item).catch((err: unknown) => {
+        failed = true;
+        throw err;
+      });
+    }
+  };
+  await allSettled(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
 }
 
 /**

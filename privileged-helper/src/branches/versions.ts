@@ -4,7 +4,7 @@
 //
 //   pool/versions/<vid>/images   CRIU images (on btrfs: they survive reboots)
 //   pool/versions/<vid>/files    read-only snapshot of the branch's own files (branch-storage.ts)
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rename } from 'node:fs/promises';
 import path from 'node:path';
 import { snapshot } from '../host/btrfs.js';
 import { mib, requireSpace, VERSION_HEADROOM_BYTES } from '../host/space.js';
@@ -20,12 +20,18 @@ import { writeIdentity } from '../workspaces/workspace-service.js';
 
 export interface VersionDeps extends BranchDeps {
   versionsDir: string;
+  /** Where checkpoints are dumped before they are saved into the pool (the helper's run dir). */
+  scratchDir: string;
   allowFaultInjection: boolean;
+  events: { changed: (v: Version) => void; removed: (id: string) => void };
+  log: (msg: string) => void;
 }
 
 export class VersionService {
   /** Versions a rollback is restoring: not to be deleted under it. */
   private readonly inUse = new Map<string, number>();
+  /** Versions being saved into the pool, until they are (checkpoint). */
+  private readonly persisting = new Map<string, Promise<void>>();
 
   constructor(private readonly d: VersionDeps) {}
 
@@ -39,28 +45,54 @@ export class VersionService {
     return measured;
   }
 
-  checkpoint(ref: string, label?: string, faultAt?: CheckpointStage): Promise<Version> {
+  /**
+   * Fixes the branch's state at this instant and returns: its memory is
+   * dumped to the scratch space (as a fork's is) and its files snapshotted
+   * while it is frozen. The version is "saving" until its images are copied
+   * into the pool and synced (in the background); only then can it be rolled
+   * back to, and a helper that dies meanwhile drops it at start (reconcile.ts).
+   */
+  async checkpoint(ref: string, label?: string, faultAt?: CheckpointStage): Promise<Version> {
     refuseFaultsUnlessAllowed(this.d.allowFaultInjection, faultAt);
     const { id } = this.d.workspaces.running(ref);
-    return this.d.workspaces.lock.run(id, () => this.checkpointLocked(id, label, faultAt));
+    const version = await this.d.workspaces.lock.run(id, () => this.capture(id, label, faultAt));
+    this.persisting.set(version.id, this.persist(version, faultAt));
+    return toVersion(version);
   }
 
-  /** Checkpoints a branch whose lock the caller already holds: nothing is left of one that fails (its images, its files' snapshot). */
-  async checkpointLocked(branchId: string, label?: string, faultAt?: CheckpointStage): Promise<Version> {
+  /** Checkpoints a branch whose lock the caller already holds, and waits until the version is saved. */
+  async checkpointLocked(branchId: string, label?: string): Promise<Version> {
+    const version = await this.capture(branchId, label);
+    await this.persist(version);
+    await this.saved(version.id);
+    return toVersion(this.d.registry.findVersion(version.id)!);
+  }
+
+  /** Resolves once the version is saved (at once if it is); throws if it never will be. */
+  async saved(versionId: string): Promise<void> {
+    await this.persisting.get(versionId);
+    if (!this.d.registry.findVersion(versionId)?.saved) throw new GroveError('E_NOT_FOUND', `version ${versionId} could not be saved; it is gone`);
+  }
+
+  /** Dumps and snapshots the branch (its lock held) and records the version as saving; nothing is left of one that fails. */
+  private async capture(branchId: string, label?: string, faultAt?: CheckpointStage): Promise<VersionRecord> {
     const ws = this.d.workspaces.running(branchId);
     const dump = (await this.d.runtime.usage(ws)).dumpableBytes;
     await requireSpace(`a checkpoint of '${ws.name}'`, [
+      { where: 'the scratch space', dir: path.dirname(this.d.scratchDir), bytes: dump, why: `its processes' memory, ${mib(dump)} MiB` },
       { where: 'the pool', dir: this.d.versionsDir, bytes: dump + VERSION_HEADROOM_BYTES, why: `its processes' memory, ${mib(dump)} MiB, and ${mib(VERSION_HEADROOM_BYTES)} MiB for its files` },
     ]);
     const vid = this.d.registry.freshId();
     const dir = path.join(this.d.versionsDir, vid);
+    const scratch = this.scratchImages(vid);
     try {
-      await this.d.ledger.make({ kind: 'directory', name: dir, owner: vid }, () => mkdir(path.join(dir, 'images'), { recursive: true, mode: 0o700 }));
+      await this.d.ledger.make({ kind: 'directory', name: dir, owner: vid }, () => mkdir(dir, { recursive: true, mode: 0o700 }));
+      await this.d.ledger.make({ kind: 'directory', name: scratch, owner: vid }, () => mkdir(scratch, { recursive: true, mode: 0o700 }));
       this.d.registry.recordObject({ kind: 'subvolume', name: path.join(dir, 'files'), owner: vid });
       await this.d.criu.dump({
         initPid: ws.pid!,
         netnsPath: netnsPath(this.d.runtime.netPlan(ws).netns),
-        imagesDir: path.join(dir, 'images'),
+        imagesDir: scratch,
         snapshot: { from: this.d.storage.filesPath(ws), to: path.join(dir, 'files') },
         binds: this.d.storage.externalBinds(ws).map((b) => b.containerPath),
         userns: this.d.runtime.idRange(ws) !== null,
@@ -70,9 +102,39 @@ export class VersionService {
       await this.d.ledger.removeOwned(vid);
       throw err;
     }
-    const record: VersionRecord = { id: vid, branchId: ws.id, treeId: ws.treeId, label: label ?? null, createdAt: new Date().toISOString(), orphanOf: null };
+    const record: VersionRecord = { id: vid, branchId: ws.id, treeId: ws.treeId, label: label ?? null, createdAt: new Date().toISOString(), orphanOf: null, saved: false };
     this.d.registry.insertVersion(record);
-    return toVersion(record);
+    this.d.events.changed(toVersion(record));
+    return record;
+  }
+
+  /**
+   * Copies the images into the pool under a name restores never read, syncs
+   * the pool, renames them into place and marks the version saved. A failure
+   * (or an injected one) removes the version: a half-saved one is never offered.
+   */
+  private async persist(version: VersionRecord, faultAt?: CheckpointStage): Promise<void> {
+    const scratch = this.scratchImages(version.id);
+    const images = path.join(this.d.versionsDir, version.id, 'images');
+    try {
+      await run('cp', ['-a', '--', scratch, `${images}.partial`]);
+      if (faultAt === 'save') throw new GroveError('E_HOST', 'fault injected while the checkpoint was being saved');
+      if (faultAt === 'stall') await new Promise<never>(() => undefined); // as if the helper died here: only a restart ends it
+      await rename(`${images}.partial`, images);
+      await run('sync', ['-f', '--', images]);
+      this.d.registry.setVersionSaved(version.id);
+      this.d.events.changed(toVersion({ ...version, saved: true }));
+      await this.d.ledger.remove({ kind: 'directory', name: scratch, owner: version.id });
+    } catch (err) {
+      this.d.log(`checkpoint ${version.id} of ${version.branchId} could not be saved: ${(err as Error).message}`);
+      await this.drop(version.id);
+    } finally {
+      this.persisting.delete(version.id);
+    }
+  }
+
+  private scratchImages(versionId: string): string {
+    return path.join(this.d.scratchDir, `checkpoint-${versionId}`);
   }
 
   /** Returns the branch to a version's processes and files; its identity, network and host ports stay. */
@@ -100,6 +162,7 @@ export class VersionService {
       const version = this.d.registry.findVersion(versionId);
       if (!version) throw new GroveError('E_NOT_FOUND', `no version '${versionId}'`);
       if (version.treeId !== ws.treeId) throw new GroveError('E_CONFLICT', `version ${versionId} belongs to another workspace`);
+      await this.saved(version.id);
       if (ws.state === 'stopped' || ws.state === 'exited') return this.rollbackStopped(ws, version.id, faultAt);
       if (ws.state !== 'running') throw new GroveError('E_CONFLICT', `workspace '${ws.name}' is ${ws.state}: it cannot be rolled back`);
       const before = await this.checkpointLocked(id, `before rollback to ${version.id}`);
@@ -152,7 +215,7 @@ export class VersionService {
     if (faultAt === 'files') throw new GroveError('E_HOST', 'fault injected after the files were replaced');
     await writeIdentity(rootfs, ws, this.d.storage.owner(ws));
     if (faultAt === 'restore') throw new GroveError('E_HOST', 'fault injected instead of the restore');
-    const pid = await this.d.criu.restore({
+    const { pid } = await this.d.criu.restore({
       imagesDir: path.join(dir, 'images'),
       rootfs,
       netnsPath: netnsPath(this.d.runtime.netPlan(ws).netns),
@@ -213,10 +276,18 @@ export class VersionService {
     return orphans;
   }
 
-  /** Removes a version's files and record; a version another call removed meanwhile is simply gone. */
+  /** Removes a version once it is no longer being saved; a version another call removed meanwhile is simply gone. */
   private async remove(versionId: string): Promise<void> {
+    await this.persisting.get(versionId);
+    await this.drop(versionId);
+  }
+
+  /** Removes a version's files and record. */
+  private async drop(versionId: string): Promise<void> {
     await this.d.ledger.removeOwned(versionId);
+    if (!this.d.registry.findVersion(versionId)) return;
     this.d.registry.deleteVersion(versionId);
+    this.d.events.removed(versionId);
   }
 
   /**
@@ -232,5 +303,5 @@ export class VersionService {
 }
 
 function toVersion(v: VersionRecord): Version {
-  return { id: v.id, branch: v.branchId, tree: v.treeId, label: v.label, createdAt: v.createdAt, ...(v.orphanOf !== null && { orphanOf: v.orphanOf }) };
+  return { id: v.id, branch: v.branchId, tree: v.treeId, label: v.label, createdAt: v.createdAt, saved: v.saved, ...(v.orphanOf !== null && { orphanOf: v.orphanOf }) };
 }

@@ -7,6 +7,7 @@ import type { DoctorCheck, DoctorReport } from '../protocol/entities.js';
 import { CGROUP_ROOT, CONTROLLERS } from './cgroups.js';
 import { starterTies } from './detach.js';
 import { isMounted } from './mounts.js';
+import { KDAT_CACHE } from './criu/kdat-cache.js';
 import { run } from './run.js';
 
 const CRIU_MIN = [4, 2] as const;
@@ -36,6 +37,7 @@ export class Doctor {
         detail: criu.version ? `CRIU ${criu.version} at ${this.config.criu} (need ≥ ${CRIU_MIN.join('.')})` : `no CRIU at ${this.config.criu}`,
       },
       { name: 'criu check', ok: criu.checkPassed, detail: criu.checkDetail },
+      await kdatCache(),
       {
         name: 'pool',
         ok: await isMounted(this.config.pool.mountPoint),
@@ -65,6 +67,12 @@ export function versionAtLeast(version: string, min: readonly number[]): boolean
     if (have !== want) return have > want;
   }
   return true;
+}
+
+/** CRIU's kernel-probe cache (criu/kdat-cache.ts): without it every dump and restore probes the kernel again. */
+async function kdatCache(): Promise<DoctorCheck> {
+  const ok = await access(KDAT_CACHE).then(() => true, () => false);
+  return { name: 'criu cache', ok, detail: ok ? `${KDAT_CACHE} (CRIU's kernel probe, saved)` : `no ${KDAT_CACHE}: every CRIU run probes the kernel again (~0.3 s); the helper writes it at start` };
 }
 
 /** The helper (this process) does not die with the terminal or login that started it. */

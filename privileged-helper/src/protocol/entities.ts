@@ -102,6 +102,12 @@ export const Version = z.strictObject({
   tree: Id,
   label: z.string().nullable(),
   createdAt: z.string(),
+  /**
+   * False while it is being saved: its point in time is fixed, its images are
+   * on their way into the pool; it can be rolled back to (a rollback waits)
+   * once saved, and is dropped if the helper stops before.
+   */
+  saved: z.boolean(),
   /** Set once its workspace is gone and it was kept: an orphan, with the name its workspace's last branch had. */
   orphanOf: z.string().optional(),
   /**
@@ -128,9 +134,32 @@ export type PromoteStage = z.infer<typeof PromoteStage>;
 export const DiscardStage = z.enum(['teardown', 'files']);
 export type DiscardStage = z.infer<typeof DiscardStage>;
 
-/** Where a test may make a checkpoint fail: after its images and files are written, before it is recorded. */
-export const CheckpointStage = z.enum(['dump']);
+/**
+ * Where a test may make a checkpoint fail: after its images and files are
+ * written, before it is recorded ('dump'); while it is saved ('save'); or
+ * where its save never finishes, as if the helper died in it ('stall').
+ */
+export const CheckpointStage = z.enum(['dump', 'save', 'stall']);
 export type CheckpointStage = z.infer<typeof CheckpointStage>;
+
+/** CRIU's stats-dump, in ms and pages: seizing the tree, keeping it frozen, draining and writing memory. */
+export const CriuDumpStats = z.strictObject({
+  sourceFrozenMs: z.number(),
+  freezingMs: z.number(),
+  memdumpMs: z.number(),
+  memwriteMs: z.number(),
+  pagesScanned: z.number(),
+  pagesWritten: z.number(),
+});
+export type CriuDumpStats = z.infer<typeof CriuDumpStats>;
+
+/** CRIU's stats-restore: forking the tree, restoring it (to the moment its tasks resume), pages written. */
+export const CriuRestoreStats = z.strictObject({
+  forkingMs: z.number(),
+  restoreMs: z.number(),
+  pagesRestored: z.number(),
+});
+export type CriuRestoreStats = z.infer<typeof CriuRestoreStats>;
 
 export const ForkReport = z.strictObject({
   fork: z.string(),
@@ -152,6 +181,13 @@ export const ForkReport = z.strictObject({
     expose: z.number(),
     firstFrame: z.number(),
     total: z.number(),
+  }),
+  /** Per child (in order), ms from the fork's start until its first frame was out and it was announced running. */
+  readyMs: z.array(z.number()),
+  /** What CRIU says of its own work (its stats files), where it said it: the dump, and each child's restore in order. */
+  criu: z.strictObject({
+    dump: CriuDumpStats.nullable(),
+    restores: z.array(CriuRestoreStats.nullable()),
   }),
 });
 export type ForkReport = z.infer<typeof ForkReport>;

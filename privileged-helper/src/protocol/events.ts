@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { Approval, AuditEntry, Grant } from './approvals.js';
 import { DesktopAction } from './desktop.js';
 import { ImageName, Id } from './names.js';
-import { EgressVerdict, PoolSpace, Workspace } from './entities.js';
+import { EgressVerdict, PoolSpace, Version, Workspace } from './entities.js';
 
 export const events = {
   /** Progress of a long operation (an image build, later forks). */
@@ -18,6 +18,10 @@ export const events = {
   }),
   'workspace.changed': z.strictObject({ workspace: Workspace }),
   'workspace.removed': z.strictObject({ id: Id }),
+  /** A version appeared (a checkpoint, saving) or changed (saved). */
+  'version.changed': z.strictObject({ version: Version }),
+  /** A version was deleted, or a checkpoint could not be saved. */
+  'version.removed': z.strictObject({ id: Id }),
   /** The pool became low on space, or is no longer (sent when `low` changes). */
   'pool.space': PoolSpace,
   'exec.output': z.strictObject({ session: z.string(), data: z.string() }),

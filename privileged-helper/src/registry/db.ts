@@ -174,6 +174,11 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE workspaces ADD COLUMN exit_reason TEXT;
   `,
+  // A checkpoint returns once its point in time is fixed and is saved into the
+  // pool afterwards: until then it is not saved (those made before were).
+  `
+  ALTER TABLE versions ADD COLUMN saved INTEGER NOT NULL DEFAULT 1;
+  `,
 ];
 
 export type Db = Database.Database;

@@ -93,9 +93,15 @@ export interface VersionRecord {
   createdAt: string;
   /** Null while its workspace (tree) has branches; once the last is gone, the name that branch had. */
   orphanOf: string | null;
+  /** Its images are in the pool and synced (false: a checkpoint still being saved). */
+  saved: boolean;
 }
 
-const VERSION_COLUMNS = 'id, branch_id AS branchId, tree_id AS treeId, label, created_at AS createdAt, orphan_of AS orphanOf';
+const VERSION_COLUMNS = 'id, branch_id AS branchId, tree_id AS treeId, label, created_at AS createdAt, orphan_of AS orphanOf, saved';
+
+type VersionRow = Omit<VersionRecord, 'saved'> & { saved: number };
+
+const versionRecord = (row: VersionRow): VersionRecord => ({ ...row, saved: row.saved === 1 });
 
 export interface PortLease {
   containerPort: number;
@@ -254,20 +260,24 @@ export class Registry {
   /** Records a new version of a live tree (so never an orphan). */
   insertVersion(v: Omit<VersionRecord, 'orphanOf'>): void {
     this.db
-      .prepare('INSERT INTO versions (id, branch_id, tree_id, label, created_at) VALUES (@id, @branchId, @treeId, @label, @createdAt)')
-      .run(v);
+      .prepare('INSERT INTO versions (id, branch_id, tree_id, label, created_at, saved) VALUES (@id, @branchId, @treeId, @label, @createdAt, @saved)')
+      .run({ ...v, saved: v.saved ? 1 : 0 });
+  }
+
+  setVersionSaved(id: string): void {
+    this.db.prepare('UPDATE versions SET saved = 1 WHERE id = ?').run(id);
   }
 
   findVersion(id: string): VersionRecord | null {
-    const row = this.db.prepare(`SELECT ${VERSION_COLUMNS} FROM versions WHERE id = ?`).get(id);
-    return (row as VersionRecord | undefined) ?? null;
+    const row = this.db.prepare(`SELECT ${VERSION_COLUMNS} FROM versions WHERE id = ?`).get(id) as VersionRow | undefined;
+    return row ? versionRecord(row) : null;
   }
 
   /** Every version (orphans included), or those of one tree, oldest first. */
   listVersions(treeId?: string): VersionRecord[] {
     const sql = `SELECT ${VERSION_COLUMNS} FROM versions`;
     const rows = treeId === undefined ? this.db.prepare(`${sql} ORDER BY created_at`).all() : this.db.prepare(`${sql} WHERE tree_id = ? ORDER BY created_at`).all(treeId);
-    return rows as VersionRecord[];
+    return (rows as VersionRow[]).map(versionRecord);
   }
 
   deleteVersion(id: string): void {

@@ -39,9 +39,10 @@ export class HostLedger {
     for (const obj of owned.reverse()) await this.remove(obj);
   }
 
-  /** Objects whose owner the registry no longer knows. */
+  /** Objects whose owner the registry no longer knows, newest first (the order to remove them in). */
   orphans(knownOwners: ReadonlySet<string>): HostObject[] {
-    return this.registry.objects().filter((o) => o.owner !== null && !knownOwners.has(o.owner));
+    // Newest first, as removeOwned: a version's files (a read-only subvolume) go before the directory holding them.
+    return this.registry.objects().filter((o) => o.owner !== null && !knownOwners.has(o.owner)).reverse();
   }
 }
 

@@ -76,8 +76,8 @@ export async function startHelper(t: TestInstance): Promise<number> {
   throw new Error(`helper did not listen within 120 s:\n${tail(t.logFile)}`);
 }
 
-/** SIGTERM (workspaces keep running), then waits for the process to end. */
-export async function stopHelper(t: TestInstance): Promise<void> {
+/** SIGTERM (workspaces keep running), then waits for the process to end; SIGKILL ends it as a crash would. */
+export async function stopHelper(t: TestInstance, signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): Promise<void> {
   let pid: number;
   try {
     pid = Number(readFileSync(t.pidFile, 'utf8'));
@@ -85,7 +85,7 @@ export async function stopHelper(t: TestInstance): Promise<void> {
     return;
   }
   if (!alive(pid)) return;
-  process.kill(pid, 'SIGTERM');
+  process.kill(pid, signal);
   for (let i = 0; i < 200 && alive(pid); i++) await sleep(50);
   if (alive(pid)) process.kill(pid, 'SIGKILL');
 }

@@ -7,11 +7,15 @@
 // back (files put back if that fails) or started again from its files.
 // A promotion and a checkpoint that fail after any stage leave both branches
 // as they were; a discard that fails leaves a consistent branch to discard again.
+// A checkpoint returns once its point in time is fixed and is saved after; a
+// rollback to it waits for that, and one whose saving fails leaves nothing.
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Workspace } from '../../src/protocol/entities.js';
 import { COUNTER_SERVER } from './fixtures/counter.js';
-import { banner, connect, createWorkspace, hostPort, httpGet, sh, track, vncSocket, waitFor } from './support.js';
+import { banner, connect, createWorkspace, hostPort, httpGet, instance, sh, track, vncSocket, waitFor } from './support.js';
 
 describe('rollback as a transaction', () => {
   let c: HelperClient;
@@ -60,6 +64,47 @@ describe('rollback as a transaction', () => {
     ws = await track(await rolling);
     expect(await marker(ws)).toBe('v1');
     expect(await versionsOf()).toEqual([versionId]);
+  });
+
+  it('returns a checkpoint once its point in time is fixed, saves it after, and a rollback asked at once waits for it', async () => {
+    const seen: string[] = [];
+    const off = [
+      c.on('version.changed', (e) => e.version.saved && seen.push(`saved ${e.version.id}`)),
+      c.on('version.removed', (e) => seen.push(`removed ${e.id}`)),
+    ];
+    await c.subscribe(['version.changed', 'version.removed']);
+    try {
+      await sh(c, ws, 'echo in-the-background > /root/marker');
+      const atCheckpoint = await count(ws);
+      const v = await c.request('branch.checkpoint', { workspace: ws.id, label: 'background' });
+      expect(v).toMatchObject({ saved: false, label: 'background' });
+      await sh(c, ws, 'echo later > /root/marker');
+      ws = await track(await c.request('branch.rollback', { workspace: ws.id, version: v.id }));
+      seen.push('rolled back');
+      // (The rollback's own checkpoint of the branch comes and goes meanwhile.)
+      expect(seen.filter((e) => e.endsWith(v.id) || e === 'rolled back')).toEqual([`saved ${v.id}`, 'rolled back']);
+      expect(await marker(ws)).toBe('in-the-background');
+      expect(await count(ws)).toBe(atCheckpoint + 1);
+      expect((await c.request('version.list', { workspace: ws.id })).find((x) => x.id === v.id)).toMatchObject({ saved: true });
+      await c.request('version.delete', { version: v.id });
+    } finally {
+      for (const f of off) f();
+    }
+  });
+
+  it('drops a checkpoint whose saving fails, leaves nothing of it, and the branch runs on', async () => {
+    const t = instance();
+    const removed = new Promise<string>((resolve) => c.on('version.removed', (e) => resolve(e.id)));
+    await c.subscribe(['version.removed']);
+    const before = await count(ws);
+    const v = await c.request('branch.checkpoint', { workspace: ws.id, faultAt: 'save' });
+    expect(v.saved).toBe(false);
+    expect(await removed).toBe(v.id);
+    expect(await versionsOf()).toEqual([versionId]);
+    expect(existsSync(path.join(t.stateDir, 'pool/versions', v.id))).toBe(false);
+    expect(existsSync(path.join(t.runDir, 'scratch', `checkpoint-${v.id}`))).toBe(false);
+    await expect(c.request('branch.rollback', { workspace: ws.id, version: v.id })).rejects.toMatchObject({ code: 'E_NOT_FOUND' });
+    expect(await count(ws)).toBe(before + 1);
   });
 
   it('shows a branch whose processes ended on their own as exited, with why, and refuses exec saying what to do', async () => {

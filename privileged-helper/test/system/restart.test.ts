@@ -1,6 +1,9 @@
 // The helper restarted while a workspace runs: the workspace keeps running, is
 // adopted (same process, same host ports and desktop socket), and orphans are
-// removed. One whose processes ended meanwhile shows as exited.
+// removed. One whose processes ended meanwhile shows as exited. A checkpoint
+// it had not finished saving when it was killed is dropped, without a trace.
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
 import { startHelper, stopHelper } from './helper-process.js';
@@ -69,6 +72,34 @@ describe('helper restart', () => {
       expect(await sh(client, again, 'cat /root/mine.txt')).toBe('mine\n');
     } finally {
       await client.request('workspace.delete', { workspace: ws.id }).catch(() => undefined);
+      client.close();
+    }
+  });
+
+  it('drops a checkpoint it was still saving when it was killed, leaves nothing of it, and keeps a saved one', async () => {
+    const t = instance();
+    let client = await connect();
+    const ws = await createWorkspace(client, 'interrupted');
+    try {
+      const kept = await client.request('branch.checkpoint', { workspace: ws.id, label: 'saved' });
+      await waitFor('the first checkpoint to be saved', async () => (await client.request('version.list', { workspace: ws.id }))[0]?.saved === true, 60_000);
+      const stalled = await client.request('branch.checkpoint', { workspace: ws.id, label: 'never saved', faultAt: 'stall' });
+      expect((await client.request('version.list', { workspace: ws.id })).map((v) => [v.id, v.saved])).toEqual([[kept.id, true], [stalled.id, false]]);
+      const scratch = path.join(t.runDir, 'scratch', `checkpoint-${stalled.id}`);
+      expect(existsSync(scratch)).toBe(true);
+      client.close();
+
+      await stopHelper(t, 'SIGKILL');
+      await startHelper(t);
+      client = await connect();
+      expect((await client.request('version.list', { workspace: ws.id })).map((v) => v.id)).toEqual([kept.id]);
+      expect(existsSync(scratch)).toBe(false);
+      expect(existsSync(path.join(t.stateDir, 'pool/versions', stalled.id))).toBe(false);
+      await expect(client.request('branch.rollback', { workspace: ws.id, version: stalled.id })).rejects.toMatchObject({ code: 'E_NOT_FOUND' });
+      const back = await client.request('branch.rollback', { workspace: ws.id, version: kept.id });
+      expect(back.state).toBe('running');
+    } finally {
+      await client.request('workspace.delete', { workspace: ws.id, versions: 'delete' }).catch(() => undefined);
       client.close();
     }
   });

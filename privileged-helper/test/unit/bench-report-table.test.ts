@@ -27,4 +27,13 @@ describe('bench report table', () => {
     expect(table).toMatch(/caged vs uncaged fork → first frame p50\s+within 10 %\s+1050 ms vs 1000 ms \(\+5\.0 %\)\s+met/);
     expect(reportTable({ ...r, cage: null })).not.toMatch(/The cage's cost/);
   });
+
+  it('prints the profile: medians with and without the kdat cache, then parallel restores', () => {
+    const table = reportTable(sampleResult());
+    expect(table).toMatch(/the desktop holds 20 processes, 180 threads, 4000 VMAs, 600 fds/);
+    expect(table).toMatch(/dump \(CRIU run\)\s+310\s+610\s+310\s+330/);
+    expect(table).toMatch(/outside the freeze\s+110\s+410/);
+    expect(table).toMatch(/CRIU restore_time\s+175\s+195\s+180\s+260/);
+    expect(reportTable({ ...sampleResult(), profile: null })).not.toMatch(/Profile/);
+  });
 });

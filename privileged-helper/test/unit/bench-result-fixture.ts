@@ -40,11 +40,11 @@ function side(total: number, layout: 'grove' | 'naive-overlay', perCopyMiB: numb
 
 export function sampleResult(): BenchResult {
   return BenchResult.parse({
-    schema: 'grove-bench@4',
+    schema: 'grove-bench@5',
     startedAt: '2026-11-30T12:00:00.000Z',
     finishedAt: '2026-11-30T12:20:00.000Z',
     quick: false,
-    sections: ['fork', 'fanout', 'read-latency', 'computer-use', 'cage'],
+    sections: ['fork', 'fanout', 'read-latency', 'computer-use', 'cage', 'profile'],
     forks: 5,
     host: { kernel: '6.18', cpus: 2, memTotalMiB: 24_000, loadavgStart: [0.5, 0.4, 0.3], loadavgEnd: [1, 1, 1], criu: 'Version: 4.2.1' },
     layout: 'overlay',
@@ -66,7 +66,26 @@ export function sampleResult(): BenchResult {
       caged: { forkToFirstFrameMs: { p50: 1050, p95: 1200 }, childPssMiB: { p50: 420, p95: 440 }, sourcePssMiB: 600, errors: [] },
       uncaged: { forkToFirstFrameMs: { p50: 1000, p95: 1150 }, childPssMiB: { p50: 410, p95: 430 }, sourcePssMiB: 590, errors: [] },
     },
+    profile: {
+      desktop: { processes: 20, threads: 180, vmas: 4000, fds: 600 },
+      sequence: [profiled(1, true, 300, 180), profiled(1, false, 620, 190), profiled(1, true, 320, 170), profiled(1, false, 600, 200)],
+      parallel: [profiled(1, true, 310, 180), profiled(2, true, 330, 260)],
+      errors: [],
+    },
     targets: [],
     notes: [],
   });
+}
+
+function profiled(copies: number, kdatCache: boolean, dump: number, restoreMs: number) {
+  const restore = { forkingMs: 40, restoreMs, pagesRestored: 50_000 };
+  return {
+    copies,
+    kdatCache,
+    timings: { dump, restore: restoreMs + 100, firstFrame: 90, total: dump + restoreMs + 250 },
+    criu: {
+      dump: { sourceFrozenMs: 200, freezingMs: 30, memdumpMs: 60, memwriteMs: 40, pagesScanned: 100_000, pagesWritten: 60_000 },
+      restores: Array.from({ length: copies }, () => restore),
+    },
+  };
 }

@@ -10,6 +10,7 @@ describe('CRIU arguments for a fork', () => {
     expect(externals(dump)).toEqual(['net[7]:extnet', 'mnt[/proc/keys]:ext_proc_keys', 'mnt[/proc/timer_list]:ext_proc_timer_list', 'mnt[/root]:ext_root']);
     const restore = forkRestoreArgs({
       imagesDir: '/i',
+      workDir: '/i/restore-b',
       rootfs: '/run/roots/b',
       pidFile: '/i/p',
       netnsFd: 3,
@@ -20,6 +21,8 @@ describe('CRIU arguments for a fork', () => {
     // Loopback connections come back established, those to the outside closed (criu-patches/0002).
     expect(restore).toEqual(expect.arrayContaining(['--tcp-established', '--tcp-close-external']));
     expect(restore).not.toContain('--tcp-close');
+    // Its stats go to a work dir of its own: restores from one dump run at once.
+    expect(restore.join(' ')).toContain('--work-dir /i/restore-b');
     expect(dump).toEqual(expect.arrayContaining(['--leave-running', '--tcp-established']));
     expect(dump).not.toContain('--tcp-close');
   });
@@ -32,7 +35,7 @@ describe('CRIU arguments for a fork', () => {
   it('refuses relative paths and bad pids', () => {
     expect(() => forkDumpArgs({ initPid: 1, imagesDir: '/i', netnsInode: 7, logFile: '/l' })).toThrow(/pid/);
     expect(() => forkDumpArgs({ initPid: 9, imagesDir: 'i', netnsInode: 7, logFile: '/l' })).toThrow(/absolute/);
-    expect(() => forkRestoreArgs({ imagesDir: '/i', rootfs: 'r', pidFile: '/p', netnsFd: 3, logFile: '/l' })).toThrow(/absolute/);
+    expect(() => forkRestoreArgs({ imagesDir: '/i', workDir: '/i/w', rootfs: 'r', pidFile: '/p', netnsFd: 3, logFile: '/l' })).toThrow(/absolute/);
   });
 });
 

@@ -145,7 +145,7 @@ describe('audit queries', () => {
 
 describe('versions of a deleted workspace', () => {
   function version(id: string, branchId: string, treeId: string): void {
-    reg.insertVersion({ id, branchId, treeId, label: null, createdAt: '2026-01-01T00:00:00.000Z' });
+    reg.insertVersion({ id, branchId, treeId, label: null, createdAt: '2026-01-01T00:00:00.000Z', saved: true });
   }
 
   it('stay with the workspace while it has branches and become orphans, named after its last branch, with it', () => {

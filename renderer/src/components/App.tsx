@@ -206,8 +206,9 @@ function ActionBar() {
         <select aria-label="version" value={version} onChange={(e) => setVersion(e.target.value)}>
           <option value="">{mine.length ? 'version…' : 'no versions yet'}</option>
           {mine.map((v) => (
-            <option key={v.id} value={v.id}>
+            <option key={v.id} value={v.id} data-testid={`version-${v.id}`}>
               {v.label ?? v.id} · {new Date(v.createdAt).toLocaleTimeString()}
+              {v.saved ? '' : ' · saving…'}
             </option>
           ))}
         </select>

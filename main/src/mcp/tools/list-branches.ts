@@ -7,7 +7,7 @@ export const listBranchesTool = defineTool({
   name: 'list_branches',
   title: 'List branches',
   description:
-    "Every workspace's branches: id, name, state, parent, whether it is the main line, who made it (an agent's uid, or a person), its versions (checkpoints: id, label); and who you are to Grove (role agent or person).",
+    "Every workspace's branches: id, name, state, parent, whether it is the main line, who made it (an agent's uid, or a person), its versions (checkpoints: id, label, saved: false while one is still being written; a rollback to it waits); and who you are to Grove (role agent or person).",
   input: {},
   annotations: { readOnlyHint: true },
   async run(_args, h) {
@@ -32,10 +32,10 @@ function workspaces(branches: Workspace[], versions: Version[]) {
         parent: b.parent ? { id: b.parent, name: nameOf.get(b.parent) ?? null } : null,
         main: b.main,
         madeBy: b.madeBy,
-        versions: versions.filter((v) => v.branch === b.id).map((v) => ({ id: v.id, label: v.label, at: v.createdAt })),
+        versions: versions.filter((v) => v.branch === b.id).map((v) => ({ id: v.id, label: v.label, at: v.createdAt, saved: v.saved })),
       })),
       /** Checkpoints of branches since discarded: a rollback can still return to them. */
-      versionsOfGoneBranches: versions.filter((v) => v.tree === tree && !nameOf.has(v.branch)).map((v) => ({ id: v.id, label: v.label, branch: v.branch, at: v.createdAt })),
+      versionsOfGoneBranches: versions.filter((v) => v.tree === tree && !nameOf.has(v.branch)).map((v) => ({ id: v.id, label: v.label, branch: v.branch, at: v.createdAt, saved: v.saved })),
     };
   });
 }

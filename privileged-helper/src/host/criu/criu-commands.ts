@@ -102,6 +102,8 @@ export function forkDumpArgs(input: ForkDumpInput): string[] {
 
 export interface ForkRestoreInput extends CriuLogOptions {
   imagesDir: string;
+  /** Where this restore writes its stats (stats-restore); one per concurrent restore. */
+  workDir: string;
   /** The child's root: the btrfs snapshot taken at post-dump. */
   rootfs: string;
   /** Where CRIU writes the restored init's host PID. */
@@ -115,11 +117,12 @@ export interface ForkRestoreInput extends CriuLogOptions {
 
 export function forkRestoreArgs(input: ForkRestoreInput): string[] {
   if (!Number.isInteger(input.netnsFd) || input.netnsFd < 3) throw new Error(`bad netns fd ${input.netnsFd}`);
-  assertAbsolute(input.imagesDir, input.rootfs, input.pidFile, input.logFile, input.actionScript);
+  assertAbsolute(input.imagesDir, input.workDir, input.rootfs, input.pidFile, input.logFile, input.actionScript);
   const mounts = input.externalMounts ?? MASKED_FILE_SOURCES;
   return [
     'restore',
     '--images-dir', input.imagesDir,
+    '--work-dir', input.workDir,
     '--log-file', input.logFile,
     `-v${input.verbosity ?? 2}`,
     '--root', input.rootfs,

@@ -1,30 +1,63 @@
-// How long a dump kept the tree stopped, from the statistics CRIU writes to
-// its images dir (`stats-dump`), so the log can stay quiet: CRIU's debug log
-// (-v4) cost ~0.3 s of a desktop's dump while the tree was frozen.
+// What CRIU says about its own run, from the statistics it writes to its work
+// dir (`stats-dump`, `stats-restore`), so the log can stay quiet: CRIU's
+// debug log (-v4) cost ~0.3 s of a desktop's dump while the tree was frozen.
 //
 // The file: two 32-bit magics, then one entry — a 32-bit little-endian length
-// and a protobuf StatsEntry whose field 1 is DumpStatsEntry, in which field 1
-// is freezing_time and field 2 frozen_time, both µs (CRIU's stats.proto).
+// and a protobuf StatsEntry: field 1 DumpStatsEntry, field 2
+// RestoreStatsEntry (CRIU's images/stats.proto; times in µs).
 // The tree is stopped from the first task seized (freezing) until the last
 // is released (frozen), so the two add up to what the source lost.
+import type { CriuDumpStats, CriuRestoreStats } from '../../protocol/entities.js';
 
 const HEADER_BYTES = 8;
 const DUMP_STATS = 1;
-const FREEZING_TIME = 1;
-const FROZEN_TIME = 2;
+const RESTORE_STATS = 2;
+const DUMP = { freezing: 1, frozen: 2, memdump: 3, memwrite: 4, pagesScanned: 5, pagesWritten: 7 } as const;
+const RESTORE = { forking: 3, restore: 4, pagesRestored: 5 } as const;
 
-export function sourceFrozenMs(statsDump: Buffer): number | null {
-  if (statsDump.length < HEADER_BYTES + 4) return null;
-  const size = statsDump.readUInt32LE(HEADER_BYTES);
-  const entry = statsDump.subarray(HEADER_BYTES + 4, HEADER_BYTES + 4 + size);
-  const dump = fields(entry).get(DUMP_STATS);
-  if (!(dump instanceof Buffer)) return null;
-  const stats = fields(dump);
-  const freezing = stats.get(FREEZING_TIME);
-  const frozen = stats.get(FROZEN_TIME);
-  if (typeof freezing !== 'number' || typeof frozen !== 'number') return null;
-  return Math.round((freezing + frozen) / 1000);
+export function dumpStats(statsDump: Buffer): CriuDumpStats | null {
+  const f = entry(statsDump, DUMP_STATS);
+  if (!f) return null;
+  const freezing = num(f, DUMP.freezing);
+  const frozen = num(f, DUMP.frozen);
+  if (freezing === null || frozen === null) return null;
+  return {
+    sourceFrozenMs: ms(freezing + frozen),
+    freezingMs: ms(freezing),
+    memdumpMs: ms(num(f, DUMP.memdump) ?? 0),
+    memwriteMs: ms(num(f, DUMP.memwrite) ?? 0),
+    pagesScanned: num(f, DUMP.pagesScanned) ?? 0,
+    pagesWritten: num(f, DUMP.pagesWritten) ?? 0,
+  };
 }
+
+export function restoreStats(statsRestore: Buffer): CriuRestoreStats | null {
+  const f = entry(statsRestore, RESTORE_STATS);
+  if (!f) return null;
+  const forking = num(f, RESTORE.forking);
+  const restore = num(f, RESTORE.restore);
+  if (forking === null || restore === null) return null;
+  return { forkingMs: ms(forking), restoreMs: ms(restore), pagesRestored: num(f, RESTORE.pagesRestored) ?? 0 };
+}
+
+/** How long a dump kept the tree stopped (ms), or null when CRIU did not say. */
+export function sourceFrozenMs(statsDump: Buffer): number | null {
+  return dumpStats(statsDump)?.sourceFrozenMs ?? null;
+}
+
+function entry(file: Buffer, which: number): Map<number, number | Buffer> | null {
+  if (file.length < HEADER_BYTES + 4) return null;
+  const size = file.readUInt32LE(HEADER_BYTES);
+  const stats = fields(file.subarray(HEADER_BYTES + 4, HEADER_BYTES + 4 + size)).get(which);
+  return stats instanceof Buffer ? fields(stats) : null;
+}
+
+function num(f: Map<number, number | Buffer>, field: number): number | null {
+  const v = f.get(field);
+  return typeof v === 'number' ? v : null;
+}
+
+const ms = (us: number) => Math.round(us / 1000);
 
 /** The top-level fields of a protobuf message: varints as numbers, length-delimited ones as bytes. */
 function fields(msg: Buffer): Map<number, number | Buffer> {

@@ -7,12 +7,13 @@ import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { chmod, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import type { CriuDumpStats, CriuRestoreStats } from '../../protocol/entities.js';
 import { GroveError } from '../../protocol/wire.js';
 import type { Launcher } from '../launcher.js';
 import { lockForRestore, RESTORE_LOCK_TABLE, unlockRestore } from '../netns.js';
 import { mib, MiB, spaceAt } from '../space.js';
 import { criuFailure, transientDumpFailure, type CriuFailure } from './criu-errors.js';
-import { sourceFrozenMs } from './criu-stats.js';
+import { dumpStats, restoreStats } from './criu-stats.js';
 import {
   CRUN_MASKED_FILES,
   forkDumpArgs,
@@ -68,6 +69,16 @@ export interface RestoreRequest {
   userns: boolean;
 }
 
+/** The work dir of restore NAME from IMAGES (its log, pid file and stats). */
+export function restoreWorkDir(imagesDir: string, name: string): string {
+  return path.join(imagesDir, `restore-${name}`);
+}
+
+/** Where restore NAME writes its tree's init pid, also when it was interrupted. */
+export function restorePidFile(imagesDir: string, name: string): string {
+  return path.join(restoreWorkDir(imagesDir, name), 'restore.pid');
+}
+
 export class Criu {
   /**
    * logsDir keeps the CRIU log of every failed run (the images dir it was in is
@@ -84,9 +95,9 @@ export class Criu {
 
   /**
    * Dumps with --leave-running: the source is frozen only while CRIU works,
-   * then runs on. Resolves with how long it was stopped (ms), if CRIU said.
+   * then runs on. Resolves with CRIU's stats (how long it was stopped…), if CRIU wrote them.
    */
-  async dump(req: DumpRequest): Promise<{ sourceFrozenMs: number | null }> {
+  async dump(req: DumpRequest): Promise<CriuDumpStats | null> {
     const { ino } = await stat(req.netnsPath);
     const logFile = path.join(req.imagesDir, 'dump.log');
     const args = forkDumpArgs({
@@ -109,16 +120,23 @@ export class Criu {
     }
     // A restore in the tree's user namespace reads some images once it is in it, as ids the images' owner (host root) is not.
     if (req.userns) await readableToAll(req.imagesDir);
-    const stats = await readFile(path.join(req.imagesDir, 'stats-dump')).catch(() => Buffer.alloc(0));
-    return { sourceFrozenMs: sourceFrozenMs(stats) };
+    return dumpStats(await readFile(path.join(req.imagesDir, 'stats-dump')).catch(() => Buffer.alloc(0)));
   }
 
-  /** Restores a tree detached, as a new sibling; resolves with its init's host PID. */
-  async restore(req: RestoreRequest): Promise<number> {
-    const logFile = path.join(req.imagesDir, `restore-${req.name}.log`);
-    const pidFile = path.join(req.imagesDir, `restore-${req.name}.pid`);
+  /**
+   * Restores a tree detached, as a new sibling; resolves with its init's host
+   * PID and CRIU's stats. Each restore has a work dir of its own next to the
+   * images (its log, pid file and stats), so restores from one dump may run at
+   * once; it goes once the restore succeeded (a failed one's log is kept in logsDir).
+   */
+  async restore(req: RestoreRequest): Promise<{ pid: number; stats: CriuRestoreStats | null }> {
+    const workDir = restoreWorkDir(req.imagesDir, req.name);
+    await mkdir(workDir, { recursive: true, mode: 0o700 });
+    const logFile = path.join(workDir, 'restore.log');
+    const pidFile = restorePidFile(req.imagesDir, req.name);
     const args = forkRestoreArgs({
       imagesDir: req.imagesDir,
+      workDir,
       rootfs: req.rootfs,
       pidFile,
       netnsFd: NETNS_FD,
@@ -139,7 +157,9 @@ export class Criu {
     }
     const pid = Number((await readFile(pidFile, 'utf8')).trim());
     if (!Number.isInteger(pid) || pid <= 1) throw new GroveError('E_HOST', `criu restore wrote no pid to ${pidFile}`);
-    return pid;
+    const stats = restoreStats(await readFile(path.join(workDir, 'stats-restore')).catch(() => Buffer.alloc(0)));
+    await rm(workDir, { recursive: true, force: true }); // a version's images are restored again and again
+    return { pid, stats };
   }
 
   private usernsSources(): ExternalMountSource[] {
