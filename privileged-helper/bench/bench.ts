@@ -68,7 +68,7 @@ export interface BenchOptions {
 /** How much a run measures: --quick is a check in minutes, the full run the numbers. */
 function plan(quick: boolean) {
   return {
-    forks: quick ? 3 : 5,
+    forks: quick ? 3 : 15,
     fanoutSizes: quick ? [1, 4, 8] : [1, 4, 8, 16],
     depths: quick ? [0, 10] : [0, 10, 50],
     readRounds: quick ? 200 : 1000,

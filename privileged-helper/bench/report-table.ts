@@ -1,6 +1,6 @@
 // The benchmark's printout for people: the same numbers as the JSON, side by
 // side, with each of the targets (issues 6 and 10) next to what was measured.
-import type { BenchResult, BenchSection, ProfileFork, Side } from './result-schema.js';
+import type { BenchResult, BenchSection, ProfileCheckpoint, ProfileFork, Side } from './result-schema.js';
 import { percentile } from './stats.js';
 
 const STAGES = ['prepare', 'dump', 'sourceFrozen', 'thaw', 'restore', 'expose', 'firstFrame', 'total'];
@@ -115,14 +115,17 @@ function profileSection(r: BenchResult): string[] {
   };
   const on = p.sequence.filter((f) => f.kdatCache);
   const off = p.sequence.filter((f) => !f.kdatCache);
-  lines.push(row(['measure', 'kdat cache', 'no cache', ...p.parallel.map((f) => `${f.copies} copies`)], 24));
-  for (const [name, m] of measures) lines.push(row([name, num(median(on, m)), num(median(off, m)), ...p.parallel.map((f) => num(m(f)))], 24));
+  lines.push(row(['measure', 'kdat cache', 'no cache', ...p.parallel.map((f) => `${f.copies} copies`), '1 GiB heap'], 24));
+  for (const [name, m] of measures) lines.push(row([name, num(median(on, m)), num(median(off, m)), ...p.parallel.map((f) => num(m(f))), num(median(p.heap, m))], 24));
+  const checkpoints = p.checkpoints;
+  const cp = (pick: (c: ProfileCheckpoint) => number) => num(percentile(checkpoints.map(pick), 50));
+  if (checkpoints.length) lines.push(`checkpoint (p50 of ${checkpoints.length}): returns after ${cp((c) => c.returnMs)} ms, saved after ${cp((c) => c.savedMs)} ms`);
   if (p.errors.length) lines.push(`${p.errors.length} failure(s), first: ${p.errors[0]!.slice(0, 300)}`);
   return lines;
 }
 
 function targetSection(r: BenchResult): string[] {
-  const lines = ['', 'Targets (fork: issue 6; computer use: issue 10; cage: issue 11)'];
+  const lines = ['', 'Targets (fork: issues 6 and 14; computer use: issue 10; cage: issue 11)'];
   for (const t of r.targets) {
     const verdict = t.met === null ? 'not measured' : t.met ? 'met' : 'NOT MET';
     lines.push(`  ${t.name.padEnd(42)} ${t.target.padEnd(12)} ${t.measured.padEnd(42)} ${verdict}`);

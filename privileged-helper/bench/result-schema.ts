@@ -135,6 +135,10 @@ export const ProfileFork = z.strictObject({
 });
 export type ProfileFork = z.infer<typeof ProfileFork>;
 
+/** A checkpoint of the source: ms until the call returned (point in time fixed) and until the version was saved. */
+export const ProfileCheckpoint = z.strictObject({ returnMs: Ms, savedMs: Ms });
+export type ProfileCheckpoint = z.infer<typeof ProfileCheckpoint>;
+
 /** Where a fork's time goes (profile.ts, docs/fork-profile.md). */
 export const Profile = z.strictObject({
   desktop: DesktopCounts,
@@ -142,6 +146,9 @@ export const Profile = z.strictObject({
   sequence: z.array(ProfileFork),
   /** One fork each into 1, 2 and 4 copies: parallel restores on this machine's cores. */
   parallel: z.array(ProfileFork),
+  /** Forks of one copy while a process of the source holds a 1 GiB heap. */
+  heap: z.array(ProfileFork),
+  checkpoints: z.array(ProfileCheckpoint),
   errors: z.array(z.string()),
 });
 export type Profile = z.infer<typeof Profile>;

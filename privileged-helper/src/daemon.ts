@@ -125,7 +125,7 @@ async function boot(config: HelperConfig) {
   const criu = new Criu(config.criu, path.join(config.stateDir, 'logs'), launcher, sysView);
   if ((await ensureKdatCache(config.criu)) === 'not written') log('CRIU could not write its kernel-probe cache: every CRIU run will probe the kernel again (~0.3 s)');
   const scratchDir = path.join(config.runDir, 'scratch');
-  const branchDeps = { registry, ledger, runtime, storage, workspaces, criu };
+  const branchDeps = { registry, ledger, runtime, storage, workspaces, criu, ksm };
   const versions = new VersionService({
     ...branchDeps,
     versionsDir: pool.versions,

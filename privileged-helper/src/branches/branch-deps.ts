@@ -1,5 +1,6 @@
 // What every operation on running branches (fork, checkpoint, rollback) works with.
 import type { Criu } from '../host/criu/criu.js';
+import type { KsmPacer } from '../host/ksm.js';
 import type { Registry } from '../registry/registry.js';
 import type { BranchStorage } from '../workspaces/branch-storage.js';
 import type { HostLedger } from '../workspaces/ledger.js';
@@ -13,4 +14,6 @@ export interface BranchDeps {
   storage: BranchStorage;
   workspaces: WorkspaceService;
   criu: Criu;
+  /** Holds ksmd at its idle pace while CRIU works (host/ksm.ts). */
+  ksm: Pick<KsmPacer, 'hold'>;
 }

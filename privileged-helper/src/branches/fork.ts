@@ -55,7 +55,7 @@ export class ForkService {
     refuseFaultsUnlessAllowed(this.d.allowFaultInjection, opts.faultAt);
     if (opts.names && opts.names.length !== opts.copies) throw new GroveError('E_INVALID_PARAMS', `give ${opts.copies} names, or none`);
     const source = this.d.workspaces.running(ref);
-    return this.d.workspaces.lock.run(source.id, () => new ForkTransaction(this.d, this.d.workspaces.running(source.id), opts).run());
+    return this.d.workspaces.lock.run(source.id, () => this.d.ksm.hold(() => new ForkTransaction(this.d, this.d.workspaces.running(source.id), opts).run()));
   }
 }
 

@@ -55,7 +55,7 @@ export class VersionService {
   async checkpoint(ref: string, label?: string, faultAt?: CheckpointStage): Promise<Version> {
     refuseFaultsUnlessAllowed(this.d.allowFaultInjection, faultAt);
     const { id } = this.d.workspaces.running(ref);
-    const version = await this.d.workspaces.lock.run(id, () => this.capture(id, label, faultAt));
+    const version = await this.d.workspaces.lock.run(id, () => this.d.ksm.hold(() => this.capture(id, label, faultAt)));
     this.persisting.set(version.id, this.persist(version, faultAt));
     return toVersion(version);
   }
@@ -157,7 +157,7 @@ export class VersionService {
       if (n === 0) this.inUse.delete(versionId);
       else this.inUse.set(versionId, n);
     };
-    return this.d.workspaces.lock.run(id, async () => {
+    return this.d.workspaces.lock.run(id, () => this.d.ksm.hold(async () => {
       const ws = this.d.workspaces.record(id);
       const version = this.d.registry.findVersion(versionId);
       if (!version) throw new GroveError('E_NOT_FOUND', `no version '${versionId}'`);
@@ -175,7 +175,7 @@ export class VersionService {
       }
       await this.remove(before.id);
       return back;
-    }).finally(release);
+    })).finally(release);
   }
 
   /**

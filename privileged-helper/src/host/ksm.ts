@@ -4,6 +4,10 @@
 // CPU, so it runs fast only for a while after something new appeared (a fork,
 // a rollback, a new workspace) and slowly otherwise. Numbers from kernel.md:
 // 5000 pages every 10 ms merged four 200 MiB copies within ~3 s.
+//
+// Fast scanning takes most of a core, and this machine has two: while CRIU
+// dumps or restores a branch (a fork, a checkpoint, a rollback) ksmd is held
+// at its idle pace, and the fast spell resumes after (docs/fork-profile.md).
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
@@ -13,25 +17,56 @@ const FAST_FOR_MS = 30_000;
 
 export class KsmPacer {
   private timer: NodeJS.Timeout | null = null;
+  private fastUntil = 0;
+  private holds = 0;
+  private applied: typeof FAST | typeof IDLE | null = null;
 
   constructor(private readonly sysfs = '/sys/kernel/mm/ksm') {}
 
   async start(): Promise<void> {
-    await this.set({ ...IDLE, run: 1 });
+    await this.write({ ...IDLE, run: 1 });
+    this.applied = IDLE;
   }
 
   /** Scan fast for a while (new copies of pages just appeared), then go back to idle. */
   boost(): void {
+    this.fastUntil = Date.now() + FAST_FOR_MS;
     if (this.timer) clearTimeout(this.timer);
-    void this.set(FAST).catch(() => undefined);
     this.timer = setTimeout(() => {
       this.timer = null;
-      void this.set(IDLE).catch(() => undefined);
+      void this.apply();
     }, FAST_FOR_MS);
     this.timer.unref();
+    void this.apply();
   }
 
-  private async set(values: Record<string, number>): Promise<void> {
+  /** Runs `work` (CRIU's) with ksmd at its idle pace; the fast spell, if any, goes on after. */
+  async hold<T>(work: () => Promise<T>): Promise<T> {
+    this.holds++;
+    await this.apply();
+    try {
+      return await work();
+    } finally {
+      this.holds--;
+      await this.apply();
+    }
+  }
+
+  /** The pace now wanted: fast during a spell with nothing held. */
+  pace(): 'fast' | 'idle' {
+    return this.holds === 0 && Date.now() < this.fastUntil ? 'fast' : 'idle';
+  }
+
+  private async apply(): Promise<void> {
+    const want = this.pace() === 'fast' ? FAST : IDLE;
+    if (want === this.applied) return;
+    this.applied = want;
+    await this.write(want).catch(() => {
+      this.applied = null; // unknown: written again next time
+    });
+  }
+
+  private async write(values: Record<string, number>): Promise<void> {
     for (const [key, value] of Object.entries(values)) await writeFile(path.join(this.sysfs, key), String(value));
   }
 }

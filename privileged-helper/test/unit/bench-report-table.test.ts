@@ -34,6 +34,7 @@ describe('bench report table', () => {
     expect(table).toMatch(/dump \(CRIU run\)\s+310\s+610\s+310\s+330/);
     expect(table).toMatch(/outside the freeze\s+110\s+410/);
     expect(table).toMatch(/CRIU restore_time\s+175\s+195\s+180\s+260/);
+    expect(table).toMatch(/checkpoint \(p50 of 3\): returns after 320 ms, saved after 950 ms/);
     expect(reportTable({ ...sampleResult(), profile: null })).not.toMatch(/Profile/);
   });
 });

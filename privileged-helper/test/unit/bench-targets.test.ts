@@ -18,7 +18,12 @@ describe('bench targets', () => {
       'key press → changed frame p50',
       'caged vs uncaged fork → first frame p50',
       'caged vs uncaged child PSS p50',
+      '16 live branches, PSS at first frame',
+      'checkpoint returns p50',
+      'fork with a 1 GiB heap p50',
     ]);
+    expect(checks[12]).toEqual({ name: 'fork with a 1 GiB heap p50', target: '≤ 2 s', measured: '3100 ms', met: false });
+    expect(checks[11]).toEqual({ name: 'checkpoint returns p50', target: '≤ 200 ms', measured: '320 ms', met: false });
     expect(checks[8]).toEqual({ name: 'caged vs uncaged fork → first frame p50', target: 'within 10 %', measured: '1050 ms vs 1000 ms (+5.0 %)', met: true });
     expect(checks[9]).toMatchObject({ measured: '420 MiB vs 410 MiB (+2.4 %)', met: true });
     expect(checks[6]).toEqual({ name: 'screenshot p50 (whole screen)', target: '≤ 100 ms', measured: '30 ms', met: true });
@@ -34,6 +39,7 @@ describe('bench targets', () => {
     r.grove.sourceFrozenMs.p50 = 150;
     r.grove.fanout[3]!.totalMs = 8001;
     r.grove.fanout[3]!.pssMiBSettled = 2560;
+    r.grove.fanout[3]!.pssMiB = 2561;
     r.grove.readLatency[2]!.us = 10.9;
     r.computerUse!.screenshotMs.p50 = 100;
     r.computerUse!.actionToFrameMs.p50 = 101;
@@ -50,17 +56,21 @@ describe('bench targets', () => {
       'key press → changed frame p50': false,
       'caged vs uncaged fork → first frame p50': false,
       'caged vs uncaged child PSS p50': true,
+      '16 live branches, PSS at first frame': false,
+      'checkpoint returns p50': false,
+      'fork with a 1 GiB heap p50': false,
     });
   });
 
   it('judges only computer use after --only computer-use', () => {
     const r = sampleResult();
     const empty = { ...r.grove, forkToFirstFrameMs: { p50: null, p95: null }, sourceFrozenMs: { p50: null, p95: null }, fanout: [], readLatency: [] };
-    const checks = checkTargets({ ...r, sections: ['computer-use'], grove: empty, ratio: null, cage: null });
+    const checks = checkTargets({ ...r, sections: ['computer-use'], grove: empty, ratio: null, cage: null, profile: null });
     expect(checks.filter((t) => t.met !== null).map((t) => t.name)).toEqual(['screenshot p50 (whole screen)', 'key press → changed frame p50']);
     const withoutComputerUse = checkTargets({ ...r, computerUse: null });
     expect(withoutComputerUse.find((t) => t.name === 'key press → changed frame p50')).toMatchObject({ measured: 'not measured', met: null });
-    expect(checkTargets({ ...r, cage: null }).at(-1)).toMatchObject({ measured: 'not measured', met: null });
+    expect(checkTargets({ ...r, cage: null }).at(-4)).toMatchObject({ measured: 'not measured', met: null });
+    expect(checkTargets({ ...r, profile: null }).at(-1)).toMatchObject({ measured: 'not measured (--only profile measures it)', met: null });
   });
 
   it('says what a quick run did not measure instead of judging it', () => {
