@@ -133,7 +133,7 @@ async function boot(config: HelperConfig) {
     allowFaultInjection: config.allowFaultInjection,
     events: {
       changed: (version) => bus.broadcast('version.changed', { version }),
-      removed: (id) => bus.broadcast('version.removed', { id }),
+      removed: (id, reason) => bus.broadcast('version.removed', { id, ...(reason && { reason }) }),
     },
     log,
   });

@@ -321,7 +321,8 @@ export class Controller {
     client.on('version.changed', (e) => this.onVersionChanged(e.version));
     client.on('version.removed', (e) => {
       this.versions = this.versions.filter((v) => v.id !== e.id);
-      this.changed();
+      if (e.reason) this.log(HELPER, 'checkpoint lost', e.id, 'failed', e.reason);
+      else this.changed();
     });
     client.on('progress', (e) => this.onProgress(e));
     client.on('approval.opened', (e) => this.onApproval(e));

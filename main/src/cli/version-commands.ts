@@ -54,18 +54,19 @@ export async function chooseVersionsFate(c: HelperClient, ref: string, opts: Ver
  * version once it is saved, and rejects if it could not be.
  */
 export async function watchVersions(c: HelperClient): Promise<(id: string) => Promise<Version>> {
-  const settled = new Map<string, Version | 'removed'>();
-  const waiting = new Map<string, (v: Version | 'removed') => void>();
-  const settle = (id: string, outcome: Version | 'removed') => {
+  type Outcome = Version | { removed: string };
+  const settled = new Map<string, Outcome>();
+  const waiting = new Map<string, (v: Outcome) => void>();
+  const settle = (id: string, outcome: Outcome) => {
     settled.set(id, outcome);
     waiting.get(id)?.(outcome);
   };
   c.on('version.changed', (e) => e.version.saved && settle(e.version.id, e.version));
-  c.on('version.removed', (e) => settle(e.id, 'removed'));
+  c.on('version.removed', (e) => settle(e.id, { removed: e.reason ?? `version ${e.id} was removed` }));
   await c.subscribe(['version.changed', 'version.removed']);
   return async (id) => {
-    const outcome = settled.get(id) ?? (await new Promise<Version | 'removed'>((resolve) => waiting.set(id, resolve)));
-    if (outcome === 'removed') throw new GroveError('E_HOST', `version ${id} could not be saved (the helper's log says why); it is gone`);
+    const outcome = settled.get(id) ?? (await new Promise<Outcome>((resolve) => waiting.set(id, resolve)));
+    if ('removed' in outcome) throw new GroveError('E_HOST', `${outcome.removed}; it is gone`);
     return outcome;
   };
 }

@@ -312,6 +312,19 @@ describe('controller', () => {
     r.ws.close();
   });
 
+  it('keeps versions live: a checkpoint shows as saving, then saved, and goes when it is removed', async () => {
+    const r = await renderer(web.secret);
+    await until(() => r.states.find((x) => x.branches.length === 1));
+    const version = { id: 'bbbbbbb1', branch: 'aaaaaaa1', tree: 'aaaaaaa1', label: 'before', createdAt: '2026-12-01T12:00:00.000Z', saved: false };
+    helper.emit('version.changed', { version });
+    expect((await until(() => r.states.find((x) => x.versions.length === 1))).versions).toEqual([version]);
+    helper.emit('version.changed', { version: { ...version, saved: true } });
+    await until(() => r.states.find((x) => x.versions[0]?.saved === true));
+    helper.emit('version.removed', { id: version.id });
+    await until(() => r.states.findLast((x, i) => i > 0 && x.versions.length === 0 && r.states.slice(0, i).some((y) => y.versions[0]?.saved)));
+    r.ws.close();
+  });
+
   it('attributes what the helper reports to whoever caused it: this app, another client, or the helper', async () => {
     const r = await renderer(web.secret);
     await until(() => r.states.at(-1));

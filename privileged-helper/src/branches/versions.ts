@@ -23,7 +23,7 @@ export interface VersionDeps extends BranchDeps {
   /** Where checkpoints are dumped before they are saved into the pool (the helper's run dir). */
   scratchDir: string;
   allowFaultInjection: boolean;
-  events: { changed: (v: Version) => void; removed: (id: string) => void };
+  events: { changed: (v: Version) => void; removed: (id: string, reason?: string) => void };
   log: (msg: string) => void;
 }
 
@@ -126,8 +126,9 @@ export class VersionService {
       this.d.events.changed(toVersion({ ...version, saved: true }));
       await this.d.ledger.remove({ kind: 'directory', name: scratch, owner: version.id });
     } catch (err) {
-      this.d.log(`checkpoint ${version.id} of ${version.branchId} could not be saved: ${(err as Error).message}`);
-      await this.drop(version.id);
+      const reason = `checkpoint ${version.id} could not be saved into the pool: ${(err as Error).message}`;
+      this.d.log(`${reason} (branch ${version.branchId})`);
+      await this.drop(version.id, reason);
     } finally {
       this.persisting.delete(version.id);
     }
@@ -282,12 +283,12 @@ export class VersionService {
     await this.drop(versionId);
   }
 
-  /** Removes a version's files and record. */
-  private async drop(versionId: string): Promise<void> {
+  /** Removes a version's files and record (`reason`: why, when no one asked for it). */
+  private async drop(versionId: string, reason?: string): Promise<void> {
     await this.d.ledger.removeOwned(versionId);
     if (!this.d.registry.findVersion(versionId)) return;
     this.d.registry.deleteVersion(versionId);
-    this.d.events.removed(versionId);
+    this.d.events.removed(versionId, reason);
   }
 
   /**

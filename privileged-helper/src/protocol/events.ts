@@ -20,8 +20,8 @@ export const events = {
   'workspace.removed': z.strictObject({ id: Id }),
   /** A version appeared (a checkpoint, saving) or changed (saved). */
   'version.changed': z.strictObject({ version: Version }),
-  /** A version was deleted, or a checkpoint could not be saved. */
-  'version.removed': z.strictObject({ id: Id }),
+  /** A version was deleted, or a checkpoint could not be saved (then `reason` says why). */
+  'version.removed': z.strictObject({ id: Id, reason: z.string().optional() }),
   /** The pool became low on space, or is no longer (sent when `low` changes). */
   'pool.space': PoolSpace,
   'exec.output': z.strictObject({ session: z.string(), data: z.string() }),

@@ -10,7 +10,7 @@ import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Version, Workspace } from '../../src/protocol/entities.js';
 import { agentUserNames, CALL, GROVE_CLI, runAs } from './agent-users.js';
 import { REPO } from './helper-process.js';
-import { connect, createWorkspace, instance, track } from './support.js';
+import { connect, createWorkspace, instance, track, waitFor } from './support.js';
 
 const PREFIX = 'retention-';
 const pool = () => path.join(instance().stateDir, 'pool');
@@ -159,6 +159,7 @@ describe('versions belong to their workspace', () => {
     const ws = await desktopWorkspace(client, `${PREFIX}cli`);
     trees.add(ws.tree);
     const version = await client.request('branch.checkpoint', { workspace: ws.id, label: 'cli' });
+    await waitFor('the version to be saved', async () => (await client.request('version.list', { workspace: ws.id }))[0]?.saved === true, 60_000);
 
     const both = await grove('ws', 'rm', ws.id, '--keep-versions', '--delete-versions');
     expect(both.stderr).toMatch(/give --keep-versions or --delete-versions, not both/);
@@ -169,8 +170,9 @@ describe('versions belong to their workspace', () => {
     expect(listed.exitCode, listed.stderr).toBe(0);
     const row = listed.stdout.trim().split('\n')[1]!.split('\t');
     expect(row.slice(0, 3)).toEqual([version.id, `${PREFIX}cli (deleted)`, ws.id]);
-    expect(row[4]).toMatch(/^\d+\.\d MiB$/);
-    expect(row[5]).toBe('cli');
+    expect(row[4]).toBe('yes'); // saved
+    expect(row[5]).toMatch(/^\d+\.\d MiB$/);
+    expect(row[6]).toBe('cli');
 
     const typo = await grove('versions', 'rm', version.id, 'ffffffff');
     expect(typo.exitCode).toBe(2);
