@@ -18,6 +18,9 @@ describe('criuFailure', () => {
     });
     expect(transientDumpFailure(log)).toBe(true);
     expect(transientDumpFailure('Error (criu/cr-dump.c:1655): Timeout reached. Try to interrupt: 0')).toBe(false);
+    // A task of a tree restored a moment ago, still in tracing stop; a stopped one (T) is no passing state.
+    expect(transientDumpFailure('(00.012) Error (compel/src/lib/infect.c:146): Unseizable non-zombie 18387 found, state t, err -1/10')).toBe(true);
+    expect(transientDumpFailure('(00.012) Error (compel/src/lib/infect.c:146): Unseizable non-zombie 18387 found, state T, err -1/10')).toBe(false);
   });
 
   it("names the restored tree's task and drops the timestamps of a verbose log", () => {

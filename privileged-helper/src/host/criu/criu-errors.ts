@@ -30,12 +30,15 @@ const ADVICE: [RegExp, string][] = [
 ];
 
 /**
- * A netlink socket with messages its process has not read yet (Chromium's
- * network-change watcher, a moment after an address or route event) cannot
- * be dumped; a moment later it has read them: such a dump is worth another try.
+ * Dumps worth another try a moment later:
+ * - a netlink socket with messages its process has not read yet (Chromium's
+ *   network-change watcher, a moment after an address or route event);
+ * - a task still in tracing stop (state t), as the tasks of a tree CRIU has
+ *   just restored can be for a moment (seen in a checkpoint right after a
+ *   rollback). One a debugger really holds stays so, and the last try says so.
  */
 export function transientDumpFailure(log: string): boolean {
-  return /netlink: The socket has data to read/.test(log);
+  return /netlink: The socket has data to read|Unseizable non-zombie \d+ found, state t,/.test(log);
 }
 
 export interface CriuFailure {
