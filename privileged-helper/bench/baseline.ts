@@ -26,7 +26,7 @@ import { allSettled } from '../src/branches/fork.js';
 import { snapshot } from '../src/host/btrfs.js';
 import { Criu, restorePidFile } from '../src/host/criu/criu.js';
 import type { CriuDumpStats } from '../src/protocol/entities.js';
-import { mountOverlay } from '../src/host/overlay.js';
+import { bindMount, mountOverlay } from '../src/host/overlay.js';
 import { applyFirewall, createNetns, createVeth, deleteNetns, netnsPath, planNetwork, type NetPlan } from '../src/host/netns.js';
 import { inOwnUserNamespace, signalIfSame, startTime, waitGone } from '../src/host/proc.js';
 import { firstFrame } from '../src/host/rfb-probe.js';
@@ -95,6 +95,12 @@ export interface BaselineSetting {
   failedLogsDir: string;
   /** The helper's view of /sys without submounts (host/sys-view.ts), for a source in a user namespace. */
   sysView: string;
+  /**
+   * A directory the restored tree's user namespace can reach (the helper's
+   * roots dir): its binds' sources are bound there, as Grove's are, since
+   * the pool's directories are root's alone and CRIU opens them from inside.
+   */
+  reachableDir: string;
 }
 
 export interface BaselineTimings {
@@ -117,6 +123,8 @@ interface Copy {
   subvolume: string;
   /** The restored tree's root: the subvolume itself, or an overlay mounted over its upper. */
   rootfs: string;
+  /** Where each of the source's binds comes from in this copy (bound into reachableDir for a source in a user namespace). */
+  bindSources: { containerPath: string; source: string }[];
 }
 
 /** One plain-CRIU fork into `copies` copies: run() measures it, cleanup() removes all it made (idempotent). */
@@ -150,6 +158,10 @@ export class BaselineFork {
         net: planNetwork(s.instance, `c${name}`, s.subnet, s.netIndex - i),
         subvolume,
         rootfs: source.overlay ? path.join(s.scratchDir, `criu-baseline-root-${name}`) : subvolume,
+        bindSources: source.binds.map((b) => ({
+          containerPath: b.containerPath,
+          source: source.userns ? path.join(s.reachableDir, `bench-criu-${name}-${b.dir}`) : path.join(subvolume, b.dir),
+        })),
       };
     });
   }
@@ -240,7 +252,7 @@ export class BaselineFork {
       netnsPath: netnsPath(copy.net.netns),
       hostname: `bench-criu-${copy.name}`,
       name: `baseline-${copy.name}`,
-      binds: this.source.binds.map((b) => ({ containerPath: b.containerPath, source: path.join(copy.subvolume, b.dir) })),
+      binds: copy.bindSources,
       cgroups: [], // plain CRIU: no launcher, so no cgroups of Grove's
       userns: this.source.userns,
     });
@@ -275,6 +287,12 @@ export class BaselineFork {
     await this.make(`directory ${copy.rootfs}`, () => mkdir(copy.rootfs, { recursive: true }), () => rm(copy.rootfs, { recursive: true, force: true }));
     const layers = { lower: overlay.lower, upper: path.join(copy.subvolume, 'upper'), work: path.join(copy.subvolume, 'work') };
     await this.make(`mount ${copy.rootfs}`, () => mountOverlay(copy.rootfs, layers), () => unmountWithRetry(copy.rootfs));
+    if (!this.source.userns) return;
+    for (const [i, b] of this.source.binds.entries()) {
+      const at = copy.bindSources[i]!.source;
+      await this.make(`directory ${at}`, () => mkdir(at, { recursive: true }), () => rm(at, { recursive: true, force: true }));
+      await this.make(`mount ${at}`, () => bindMount(path.join(copy.subvolume, b.dir), at), () => unmountWithRetry(at));
+    }
   }
 
   private async make(what: string, make: () => Promise<unknown>, remove: () => Promise<unknown>): Promise<void> {

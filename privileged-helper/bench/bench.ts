@@ -108,6 +108,7 @@ class Session {
       firstFrameTimeoutMs: 120_000,
       failedLogsDir: `/var/tmp/grove-bench-${this.t.instance}-criu-logs`,
       sysView: path.join(`${this.t.runDir}-roots`, 'sys'),
+      reachableDir: `${this.t.runDir}-roots`,
     };
   }
 
