@@ -115,8 +115,11 @@ describe('a full pool', () => {
 
   it('leaves no half a version when the pool fills while a checkpoint is being saved, and the branch runs on', async () => {
     const ids = async () => (await c.request('version.list', { workspace: ws.id })).map((v) => v.id);
+    // The last test's checkpoint may still be on its way into the pool: it is saved before this one fills the pool.
+    await waitFor('earlier checkpoints to be saved', async () => (await c.request('version.list', { workspace: ws.id })).every((v) => v.saved), 60_000);
     const versionsBefore = await ids();
-    const removed = new Promise<{ id: string; reason?: string }>((resolve) => c.on('version.removed', resolve));
+    const removals: { id: string; reason?: string }[] = [];
+    c.on('version.removed', (e) => removals.push(e));
     await c.subscribe(['version.removed']);
     const checkpoint = c.request('branch.checkpoint', { workspace: ws.id, label: 'filled during' });
     // The check before the dump passed; as soon as CRIU dumps (into the scratch space), the pool it is saved into fills up.
@@ -130,7 +133,8 @@ describe('a full pool', () => {
     }
     const version = await checkpoint; // its point in time was fixed: it returns, to be saved after
     expect(version.saved).toBe(false);
-    const gone = await removed;
+    await waitFor('the checkpoint to be dropped', async () => removals.some((r) => r.id === version.id), 60_000);
+    const gone = removals.find((r) => r.id === version.id)!;
     await emptyPool();
     process.stderr.write(`[space] checkpoint saved into a pool filled under it: ${gone.reason}\n`);
     expect(gone).toEqual({ id: version.id, reason: expect.stringMatching(new RegExp(`checkpoint ${version.id} could not be saved into the pool: .*No space left on device`)) });
