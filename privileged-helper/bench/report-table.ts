@@ -1,7 +1,7 @@
 // The benchmark's printout for people: the same numbers as the JSON, side by
 // side, with each of the targets (issues 6 and 10) next to what was measured.
 import type { BenchResult, BenchSection, ProfileCheckpoint, ProfileFork, Side } from './result-schema.js';
-import { percentile } from './stats.js';
+import { median } from './stats.js';
 
 const STAGES = ['prepare', 'dump', 'sourceFrozen', 'thaw', 'restore', 'expose', 'firstFrame', 'total'];
 
@@ -109,16 +109,12 @@ function profileSection(r: BenchResult): string[] {
     ['first frame', (f) => f.timings.firstFrame],
     ['fork → first frame', (f) => f.timings.total],
   ];
-  const median = (forks: ProfileFork[], m: (f: ProfileFork) => number | undefined) => {
-    const xs = forks.map(m).filter((x): x is number => x !== undefined);
-    return xs.length > 0 ? percentile(xs, 50) : null;
-  };
   const on = p.sequence.filter((f) => f.kdatCache);
   const off = p.sequence.filter((f) => !f.kdatCache);
   lines.push(row(['measure', 'kdat cache', 'no cache', ...p.parallel.map((f) => `${f.copies} copies`), '1 GiB heap'], 24));
-  for (const [name, m] of measures) lines.push(row([name, num(median(on, m)), num(median(off, m)), ...p.parallel.map((f) => num(m(f))), num(median(p.heap, m))], 24));
+  for (const [name, m] of measures) lines.push(row([name, num(median(on.map(m))), num(median(off.map(m))), ...p.parallel.map((f) => num(m(f))), num(median(p.heap.map(m)))], 24));
   const checkpoints = p.checkpoints;
-  const cp = (pick: (c: ProfileCheckpoint) => number) => num(percentile(checkpoints.map(pick), 50));
+  const cp = (pick: (c: ProfileCheckpoint) => number) => num(median(checkpoints.map(pick)));
   if (checkpoints.length) lines.push(`checkpoint (p50 of ${checkpoints.length}): returns after ${cp((c) => c.returnMs)} ms, saved after ${cp((c) => c.savedMs)} ms`);
   if (p.errors.length) lines.push(`${p.errors.length} failure(s), first: ${p.errors[0]!.slice(0, 300)}`);
   return lines;

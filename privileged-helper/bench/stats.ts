@@ -28,6 +28,12 @@ export function percentile(samples: readonly number[], p: number): number {
   return a + (b - a) * (pos - lo);
 }
 
+/** The p50 of the finite samples, or null when there are none (a section that measured nothing). */
+export function median(samples: readonly (number | undefined)[] | undefined): number | null {
+  const known = (samples ?? []).filter((x): x is number => x !== undefined && Number.isFinite(x));
+  return known.length > 0 ? percentile(known, 50) : null;
+}
+
 export function summarize(samples: readonly number[]): Summary {
   const sum = samples.reduce((s, x) => s + x, 0);
   return {

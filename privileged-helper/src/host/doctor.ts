@@ -72,7 +72,7 @@ export function versionAtLeast(version: string, min: readonly number[]): boolean
 /** CRIU's kernel-probe cache (criu/kdat-cache.ts): without it every dump and restore probes the kernel again. */
 async function kdatCache(): Promise<DoctorCheck> {
   const ok = await access(KDAT_CACHE).then(() => true, () => false);
-  return { name: 'criu cache', ok, detail: ok ? `${KDAT_CACHE} (CRIU's kernel probe, saved)` : `no ${KDAT_CACHE}: every CRIU run probes the kernel again (~0.3 s); the helper writes it at start` };
+  return { name: 'criu cache', ok, detail: ok ? `${KDAT_CACHE} (CRIU's kernel probe, saved)` : `no ${KDAT_CACHE}: every CRIU run probes the kernel again (~40 ms, more under load); the helper writes it at start` };
 }
 
 /** The helper (this process) does not die with the terminal or login that started it. */

@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { percentile, round, roundAll, speedup, summarize, summarizeByKey } from '../../bench/stats.js';
+import { median, percentile, round, roundAll, speedup, summarize, summarizeByKey } from '../../bench/stats.js';
 
 describe('bench stats', () => {
+  it('takes the median of what was measured, and says null when nothing was', () => {
+    expect(median([300, undefined, 100, Number.NaN, 200])).toBe(200);
+    expect(median([1, 2])).toBe(1.5);
+    expect(median([undefined])).toBeNull();
+    expect(median(undefined)).toBeNull();
+  });
+
   it('interpolates percentiles linearly between ranks', () => {
     expect(percentile([10], 50)).toBe(10);
     expect(percentile([10], 95)).toBe(10);
