@@ -2,7 +2,8 @@
 // fidelity suite): what a process holds (threads, timers, a deleted-but-open
 // file, flock, POSIX and OFD locks, a big heap), what watches files (inotify),
 // what the desktop shows (unsaved editor text, window positions), every file
-// lock Chromium holds, loopback TCP kept and outside connections closed, forks
+// lock Chromium holds, loopback TCP kept and outside connections closed,
+// messages in flight with the descriptors they carry, forks
 // under CPU load, and the same state again after a rollback, after a
 // promotion, and in forks of those. Each case prints its fork time, so a slow
 // path shows.
@@ -128,6 +129,41 @@ elif role == 'outside':
         time.sleep(0.1)
     conn.sendall(b'GET http://fidelity.invalid/ HTTP/1.1\\r\\nHost: fidelity.invalid\\r\\n\\r\\n')
     status(name, state='answered', line=conn.recv(200).split(b'\\r\\n')[0].decode())
+`;
+
+/**
+ * Two processes joined by a socket pair, each with a message to the other in
+ * flight that carries a descriptor: the parent's of a file it closed once
+ * sent, the child's of one it keeps at descriptor 77 (each then makes
+ * /tmp/scm-SIDE.sent). Nobody reads until
+ * /tmp/scm.go exists; then each writes what it received, the message and
+ * the contents of the file behind the descriptor, to /tmp/scm-SIDE.txt.
+ */
+const PASSER = `
+import os, socket, time
+def receive(side, sock):
+    while not os.path.exists('/tmp/scm.go'): time.sleep(0.1)
+    msg, fds, _, _ = socket.recv_fds(sock, 100, 4)
+    got = ' '.join(os.pread(fd, 100, 0).decode() for fd in fds)
+    with open('/tmp/scm-%s.tmp' % side, 'w') as f: f.write('%s: %s' % (msg.decode(), got))
+    os.rename('/tmp/scm-%s.tmp' % side, '/tmp/scm-%s.txt' % side)
+parent_end, child_end = socket.socketpair()
+if os.fork() == 0:
+    parent_end.close()
+    with open('/tmp/scm-child.src', 'w') as f: f.write('kept by the child')
+    os.dup2(os.open('/tmp/scm-child.src', os.O_RDONLY), 77)
+    socket.send_fds(child_end, [b'to parent'], [77])
+    open('/tmp/scm-child.sent', 'w').close()
+    receive('child', child_end)
+else:
+    child_end.close()
+    with open('/tmp/scm-parent.src', 'w') as f: f.write('closed by the parent')
+    fd = os.open('/tmp/scm-parent.src', os.O_RDONLY)
+    socket.send_fds(parent_end, [b'to child'], [fd])
+    os.close(fd)
+    open('/tmp/scm-parent.sent', 'w').close()
+    receive('parent', parent_end)
+    os.wait()
 `;
 
 interface Conversation {
@@ -353,6 +389,18 @@ except OSError: print('held')"`)).trim(),
     expect((await conversation(source, 'gate')).state).toBe('open');
     await sh(c, source, 'touch /tmp/tcp-gate.go');
     await expect.poll(async () => (await conversation(source, 'gate')).line ?? '', { timeout: 15_000 }).toMatch(/^HTTP\/1\.[01] \d{3}/);
+  });
+
+  it('delivers messages in flight that carry descriptors, each to its reader, in each child and the source', async () => {
+    await c.request('exec.run', { workspace: source.id, argv: ['sh', '-c', 'cat > /tmp/passer.py'], stdin: PASSER });
+    await sh(c, source, 'rm -f /tmp/scm.go /tmp/scm-*; nohup python3 /tmp/passer.py >/tmp/passer.log 2>&1 &');
+    await waitFor('both messages to be sent', () => sh(c, source, 'ls /tmp/scm-parent.sent /tmp/scm-child.sent >/dev/null 2>&1 && echo yes || true').then((o) => o.includes('yes')), 15_000);
+    const children = await fork(source, 'descriptors in flight');
+    for (const branch of [...children, source]) {
+      await sh(c, branch, 'touch /tmp/scm.go');
+      const read = () => sh(c, branch, 'for side in parent child; do cat /tmp/scm-$side.txt 2>/dev/null; echo; done').then((t) => t.trim());
+      await expect.poll(read, { timeout: 15_000, message: branch.name }).toBe('to parent: kept by the child\nto child: closed by the parent');
+    }
   });
 
   it('keeps every file lock Chromium holds, by the same process, in each child', async () => {
