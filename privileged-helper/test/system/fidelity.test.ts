@@ -133,36 +133,43 @@ elif role == 'outside':
 
 /**
  * Two processes joined by a socket pair, each with a message to the other in
- * flight that carries a descriptor: the parent's of a file it closed once
- * sent, the child's of one it keeps at descriptor 77 (each then makes
- * /tmp/scm-SIDE.sent). Nobody reads until
- * /tmp/scm.go exists; then each writes what it received, the message and
- * the contents of the file behind the descriptor, to /tmp/scm-SIDE.txt.
+ * flight that carries descriptors: the child's, of a file it keeps at
+ * descriptor 77; the parent's, of a file it closed once sent and of one end
+ * of another socket pair, which it closed too (that end is then held by the
+ * message alone). Each then makes /tmp/scm-SIDE.sent. Nobody reads until
+ * /tmp/scm.go exists; then each writes what it received to
+ * /tmp/scm-SIDE.txt: the message, the file's contents, and for the parent
+ * what came back over the pair whose end it sent.
  */
 const PASSER = `
 import os, socket, time
-def receive(side, sock):
+def report(side, text):
+    with open('/tmp/scm-%s.tmp' % side, 'w') as f: f.write(text)
+    os.rename('/tmp/scm-%s.tmp' % side, '/tmp/scm-%s.txt' % side)
+def receive(sock):
     while not os.path.exists('/tmp/scm.go'): time.sleep(0.1)
     msg, fds, _, _ = socket.recv_fds(sock, 100, 4)
-    got = ' '.join(os.pread(fd, 100, 0).decode() for fd in fds)
-    with open('/tmp/scm-%s.tmp' % side, 'w') as f: f.write('%s: %s' % (msg.decode(), got))
-    os.rename('/tmp/scm-%s.tmp' % side, '/tmp/scm-%s.txt' % side)
+    return msg.decode(), fds
 parent_end, child_end = socket.socketpair()
+kept, sent = socket.socketpair()
 if os.fork() == 0:
-    parent_end.close()
+    parent_end.close(); kept.close(); sent.close()
     with open('/tmp/scm-child.src', 'w') as f: f.write('kept by the child')
     os.dup2(os.open('/tmp/scm-child.src', os.O_RDONLY), 77)
     socket.send_fds(child_end, [b'to parent'], [77])
     open('/tmp/scm-child.sent', 'w').close()
-    receive('child', child_end)
+    msg, fds = receive(child_end)
+    socket.socket(fileno=fds[1]).sendall(b'back over the sent pair')
+    report('child', '%s: %s' % (msg, os.pread(fds[0], 100, 0).decode()))
 else:
     child_end.close()
     with open('/tmp/scm-parent.src', 'w') as f: f.write('closed by the parent')
     fd = os.open('/tmp/scm-parent.src', os.O_RDONLY)
-    socket.send_fds(parent_end, [b'to child'], [fd])
-    os.close(fd)
+    socket.send_fds(parent_end, [b'to child'], [fd, sent.fileno()])
+    os.close(fd); sent.close()
     open('/tmp/scm-parent.sent', 'w').close()
-    receive('parent', parent_end)
+    msg, fds = receive(parent_end)
+    report('parent', '%s: %s; %s' % (msg, os.pread(fds[0], 100, 0).decode(), kept.recv(100).decode()))
     os.wait()
 `;
 
@@ -399,7 +406,7 @@ except OSError: print('held')"`)).trim(),
     for (const branch of [...children, source]) {
       await sh(c, branch, 'touch /tmp/scm.go');
       const read = () => sh(c, branch, 'for side in parent child; do cat /tmp/scm-$side.txt 2>/dev/null; echo; done').then((t) => t.trim());
-      await expect.poll(read, { timeout: 15_000, message: branch.name }).toBe('to parent: kept by the child\nto child: closed by the parent');
+      await expect.poll(read, { timeout: 15_000, message: branch.name }).toBe('to parent: kept by the child; back over the sent pair\nto child: closed by the parent');
     }
   });
 

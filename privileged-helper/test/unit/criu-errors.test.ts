@@ -21,6 +21,8 @@ describe('criuFailure', () => {
     // A task of a tree restored a moment ago, still in tracing stop; a stopped one (T) is no passing state.
     expect(transientDumpFailure('(00.012) Error (compel/src/lib/infect.c:146): Unseizable non-zombie 18387 found, state t, err -1/10')).toBe(true);
     expect(transientDumpFailure('(00.012) Error (compel/src/lib/infect.c:146): Unseizable non-zombie 18387 found, state T, err -1/10')).toBe(false);
+    // A socket handed to another process that has not read it yet, with data of its own still queued.
+    expect(transientDumpFailure('Error (criu/sk-unix.c:482): unix: Non-empty write queue on an in-flight socket 0xd03e0a')).toBe(true);
   });
 
   it("names the restored tree's task and drops the timestamps of a verbose log", () => {

@@ -35,10 +35,13 @@ const ADVICE: [RegExp, string][] = [
  *   network-change watcher, a moment after an address or route event);
  * - a task still in tracing stop (state t), as the tasks of a tree CRIU has
  *   just restored can be for a moment (seen in a checkpoint right after a
- *   rollback). One a debugger really holds stays so, and the last try says so.
+ *   rollback). One a debugger really holds stays so, and the last try says so;
+ * - a socket in flight (held only by a message not read yet) with data of
+ *   its own not sent yet, which CRIU cannot dump (seen with mousepad, GTK, a
+ *   moment after it handed a socket to another process, which then reads it).
  */
 export function transientDumpFailure(log: string): boolean {
-  return /netlink: The socket has data to read|Unseizable non-zombie \d+ found, state t,/.test(log);
+  return /netlink: The socket has data to read|Unseizable non-zombie \d+ found, state t,|Non-empty write queue on an in-flight socket/.test(log);
 }
 
 export interface CriuFailure {
