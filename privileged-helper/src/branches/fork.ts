@@ -138,10 +138,12 @@ class ForkTransaction {
     const names = this.opts.names ?? this.childNames();
     const ports = this.d.registry.ports(this.source.id).map((p) => p.containerPort);
     for (const name of names) {
-      const child = this.d.workspaces.reserve({ name, image: this.source.image, parent: this.source, ports, madeBy: this.opts.madeBy });
-      this.children.push(child);
-      await this.d.runtime.prepareHost(child);
+      this.children.push(this.d.workspaces.reserve({ name, image: this.source.image, parent: this.source, ports, madeBy: this.opts.madeBy }));
     }
+    // All at once (each is a handful of ip, nft and cgroup runs); every one has ended before a failure unwinds them.
+    const prepared = await Promise.allSettled(this.children.map((child) => this.d.runtime.prepareHost(child)));
+    const failed = prepared.find((p) => p.status === 'rejected');
+    if (failed) throw failed.reason;
     const imagesDir = path.join(this.d.scratchDir, this.id);
     await this.d.ledger.make({ kind: 'directory', name: imagesDir, owner: this.id }, () => mkdir(imagesDir, { recursive: true, mode: 0o700 }));
     return imagesDir;

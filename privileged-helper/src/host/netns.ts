@@ -50,15 +50,23 @@ export async function createNetns(netns: string): Promise<void> {
   await run('ip', ['netns', 'add', netns]);
 }
 
-/** Creates the veth pair (container end named eth0 inside the netns) and addresses both ends. */
+/**
+ * Creates the veth pair (container end named eth0 inside the netns) and
+ * addresses both ends: one `ip -batch` on each side, as every ip run costs
+ * ~5 ms and this is on a fork's path (six runs before).
+ */
 export async function createVeth(plan: NetPlan): Promise<void> {
-  const inNs = (...args: string[]) => run('ip', ['-n', plan.netns, ...args]);
-  await run('ip', ['link', 'add', plan.hostVeth, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', plan.netns]);
-  await run('ip', ['addr', 'add', `${plan.hostAddress}/30`, 'dev', plan.hostVeth]);
-  await run('ip', ['link', 'set', plan.hostVeth, 'up']);
-  await inNs('link', 'set', 'lo', 'up');
-  await inNs('addr', 'add', `${plan.containerAddress}/30`, 'dev', 'eth0');
-  await inNs('link', 'set', 'eth0', 'up');
+  const batch = (lines: string[]) => `${lines.join('\n')}\n`;
+  await run('ip', ['-batch', '-'], {
+    input: batch([
+      `link add ${plan.hostVeth} type veth peer name eth0 netns ${plan.netns}`,
+      `addr add ${plan.hostAddress}/30 dev ${plan.hostVeth}`,
+      `link set ${plan.hostVeth} up`,
+    ]),
+  });
+  await run('ip', ['-n', plan.netns, '-batch', '-'], {
+    input: batch(['link set lo up', `addr add ${plan.containerAddress}/30 dev eth0`, 'link set eth0 up']),
+  });
 }
 
 export async function applyFirewall(plan: NetPlan): Promise<void> {
