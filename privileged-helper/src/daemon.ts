@@ -105,7 +105,7 @@ async function boot(config: HelperConfig) {
     },
     log,
   });
-  const runtime = new BranchRuntime(config, registry, ledger, crun, storage, gate, personGid, ids);
+  const runtime = new BranchRuntime(config, registry, ledger, crun, storage, gate, personGid, ids, log);
   const egress = new EgressService(registry, gate, (ws) => runtime.netPlan(ws));
   const removed = (id: string) => {
     desktop.forget(id);
@@ -203,12 +203,14 @@ async function serve(config: HelperConfig): Promise<void> {
     await listen({ path: config.agentSocketPath, role: 'agent', gid: groups.agent }, deps),
   ];
   log(`listening on ${config.socketPath} (persons) and ${config.agentSocketPath} (agents); instance ${config.instance}, epoch ${services.bus.epoch}`);
+  services.runtime.startPreparing();
   const shutdown = async (signal: string) => {
     log(`${signal}: closing; running workspaces keep running and are adopted on the next start`);
     for (const server of servers) server.close();
     exitWatch.stop();
     services.space.stop();
     await services.desktop.closeAll();
+    await services.runtime.stopPreparing();
     await services.runtime.detachAll();
     db.close();
     process.exit(0);

@@ -52,6 +52,7 @@ const PERF: PerfReport = {
     ksm: { pagesShared: 10_000, pagesSharing: 30_000, pagesUnshared: 5000, fullScans: 12, run: 1 },
   },
   pool: { freeBytes: 9 * 2 ** 30, totalBytes: 40 * 2 ** 30, low: false },
+  prepared: { ready: ['bbbbbbb1', 'bbbbbbb2'], kept: 2 },
   at: '2026-11-30T10:05:03.000Z',
 };
 

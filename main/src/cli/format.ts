@@ -90,6 +90,7 @@ export function printStats(p: PerfReport): void {
       `saving ${mib(h.ksm.pagesSharing * h.pageBytes)} MiB (${h.ksm.fullScans} full scans)`,
   );
   console.log(describePool(p.pool));
+  console.log(`networks prepared ahead for new branches: ${p.prepared.ready.length} of ${p.prepared.kept}`);
   console.log();
   if (p.branches.length === 0) console.log('No branch is running.');
   else {

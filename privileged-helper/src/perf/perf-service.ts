@@ -23,7 +23,7 @@ export class PerfService {
   constructor(
     private readonly registry: Registry,
     /** Each branch's limits and what its cgroups counted. */
-    private readonly cgroups: Pick<BranchRuntime, 'limits' | 'usage'>,
+    private readonly cgroups: Pick<BranchRuntime, 'limits' | 'usage' | 'prepared'>,
     private readonly poolSpace: () => Promise<PoolSpace>,
   ) {}
 
@@ -36,7 +36,8 @@ export class PerfService {
   private async read(): Promise<PerfReport> {
     const page = await pageBytes();
     const [branches, total, ksm, pool] = await Promise.all([this.branches(page), readHostMemory(), readKsmd(), this.poolSpace()]);
-    return { forks: this.registry.recentForks(FORK_HISTORY), branches, host: { ...total, pageBytes: page, ksm }, pool, at: new Date().toISOString() };
+    const prepared = this.cgroups.prepared();
+    return { forks: this.registry.recentForks(FORK_HISTORY), branches, host: { ...total, pageBytes: page, ksm }, pool, prepared, at: new Date().toISOString() };
   }
 
   /** Memory of each running branch whose init is still the process the registry knows. */

@@ -271,6 +271,8 @@ export const PerfReport = z.strictObject({
   branches: z.array(BranchMemory),
   host: HostMemory,
   pool: PoolSpace,
+  /** Networks and cgroups made ahead for new branches (workspaces/prepared-pool.ts): the ids they are ready for, and how many are kept. */
+  prepared: z.strictObject({ ready: z.array(Id), kept: z.number().int() }),
   at: z.string(),
 });
 export type PerfReport = z.infer<typeof PerfReport>;

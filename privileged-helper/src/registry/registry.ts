@@ -149,12 +149,12 @@ const toWorkspace = (r: WorkspaceRow): WorkspaceRecord => ({
 export class Registry {
   constructor(private readonly db: Db) {}
 
-  /** A new 8-hex-digit id, unused by any branch or version, nor by a gone tree whose versions are kept. */
-  freshId(): string {
+  /** A new 8-hex-digit id, unused by any branch or version, nor by a gone tree whose versions are kept, nor HELD (for branches to come). */
+  freshId(held: ReadonlySet<string> = new Set()): string {
     const used = this.db.prepare('SELECT 1 FROM workspaces WHERE id = @id UNION ALL SELECT 1 FROM versions WHERE id = @id OR tree_id = @id');
     for (;;) {
       const id = randomBytes(4).toString('hex');
-      if (used.get({ id }) === undefined) return id;
+      if (!held.has(id) && used.get({ id }) === undefined) return id;
     }
   }
 

@@ -10,7 +10,7 @@ import { Forwarder, type ForwardTarget } from '../host/forwarder.js';
 import { applyLimits, cgroupDirs, cgroupName, createCgroups, DEFAULT_LIMITS, readUsage, type CgroupUsage } from '../host/cgroups.js';
 import type { ExecTarget } from '../exec/exec-service.js';
 import type { BranchLimits } from '../protocol/entities.js';
-import { applyFirewall, createNetns, createVeth, netnsPath, planNetwork, type NetPlan } from '../host/netns.js';
+import { applyFirewall, createNetns, createVeth, MAX_NET_INDEX, netnsPath, planNetwork, type NetPlan } from '../host/netns.js';
 import { containerSpec } from '../host/oci-spec.js';
 import type { IdRange, IdRanges } from '../registry/id-ranges.js';
 import { startTime } from '../host/proc.js';
@@ -20,12 +20,17 @@ import type { EgressGate } from '../egress/gate.js';
 import type { DesktopTarget } from '../desktop/desktop-service.js';
 import type { BranchStorage } from './branch-storage.js';
 import { processObjectName, type HostLedger } from './ledger.js';
+import { PreparedPool, type PreparedSlot } from './prepared-pool.js';
 
 /** Where the desktop image's Xvnc listens in every branch (image/desktop/session.sh). */
 export const VNC_PORT = 5900;
 
+/** How many new branches' networks are kept ready (prepared-pool.ts). */
+const PREPARED_AHEAD = 2;
+
 export class BranchRuntime {
   private readonly forwarders = new Map<string, Forwarder[]>();
+  private readonly pool: PreparedPool;
 
   constructor(
     private readonly config: HelperConfig,
@@ -37,7 +42,25 @@ export class BranchRuntime {
     /** The person group: it may open the branches' desktop sockets. */
     private readonly personGid: number,
     private readonly ids: IdRanges,
-  ) {}
+    log: (msg: string) => void,
+  ) {
+    this.pool = new PreparedPool(PREPARED_AHEAD, {
+      allocate: () => this.allocateSlot(),
+      make: (slot) => this.makeHostSet(slot, DEFAULT_LIMITS),
+      remove: (slot) => this.ledger.removeOwned(slot.id),
+      log,
+    });
+  }
+
+  /** A fresh id and network slot for a new branch, none of which a branch or the pool holds. */
+  allocateSlot(): PreparedSlot {
+    const held = this.heldForNewBranches();
+    const used = this.registry.usedNetIndexes();
+    for (let netIndex = 0; netIndex <= MAX_NET_INDEX; netIndex++) {
+      if (!used.has(netIndex) && !held.netIndexes.has(netIndex)) return { id: this.registry.freshId(held.ids), netIndex };
+    }
+    throw new GroveError('E_PRECONDITION', 'no free workspace network left');
+  }
 
   /** The host ids the branch's tree runs as (its user namespace), or null for a tree made before them. */
   idRange(ws: { id: string }): IdRange | null {
@@ -65,15 +88,55 @@ export class BranchRuntime {
     return `grove-${this.config.instance}-${ws.id}`;
   }
 
-  /** What the branch's processes will run in: its network namespace with its veth pair and firewall, and its cgroups. */
+  /**
+   * What the branch's processes will run in: its network namespace with its
+   * veth pair and firewall, and its cgroups. A new branch that took a set
+   * made ahead (takePrepared) only gets its limits.
+   */
   async prepareHost(ws: WorkspaceRecord): Promise<void> {
-    const net = this.netPlan(ws);
-    await this.ledger.make({ kind: 'netns', name: net.netns, owner: ws.id }, () => createNetns(net.netns));
-    await this.ledger.make({ kind: 'veth', name: net.hostVeth, owner: ws.id }, () => createVeth(net));
+    if (this.pool.claim(ws.id)) {
+      if (this.config.cage) await applyLimits(this.cgroupName(ws), this.limits(ws));
+      return;
+    }
+    await this.makeHostSet(ws, this.limits(ws));
+  }
+
+  /** A prepared network and cgroups for the next new branch, or null; its id and network slot become the branch's. */
+  takePrepared(): PreparedSlot | null {
+    return this.pool.take();
+  }
+
+  /** The ids sets are ready for now, and how many are kept (perf.get). */
+  prepared(): { ready: string[]; kept: number } {
+    return { ready: this.pool.readyIds(), kept: PREPARED_AHEAD };
+  }
+
+  giveBackPrepared(slot: PreparedSlot): void {
+    this.pool.giveBack(slot);
+  }
+
+  /** Ids and network slots held for branches to come: no other branch may get them. */
+  heldForNewBranches(): { ids: Set<string>; netIndexes: Set<number> } {
+    return { ids: this.pool.heldIds(), netIndexes: this.pool.heldNetIndexes() };
+  }
+
+  /** Starts preparing sets ahead (after start-up's reconciliation), and removes the untaken ones at shutdown. */
+  startPreparing(): void {
+    this.pool.start();
+  }
+
+  stopPreparing(): Promise<void> {
+    return this.pool.drain();
+  }
+
+  private async makeHostSet(slot: PreparedSlot, limits: BranchLimits): Promise<void> {
+    const net = planNetwork(this.config.instance, slot.id, this.config.subnet, slot.netIndex);
+    await this.ledger.make({ kind: 'netns', name: net.netns, owner: slot.id }, () => createNetns(net.netns));
+    await this.ledger.make({ kind: 'veth', name: net.hostVeth, owner: slot.id }, () => createVeth(net));
     await applyFirewall(net);
     if (!this.config.cage) return;
-    const name = this.cgroupName(ws);
-    await this.ledger.make({ kind: 'cgroup', name, owner: ws.id }, () => createCgroups(name, this.limits(ws)));
+    const name = this.cgroupName(slot);
+    await this.ledger.make({ kind: 'cgroup', name, owner: slot.id }, () => createCgroups(name, limits));
   }
 
   cgroupName(ws: { id: string }): string {

@@ -4,7 +4,6 @@
 import { randomBytes } from 'node:crypto';
 import { access } from 'node:fs/promises';
 import { refuseFaultsUnlessAllowed } from './faults.js';
-import { MAX_NET_INDEX } from '../host/netns.js';
 import { isSameProcess } from '../host/proc.js';
 import { BRANCH_HEADROOM_BYTES, requireSpace } from '../host/space.js';
 import type { ImageBuilder } from '../images/image-builder.js';
@@ -19,6 +18,7 @@ import { writeProxyConfig } from '../egress/workspace-config.js';
 import type { HostLedger } from './ledger.js';
 import { notRunning, VNC_PORT, type BranchRuntime } from './runtime.js';
 import type { BranchStorage } from './branch-storage.js';
+import type { PreparedSlot } from './prepared-pool.js';
 
 /** A dev-server port is mapped for every workspace (its desktop is served on a socket: see BranchRuntime.vncSocketPath). */
 export const STANDARD_PORTS = [3000] as const;
@@ -119,32 +119,41 @@ export class WorkspaceService {
    */
   reserve(input: { name: string; image: 'desktop'; parent: WorkspaceRecord | null; ports: number[]; madeBy: Maker }): WorkspaceRecord {
     if (ID_PATTERN.test(input.name)) throw new GroveError('E_INVALID_PARAMS', `'${input.name}' looks like an id; choose another name`);
-    return this.registry.transaction(() => {
-      if (this.registry.findWorkspace(input.name)) throw new GroveError('E_CONFLICT', `a workspace named '${input.name}' already exists`);
-      const id = this.registry.freshId();
-      const record: WorkspaceRecord = {
-        id,
-        name: input.name,
-        image: input.image,
-        state: 'creating',
-        hostname: input.name,
-        machineId: randomBytes(16).toString('hex'),
-        netIndex: this.freeNetIndex(),
-        createdAt: new Date().toISOString(),
-        pid: null,
-        pidStart: null,
-        exitReason: null,
-        parentId: input.parent?.id ?? null,
-        treeId: input.parent?.treeId ?? id,
-        versionId: input.parent?.versionId ?? null,
-        isMain: input.parent === null,
-        madeBy: { role: input.madeBy.role, uid: input.madeBy.uid, user: input.madeBy.user },
-      };
-      this.registry.insertWorkspace(record);
-      if (input.parent === null) this.runtime.allocateIds(record.treeId);
-      for (const port of new Set(input.ports)) this.registry.setPort(record.id, port, null);
-      return record;
-    });
+    let prepared: PreparedSlot | null = null;
+    try {
+      return this.registry.transaction(() => this.insertReserved(input, (prepared = this.runtime.takePrepared())));
+    } catch (err) {
+      if (prepared) this.runtime.giveBackPrepared(prepared);
+      throw err;
+    }
+  }
+
+  /** reserve's record, with the id and network slot of a set prepared ahead if there was one. */
+  private insertReserved(input: Parameters<WorkspaceService['reserve']>[0], prepared: PreparedSlot | null): WorkspaceRecord {
+    if (this.registry.findWorkspace(input.name)) throw new GroveError('E_CONFLICT', `a workspace named '${input.name}' already exists`);
+    const { id, netIndex } = prepared ?? this.runtime.allocateSlot();
+    const record: WorkspaceRecord = {
+      id,
+      name: input.name,
+      image: input.image,
+      state: 'creating',
+      hostname: input.name,
+      machineId: randomBytes(16).toString('hex'),
+      netIndex,
+      createdAt: new Date().toISOString(),
+      pid: null,
+      pidStart: null,
+      exitReason: null,
+      parentId: input.parent?.id ?? null,
+      treeId: input.parent?.treeId ?? id,
+      versionId: input.parent?.versionId ?? null,
+      isMain: input.parent === null,
+      madeBy: { role: input.madeBy.role, uid: input.madeBy.uid, user: input.madeBy.user },
+    };
+    this.registry.insertWorkspace(record);
+    if (input.parent === null) this.runtime.allocateIds(record.treeId);
+    for (const port of new Set(input.ports)) this.registry.setPort(record.id, port, null);
+    return record;
   }
 
   start(ref: string): Promise<Workspace> {
@@ -279,11 +288,6 @@ export class WorkspaceService {
     };
   }
 
-  private freeNetIndex(): number {
-    const used = this.registry.usedNetIndexes();
-    for (let i = 0; i <= MAX_NET_INDEX; i++) if (!used.has(i)) return i;
-    throw new GroveError('E_PRECONDITION', 'no free workspace network left');
-  }
 }
 
 /** What can be said of a branch whose init was found gone: the kernel's OOM kills in it, if any, and its memory limit. */

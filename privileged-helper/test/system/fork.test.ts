@@ -11,7 +11,7 @@ import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Workspace } from '../../src/protocol/entities.js';
 import { linkNames, mountPointsUnder, netnsNames, pidNamespaceOf, processesInPidNs } from './leftovers.js';
 import { VNC_PORT } from '../../src/workspaces/runtime.js';
-import { connect, createWorkspace, hostPort, httpGet, instance, sh, track, vncSocket } from './support.js';
+import { connect, createWorkspace, fullPool, hostPort, httpGet, instance, sh, track, vncSocket } from './support.js';
 import { launchBrowser, watchDesktop } from './vnc-viewer.js';
 
 /** A loopback service whose only state is in memory: a counter. */
@@ -264,7 +264,12 @@ describe('a failed fork', () => {
     'undoes everything when it fails after %s, and the source runs on unchanged',
     async (stage) => {
       const t = instance();
-      const netnsBefore = (await netnsNames()).filter((n) => n.startsWith(`grove-${t.instance}-`)).sort();
+      // The instance's netns but those of the networks prepared ahead, which a fork takes from and which refill.
+      const branchNetns = async () => {
+        const prepared = new Set((await fullPool(client)).map((id) => `grove-${t.instance}-${id}`));
+        return (await netnsNames()).filter((n) => n.startsWith(`grove-${t.instance}-`) && !prepared.has(n)).sort();
+      };
+      const netnsBefore = await branchNetns();
       const branchesBefore = (await client.request('workspace.list', {})).map((w) => w.id).sort();
       const subvolumesBefore = (await readdir(`${t.stateDir}/pool/workspaces`)).sort();
       await expect(client.request('branch.fork', { workspace: source.id, copies: 2, faultAt: stage })).rejects.toMatchObject({
@@ -272,7 +277,7 @@ describe('a failed fork', () => {
         message: expect.stringContaining(`fault injected after stage '${stage}'`),
       });
       expect((await client.request('workspace.list', {})).map((w) => w.id).sort()).toEqual(branchesBefore);
-      expect((await netnsNames()).filter((n) => n.startsWith(`grove-${t.instance}-`)).sort()).toEqual(netnsBefore);
+      expect(await branchNetns()).toEqual(netnsBefore);
       expect((await readdir(`${t.stateDir}/pool/workspaces`)).sort()).toEqual(subvolumesBefore);
       expect(await readdir(`${t.runDir}/scratch`)).toEqual([]);
       const after = await client.request('workspace.get', { workspace: source.id });

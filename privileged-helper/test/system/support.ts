@@ -113,3 +113,14 @@ export async function darkPixels(client: HelperClient, ws: Workspace, region: Re
   for (let i = 0; i < png.data.length; i += 4) if (png.data[i]! + png.data[i + 1]! + png.data[i + 2]! < 150) dark++;
   return dark;
 }
+
+/** The ids the pool holds ready, once it holds as many as it keeps. */
+export async function fullPool(c: HelperClient): Promise<string[]> {
+  let ready: string[] = [];
+  await waitFor('the networks prepared ahead', async () => {
+    const { prepared } = await c.request('perf.get', {});
+    ready = prepared.ready;
+    return ready.length === prepared.kept;
+  }, 30_000);
+  return ready;
+}
