@@ -45,13 +45,10 @@ export class PreparedPool {
     return this.ready.map((s) => s.id);
   }
 
-  /** Ids a new branch may not get: the pool's. */
-  heldIds(): Set<string> {
-    return new Set(this.slots().map((s) => s.id));
-  }
-
-  heldNetIndexes(): Set<number> {
-    return new Set(this.slots().map((s) => s.netIndex));
+  /** The ids and network slots a new branch may not get: the pool's (ready, being made, taken but not yet used). */
+  held(): { ids: Set<string>; netIndexes: Set<number> } {
+    const slots = [...this.ready, ...this.making, ...this.taken.values()];
+    return { ids: new Set(slots.map((s) => s.id)), netIndexes: new Set(slots.map((s) => s.netIndex)) };
   }
 
   /** A ready set for a new branch, or null (the branch's set is then made on its path). */
@@ -67,8 +64,11 @@ export class PreparedPool {
     if (this.taken.delete(slot.id)) this.ready.unshift(slot);
   }
 
-  /** Whether the branch with this id took a ready set (once: its set is its own from now on). */
-  claim(id: string): boolean {
+  /**
+   * Whether the branch with this id took a ready set, which is its own from
+   * now on (so once); also when the branch goes before it used it.
+   */
+  release(id: string): boolean {
     return this.taken.delete(id);
   }
 
@@ -82,10 +82,6 @@ export class PreparedPool {
     if (this.timer) clearTimeout(this.timer);
     await this.filling;
     for (const slot of this.ready.splice(0)) await this.d.remove(slot);
-  }
-
-  private slots(): PreparedSlot[] {
-    return [...this.ready, ...this.making, ...this.taken.values()];
   }
 
   private scheduleRefill(delayMs: number): void {

@@ -54,7 +54,7 @@ export class BranchRuntime {
 
   /** A fresh id and network slot for a new branch, none of which a branch or the pool holds. */
   allocateSlot(): PreparedSlot {
-    const held = this.heldForNewBranches();
+    const held = this.pool.held();
     const used = this.registry.usedNetIndexes();
     for (let netIndex = 0; netIndex <= MAX_NET_INDEX; netIndex++) {
       if (!used.has(netIndex) && !held.netIndexes.has(netIndex)) return { id: this.registry.freshId(held.ids), netIndex };
@@ -73,7 +73,7 @@ export class BranchRuntime {
     return this.config.cage ? this.ids.allocate(treeId) : null;
   }
 
-  netPlan(ws: WorkspaceRecord): NetPlan {
+  netPlan(ws: Pick<WorkspaceRecord, 'id' | 'netIndex'>): NetPlan {
     return planNetwork(this.config.instance, ws.id, this.config.subnet, ws.netIndex);
   }
 
@@ -94,7 +94,7 @@ export class BranchRuntime {
    * made ahead (takePrepared) only gets its limits.
    */
   async prepareHost(ws: WorkspaceRecord): Promise<void> {
-    if (this.pool.claim(ws.id)) {
+    if (this.pool.release(ws.id)) {
       if (this.config.cage) await applyLimits(this.cgroupName(ws), this.limits(ws));
       return;
     }
@@ -115,11 +115,6 @@ export class BranchRuntime {
     this.pool.giveBack(slot);
   }
 
-  /** Ids and network slots held for branches to come: no other branch may get them. */
-  heldForNewBranches(): { ids: Set<string>; netIndexes: Set<number> } {
-    return { ids: this.pool.heldIds(), netIndexes: this.pool.heldNetIndexes() };
-  }
-
   /** Starts preparing sets ahead (after start-up's reconciliation), and removes the untaken ones at shutdown. */
   startPreparing(): void {
     this.pool.start();
@@ -130,7 +125,7 @@ export class BranchRuntime {
   }
 
   private async makeHostSet(slot: PreparedSlot, limits: BranchLimits): Promise<void> {
-    const net = planNetwork(this.config.instance, slot.id, this.config.subnet, slot.netIndex);
+    const net = this.netPlan(slot);
     await this.ledger.make({ kind: 'netns', name: net.netns, owner: slot.id }, () => createNetns(net.netns));
     await this.ledger.make({ kind: 'veth', name: net.hostVeth, owner: slot.id }, () => createVeth(net));
     await applyFirewall(net);
@@ -193,6 +188,7 @@ export class BranchRuntime {
 
   /** Removes everything the branch runs on, keeping its files. */
   async tearDown(ws: { id: string }): Promise<void> {
+    this.pool.release(ws.id); // a new branch undone before it used the set it took: the set goes with it below
     await this.gate.close(ws.id);
     await this.closeForwarders(ws.id);
     await this.ledger.removeOwned(ws.id, ['process', 'container', 'bundle', 'cgroup', 'veth', 'netns']);

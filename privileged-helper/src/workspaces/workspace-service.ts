@@ -119,9 +119,9 @@ export class WorkspaceService {
    */
   reserve(input: { name: string; image: 'desktop'; parent: WorkspaceRecord | null; ports: number[]; madeBy: Maker }): WorkspaceRecord {
     if (ID_PATTERN.test(input.name)) throw new GroveError('E_INVALID_PARAMS', `'${input.name}' looks like an id; choose another name`);
-    let prepared: PreparedSlot | null = null;
+    const prepared = this.runtime.takePrepared();
     try {
-      return this.registry.transaction(() => this.insertReserved(input, (prepared = this.runtime.takePrepared())));
+      return this.registry.transaction(() => this.insertReserved(input, prepared));
     } catch (err) {
       if (prepared) this.runtime.giveBackPrepared(prepared);
       throw err;

@@ -33,11 +33,11 @@ describe('a pool of branch networks made ahead', () => {
     expect(p.readyIds()).toEqual(['id0', 'id1']);
     expect(p.take()).toEqual({ id: 'id0', netIndex: 0 });
     // Taken but not used yet: still held, so no other branch gets its id or slot.
-    expect(p.heldIds()).toEqual(new Set(['id0', 'id1']));
-    expect(p.heldNetIndexes()).toEqual(new Set([0, 1]));
-    expect(p.claim('id0')).toBe(true);
-    expect(p.claim('id0')).toBe(false);
-    expect(p.claim('nope')).toBe(false);
+    expect(p.held()).toEqual({ ids: new Set(['id0', 'id1']), netIndexes: new Set([0, 1]) });
+    expect(p.release('id0')).toBe(true);
+    expect(p.release('id0')).toBe(false);
+    expect(p.release('nope')).toBe(false);
+    expect(p.held().ids).toEqual(new Set(['id1']));
     await vi.advanceTimersByTimeAsync(1000);
     expect(made).toEqual(['id0', 'id1']); // not yet: something took a moment ago
     await vi.advanceTimersByTimeAsync(1500);
@@ -63,7 +63,7 @@ describe('a pool of branch networks made ahead', () => {
     expect(p.take()).toBeNull();
     expect(removed).toEqual(['id0']);
     expect(logs).toEqual([expect.stringContaining('nft said no')]);
-    expect(p.heldIds()).toEqual(new Set());
+    expect(p.held()).toEqual({ ids: new Set(), netIndexes: new Set() });
   });
 
   it('removes the untaken sets when drained, and makes no more', async () => {

@@ -40,11 +40,6 @@ export function restoreStats(statsRestore: Buffer): CriuRestoreStats | null {
   return { forkingMs: ms(forking), restoreMs: ms(restore), pagesRestored: num(f, RESTORE.pagesRestored) ?? 0 };
 }
 
-/** How long a dump kept the tree stopped (ms), or null when CRIU did not say. */
-export function sourceFrozenMs(statsDump: Buffer): number | null {
-  return dumpStats(statsDump)?.sourceFrozenMs ?? null;
-}
-
 function entry(file: Buffer, which: number): Map<number, number | Buffer> | null {
   if (file.length < HEADER_BYTES + 4) return null;
   const size = file.readUInt32LE(HEADER_BYTES);
