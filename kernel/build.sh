@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Builds grove_share.ko against one kernel's headers.
+#   kernel/build.sh HEADERS_DIR OUT_DIR
+# HEADERS_DIR is a kernel's build tree (/lib/modules/$(uname -r)/build on a
+# host, or the headers kernel/fetch.sh unpacked into the cache). Kbuild
+# writes next to the sources, so they are copied to OUT_DIR first.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+headers="$1" out="$2"
+mkdir -p "$out"
+cp "$here/grove-share/grove_share.c" "$here/grove-share/grove_share.h" "$here/grove-share/Kbuild" "$out/"
+# pahole is not installed: no BTF for the module (it is not needed to load it).
+make -s -C "$headers" M="$out" CONFIG_DEBUG_INFO_BTF_MODULES= modules >&2
+echo "$out/grove_share.ko"

@@ -1,0 +1,366 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * grove_share: share a frozen process's private anonymous memory
+ * copy-on-write into another process, as fork() shares a parent's memory
+ * with its child. Grove's privileged helper uses it so that a branch's
+ * restored processes start with their source's pages instead of copies.
+ *
+ * The work is fork's own: for each VMA, anon_vma_fork() links the target's
+ * VMA into the source's anon_vma chain (so reverse mapping, reclaim,
+ * migration, KSM and THP find both sides) and copy_page_range()
+ * write-protects the source's PTEs and maps the same pages read-only in
+ * the target. The kernel's copy-on-write fault then separates the two on
+ * the first write, on either side.
+ *
+ * Those two functions, flush_tlb_mm_range() and pidfd_get_task() are not
+ * exported to modules. They are found through kallsyms (itself found with
+ * a kprobe, the one way left since 5.7) and used with the prototypes of
+ * the headers this module was built against. That is only sound on the
+ * very kernel build those headers came from, so the module refuses to load
+ * anywhere else: see check_kernel_build() and find_symbols().
+ */
+#include <linux/module.h>
+#include <linux/miscdevice.h>
+#include <linux/fs.h>
+#include <linux/mm.h>
+#include <linux/mman.h>
+#include <linux/rmap.h>
+#include <linux/pid.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/kprobes.h>
+#include <linux/kallsyms.h>
+#include <linux/utsname.h>
+#include <linux/uaccess.h>
+#include <linux/capability.h>
+
+#include <generated/utsversion.h>
+
+#include "grove_share.h"
+
+/* asm/tlbflush.h hides this prototype from modules; it is copied here
+ * unchanged from the 6.1 headers (arch/x86/include/asm/tlbflush.h). */
+typedef void flush_tlb_mm_range_fn(struct mm_struct *mm, unsigned long start,
+				   unsigned long end, unsigned int stride_shift,
+				   bool freed_tables);
+#define GROVE_TLB_FLUSH_ALL -1UL	/* TLB_FLUSH_ALL, hidden likewise */
+
+/* The non-exported functions, typed by the headers' own prototypes. */
+static struct {
+	typeof(&copy_page_range) copy_page_range;
+	typeof(&anon_vma_fork) anon_vma_fork;
+	flush_tlb_mm_range_fn *flush_tlb_mm_range;
+	typeof(&pidfd_get_task) pidfd_get_task;
+} mm_internals;
+
+/* Two attaches with their source and target swapped would take the two
+ * mmap locks in opposite orders; one attach at a time rules that out. */
+static DEFINE_MUTEX(attach_mutex);
+
+/*
+ * The prototypes above are those of the headers; a different build of the
+ * kernel could have changed them without changing its release name (Debian
+ * keeps the ABI name for compatible exported symbols only). So the running
+ * kernel's version string must name the very build the headers came from.
+ */
+static int check_kernel_build(void)
+{
+	if (strcmp(init_utsname()->version, UTS_VERSION)) {
+		pr_err("grove_share: built for kernel \"%s\", running \"%s\": refusing to load\n",
+		       UTS_VERSION, init_utsname()->version);
+		return -ENOEXEC;
+	}
+	return 0;
+}
+
+typedef unsigned long (*lookup_name_fn)(const char *name);
+
+static lookup_name_fn find_kallsyms_lookup_name(void)
+{
+	struct kprobe probe = { .symbol_name = "kallsyms_lookup_name" };
+	lookup_name_fn lookup;
+
+	if (register_kprobe(&probe) < 0)
+		return NULL;
+	lookup = (lookup_name_fn)probe.addr;
+	unregister_kprobe(&probe);
+	return lookup;
+}
+
+/* A symbol is used only if kallsyms names its address as the very start of
+ * a function of that name (not a different function's body). */
+static void *find_function(lookup_name_fn lookup, const char *name)
+{
+	char found[KSYM_SYMBOL_LEN], expected[KSYM_NAME_LEN + 8];
+	unsigned long address = lookup(name);
+
+	if (!address) {
+		pr_err("grove_share: kernel symbol %s is missing: refusing to load\n", name);
+		return NULL;
+	}
+	sprint_symbol(found, address);
+	snprintf(expected, sizeof(expected), "%s+0x0/", name);
+	if (strncmp(found, expected, strlen(expected))) {
+		pr_err("grove_share: %s resolves to %s, not to the start of that function: refusing to load\n",
+		       name, found);
+		return NULL;
+	}
+	return (void *)address;
+}
+
+static int find_symbols(void)
+{
+	lookup_name_fn lookup = find_kallsyms_lookup_name();
+
+	if (!lookup) {
+		pr_err("grove_share: kallsyms_lookup_name cannot be found (kprobes off?): refusing to load\n");
+		return -ENOENT;
+	}
+	mm_internals.copy_page_range = find_function(lookup, "copy_page_range");
+	mm_internals.anon_vma_fork = find_function(lookup, "anon_vma_fork");
+	mm_internals.flush_tlb_mm_range = find_function(lookup, "flush_tlb_mm_range");
+	mm_internals.pidfd_get_task = find_function(lookup, "pidfd_get_task");
+	if (!mm_internals.copy_page_range || !mm_internals.anon_vma_fork ||
+	    !mm_internals.flush_tlb_mm_range || !mm_internals.pidfd_get_task)
+		return -ENOENT;
+	return 0;
+}
+
+/* Stopped (SIGSTOP or ptrace, as CRIU leaves it) or frozen by a cgroup
+ * freezer: no thread can write to the source's memory meanwhile. */
+static bool task_is_held(struct task_struct *thread)
+{
+	return task_is_stopped_or_traced(thread) || thread->frozen ||
+	       (READ_ONCE(thread->__state) & TASK_FROZEN);
+}
+
+static bool all_threads_held(struct task_struct *task)
+{
+	struct task_struct *thread;
+	bool held = true;
+
+	rcu_read_lock();
+	for_each_thread(task, thread) {
+		if (!task_is_held(thread)) {
+			held = false;
+			break;
+		}
+	}
+	rcu_read_unlock();
+	return held;
+}
+
+/* Flags under which fork's page-table copy is not the whole story (mlock
+ * accounting, userfaultfd, raw PFNs, hugetlb pools): refused on either side. */
+#define UNSHAREABLE_FLAGS (VM_SHARED | VM_IO | VM_PFNMAP | VM_MIXEDMAP | VM_HUGETLB | \
+			   VM_UFFD_MISSING | VM_UFFD_WP | VM_UFFD_MINOR | VM_LOCKED | \
+			   VM_LOCKONFAULT | VM_DONTCOPY | VM_WIPEONFORK)
+
+static bool vma_is_shareable(struct vm_area_struct *vma)
+{
+	return vma_is_anonymous(vma) && !(vma->vm_flags & UNSHAREABLE_FLAGS) &&
+	       (vma->vm_flags & VM_MAYWRITE);
+}
+
+/* The target VMA for a source VMA, or an error saying why there is none. */
+static struct vm_area_struct *matching_target(struct mm_struct *target_mm,
+					      struct vm_area_struct *source)
+{
+	struct vm_area_struct *target = vma_lookup(target_mm, source->vm_start);
+
+	if (!target || target->vm_start != source->vm_start || target->vm_end != source->vm_end)
+		return ERR_PTR(-ENXIO);
+	if (!vma_is_shareable(target))
+		return ERR_PTR(-EOPNOTSUPP);
+	/* A VMA that held pages has its own anon_vma; fork's linking expects a
+	 * fresh one, as the child's VMAs are. */
+	if (target->anon_vma || !list_empty(&target->anon_vma_chain))
+		return ERR_PTR(-EBUSY);
+	return target;
+}
+
+static int check_range(struct mm_struct *source_mm, struct mm_struct *target_mm,
+		       unsigned long start, unsigned long end)
+{
+	VMA_ITERATOR(vmi, source_mm, start);
+	struct vm_area_struct *source;
+	int vmas = 0;
+
+	for_each_vma_range(vmi, source, end) {
+		struct vm_area_struct *target;
+
+		if (source->vm_start < start || source->vm_end > end)
+			return -ERANGE;
+		if (!vma_is_shareable(source))
+			return -EOPNOTSUPP;
+		target = matching_target(target_mm, source);
+		if (IS_ERR(target))
+			return PTR_ERR(target);
+		vmas++;
+	}
+	return vmas ? 0 : -ENXIO;
+}
+
+static unsigned long anon_pages(struct mm_struct *mm)
+{
+	return get_mm_counter(mm, MM_ANONPAGES) + get_mm_counter(mm, MM_SWAPENTS);
+}
+
+/*
+ * Link and copy, VMA by VMA, as dup_mmap() does. Only allocation can fail
+ * here (everything else was checked); the pages already shared are then
+ * unmapped from the target again, so its range reads zeros as before.
+ */
+static int share_range(struct mm_struct *source_mm, struct mm_struct *target_mm,
+		       unsigned long start, unsigned long end, struct grove_share_attach *result)
+{
+	VMA_ITERATOR(vmi, source_mm, start);
+	struct vm_area_struct *source;
+	unsigned long before = anon_pages(target_mm);
+	int err = 0;
+
+	for_each_vma_range(vmi, source, end) {
+		struct vm_area_struct *target = vma_lookup(target_mm, source->vm_start);
+
+		/* Reverse mapping finds a page in a VMA by its offset: the
+		 * target's must equal the source's (mremap keeps it). */
+		target->vm_pgoff = source->vm_pgoff;
+		err = mm_internals.anon_vma_fork(target, source);
+		if (!err)
+			err = mm_internals.copy_page_range(target, source);
+		if (err)
+			break;
+		result->vmas++;
+	}
+	/* The source's PTEs are now read-only: no CPU may keep a writable
+	 * translation of them (fork flushes at the same point). */
+	mm_internals.flush_tlb_mm_range(source_mm, 0UL, GROVE_TLB_FLUSH_ALL, 0UL, true);
+	if (err) {
+		struct vm_area_struct *target = vma_lookup(target_mm, start);
+
+		if (target)
+			zap_page_range(target, start, end - start);
+		result->vmas = 0;
+		return err;
+	}
+	result->pages = anon_pages(target_mm) - before;
+	return 0;
+}
+
+static struct task_struct *task_of_pidfd(int pidfd)
+{
+	unsigned int flags;
+
+	return mm_internals.pidfd_get_task(pidfd, &flags);
+}
+
+static int attach(struct grove_share_attach *request)
+{
+	struct task_struct *source_task, *target_task;
+	struct mm_struct *source_mm = NULL, *target_mm = NULL;
+	unsigned long start = request->start, end = request->end;
+	int err;
+
+	if (start >= end || !PAGE_ALIGNED(start) || !PAGE_ALIGNED(end) || end > TASK_SIZE_MAX)
+		return -EINVAL;
+	source_task = task_of_pidfd(request->source_pidfd);
+	if (IS_ERR(source_task))
+		return PTR_ERR(source_task);
+	target_task = task_of_pidfd(request->target_pidfd);
+	if (IS_ERR(target_task)) {
+		put_task_struct(source_task);
+		return PTR_ERR(target_task);
+	}
+	source_mm = get_task_mm(source_task);
+	target_mm = get_task_mm(target_task);
+	err = -ESRCH;
+	if (!source_mm || !target_mm)
+		goto out;
+	err = -EINVAL;
+	if (source_mm == target_mm)
+		goto out;
+
+	mutex_lock(&attach_mutex);
+	err = mmap_write_lock_killable(source_mm);
+	if (err)
+		goto unlock_mutex;
+	mmap_write_lock_nested(target_mm, SINGLE_DEPTH_NESTING);
+	err = all_threads_held(source_task) ? 0 : -EBUSY;
+	if (!err)
+		err = check_range(source_mm, target_mm, start, end);
+	if (!err)
+		err = share_range(source_mm, target_mm, start, end, request);
+	mmap_write_unlock(target_mm);
+	mmap_write_unlock(source_mm);
+unlock_mutex:
+	mutex_unlock(&attach_mutex);
+out:
+	if (source_mm)
+		mmput(source_mm);
+	if (target_mm)
+		mmput(target_mm);
+	put_task_struct(source_task);
+	put_task_struct(target_task);
+	return err;
+}
+
+static long grove_share_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct grove_share_attach request;
+	int err;
+
+	/* The device is root's (0600), but a descriptor can be passed on: the
+	 * caller itself must hold CAP_SYS_ADMIN in the host's namespace. */
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	switch (cmd) {
+	case GROVE_SHARE_ABI_VERSION:
+		return GROVE_SHARE_ABI;
+	case GROVE_SHARE_ATTACH:
+		if (copy_from_user(&request, (void __user *)arg, sizeof(request)))
+			return -EFAULT;
+		request.vmas = request.pages = 0;
+		err = attach(&request);
+		if (err)
+			return err;
+		return copy_to_user((void __user *)arg, &request, sizeof(request)) ? -EFAULT : 0;
+	default:
+		return -ENOTTY;
+	}
+}
+
+static const struct file_operations grove_share_fops = {
+	.owner = THIS_MODULE,
+	.unlocked_ioctl = grove_share_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+};
+
+static struct miscdevice grove_share_device = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = "grove-share",
+	.fops = &grove_share_fops,
+	.mode = 0600,
+};
+
+static int __init grove_share_init(void)
+{
+	int err = check_kernel_build();
+
+	if (!err)
+		err = find_symbols();
+	if (!err)
+		err = misc_register(&grove_share_device);
+	if (!err)
+		pr_info("grove_share: ready (ABI %d)\n", GROVE_SHARE_ABI);
+	return err;
+}
+
+static void __exit grove_share_exit(void)
+{
+	misc_deregister(&grove_share_device);
+}
+
+module_init(grove_share_init);
+module_exit(grove_share_exit);
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("Grove: share a frozen process's anonymous memory copy-on-write into another");

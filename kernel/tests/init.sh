@@ -1,0 +1,35 @@
+#!/bin/busybox sh
+# /init of the qemu guest that proves grove_share (packed by kernel/test.sh).
+# Sets up what the tests need (zram swap, ksmd, THP on madvise), loads the
+# module, runs the tests, unloads the module, and prints one result line
+# that the host reads: the run passes only if it says PASS.
+/bin/busybox mkdir -p /proc /sys /dev /tmp
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+
+result=FAIL
+echo madvise > /sys/kernel/mm/transparent_hugepage/enabled
+insmod /modules/zsmalloc.ko && insmod /modules/zram.ko num_devices=1 &&
+  echo 128M > /sys/block/zram0/disksize && mkswap /dev/zram0 >/dev/null && swapon /dev/zram0 ||
+  echo "# no zram swap: the swapped-out case will fail"
+echo 5000 > /sys/kernel/mm/ksm/pages_to_scan
+echo 20 > /sys/kernel/mm/ksm/sleep_millisecs
+echo 1 > /sys/kernel/mm/ksm/run
+
+booted="$(dmesg | wc -l)"
+if insmod /modules/grove_share.ko && /share_test && rmmod grove_share; then
+  # The kernel would have panicked on a warning (panic_on_warn); this
+  # catches what only logs, from the module's load on: bad page state,
+  # SLUB's poison and redzone reports, list corruption.
+  if dmesg | tail -n +"$((booted + 1))" | grep -E 'BUG|WARNING|Oops|[Bb]ad page|corrupt|Redzone|Poison|refcount'; then
+    echo "# the kernel log above shows a problem"
+  else
+    result=PASS
+  fi
+fi
+[ "$result" = PASS ] || dmesg | tail -n 40
+echo "GROVE-KERNEL-TESTS: $result"
+poweroff -f
