@@ -15,7 +15,10 @@ trap 'rm -rf "$work"' EXIT
 
 echo "building grove_share.ko against $(cat "$kernel/release")" >&2
 "$here/build.sh" "$kernel/headers" "$work/module" >/dev/null
-mkdir -p "$work/root/bin" "$work/root/modules"
+# The same module claiming another build of the kernel: the guest checks it refuses to load.
+"$here/build.sh" "$kernel/headers" "$work/other-build" GROVE_SHARE_BUILT_FOR=another-build >/dev/null
+mkdir -p "$work/root/bin" "$work/root/modules/other-build"
+cp "$work/other-build/grove_share.ko" "$work/root/modules/other-build/"
 cc -static -O2 -Wall -Wextra -Werror -o "$work/root/share_test" "$here/tests/share_test.c"
 cp /bin/busybox "$work/root/bin/busybox"
 cp "$here/tests/init.sh" "$work/root/init"
@@ -24,7 +27,10 @@ cp "$work/module/grove_share.ko" "$kernel"/modules/*.ko "$work/root/modules/"
 
 echo "booting $(cat "$kernel/release") under qemu (software emulation: a few minutes)" >&2
 status=0
-timeout --kill-after=10 900 qemu-system-x86_64 -accel tcg -smp 2 -m 1536 -nographic -nodefaults -no-reboot \
+# Two NUMA nodes: the tests migrate shared pages from one to the other.
+timeout --kill-after=10 900 qemu-system-x86_64 -accel tcg -smp 2,sockets=2 -m 1536 -nographic -nodefaults -no-reboot \
+  -object memory-backend-ram,id=m0,size=768M -object memory-backend-ram,id=m1,size=768M \
+  -numa node,nodeid=0,cpus=0,memdev=m0 -numa node,nodeid=1,cpus=1,memdev=m1 \
   -serial stdio -monitor none -kernel "$kernel/vmlinuz" -initrd "$work/initrd" \
   -append 'console=ttyS0 panic=-1 oops=panic panic_on_warn=1 slub_debug=FZPU slub_nomerge init_on_free=1 quiet' \
   | tee "$work/console.log" || status=$?

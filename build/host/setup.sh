@@ -12,10 +12,11 @@ step() { printf '\n==> %s\n' "$*" >&2; }
 [ "$(id -u)" -eq 0 ] || { echo "setup: run as root (Grove's helper manages btrfs, namespaces and containers)" >&2; exit 1; }
 grep -q 'VERSION_CODENAME=bookworm' /etc/os-release || echo "setup: warning: tested on Debian 12 (bookworm) only" >&2
 
-# Tools the helper runs, CRIU's build dependencies, and Chromium for the tests.
+# Tools the helper runs, CRIU's build dependencies, Chromium for the tests, and
+# qemu with a static busybox for the kernel tier's tests (kernel/test.sh).
 packages=(
   btrfs-progs debootstrap crun iproute2 nftables util-linux procps psmisc xz-utils rsync diffutils
-  chromium
+  chromium qemu-system-x86 busybox-static cpio
   build-essential pkgconf python3
   libbsd-dev libnet1-dev libnftables-dev libnl-3-dev libnl-route-3-dev libprotobuf-c-dev
   libprotobuf-dev protobuf-c-compiler protobuf-compiler uuid-dev libcap-dev
@@ -67,6 +68,22 @@ build_native "$repo/privileged-helper/native/grove-enter.c" "$GROVE_CACHE/bin/gr
 build_native "$repo/privileged-helper/native/grove-mount.c" "$GROVE_CACHE/bin/grove-mount"
 build_native "$repo/privileged-helper/native/peercred.c" "$GROVE_CACHE/lib/peercred.node" \
   -shared -fPIC -DNODE_GYP_MODULE_NAME=peercred -I"$(dirname "$(command -v node)")/../include/node"
+
+step "kernel tier: grove_share.ko for this kernel (kernel/, docs/kernel-tier.md)"
+headers="/lib/modules/$(uname -r)/build"
+module_dir="$GROVE_CACHE/kernel/module/$(uname -r)"
+if [ ! -e /proc/modules ]; then
+  echo "this kernel ($(uname -r)) cannot load modules: forks copy memory (grove doctor says so)" >&2
+elif [ ! -d "$headers" ]; then
+  echo "no headers for $(uname -r) at $headers: grove_share is not built (install linux-headers-$(uname -r) to build it)" >&2
+elif [ ! -e "$module_dir/grove_share.ko" ] || [ -n "$(find "$repo/kernel/grove-share" -newer "$module_dir/grove_share.ko")" ]; then
+  "$repo/kernel/build.sh" "$headers" "$module_dir" >&2 && echo "built $module_dir/grove_share.ko" >&2
+else
+  echo "up to date: $module_dir/grove_share.ko" >&2
+fi
+
+step "Debian's kernel and headers for the kernel tier's tests under qemu"
+"$repo/build/host/kernel.sh" >&2
 
 step "Podman's default seccomp profile (the tests check Grove's is at least as strict)"
 podman_profile="$GROVE_CACHE/podman-seccomp.json"

@@ -12,8 +12,13 @@
  * the target. The kernel's copy-on-write fault then separates the two on
  * the first write, on either side.
  *
- * Those two functions, flush_tlb_mm_range() and pidfd_get_task() are not
- * exported to modules. They are found through kallsyms (itself found with
+ * A snapshot is an mm_struct no task runs in, filled the same way: the
+ * source's VMAs are duplicated into it and shared copy-on-write, so the
+ * source can be let go before any target exists.
+ *
+ * Those functions, and the few it takes to make and fill an mm (mm_alloc,
+ * vm_area_dup/free, insert_vm_struct), flush_tlb_mm_range() and
+ * pidfd_get_task() are not exported to modules. They are found through kallsyms (itself found with
  * a kprobe, the one way left since 5.7) and used with the prototypes of
  * the headers this module was built against. That is only sound on the
  * very kernel build those headers came from, so the module refuses to load
@@ -33,6 +38,8 @@
 #include <linux/utsname.h>
 #include <linux/uaccess.h>
 #include <linux/capability.h>
+#include <linux/anon_inodes.h>
+#include <linux/file.h>
 
 #include <generated/utsversion.h>
 
@@ -51,6 +58,10 @@ static struct {
 	typeof(&anon_vma_fork) anon_vma_fork;
 	flush_tlb_mm_range_fn *flush_tlb_mm_range;
 	typeof(&pidfd_get_task) pidfd_get_task;
+	typeof(&mm_alloc) mm_alloc;
+	typeof(&vm_area_dup) vm_area_dup;
+	typeof(&vm_area_free) vm_area_free;
+	typeof(&insert_vm_struct) insert_vm_struct;
 } mm_internals;
 
 /* Two attaches with their source and target swapped would take the two
@@ -63,11 +74,15 @@ static DEFINE_MUTEX(attach_mutex);
  * keeps the ABI name for compatible exported symbols only). So the running
  * kernel's version string must name the very build the headers came from.
  */
+#ifndef GROVE_SHARE_BUILT_FOR	/* kernel/test.sh sets it to prove the refusal */
+#define GROVE_SHARE_BUILT_FOR UTS_VERSION
+#endif
+
 static int check_kernel_build(void)
 {
-	if (strcmp(init_utsname()->version, UTS_VERSION)) {
+	if (strcmp(init_utsname()->version, GROVE_SHARE_BUILT_FOR)) {
 		pr_err("grove_share: built for kernel \"%s\", running \"%s\": refusing to load\n",
-		       UTS_VERSION, init_utsname()->version);
+		       GROVE_SHARE_BUILT_FOR, init_utsname()->version);
 		return -ENOEXEC;
 	}
 	return 0;
@@ -120,8 +135,14 @@ static int find_symbols(void)
 	mm_internals.anon_vma_fork = find_function(lookup, "anon_vma_fork");
 	mm_internals.flush_tlb_mm_range = find_function(lookup, "flush_tlb_mm_range");
 	mm_internals.pidfd_get_task = find_function(lookup, "pidfd_get_task");
+	mm_internals.mm_alloc = find_function(lookup, "mm_alloc");
+	mm_internals.vm_area_dup = find_function(lookup, "vm_area_dup");
+	mm_internals.vm_area_free = find_function(lookup, "vm_area_free");
+	mm_internals.insert_vm_struct = find_function(lookup, "insert_vm_struct");
 	if (!mm_internals.copy_page_range || !mm_internals.anon_vma_fork ||
-	    !mm_internals.flush_tlb_mm_range || !mm_internals.pidfd_get_task)
+	    !mm_internals.flush_tlb_mm_range || !mm_internals.pidfd_get_task ||
+	    !mm_internals.mm_alloc || !mm_internals.vm_area_dup ||
+	    !mm_internals.vm_area_free || !mm_internals.insert_vm_struct)
 		return -ENOENT;
 	return 0;
 }
@@ -206,10 +227,31 @@ static unsigned long anon_pages(struct mm_struct *mm)
 	return get_mm_counter(mm, MM_ANONPAGES) + get_mm_counter(mm, MM_SWAPENTS);
 }
 
+/* Link one VMA into the source's anon_vma chain and share its pages, as
+ * dup_mmap() does for each of a child's VMAs. */
+static int share_vma(struct vm_area_struct *target, struct vm_area_struct *source)
+{
+	int err;
+
+	/* Reverse mapping finds a page in a VMA by its offset: the target's
+	 * must equal the source's (mremap keeps it). */
+	target->vm_pgoff = source->vm_pgoff;
+	err = mm_internals.anon_vma_fork(target, source);
+	return err ? err : mm_internals.copy_page_range(target, source);
+}
+
+/* The source's PTEs are now read-only: no CPU may keep a writable
+ * translation of them (fork flushes at the same point). */
+static void flush_source(struct mm_struct *source_mm)
+{
+	mm_internals.flush_tlb_mm_range(source_mm, 0UL, GROVE_TLB_FLUSH_ALL, 0UL, true);
+}
+
 /*
- * Link and copy, VMA by VMA, as dup_mmap() does. Only allocation can fail
- * here (everything else was checked); the pages already shared are then
- * unmapped from the target again, so its range reads zeros as before.
+ * Share every source VMA of [start, end) into its twin in the target. Only
+ * allocation can fail here (everything else was checked); the pages already
+ * shared are then unmapped from the target again, so its range reads zeros
+ * as before.
  */
 static int share_range(struct mm_struct *source_mm, struct mm_struct *target_mm,
 		       unsigned long start, unsigned long end, struct grove_share_attach *result)
@@ -220,21 +262,12 @@ static int share_range(struct mm_struct *source_mm, struct mm_struct *target_mm,
 	int err = 0;
 
 	for_each_vma_range(vmi, source, end) {
-		struct vm_area_struct *target = vma_lookup(target_mm, source->vm_start);
-
-		/* Reverse mapping finds a page in a VMA by its offset: the
-		 * target's must equal the source's (mremap keeps it). */
-		target->vm_pgoff = source->vm_pgoff;
-		err = mm_internals.anon_vma_fork(target, source);
-		if (!err)
-			err = mm_internals.copy_page_range(target, source);
+		err = share_vma(vma_lookup(target_mm, source->vm_start), source);
 		if (err)
 			break;
 		result->vmas++;
 	}
-	/* The source's PTEs are now read-only: no CPU may keep a writable
-	 * translation of them (fork flushes at the same point). */
-	mm_internals.flush_tlb_mm_range(source_mm, 0UL, GROVE_TLB_FLUSH_ALL, 0UL, true);
+	flush_source(source_mm);
 	if (err) {
 		struct vm_area_struct *target = vma_lookup(target_mm, start);
 
@@ -254,61 +287,286 @@ static struct task_struct *task_of_pidfd(int pidfd)
 	return mm_internals.pidfd_get_task(pidfd, &flags);
 }
 
+/* Where shared memory comes from: a held process, or a snapshot (task NULL). */
+struct source {
+	struct task_struct *task;
+	struct mm_struct *mm;
+};
+
+static const struct file_operations snapshot_fops;
+
+static int get_snapshot(int fd, struct source *source)
+{
+	struct file *file = fget(fd);
+
+	if (!file)
+		return -EBADF;
+	if (file->f_op != &snapshot_fops) {
+		fput(file);
+		return -EINVAL;
+	}
+	source->task = NULL;
+	source->mm = file->private_data;
+	mmget(source->mm);
+	fput(file);
+	return 0;
+}
+
+static int get_process(int pidfd, struct source *source)
+{
+	source->task = task_of_pidfd(pidfd);
+	if (IS_ERR(source->task))
+		return PTR_ERR(source->task);
+	source->mm = get_task_mm(source->task);
+	if (!source->mm) {
+		put_task_struct(source->task);
+		return -ESRCH;
+	}
+	return 0;
+}
+
+static void put_source(struct source *source)
+{
+	mmput(source->mm);
+	if (source->task)
+		put_task_struct(source->task);
+}
+
+/* A snapshot never runs; a process must be held while its memory is read. */
+static bool source_is_held(struct source *source)
+{
+	return !source->task || all_threads_held(source->task);
+}
+
+static bool range_is_valid(unsigned long start, unsigned long end)
+{
+	return start < end && PAGE_ALIGNED(start) && PAGE_ALIGNED(end) && end <= TASK_SIZE_MAX;
+}
+
+/* Both mms write-locked, one pair at a time: two requests with source and
+ * target swapped would otherwise take the locks in opposite orders. */
+static int lock_pair(struct mm_struct *first, struct mm_struct *second)
+{
+	mutex_lock(&attach_mutex);
+	if (mmap_write_lock_killable(first)) {
+		mutex_unlock(&attach_mutex);
+		return -EINTR;
+	}
+	mmap_write_lock_nested(second, SINGLE_DEPTH_NESTING);
+	return 0;
+}
+
+static void unlock_pair(struct mm_struct *first, struct mm_struct *second)
+{
+	mmap_write_unlock(second);
+	mmap_write_unlock(first);
+	mutex_unlock(&attach_mutex);
+}
+
 static int attach(struct grove_share_attach *request)
 {
-	struct task_struct *source_task, *target_task;
-	struct mm_struct *source_mm = NULL, *target_mm = NULL;
-	unsigned long start = request->start, end = request->end;
+	struct source source;
+	struct task_struct *target_task;
+	struct mm_struct *target_mm;
 	int err;
 
-	if (start >= end || !PAGE_ALIGNED(start) || !PAGE_ALIGNED(end) || end > TASK_SIZE_MAX)
+	if (!range_is_valid(request->start, request->end) || request->reserved ||
+	    (request->flags & ~GROVE_SHARE_FROM_SNAPSHOT))
 		return -EINVAL;
-	source_task = task_of_pidfd(request->source_pidfd);
-	if (IS_ERR(source_task))
-		return PTR_ERR(source_task);
+	err = request->flags & GROVE_SHARE_FROM_SNAPSHOT ? get_snapshot(request->source_fd, &source) :
+							    get_process(request->source_fd, &source);
+	if (err)
+		return err;
 	target_task = task_of_pidfd(request->target_pidfd);
 	if (IS_ERR(target_task)) {
-		put_task_struct(source_task);
+		put_source(&source);
 		return PTR_ERR(target_task);
 	}
-	source_mm = get_task_mm(source_task);
 	target_mm = get_task_mm(target_task);
-	err = -ESRCH;
-	if (!source_mm || !target_mm)
-		goto out;
-	err = -EINVAL;
-	if (source_mm == target_mm)
-		goto out;
-
-	mutex_lock(&attach_mutex);
-	err = mmap_write_lock_killable(source_mm);
-	if (err)
-		goto unlock_mutex;
-	mmap_write_lock_nested(target_mm, SINGLE_DEPTH_NESTING);
-	err = all_threads_held(source_task) ? 0 : -EBUSY;
-	if (!err)
-		err = check_range(source_mm, target_mm, start, end);
-	if (!err)
-		err = share_range(source_mm, target_mm, start, end, request);
-	mmap_write_unlock(target_mm);
-	mmap_write_unlock(source_mm);
-unlock_mutex:
-	mutex_unlock(&attach_mutex);
-out:
-	if (source_mm)
-		mmput(source_mm);
+	err = !target_mm ? -ESRCH : target_mm == source.mm ? -EINVAL : lock_pair(source.mm, target_mm);
+	if (!err) {
+		err = source_is_held(&source) ? 0 : -EBUSY;
+		if (!err)
+			err = check_range(source.mm, target_mm, request->start, request->end);
+		if (!err)
+			err = share_range(source.mm, target_mm, request->start, request->end, request);
+		unlock_pair(source.mm, target_mm);
+	}
 	if (target_mm)
 		mmput(target_mm);
-	put_task_struct(source_task);
 	put_task_struct(target_task);
+	put_source(&source);
 	return err;
 }
 
-static long grove_share_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+/* ---- snapshots ------------------------------------------------------------ */
+
+static int snapshot_release(struct inode *inode, struct file *file)
+{
+	mmput(file->private_data);
+	return 0;
+}
+
+static const struct file_operations snapshot_fops = {
+	.owner = THIS_MODULE,
+	.release = snapshot_release,
+};
+
+/* An empty mm that belongs to no task (and so to no memory cgroup: its
+ * pages are the source's, charged where they already are). */
+static struct mm_struct *empty_snapshot(void)
+{
+	struct mm_struct *snapshot = mm_internals.mm_alloc();
+
+	if (!snapshot)
+		return NULL;
+#ifdef CONFIG_MEMCG
+	WRITE_ONCE(snapshot->owner, NULL);
+#endif
+	return snapshot;
+}
+
+/* A copy of a source VMA in the snapshot, sharing its pages. */
+static int capture_vma(struct mm_struct *snapshot, struct vm_area_struct *source)
+{
+	struct vm_area_struct *copy = mm_internals.vm_area_dup(source);
+	int err;
+
+	if (!copy)
+		return -ENOMEM;
+	copy->vm_mm = snapshot;
+	/* vm_area_dup() copies these pointers without references: the anon_vma
+	 * is linked afresh below, and a snapshot needs no NUMA policy. */
+	copy->anon_vma = NULL;
+#ifdef CONFIG_NUMA
+	copy->vm_policy = NULL;
+#endif
+	err = mm_internals.insert_vm_struct(snapshot, copy);
+	if (err) {
+		mm_internals.vm_area_free(copy);
+		return err;
+	}
+	return share_vma(copy, source);
+}
+
+static int check_capture_range(struct mm_struct *source_mm, unsigned long start, unsigned long end)
+{
+	VMA_ITERATOR(vmi, source_mm, start);
+	struct vm_area_struct *source;
+	int shareable = 0;
+
+	for_each_vma_range(vmi, source, end) {
+		if (source->vm_start < start || source->vm_end > end)
+			return -ERANGE;
+		shareable += vma_is_shareable(source);
+	}
+	return shareable ? 0 : -ENXIO;
+}
+
+static int capture_range(struct mm_struct *source_mm, struct mm_struct *snapshot,
+			 struct grove_share_capture *request)
+{
+	VMA_ITERATOR(vmi, source_mm, request->start);
+	struct vm_area_struct *source;
+	int err = 0;
+
+	for_each_vma_range(vmi, source, request->end) {
+		if (!vma_is_shareable(source))
+			continue;
+		err = capture_vma(snapshot, source);
+		if (err)
+			break;
+		request->vmas++;
+	}
+	flush_source(source_mm);
+	request->pages = anon_pages(snapshot);
+	return err;
+}
+
+/* The snapshot, or an error; on error nothing of it is left. */
+static struct mm_struct *capture(struct grove_share_capture *request)
+{
+	struct source source;
+	struct mm_struct *snapshot;
+	int err;
+
+	if (!range_is_valid(request->start, request->end) || request->reserved)
+		return ERR_PTR(-EINVAL);
+	err = get_process(request->source_pidfd, &source);
+	if (err)
+		return ERR_PTR(err);
+	snapshot = empty_snapshot();
+	err = snapshot ? lock_pair(source.mm, snapshot) : -ENOMEM;
+	if (!err) {
+		err = source_is_held(&source) ? 0 : -EBUSY;
+		if (!err)
+			err = check_capture_range(source.mm, request->start, request->end);
+		if (!err)
+			err = capture_range(source.mm, snapshot, request);
+		unlock_pair(source.mm, snapshot);
+	}
+	put_source(&source);
+	if (!err)
+		return snapshot;
+	/* The snapshot goes with whatever it had shared already. */
+	if (snapshot)
+		mmput(snapshot);
+	return ERR_PTR(err);
+}
+
+/* ---- requests ------------------------------------------------------------- */
+
+static long attach_request(struct grove_share_attach __user *argument)
 {
 	struct grove_share_attach request;
 	int err;
 
+	if (copy_from_user(&request, argument, sizeof(request)))
+		return -EFAULT;
+	request.vmas = request.pages = 0;
+	err = attach(&request);
+	if (err)
+		return err;
+	return copy_to_user(argument, &request, sizeof(request)) ? -EFAULT : 0;
+}
+
+/* The descriptor is installed only once the results are out, so a request
+ * that fails at any step leaves the caller no new descriptor. */
+static long capture_request(struct grove_share_capture __user *argument)
+{
+	struct grove_share_capture request;
+	struct mm_struct *snapshot;
+	struct file *file;
+	int fd;
+
+	if (copy_from_user(&request, argument, sizeof(request)))
+		return -EFAULT;
+	request.vmas = request.pages = 0;
+	fd = get_unused_fd_flags(O_CLOEXEC);
+	if (fd < 0)
+		return fd;
+	snapshot = capture(&request);
+	if (IS_ERR(snapshot)) {
+		put_unused_fd(fd);
+		return PTR_ERR(snapshot);
+	}
+	file = anon_inode_getfile("[grove-share-snapshot]", &snapshot_fops, snapshot, O_RDWR);
+	if (IS_ERR(file)) {
+		mmput(snapshot);
+		put_unused_fd(fd);
+		return PTR_ERR(file);
+	}
+	if (copy_to_user(argument, &request, sizeof(request))) {
+		fput(file);
+		put_unused_fd(fd);
+		return -EFAULT;
+	}
+	fd_install(fd, file);
+	return fd;
+}
+
+static long grove_share_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
 	/* The device is root's (0600), but a descriptor can be passed on: the
 	 * caller itself must hold CAP_SYS_ADMIN in the host's namespace. */
 	if (!capable(CAP_SYS_ADMIN))
@@ -317,13 +575,9 @@ static long grove_share_ioctl(struct file *file, unsigned int cmd, unsigned long
 	case GROVE_SHARE_ABI_VERSION:
 		return GROVE_SHARE_ABI;
 	case GROVE_SHARE_ATTACH:
-		if (copy_from_user(&request, (void __user *)arg, sizeof(request)))
-			return -EFAULT;
-		request.vmas = request.pages = 0;
-		err = attach(&request);
-		if (err)
-			return err;
-		return copy_to_user((void __user *)arg, &request, sizeof(request)) ? -EFAULT : 0;
+		return attach_request((void __user *)arg);
+	case GROVE_SHARE_CAPTURE:
+		return capture_request((void __user *)arg);
 	default:
 		return -ENOTTY;
 	}

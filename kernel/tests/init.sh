@@ -19,8 +19,17 @@ echo 5000 > /sys/kernel/mm/ksm/pages_to_scan
 echo 20 > /sys/kernel/mm/ksm/sleep_millisecs
 echo 1 > /sys/kernel/mm/ksm/run
 
+if ! insmod /modules/other-build/grove_share.ko 2>/dev/null &&
+  dmesg | grep -q 'grove_share: built for kernel "another-build", running .*: refusing to load'; then
+  echo "ok - a module built for another kernel build refuses to load"
+  refused=yes
+else
+  echo "not ok - a module built for another kernel build loaded, or not for that reason"
+  refused=no
+fi
+
 booted="$(dmesg | wc -l)"
-if insmod /modules/grove_share.ko && /share_test && rmmod grove_share; then
+if [ "$refused" = yes ] && insmod /modules/grove_share.ko && /share_test && rmmod grove_share; then
   # The kernel would have panicked on a warning (panic_on_warn); this
   # catches what only logs, from the module's load on: bad page state,
   # SLUB's poison and redzone reports, list corruption.

@@ -336,7 +336,7 @@ static int attach(struct worker *source, struct worker *target, uint64_t start, 
 		  struct grove_share_attach *out)
 {
 	struct grove_share_attach request = {
-		.source_pidfd = source->pidfd, .target_pidfd = target->pidfd,
+		.source_fd = source->pidfd, .target_pidfd = target->pidfd,
 		.start = start, .end = start + len,
 	};
 	int rc = ioctl(device, GROVE_SHARE_ATTACH, &request);
@@ -344,6 +344,36 @@ static int attach(struct worker *source, struct worker *target, uint64_t start, 
 	if (out)
 		*out = request;
 	return rc ? -errno : 0;
+}
+
+static int attach_from(int snapshot, struct worker *target, uint64_t start, uint64_t len)
+{
+	struct grove_share_attach request = {
+		.source_fd = snapshot, .target_pidfd = target->pidfd,
+		.flags = GROVE_SHARE_FROM_SNAPSHOT, .start = start, .end = start + len,
+	};
+
+	return ioctl(device, GROVE_SHARE_ATTACH, &request) ? -errno : 0;
+}
+
+/* A snapshot's descriptor, or -errno. */
+static int capture(struct worker *source, uint64_t start, uint64_t len, struct grove_share_capture *out)
+{
+	struct grove_share_capture request = { .source_pidfd = source->pidfd, .start = start, .end = start + len };
+	int fd = ioctl(device, GROVE_SHARE_CAPTURE, &request);
+
+	if (out)
+		*out = request;
+	return fd < 0 ? -errno : fd;
+}
+
+/* The lowest free descriptor: a refused capture must not have taken one. */
+static int next_fd(void)
+{
+	int fd = dup(0);
+
+	close(fd);
+	return fd;
 }
 
 /* A stopped source holding LEN bytes at BASE filled with SEED, and a fresh
@@ -359,6 +389,35 @@ static void pair_up(struct worker *source, struct worker *target, uint64_t len, 
 }
 
 /* ---- the tests ------------------------------------------------------------ */
+
+struct leak_baseline {
+	long anon, anon_vma, anon_vma_chain, mm, vmas;
+};
+
+static struct leak_baseline leak_baseline(void)
+{
+	struct leak_baseline b = {
+		vmstat("nr_anon_pages"), slab_objects("anon_vma"), slab_objects("anon_vma_chain"),
+		slab_objects("mm_struct"), slab_objects("vm_area_struct"),
+	};
+
+	return b;
+}
+
+/* After every process of a test is gone: nothing it made may be left. */
+static void check_no_leaks(struct leak_baseline before, const char *after_what)
+{
+	struct leak_baseline now = leak_baseline();
+
+	check(now.anon <= before.anon + 64, "no anonymous pages leaked by %s (%ld before, %ld after)",
+	      after_what, before.anon, now.anon);
+	check(now.anon_vma <= before.anon_vma + 64 && now.anon_vma_chain <= before.anon_vma_chain + 64,
+	      "no anon_vma or anon_vma_chain leaked by %s (%ld/%ld before, %ld/%ld after)", after_what,
+	      before.anon_vma, before.anon_vma_chain, now.anon_vma, now.anon_vma_chain);
+	check(now.mm <= before.mm && now.vmas <= before.vmas + 64,
+	      "no mm_struct or VMA leaked by %s (%ld/%ld before, %ld/%ld after)", after_what,
+	      before.mm, before.vmas, now.mm, now.vmas);
+}
 
 static long ksm_pages_sharing(void)
 {
@@ -409,30 +468,42 @@ static struct shared_census census(pid_t source, pid_t target, uint64_t addr, ui
 	return c;
 }
 
-/* Compaction moves pages only through reverse mapping: a page it moves is
- * remapped in every process the rmap knows of. If the target's mapping were
- * unknown to the rmap, a shared page could not be moved at all (it would
- * stay mapped), so some pages moving and both sides still agreeing proves
- * the target was linked into the source's anon_vma chain. */
-static int moved_by_compaction(pid_t source, pid_t target, uint64_t addr, uint64_t len)
+/* NUMA node of each page of [addr, addr + count pages) in a process (move_pages
+ * with no target nodes only asks); -errno for pages not in memory. */
+static void page_nodes(pid_t pid, uint64_t addr, uint64_t count, int *nodes)
 {
-	uint64_t count = len / PAGE, moved = 0, *before = calloc(count, 8), *after = calloc(count, 8);
-	struct shared_census shared;
-	int fd = open("/proc/sys/vm/compact_memory", O_WRONLY);
+	void **pages = calloc(count, sizeof(void *));
 
-	pagemap(source, addr, count, before);
-	if (fd < 0 || write(fd, "1", 1) != 1)
-		die("/proc/sys/vm/compact_memory");
-	close(fd);
-	pagemap(source, addr, count, after);
 	for (uint64_t i = 0; i < count; i++)
-		moved += (before[i] & PM_PRESENT) && (after[i] & PM_PRESENT) && PM_PFN(before[i]) != PM_PFN(after[i]);
+		pages[i] = (void *)(addr + i * PAGE);
+	if (syscall(SYS_move_pages, pid, count, pages, NULL, nodes, 0))
+		die("move_pages");
+	free(pages);
+}
+
+/* Migration moves a page only through reverse mapping: every mapping of it
+ * the rmap knows is switched to the new page. A shared page whose target
+ * mapping the rmap did not know would stay mapped, so it could not move.
+ * The guest has two NUMA nodes; all of the source's pages go to node 1. */
+static int moved_by_migration(pid_t source, pid_t target, uint64_t addr, uint64_t len)
+{
+	uint64_t count = len / PAGE, left = 0, resident = 0;
+	unsigned long from = 1UL << 0, to = 1UL << 1;
+	int *nodes = calloc(count, sizeof(int));
+	struct shared_census shared;
+	long rc = syscall(SYS_migrate_pages, source, 8 * sizeof(unsigned long), &from, &to);
+
+	page_nodes(source, addr, count, nodes);
+	for (uint64_t i = 0; i < count; i++) {
+		resident += nodes[i] >= 0;
+		left += nodes[i] == 0;
+	}
 	shared = census(source, target, addr, len);
-	printf("# compaction moved %llu shared pages; %llu same, %llu differ afterwards\n",
-	       (unsigned long long)moved, (unsigned long long)shared.same, (unsigned long long)shared.differ);
-	free(before);
-	free(after);
-	return moved > 0 && shared.differ == 0 && shared.not_twice == 0;
+	printf("# migrate_pages: %ld not moved; %llu of %llu resident pages still on node 0; %llu same, %llu differ\n",
+	       rc, (unsigned long long)left, (unsigned long long)resident,
+	       (unsigned long long)shared.same, (unsigned long long)shared.differ);
+	free(nodes);
+	return rc == 0 && resident > 0 && left == 0 && shared.differ == 0 && shared.not_twice == 0;
 }
 
 static void test_sharing(void)
@@ -480,8 +551,8 @@ static void test_sharing(void)
 	check(shared.not_twice == 0, "each shared page is mapped exactly twice (%llu are not)",
 	      (unsigned long long)shared.not_twice);
 
-	check(moved_by_compaction(source.pid, target.pid, BASE, len),
-	      "compaction migrates shared pages out from under both sides at once (reverse mapping finds the target)");
+	check(moved_by_migration(source.pid, target.pid, BASE, len),
+	      "migration to another NUMA node moves every shared page under both sides at once (rmap finds the target)");
 
 	check(ask(&target, VERIFY, BASE, thp, 7) == 0 && ask(&target, VERIFY, swap_at, BASE + len - swap_at, 7) == 0,
 	      "the target reads the source's THP, swapped-out and plain pages as they were");
@@ -578,8 +649,7 @@ static void test_fork_of_target_sees_fork_point(void)
 static void test_repeated(void)
 {
 	const uint64_t len = 4 * MIB;
-	long anon_before = vmstat("nr_anon_pages"), avc_before = slab_objects("anon_vma_chain");
-	long anon_vma_before = slab_objects("anon_vma");
+	struct leak_baseline baseline = leak_baseline();
 	int failed = 0, round;
 	struct worker s = spawn(0), t = spawn(1);
 
@@ -597,11 +667,86 @@ static void test_repeated(void)
 	check(!failed, "200 rounds of map, attach, read, write, unmap (stopped at round %d)", round);
 	finish(&s);
 	finish(&t);
-	check(vmstat("nr_anon_pages") <= anon_before + 64, "no anonymous pages leaked (%ld before, %ld after)",
-	      anon_before, vmstat("nr_anon_pages"));
-	check(slab_objects("anon_vma_chain") <= avc_before + 64 && slab_objects("anon_vma") <= anon_vma_before + 64,
-	      "no anon_vma or anon_vma_chain leaked (%ld/%ld before, %ld/%ld after)",
-	      anon_vma_before, avc_before, slab_objects("anon_vma"), slab_objects("anon_vma_chain"));
+	check_no_leaks(baseline, "200 attaches");
+}
+
+static void test_snapshot(void)
+{
+	const uint64_t len = 16 * MIB;
+	struct leak_baseline baseline = leak_baseline();
+	struct worker s = spawn(0), t1 = spawn(1), t2 = spawn(1);
+	struct grove_share_capture captured;
+	uint64_t present, *one, *two, differ = 0, thrice = 0;
+	int snapshot, rc, fd;
+
+	ask(&s, MAP, BASE, len, 0);
+	ask(&s, FILL, BASE, len, 51);
+	ask(&s, MAP_SHARED_MEMORY, BASE + 32 * MIB, MIB, 0);
+	ask(&s, FILL, BASE + 32 * MIB, MIB, 51);
+
+	fd = next_fd();
+	rc = capture(&s, BASE, 64 * MIB, NULL);
+	check(rc == -EBUSY && next_fd() == fd, "capturing a running source is refused and makes no descriptor (%s)",
+	      strerror(-rc));
+	stop(&s);
+	present = present_pages(s.pid, BASE, len);
+	snapshot = capture(&s, BASE, 64 * MIB, &captured);
+	check(snapshot >= 0, "capture 16 MiB (%s)", snapshot < 0 ? strerror(-snapshot) : "ok");
+	check(captured.vmas == 1 && captured.pages == present,
+	      "the snapshot holds the private VMA and all its pages, not the shared one (%llu VMAs, %llu of %llu pages)",
+	      (unsigned long long)captured.vmas, (unsigned long long)captured.pages, (unsigned long long)present);
+	rc = capture(&s, BASE + MIB, len, NULL);
+	check(rc == -ERANGE, "a capture range that cuts a VMA is refused (%s)", strerror(-rc));
+
+	/* The source goes on, and then goes away, before any target exists. */
+	resume(&s);
+	ask(&s, FILL, BASE, len, 52);
+	finish(&s);
+
+	ask(&t1, MAP, BASE, len, 0);
+	ask(&t2, MAP, BASE, len, 0);
+	rc = attach_from(snapshot, &t1, BASE, len);
+	check(rc == 0 && ask(&t1, VERIFY, BASE, len, 51) == 0,
+	      "a target attached after the source moved on and exited reads the capture-point memory (%s)",
+	      strerror(-rc));
+	rc = attach_from(snapshot, &t2, BASE, len);
+	check(rc == 0, "a second target attaches from the same snapshot (%s)", strerror(-rc));
+	one = calloc(len / PAGE, 8);
+	two = calloc(len / PAGE, 8);
+	pagemap(t1.pid, BASE, len / PAGE, one);
+	pagemap(t2.pid, BASE, len / PAGE, two);
+	for (uint64_t i = 0; i < len / PAGE; i++) {
+		differ += PM_PFN(one[i]) != PM_PFN(two[i]) || !(one[i] & PM_PRESENT);
+		thrice += (one[i] & PM_PRESENT) && mapcount(PM_PFN(one[i])) == 3;
+	}
+	check(differ == 0 && thrice == len / PAGE,
+	      "both targets map the snapshot's very pages, three mappings each (%llu differ, %llu of %llu thrice)",
+	      (unsigned long long)differ, (unsigned long long)thrice, (unsigned long long)(len / PAGE));
+	close(snapshot);
+	check(ask(&t1, VERIFY, BASE, len, 51) == 0 && ask(&t2, VERIFY, BASE, len, 51) == 0 &&
+	      mapcount(PM_PFN(pagemap_entry(t1.pid, BASE))) == 2,
+	      "closing the snapshot leaves the targets their memory, now mapped twice");
+	ask(&t1, FILL, BASE, len, 53);
+	check(ask(&t2, VERIFY, BASE, len, 51) == 0, "one target's writes stay its own");
+	rc = attach_from(t1.pidfd, &t2, BASE, len);
+	check(rc == -EINVAL, "a pidfd given as a snapshot is refused (%s)", strerror(-rc));
+	finish(&t1);
+	finish(&t2);
+
+	/* Snapshots made and dropped in a loop. */
+	s = spawn(0);
+	ask(&s, MAP, BASE, len, 0);
+	ask(&s, FILL, BASE, len, 54);
+	stop(&s);
+	for (int round = 0; round < 100; round++) {
+		snapshot = capture(&s, BASE, len, NULL);
+		if (snapshot < 0)
+			break;
+		close(snapshot);
+	}
+	check(snapshot >= 0, "100 snapshots made and closed");
+	finish(&s);
+	check_no_leaks(baseline, "snapshots");
 }
 
 static int attach_as_nobody(struct worker *s, struct worker *t)
@@ -701,6 +846,7 @@ int main(void)
 	test_lifetimes();
 	test_fork_of_target_sees_fork_point();
 	test_repeated();
+	test_snapshot();
 	test_refusals();
 	printf("# %d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;

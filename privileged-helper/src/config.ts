@@ -3,6 +3,7 @@
 // object a helper makes carries its instance tag, so none touches another's.
 import path from 'node:path';
 import { z } from 'zod';
+import { builtModulePath, type KernelTierPaths } from './host/kernel-tier.js';
 import { AUDIT_DAYS_KEPT, AUDIT_ROWS_KEPT, type AuditRetention } from './registry/registry.js';
 
 export const DEFAULT_SOCKET = '/run/grove/helper.sock';
@@ -50,6 +51,8 @@ export interface HelperConfig {
   cage: boolean;
   /** native/grove-mount.c (built by build/host/setup.sh): idmapped mounts for branches in user namespaces. */
   groveMount: string;
+  /** The kernel tier's module and the files that say whether the host can load it (host/kernel-tier.ts). */
+  kernelTier: KernelTierPaths;
   /** Lets branch.fork take a faultAt stage (tests of the fork's rollback). */
   allowFaultInjection: boolean;
   /** How many entries, and how many days of them, the audit log keeps. */
@@ -89,6 +92,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HelperConfig {
     recipesDir: path.resolve(import.meta.dirname, '../image'),
     groveEnter: env.GROVE_ENTER ?? path.join(cacheDir, 'bin/grove-enter'),
     groveMount: env.GROVE_MOUNT ?? path.join(cacheDir, 'bin/grove-mount'),
+    kernelTier: { module: env.GROVE_KERNEL_MODULE ?? builtModulePath(cacheDir), proc: '/proc', sys: '/sys' },
     cage: env.GROVE_BENCH_UNCAGED !== '1',
     allowFaultInjection: env.GROVE_FAULT_INJECTION === '1',
     audit: auditRetention(env),

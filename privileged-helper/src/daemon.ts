@@ -10,6 +10,7 @@ import { loadConfig, type HelperConfig } from './config.js';
 import { Crun } from './host/crun.js';
 import { KsmPacer } from './host/ksm.js';
 import { Doctor } from './host/doctor.js';
+import { KernelTier } from './host/kernel-tier.js';
 import { prepareSocketDir } from './host/forwarder.js';
 import { guardBranchAddresses, hostTableName } from './host/host-firewall.js';
 import { ensurePool, unmountPool } from './host/pool.js';
@@ -125,7 +126,9 @@ async function boot(config: HelperConfig) {
   const criu = new Criu(config.criu, path.join(config.stateDir, 'logs'), launcher, sysView);
   if ((await ensureKdatCache(config.criu)) === 'not written') log('CRIU could not write its kernel-probe cache: every CRIU run will probe the kernel again (~40 ms, more under load)');
   const scratchDir = path.join(config.runDir, 'scratch');
-  const branchDeps = { registry, ledger, runtime, storage, workspaces, criu, ksm };
+  const kernelTier = new KernelTier(config.kernelTier);
+  log(`kernel tier: fork memory ${(await kernelTier.current()).memory}`);
+  const branchDeps = { registry, ledger, runtime, storage, workspaces, criu, ksm, kernelTier };
   const versions = new VersionService({
     ...branchDeps,
     versionsDir: pool.versions,
@@ -178,7 +181,7 @@ async function boot(config: HelperConfig) {
     versions,
     promotions,
     exec,
-    doctor: new Doctor(config),
+    doctor: new Doctor(config, kernelTier),
     egress,
     perf: new PerfService(registry, runtime, () => space.poolSpace()),
     space,

@@ -53,6 +53,7 @@ export function printForkReport(r: ForkReport): void {
   for (const child of r.children) console.log(`${child.id}\t${child.name}\t${child.vncSocket ?? '-'}\t${ports(child)}`);
   console.log(describeTimings(r.timings));
   if (r.readyMs.length > 1) console.log(`on screen after: ${r.readyMs.map((ms, i) => `${r.children[i]?.name ?? i} ${Math.round(ms)} ms`).join(' · ')}`);
+  console.log(`memory: ${r.memory}`);
   const criu = describeCriu(r.criu);
   if (criu) console.log(criu);
   for (const note of r.leftBehind) console.log(`note: ${note}`);

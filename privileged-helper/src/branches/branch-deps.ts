@@ -1,5 +1,6 @@
 // What every operation on running branches (fork, checkpoint, rollback) works with.
 import type { Criu } from '../host/criu/criu.js';
+import type { KernelTier } from '../host/kernel-tier.js';
 import type { KsmPacer } from '../host/ksm.js';
 import type { Registry } from '../registry/registry.js';
 import type { BranchStorage } from '../workspaces/branch-storage.js';
@@ -16,4 +17,6 @@ export interface BranchDeps {
   criu: Criu;
   /** Holds ksmd at its idle pace while CRIU works (host/ksm.ts). */
   ksm: Pick<KsmPacer, 'hold'>;
+  /** Says how children get their memory (host/kernel-tier.ts). */
+  kernelTier: Pick<KernelTier, 'current'>;
 }

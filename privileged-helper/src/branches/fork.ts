@@ -85,7 +85,8 @@ class ForkTransaction {
       this.timings.total = performance.now() - this.started;
       this.d.registry.recordFork({ fork: this.id, source: this.source, copies: children.length, timings: this.timings });
       this.d.progress(this.id, 'done', `forked ${this.source.name} into ${children.length} in ${Math.round(this.timings.total)} ms`, true);
-      return { fork: this.id, source: this.source.id, children, timings: this.timings, readyMs: this.readyMs, criu: this.criuStats, leftBehind: this.leftBehind() };
+      const { memory } = await this.d.kernelTier.current();
+      return { fork: this.id, source: this.source.id, children, timings: this.timings, readyMs: this.readyMs, memory, criu: this.criuStats, leftBehind: this.leftBehind() };
     } catch (err) {
       await this.unwind();
       throw err;

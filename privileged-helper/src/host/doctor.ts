@@ -6,6 +6,7 @@ import type { HelperConfig } from '../config.js';
 import type { DoctorCheck, DoctorReport } from '../protocol/entities.js';
 import { CGROUP_ROOT, CONTROLLERS } from './cgroups.js';
 import { starterTies } from './detach.js';
+import type { KernelTier } from './kernel-tier.js';
 import { isMounted } from './mounts.js';
 import { KDAT_CACHE } from './criu/kdat-cache.js';
 import { run } from './run.js';
@@ -13,7 +14,10 @@ import { run } from './run.js';
 const CRIU_MIN = [4, 2] as const;
 
 export class Doctor {
-  constructor(private readonly config: HelperConfig) {}
+  constructor(
+    private readonly config: HelperConfig,
+    private readonly kernelTier: Pick<KernelTier, 'doctorCheck'>,
+  ) {}
 
   async report(): Promise<DoctorReport> {
     const criu = await this.criu();
@@ -44,6 +48,7 @@ export class Doctor {
         detail: `${this.config.pool.device ?? this.config.pool.loopFile} on ${this.config.pool.mountPoint}`,
       },
       await detached(this.config.instance),
+      await this.kernelTier.doctorCheck(),
     ];
     return { ok: checks.every((c) => c.ok), checks, criu: { version: criu.version, checkPassed: criu.checkPassed } };
   }

@@ -184,6 +184,8 @@ export const ForkReport = z.strictObject({
   }),
   /** Per child (in order), ms from the fork's start until its first frame was out and it was announced running. */
   readyMs: z.array(z.number()),
+  /** How the children got their memory, and why that way (the kernel tier decides: host/kernel-tier.ts). */
+  memory: z.string(),
   /** What CRIU says of its own work (its stats files), where it said it: the dump, and each child's restore in order. */
   criu: z.strictObject({
     dump: CriuDumpStats.nullable(),

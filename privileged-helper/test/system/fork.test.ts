@@ -99,6 +99,8 @@ describe('live fork of a running desktop', () => {
     expect(report.timings.dump).toBeGreaterThan(0);
     expect(report.timings.sourceFrozen).toBeGreaterThan(0);
     expect(report.timings.firstFrame).toBeGreaterThan(0);
+    // Without the kernel tier in use, the report says the memory was copied, and why.
+    expect(report.memory).toMatch(/^copied by CRIU from the dump \(KSM merges the copies later\): \S/);
 
     const after = await client.request('workspace.get', { workspace: source.id });
     expect(after).toMatchObject({ state: 'running', pid: source.pid });
