@@ -468,6 +468,15 @@ static struct shared_census census(pid_t source, pid_t target, uint64_t addr, ui
 	return c;
 }
 
+static void ksm_run(const char *value)
+{
+	int fd = open("/sys/kernel/mm/ksm/run", O_WRONLY);
+
+	if (fd < 0 || write(fd, value, 1) != 1)
+		die("/sys/kernel/mm/ksm/run");
+	close(fd);
+}
+
 /* NUMA node of each page of [addr, addr + count pages) in a process (move_pages
  * with no target nodes only asks); -errno for pages not in memory. */
 static void page_nodes(pid_t pid, uint64_t addr, uint64_t count, int *nodes)
@@ -491,8 +500,19 @@ static int moved_by_migration(pid_t source, pid_t target, uint64_t addr, uint64_
 	unsigned long from = 1UL << 0, to = 1UL << 1;
 	int *nodes = calloc(count, sizeof(int));
 	struct shared_census shared;
-	long rc = syscall(SYS_migrate_pages, source, 8 * sizeof(unsigned long), &from, &to);
+	long rc = 1;
 
+	/* Migration is best effort: a page another thread holds locked at that
+	 * moment is left behind. ksmd, walking its stable tree, is the one
+	 * such thread here: it is paused (merged pages stay merged) and the
+	 * migration tried a few times. */
+	ksm_run("0");
+	for (int attempt = 0; attempt < 5 && rc != 0; attempt++) {
+		rc = syscall(SYS_migrate_pages, source, 8 * sizeof(unsigned long), &from, &to);
+		if (rc)
+			usleep(200000);
+	}
+	ksm_run("1");
 	page_nodes(source, addr, count, nodes);
 	for (uint64_t i = 0; i < count; i++) {
 		resident += nodes[i] >= 0;
