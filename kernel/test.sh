@@ -19,7 +19,19 @@ echo "building grove_share.ko against $(cat "$kernel/release")" >&2
 "$here/build.sh" "$kernel/headers" "$work/other-build" GROVE_SHARE_BUILT_FOR=another-build >/dev/null
 mkdir -p "$work/root/bin" "$work/root/modules/other-build"
 cp "$work/other-build/grove_share.ko" "$work/root/modules/other-build/"
-cc -static -O2 -Wall -Wextra -Werror -o "$work/root/share_test" "$here/tests/share_test.c"
+for test in share_test fork_test; do
+  cc -static -O2 -Wall -Wextra -Werror -o "$work/root/$test" "$here/tests/$test.c" "$here/tests/guest.c"
+done
+# Grove's CRIU (build/host/criu.sh) with the libraries it links, for the
+# whole fork in the guest (fork_test.c).
+criu="${GROVE_CACHE:-/var/cache/grove}/criu/sbin/criu"
+mkdir -p "$work/root/criu"
+cp "$criu" "$work/root/criu/criu"
+for lib in $(ldd "$criu" | grep -o '/[^ ]*'); do
+  mkdir -p "$work/root$(dirname "$lib")"
+  cp -L "$lib" "$work/root$lib"
+done
+cp "$here/tests/fork-action.sh" "$work/root/fork-action.sh"
 cp /bin/busybox "$work/root/bin/busybox"
 cp "$here/tests/init.sh" "$work/root/init"
 cp "$work/module/grove_share.ko" "$kernel"/modules/*.ko "$work/root/modules/"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fetches the Debian 12 kernel that kernel/ is built and proven against and
 # prints the folder it is in: vmlinuz (booted under qemu), headers (to build
-# the module) and the zram modules (the guest's swap). Nothing is installed:
+# the module) and the few modules the guest loads (zram for its swap,
+# nfnetlink for CRIU's kernel probe). Nothing is installed:
 # the packages are unpacked into $GROVE_CACHE/kernel/RELEASE, so the host's
 # own kernel and boot loader are untouched. Idempotent.
 set -euo pipefail
@@ -11,7 +12,12 @@ cache="${GROVE_CACHE:-/var/cache/grove}/kernel"
 release="$(apt-cache depends linux-image-amd64 | sed -n 's/^ *Depends: linux-image-\(.*-amd64\)$/\1/p' | head -n1)"
 [ -n "$release" ] || { echo "kernel: cannot tell which kernel linux-image-amd64 is (apt-get update?)" >&2; exit 1; }
 dir="$cache/$release"
-if [ -s "$dir/release" ]; then
+guest_modules=(mm/zsmalloc.ko drivers/block/zram/zram.ko net/netfilter/nfnetlink.ko)
+complete() {
+  [ -s "$dir/release" ] || return 1
+  for module in "${guest_modules[@]}"; do [ -e "$dir/modules/$(basename "$module")" ] || return 1; done
+}
+if complete; then
   echo "$dir"
   exit 0
 fi
@@ -29,8 +35,7 @@ for deb in "$tmp"/*.deb; do dpkg-deb -x "$deb" "$tmp/x"; done
 
 mkdir -p "$tmp/out/modules"
 cp "$tmp/x/boot/vmlinuz-$release" "$tmp/out/vmlinuz"
-cp "$tmp/x/lib/modules/$release/kernel/mm/zsmalloc.ko" \
-   "$tmp/x/lib/modules/$release/kernel/drivers/block/zram/zram.ko" "$tmp/out/modules/"
+for module in "${guest_modules[@]}"; do cp "$tmp/x/lib/modules/$release/kernel/$module" "$tmp/out/modules/"; done
 # The headers' tree, with the links and the one absolute path that assume
 # it lives in /usr/src.
 mv "$tmp/x/usr/src/linux-headers-$release" "$tmp/out/headers"

@@ -62,6 +62,8 @@ static struct {
 	typeof(&vm_area_dup) vm_area_dup;
 	typeof(&vm_area_free) vm_area_free;
 	typeof(&insert_vm_struct) insert_vm_struct;
+	typeof(&split_vma) split_vma;
+	typeof(&unlink_anon_vmas) unlink_anon_vmas;
 } mm_internals;
 
 /* Two attaches with their source and target swapped would take the two
@@ -139,10 +141,13 @@ static int find_symbols(void)
 	mm_internals.vm_area_dup = find_function(lookup, "vm_area_dup");
 	mm_internals.vm_area_free = find_function(lookup, "vm_area_free");
 	mm_internals.insert_vm_struct = find_function(lookup, "insert_vm_struct");
+	mm_internals.split_vma = find_function(lookup, "split_vma");
+	mm_internals.unlink_anon_vmas = find_function(lookup, "unlink_anon_vmas");
 	if (!mm_internals.copy_page_range || !mm_internals.anon_vma_fork ||
 	    !mm_internals.flush_tlb_mm_range || !mm_internals.pidfd_get_task ||
 	    !mm_internals.mm_alloc || !mm_internals.vm_area_dup ||
-	    !mm_internals.vm_area_free || !mm_internals.insert_vm_struct)
+	    !mm_internals.vm_area_free || !mm_internals.insert_vm_struct || !mm_internals.split_vma ||
+	    !mm_internals.unlink_anon_vmas)
 		return -ENOENT;
 	return 0;
 }
@@ -171,11 +176,14 @@ static bool all_threads_held(struct task_struct *task)
 	return held;
 }
 
-/* Flags under which fork's page-table copy is not the whole story (mlock
- * accounting, userfaultfd, raw PFNs, hugetlb pools): refused on either side. */
+/* Flags under which fork's page-table copy is not the whole story
+ * (userfaultfd, raw PFNs, hugetlb pools): refused on either side. A source
+ * may be mlocked (as fork, the copy is not); a target may not, as its
+ * locked pages would have to be present and accounted. MADV_DONTFORK and
+ * MADV_WIPEONFORK say what a fork of that process gets, and stay with it. */
 #define UNSHAREABLE_FLAGS (VM_SHARED | VM_IO | VM_PFNMAP | VM_MIXEDMAP | VM_HUGETLB | \
-			   VM_UFFD_MISSING | VM_UFFD_WP | VM_UFFD_MINOR | VM_LOCKED | \
-			   VM_LOCKONFAULT | VM_DONTCOPY | VM_WIPEONFORK)
+			   VM_UFFD_MISSING | VM_UFFD_WP | VM_UFFD_MINOR)
+#define LOCKED_FLAGS (VM_LOCKED | VM_LOCKONFAULT)
 
 static bool vma_is_shareable(struct vm_area_struct *vma)
 {
@@ -183,40 +191,46 @@ static bool vma_is_shareable(struct vm_area_struct *vma)
 	       (vma->vm_flags & VM_MAYWRITE);
 }
 
-/* The target VMA for a source VMA, or an error saying why there is none. */
+/*
+ * The target VMA for a source VMA, or an error saying why there is none. It
+ * has the source VMA's bounds, or covers them and is split to them when the
+ * pages are shared: fresh anonymous mappings that are adjacent merge into
+ * one (CRIU's restored ones do), where the source's had distinct anon_vmas.
+ */
 static struct vm_area_struct *matching_target(struct mm_struct *target_mm,
 					      struct vm_area_struct *source)
 {
 	struct vm_area_struct *target = vma_lookup(target_mm, source->vm_start);
 
-	if (!target || target->vm_start != source->vm_start || target->vm_end != source->vm_end)
+	if (!target || target->vm_end < source->vm_end)
 		return ERR_PTR(-ENXIO);
-	if (!vma_is_shareable(target))
+	if (!vma_is_shareable(target) || (target->vm_flags & LOCKED_FLAGS))
 		return ERR_PTR(-EOPNOTSUPP);
-	/* A VMA that held pages has its own anon_vma; fork's linking expects a
-	 * fresh one, as the child's VMAs are. */
-	if (target->anon_vma || !list_empty(&target->anon_vma_chain))
-		return ERR_PTR(-EBUSY);
 	return target;
 }
 
 static int check_range(struct mm_struct *source_mm, struct mm_struct *target_mm,
-		       unsigned long start, unsigned long end)
+		       struct grove_share_attach *request)
 {
-	VMA_ITERATOR(vmi, source_mm, start);
+	VMA_ITERATOR(vmi, source_mm, request->start);
 	struct vm_area_struct *source;
 	int vmas = 0;
 
-	for_each_vma_range(vmi, source, end) {
+	for_each_vma_range(vmi, source, request->end) {
 		struct vm_area_struct *target;
+		int err = 0;
 
-		if (source->vm_start < start || source->vm_end > end)
-			return -ERANGE;
-		if (!vma_is_shareable(source))
-			return -EOPNOTSUPP;
-		target = matching_target(target_mm, source);
+		if (source->vm_start < request->start || source->vm_end > request->end)
+			err = -ERANGE;
+		else if (!vma_is_shareable(source))
+			err = -EOPNOTSUPP;
+		target = err ? NULL : matching_target(target_mm, source);
 		if (IS_ERR(target))
-			return PTR_ERR(target);
+			err = PTR_ERR(target);
+		if (err) {
+			request->refused_at = source->vm_start;
+			return err;
+		}
 		vmas++;
 	}
 	return vmas ? 0 : -ENXIO;
@@ -248,6 +262,32 @@ static void flush_source(struct mm_struct *source_mm)
 }
 
 /*
+ * The target's VMA over the source's, split to the source's bounds and made
+ * fresh, as a fork's child's VMA is: whatever it held is unmapped and it
+ * leaves its anon_vmas. (A restored process has a few pages written before
+ * it can be attached: the kernel writes the rseq area's cpu_id when CRIU's
+ * restorer registers it. The source's fork-point contents replace them.)
+ */
+static struct vm_area_struct *fit_target(struct mm_struct *target_mm, struct vm_area_struct *source)
+{
+	struct vm_area_struct *target = vma_lookup(target_mm, source->vm_start);
+	int err = 0;
+
+	if (target->vm_start < source->vm_start)
+		err = mm_internals.split_vma(target_mm, target, source->vm_start, 1);
+	if (!err && target->vm_end > source->vm_end)
+		err = mm_internals.split_vma(target_mm, vma_lookup(target_mm, source->vm_start), source->vm_end, 0);
+	if (err)
+		return ERR_PTR(err);
+	target = vma_lookup(target_mm, source->vm_start);
+	if (target->anon_vma || !list_empty(&target->anon_vma_chain)) {
+		zap_page_range(target, target->vm_start, target->vm_end - target->vm_start);
+		mm_internals.unlink_anon_vmas(target);
+	}
+	return target;
+}
+
+/*
  * Share every source VMA of [start, end) into its twin in the target. Only
  * allocation can fail here (everything else was checked); the pages already
  * shared are then unmapped from the target again, so its range reads zeros
@@ -262,7 +302,9 @@ static int share_range(struct mm_struct *source_mm, struct mm_struct *target_mm,
 	int err = 0;
 
 	for_each_vma_range(vmi, source, end) {
-		err = share_vma(vma_lookup(target_mm, source->vm_start), source);
+		struct vm_area_struct *target = fit_target(target_mm, source);
+
+		err = IS_ERR(target) ? PTR_ERR(target) : share_vma(target, source);
 		if (err)
 			break;
 		result->vmas++;
@@ -387,7 +429,7 @@ static int attach(struct grove_share_attach *request)
 	if (!err) {
 		err = source_is_held(&source) ? 0 : -EBUSY;
 		if (!err)
-			err = check_range(source.mm, target_mm, request->start, request->end);
+			err = check_range(source.mm, target_mm, request);
 		if (!err)
 			err = share_range(source.mm, target_mm, request->start, request->end, request);
 		unlock_pair(source.mm, target_mm);
@@ -435,6 +477,7 @@ static int capture_vma(struct mm_struct *snapshot, struct vm_area_struct *source
 	if (!copy)
 		return -ENOMEM;
 	copy->vm_mm = snapshot;
+	copy->vm_flags &= ~LOCKED_FLAGS;	/* as a fork's child: nothing to keep resident */
 	/* vm_area_dup() copies these pointers without references: the anon_vma
 	 * is linked afresh below, and a snapshot needs no NUMA policy. */
 	copy->anon_vma = NULL;
@@ -523,11 +566,12 @@ static long attach_request(struct grove_share_attach __user *argument)
 
 	if (copy_from_user(&request, argument, sizeof(request)))
 		return -EFAULT;
-	request.vmas = request.pages = 0;
+	request.vmas = request.pages = request.refused_at = 0;
 	err = attach(&request);
-	if (err)
-		return err;
-	return copy_to_user(argument, &request, sizeof(request)) ? -EFAULT : 0;
+	/* A refusal says where, too. */
+	if (copy_to_user(argument, &request, sizeof(request)))
+		return -EFAULT;
+	return err;
 }
 
 /* The descriptor is installed only once the results are out, so a request

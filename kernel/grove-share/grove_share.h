@@ -17,9 +17,10 @@
 /*
  * GROVE_SHARE_ATTACH: every VMA of the source inside [start, end) must be a
  * private anonymous mapping, and the target must have a private anonymous
- * VMA with exactly the same bounds that has never held a page (as a fresh
- * mmap() has not). Afterwards the target's range reads what the source's
- * did at this instant; a write on either side copies, as after fork().
+ * VMA over the same addresses (split to the source's bounds if it is
+ * larger). Afterwards the target's range reads what the source's did at
+ * this instant, in place of whatever it held; a write on either side
+ * copies, as after fork().
  * The source is a process (a pidfd) whose every thread is stopped, traced
  * or frozen, or, with GROVE_SHARE_FROM_SNAPSHOT, a snapshot descriptor.
  * All checks come first: a refused request changes nothing.
@@ -33,6 +34,7 @@ struct grove_share_attach {
 	__u64 end;
 	__u64 vmas;	/* out: VMAs attached */
 	__u64 pages;	/* out: pages (base pages, a THP counts 512) now shared */
+	__u64 refused_at;	/* out, on a refusal: the start of the source VMA it is about */
 };
 
 #define GROVE_SHARE_FROM_SNAPSHOT (1U << 0)

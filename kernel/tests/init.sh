@@ -1,7 +1,8 @@
 #!/bin/busybox sh
 # /init of the qemu guest that proves grove_share (packed by kernel/test.sh).
 # Sets up what the tests need (zram swap, ksmd, THP on madvise), loads the
-# module, runs the tests, unloads the module, and prints one result line
+# module, runs the tests (share_test: the module itself; fork_test: a whole
+# fork through CRIU), unloads the module, and prints one result line
 # that the host reads: the run passes only if it says PASS.
 /bin/busybox mkdir -p /proc /sys /dev /tmp
 /bin/busybox --install -s /bin
@@ -15,6 +16,10 @@ echo madvise > /sys/kernel/mm/transparent_hugepage/enabled
 insmod /modules/zsmalloc.ko && insmod /modules/zram.ko num_devices=1 &&
   echo 128M > /sys/block/zram0/disksize && mkswap /dev/zram0 >/dev/null && swapon /dev/zram0 ||
   echo "# no zram swap: the swapped-out case will fail"
+# CRIU's kernel probe opens a netfilter netlink socket (its nftables check)
+# and connects over loopback (its TCP repair check).
+insmod /modules/nfnetlink.ko
+ifconfig lo 127.0.0.1 up
 echo 5000 > /sys/kernel/mm/ksm/pages_to_scan
 echo 20 > /sys/kernel/mm/ksm/sleep_millisecs
 echo 1 > /sys/kernel/mm/ksm/run
@@ -29,7 +34,8 @@ else
 fi
 
 booted="$(dmesg | wc -l)"
-if [ "$refused" = yes ] && insmod /modules/grove_share.ko && /share_test && rmmod grove_share; then
+mkdir -p /tmp /run/grove-criu
+if [ "$refused" = yes ] && insmod /modules/grove_share.ko && /share_test && /fork_test && rmmod grove_share; then
   # The kernel would have panicked on a warning (panic_on_warn); this
   # catches what only logs, from the module's load on: bad page state,
   # SLUB's poison and redzone reports, list corruption.
