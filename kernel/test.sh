@@ -31,7 +31,9 @@ for lib in $(ldd "$criu" | grep -o '/[^ ]*'); do
   mkdir -p "$work/root$(dirname "$lib")"
   cp -L "$lib" "$work/root$lib"
 done
-cp "$here/tests/fork-action.sh" "$work/root/fork-action.sh"
+# The helper's own pieces of a fork through the kernel tier.
+cc -static -O2 -Wall -Werror -I"$here/grove-share" -o "$work/root/grove-share" "$repo/privileged-helper/native/grove-share.c"
+cp "$repo/privileged-helper/src/host/criu/action-script.sh" "$work/root/action-script.sh"
 cp /bin/busybox "$work/root/bin/busybox"
 cp "$here/tests/init.sh" "$work/root/init"
 cp "$work/module/grove_share.ko" "$kernel"/modules/*.ko "$work/root/modules/"

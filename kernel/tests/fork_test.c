@@ -3,7 +3,7 @@
  * A whole fork in the guest, through CRIU, with and without grove_share.
  *
  * A tree of three processes (a pid namespace's init and two children, each
- * holding 64 MiB in two VMAs) is dumped with --leave-running. While CRIU
+ * holding 72 MiB in two VMAs) is dumped with --leave-running. While CRIU
  * still holds the tree (its post-dump action), each process's anonymous
  * memory is captured into a snapshot; then the source rewrites all of it.
  * The tree is restored twice: as CRIU does (every page written from the
@@ -13,19 +13,18 @@
  * Restore time and memory of each are printed side by side (ratios: the
  * guest is emulated).
  *
- * CRIU calls kernel/tests/fork-action.sh, which hands each action to this
- * program over two FIFOs and fails the action unless it answers "ok".
+ * The pieces are Grove's own: its CRIU (criu-patches/), its action script
+ * (privileged-helper/src/host/criu/action-script.sh) and the snapshot
+ * holder the helper runs for a fork (privileged-helper/native/grove-share.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -33,18 +32,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../grove-share/grove_share.h"
 #include "guest.h"
 
 #define PROCESSES 3
 #define MAIN_LEN (64 * MIB)
 #define MOVED_LEN (8 * MIB)
 #define USER_END 0x7ffffffff000UL
-#define REQUESTS "/tmp/action.request"
-#define ANSWERS "/tmp/action.answer"
 #define IMAGES "/tmp/images"
-
-static int device = -1;
+#define HOLDER "/tmp/share.sock"
+#define EMPTY_HOLDER "/tmp/empty.sock"	/* holds no snapshot: every attach fails */
 
 /* ---- the tree that is forked ------------------------------------------------ */
 
@@ -103,25 +99,6 @@ static void tree(void)
 
 /* ---- reading a process from outside ------------------------------------------ */
 
-static pid_t ns_pid(pid_t pid)
-{
-	char path[64], line[256];
-	pid_t inner = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = fopen(path, "r");
-	while (f && fgets(line, sizeof(line), f))
-		if (!strncmp(line, "NSpid:", 6)) {
-			char *last = strrchr(line, '\t');
-
-			inner = last ? atoi(last + 1) : -1;
-		}
-	if (f)
-		fclose(f);
-	return inner;
-}
-
 /* A tree's processes from its root, in pid order (root first). */
 static int tree_of(pid_t root, pid_t *pids)
 {
@@ -158,10 +135,23 @@ static uint64_t wrong_pages(pid_t pid, uint64_t value)
 	return wrong;
 }
 
-static int wait_for_memory(pid_t pid, uint64_t value)
+/*
+ * Which process of the tree this one's memory is, as of generation
+ * GENERATION (0 at the fork point, 10 once it moved on): the seed its pages
+ * hold, 1 to PROCESSES (its pid in the tree), or 0 if it holds none.
+ */
+static uint64_t image_of(pid_t pid, uint64_t generation)
+{
+	for (uint64_t seed = 1; seed <= PROCESSES; seed++)
+		if (wrong_pages(pid, seed + generation) == 0)
+			return seed;
+	return 0;
+}
+
+static int wait_for_memory(pid_t pid, uint64_t generation)
 {
 	for (int tenths = 0; tenths < 300; tenths++) {
-		if (wrong_pages(pid, value) == 0)
+		if (image_of(pid, generation))
 			return 1;
 		usleep(100000);
 	}
@@ -192,133 +182,62 @@ static void show_log(const char *name)
 		fclose(f);
 }
 
-typedef int (*action_handler)(const char *action, pid_t init_pid);
-
-/* Runs CRIU with ARGV, answering its actions with HANDLE; CRIU's exit code. */
-static int criu(char *const argv[], action_handler handle)
+/* Runs Grove's CRIU with ARGV, its action script talking to the holder at
+ * HOLDER (none: no kernel tier); CRIU's exit code. */
+static int criu(char *const argv[], const char *holder)
 {
-	int requests = open(REQUESTS, O_RDONLY | O_NONBLOCK), status;
-	double deadline = now_ms() + 120e3;
-	char request[256];
+	int status;
 	pid_t child = fork();
 
 	if (child == 0) {
+		if (holder) {
+			setenv("GROVE_SHARE_SOCKET", holder, 1);
+			setenv("GROVE_SHARE_TOOL", "/grove-share", 1);
+		}
 		execv("/criu/criu", argv);
 		_exit(127);
 	}
-	for (;;) {
-		ssize_t n = read(requests, request, sizeof(request) - 1);
-
-		if (n > 0) {
-			char action[64] = "";
-			int init_pid = 0, answers;
-			const char *answer;
-
-			request[n] = 0;
-			sscanf(request, "%63s %d", action, &init_pid);
-			answer = handle(action, init_pid) ? "ok\n" : "failed\n";
-			answers = open(ANSWERS, O_WRONLY);
-			if (answers < 0 || write(answers, answer, strlen(answer)) < 0)
-				die(ANSWERS);
-			close(answers);
-			continue;
-		}
-		if (waitpid(child, &status, WNOHANG) == child)
-			break;
-		if (now_ms() > deadline) {
-			printf("# criu %s did not finish in 120 s: killed\n", argv[1]);
-			kill(child, SIGKILL);
-			deadline = INFINITY;
-		}
-		usleep(2000);
-	}
-	close(requests);
+	waitpid(child, &status, 0);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/* Snapshots of the source's processes, by their pid in the tree. */
-static int snapshots[PROCESSES + 1];
-static uint64_t captured_pages;
+/* A snapshot holder, as the helper starts one per fork: it lives while the
+ * pipe to its standard input is open. */
+struct holder {
+	pid_t pid;
+	int stdin_pipe;
+};
 
-static int capture_tree(const char *action, pid_t init_pid)
+static struct holder start_holder(const char *socket_path)
 {
-	pid_t pids[PROCESSES + 1];
-	int n = tree_of(init_pid, pids);
+	int to[2], from[2];
+	char ready[16] = "";
+	struct holder h;
 
-	if (strcmp(action, "post-dump"))
-		return 1;
-	for (int i = 0; i < n; i++) {
-		struct grove_share_capture request = {
-			.source_pidfd = (int)syscall(SYS_pidfd_open, pids[i], 0), .start = 0, .end = USER_END,
-		};
-		pid_t inner = ns_pid(pids[i]);
-
-		if (inner < 1 || inner > PROCESSES)
-			return 0;
-		snapshots[inner] = ioctl(device, GROVE_SHARE_CAPTURE, &request);
-		close(request.source_pidfd);
-		if (snapshots[inner] < 0) {
-			printf("# capture of %d: %s\n", pids[i], strerror(errno));
-			return 0;
-		}
-		captured_pages += request.pages;
+	/* Close-on-exec, or every process started later (CRIU, the other
+	 * holder) would keep this holder's standard input open. */
+	if (pipe2(to, O_CLOEXEC) || pipe2(from, O_CLOEXEC))
+		die("pipe");
+	h.pid = fork();
+	if (h.pid == 0) {
+		dup2(to[0], 0);
+		dup2(from[1], 1);
+		execl("/grove-share", "grove-share", "hold", socket_path, (char *)NULL);
+		_exit(127);
 	}
-	return n == PROCESSES;
+	close(to[0]);
+	close(from[1]);
+	if (read(from[0], ready, sizeof(ready) - 1) <= 0 || strncmp(ready, "ready", 5))
+		die("starting grove-share hold");
+	close(from[0]);
+	h.stdin_pipe = to[1];
+	return h;
 }
 
-static void dump_maps(pid_t pid)
+static void stop_holder(struct holder *h)
 {
-	char path[64], line[512];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/smaps", pid);
-	f = fopen(path, "r");
-	while (f && fgets(line, sizeof(line), f))
-		if (strchr(line, '-') && !strchr(line, ':') ? 1 : !strncmp(line, "Rss:", 4) || !strncmp(line, "Anonymous:", 10) || !strncmp(line, "VmFlags", 7))
-			printf("#   %s", line);
-	if (f)
-		fclose(f);
-}
-
-static int attach_tree(const char *action, pid_t init_pid)
-{
-	pid_t pids[PROCESSES + 1];
-	int n = tree_of(init_pid, pids);
-
-	if (strcmp(action, "pre-resume"))
-		return 1;
-	for (int i = 0; i < n; i++) {
-		pid_t inner = ns_pid(pids[i]);
-		struct grove_share_attach request = {
-			.source_fd = inner >= 1 && inner <= PROCESSES ? snapshots[inner] : -1,
-			.target_pidfd = (int)syscall(SYS_pidfd_open, pids[i], 0),
-			.flags = GROVE_SHARE_FROM_SNAPSHOT, .start = 0, .end = USER_END,
-		};
-		int rc = ioctl(device, GROVE_SHARE_ATTACH, &request);
-
-		close(request.target_pidfd);
-		if (rc) {
-			printf("# attach into %d (pid %d in the tree): %s at %#llx\n", pids[i], inner, strerror(errno),
-			       (unsigned long long)request.refused_at);
-			dump_maps(pids[i]);
-			return 0;
-		}
-	}
-	return n == PROCESSES;
-}
-
-static int no_actions(const char *action, pid_t init_pid)
-{
-	(void)action;
-	(void)init_pid;
-	return 1;
-}
-
-/* An attach that fails (as one refused by the module would). */
-static int attach_fails(const char *action, pid_t init_pid)
-{
-	(void)init_pid;
-	return strcmp(action, "pre-resume") != 0;
+	close(h->stdin_pipe);
+	waitpid(h->pid, NULL, 0);
 }
 
 struct restored {
@@ -327,12 +246,13 @@ struct restored {
 	long anon_pages;	/* what the restore added to the system's anonymous pages */
 };
 
-static struct restored restore(const char *name, action_handler attach)
+/* A restore by copying (no holder) or by sharing from HOLDER's snapshots. */
+static struct restored restore(const char *name, const char *holder, int expect_failure)
 {
 	char log[64], pidfile[64], pid[32] = "";
 	char *argv[] = { "criu", "restore", "-D", IMAGES, "--restore-detached", "--manage-cgroups=ignore", "-v2",
-			 "-o", log, "--pidfile", pidfile, "--action-script", "/fork-action.sh",
-			 attach ? "--skip-private-anon-pages" : NULL, NULL };
+			 "-o", log, "--pidfile", pidfile, "--action-script", "/action-script.sh",
+			 holder ? "--skip-private-anon-pages" : NULL, NULL };
 	struct restored r = { 0 };
 	long before = vmstat("nr_anon_pages");
 	double start = now_ms();
@@ -340,7 +260,7 @@ static struct restored restore(const char *name, action_handler attach)
 
 	snprintf(log, sizeof(log), "restore-%s.log", name);
 	snprintf(pidfile, sizeof(pidfile), "/tmp/%s.pid", name);
-	rc = criu(argv, attach ? attach : no_actions);
+	rc = criu(argv, holder);
 	r.ms = now_ms() - start;
 	r.anon_pages = vmstat("nr_anon_pages") - before;
 	fd = open(pidfile, O_RDONLY);
@@ -348,7 +268,7 @@ static struct restored restore(const char *name, action_handler attach)
 		r.root = atoi(pid);	/* written before the pre-resume action */
 	if (fd >= 0)
 		close(fd);
-	if (attach == attach_fails) {
+	if (expect_failure) {
 		check(rc != 0 && (r.root <= 0 || kill(r.root, 0) != 0),
 		      "criu restore (%s) fails and leaves no process behind when the attach fails (exit %d)", name, rc);
 		return r;
@@ -361,15 +281,17 @@ static struct restored restore(const char *name, action_handler attach)
 	return r;
 }
 
-/* Every process of a restored tree holds its fork-point memory. */
+/* Every process of a tree holds the fork-point memory of a process of the
+ * source, each of a different one. */
 static int holds_fork_point(pid_t root)
 {
 	pid_t pids[PROCESSES + 1];
-	int n = tree_of(root, pids), ok = n == PROCESSES;
+	int n = tree_of(root, pids);
+	unsigned int seen = 0;
 
 	for (int i = 0; i < n; i++)
-		ok &= wrong_pages(pids[i], (uint64_t)ns_pid(pids[i])) == 0;
-	return ok;
+		seen |= 1U << image_of(pids[i], 0);
+	return n == PROCESSES && seen == ((1U << (PROCESSES + 1)) - 2);
 }
 
 /* Pages of a tree's memory that are mapped exactly twice (the snapshot and it). */
@@ -412,19 +334,21 @@ static void end_tree(pid_t root)
 int main(void)
 {
 	char *dump[] = { "criu", "dump", "-t", NULL, "-D", IMAGES, "--leave-running", "--manage-cgroups=ignore",
-			 "-v2", "-o", "dump.log", "--action-script", "/fork-action.sh", NULL };
+			 "-v2", "-o", "dump.log", "--action-script", "/action-script.sh", NULL };
 	const uint64_t tree_pages = PROCESSES * (MAIN_LEN + MOVED_LEN) / PAGE;
 	struct leak_baseline baseline;
 	struct restored copied, shared;
+	struct holder holder, empty_holder;
 	pid_t source, pids[PROCESSES + 1];
 	char source_pid[16];
 	int n;
 
 	guest_init();
-	device = open(GROVE_SHARE_DEVICE, O_RDWR | O_CLOEXEC);
-	if (device < 0 || mkfifo(REQUESTS, 0600) || mkfifo(ANSWERS, 0600) || mkdir(IMAGES, 0700))
+	if (mkdir(IMAGES, 0700))
 		die("setting up");
 	baseline = leak_baseline();
+	holder = start_holder(HOLDER);
+	empty_holder = start_holder(EMPTY_HOLDER);
 
 	source = (pid_t)syscall(SYS_clone, SIGCHLD | CLONE_NEWPID, 0, 0, 0, 0);
 	if (source == 0)
@@ -432,28 +356,26 @@ int main(void)
 	usleep(200000);
 	n = tree_of(source, pids);
 	for (int i = 0; i < n; i++)
-		wait_for_memory(pids[i], (uint64_t)ns_pid(pids[i]));
+		wait_for_memory(pids[i], 0);
 	check(n == PROCESSES && holds_fork_point(source), "the source tree is up: %d processes holding their memory", n);
 
 	snprintf(source_pid, sizeof(source_pid), "%d", source);
 	dump[3] = source_pid;
-	n = criu(dump, capture_tree);
+	n = criu(dump, HOLDER);
 	check(n == 0, "criu dump --leave-running, the tree captured at post-dump (exit %d)", n);
 	if (n)
 		show_log("dump.log");
 	n = tree_of(source, pids);
-	check(captured_pages >= tree_pages, "the snapshots hold the tree's memory (%llu pages, the tree wrote %llu)",
-	      (unsigned long long)captured_pages, (unsigned long long)tree_pages);
 
 	/* The source moves on before any copy exists. */
 	for (int i = 0; i < n; i++)
 		kill(pids[i], SIGUSR1);
 	for (int i = 0; i < n; i++)
-		check(wait_for_memory(pids[i], (uint64_t)ns_pid(pids[i]) + 10), "source process %d rewrote its memory", i + 1);
+		check(wait_for_memory(pids[i], 10), "source process %d rewrote its memory", i + 1);
 
-	copied = restore("copied", NULL);
+	copied = restore("copied", NULL, 0);
 	check(copied.root > 0 && holds_fork_point(copied.root), "the tree restored by copying holds the fork-point memory");
-	shared = restore("shared", attach_tree);
+	shared = restore("shared", HOLDER, 0);
 	check(shared.root > 0 && holds_fork_point(shared.root), "the tree restored by sharing holds the fork-point memory");
 	check(shared.root > 0 && shared_with_snapshot(shared.root) == tree_pages,
 	      "... in the very pages of the snapshots: %llu of %llu pages mapped twice",
@@ -465,16 +387,16 @@ int main(void)
 	       PROCESSES, (unsigned long long)(tree_pages * PAGE / MIB), copied.ms, copied.anon_pages * 4 / 1024,
 	       shared.ms, shared.anon_pages * 4 / 1024, copied.ms / shared.ms);
 
-	restore("refused", attach_fails);
+	restore("refused", EMPTY_HOLDER, 1);
 
 	/* The copies are independent: the shared one moves on, the others do not see it. */
-	for (int i = 1; i <= PROCESSES; i++)
-		close(snapshots[i]);
+	stop_holder(&holder);
+	stop_holder(&empty_holder);
 	n = tree_of(shared.root, pids);
 	for (int i = 0; i < n; i++)
 		kill(pids[i], SIGUSR1);
 	for (int i = 0; i < n; i++)
-		wait_for_memory(pids[i], (uint64_t)ns_pid(pids[i]) + 10);
+		wait_for_memory(pids[i], 10);
 	check(holds_fork_point(copied.root), "the copied tree does not see the shared tree's writes");
 	n = tree_of(source, pids);
 	check(wrong_pages(pids[0], 11) == 0, "nor does the source");

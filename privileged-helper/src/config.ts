@@ -92,7 +92,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HelperConfig {
     recipesDir: path.resolve(import.meta.dirname, '../image'),
     groveEnter: env.GROVE_ENTER ?? path.join(cacheDir, 'bin/grove-enter'),
     groveMount: env.GROVE_MOUNT ?? path.join(cacheDir, 'bin/grove-mount'),
-    kernelTier: { module: env.GROVE_KERNEL_MODULE ?? builtModulePath(cacheDir), proc: '/proc', sys: '/sys' },
+    kernelTier: { module: env.GROVE_KERNEL_MODULE ?? builtModulePath(cacheDir), tool: env.GROVE_SHARE ?? path.join(cacheDir, 'bin/grove-share'), proc: '/proc', sys: '/sys' },
     cage: env.GROVE_BENCH_UNCAGED !== '1',
     allowFaultInjection: env.GROVE_FAULT_INJECTION === '1',
     audit: auditRetention(env),

@@ -18,5 +18,5 @@ export interface BranchDeps {
   /** Holds ksmd at its idle pace while CRIU works (host/ksm.ts). */
   ksm: Pick<KsmPacer, 'hold'>;
   /** Says how children get their memory (host/kernel-tier.ts). */
-  kernelTier: Pick<KernelTier, 'current'>;
+  kernelTier: Pick<KernelTier, 'current' | 'tool'>;
 }

@@ -7,10 +7,12 @@
 //
 //   prepare  reserve the children (ids, names, networks) — the source is untouched
 //   dump     CRIU --leave-running --tcp-established; its post-dump action snapshots the
-//            source's root while the tree is still frozen (one instant for memory and files)
+//            source's root while the tree is still frozen (one instant for memory and files),
+//            and with the kernel tier captures its anonymous memory (host/share-holder.ts)
 //   thaw     the source runs on (verified)
 //   restore  each child: a writable snapshot of the fork point (branch-storage.ts), its own identity,
-//            the tree restored into its own netns (as many at once as there are cores, first child first)
+//            the tree restored into its own netns (as many at once as there are cores, first child first);
+//            with the kernel tier its anonymous memory is attached from the capture, not copied
 //   expose   each child's desktop socket and host ports open; once its first VNC frame is out it is
 //            'running' and announced, without waiting for its siblings
 //   commit   the fork is recorded; children are returned
@@ -20,6 +22,8 @@ import path from 'node:path';
 import { netnsPath } from '../host/netns.js';
 import { BRANCH_HEADROOM_BYTES, mib, requireSpace } from '../host/space.js';
 import { isSameProcess } from '../host/proc.js';
+import { copiedBecause } from '../host/kernel-tier.js';
+import { ShareHolder } from '../host/share-holder.js';
 import { firstFrame } from '../host/rfb-probe.js';
 import type { ForkReport, ForkStage, Workspace } from '../protocol/entities.js';
 import type { Maker } from '../protocol/identity.js';
@@ -66,6 +70,10 @@ class ForkTransaction {
   private readonly timings = { prepare: 0, dump: 0, sourceFrozen: 0, thaw: 0, restore: 0, expose: 0, firstFrame: 0, total: 0 };
   private readonly criuStats: ForkReport['criu'] = { dump: null, restores: [] };
   private readonly readyMs: number[] = [];
+  /** The kernel tier's holder of the source's capture, while the fork runs. */
+  private holder: ShareHolder | null = null;
+  /** How the children got their memory (the report's words). */
+  private memory = '';
 
   constructor(
     private readonly d: ForkDeps,
@@ -85,12 +93,12 @@ class ForkTransaction {
       this.timings.total = performance.now() - this.started;
       this.d.registry.recordFork({ fork: this.id, source: this.source, copies: children.length, timings: this.timings });
       this.d.progress(this.id, 'done', `forked ${this.source.name} into ${children.length} in ${Math.round(this.timings.total)} ms`, true);
-      const { memory } = await this.d.kernelTier.current();
-      return { fork: this.id, source: this.source.id, children, timings: this.timings, readyMs: this.readyMs, memory, criu: this.criuStats, leftBehind: this.leftBehind() };
+      return { fork: this.id, source: this.source.id, children, timings: this.timings, readyMs: this.readyMs, memory: this.memory, criu: this.criuStats, leftBehind: this.leftBehind() };
     } catch (err) {
       await this.unwind();
       throw err;
     } finally {
+      await this.holder?.stop();
       await this.d.ledger.removeOwned(this.id);
     }
   }
@@ -180,7 +188,9 @@ class ForkTransaction {
   private async dump(imagesDir: string): Promise<string> {
     const forkPoint = path.join(path.dirname(this.d.storage.filesPath(this.source)), `.fork-point-${this.id}`);
     this.d.registry.recordObject({ kind: 'subvolume', name: forkPoint, owner: this.id });
+    const share = await this.startSharing();
     this.criuStats.dump = await this.d.criu.dump({
+      share,
       initPid: this.source.pid!,
       netnsPath: netnsPath(this.d.runtime.netPlan(this.source).netns),
       imagesDir,
@@ -192,6 +202,23 @@ class ForkTransaction {
     return forkPoint;
   }
 
+  /**
+   * With the kernel tier, a holder for the source's capture (host/kernel-tier.ts
+   * decides). A holder that does not start costs the fork its sharing, not the fork.
+   */
+  private async startSharing(): Promise<ShareHolder['session'] | undefined> {
+    const tier = await this.d.kernelTier.current();
+    this.memory = tier.memory;
+    if (!tier.sharing) return undefined;
+    try {
+      this.holder = await ShareHolder.start(this.d.kernelTier.tool, path.join(this.d.scratchDir, `${this.id}.share`));
+    } catch (err) {
+      this.memory = copiedBecause((err as Error).message);
+      return undefined;
+    }
+    return this.holder.session;
+  }
+
   private async verifySourceRunning(): Promise<void> {
     if (!(await sourceAlive(this.source))) throw new GroveError('E_HOST', `the source '${this.source.name}' is not running after the dump`);
   }
@@ -200,6 +227,7 @@ class ForkTransaction {
     const rootfs = await this.d.storage.createFrom(child, forkPoint);
     await writeIdentity(rootfs, child, this.d.storage.owner(child));
     const { pid, stats } = await this.d.criu.restore({
+      share: this.holder?.session,
       imagesDir,
       rootfs,
       netnsPath: netnsPath(this.d.runtime.netPlan(child).netns),

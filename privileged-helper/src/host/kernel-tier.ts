@@ -15,22 +15,37 @@ export const MODULE = 'grove_share';
 export interface KernelTierPaths {
   /** grove_share.ko built for the running kernel (build/host/setup.sh). */
   module: string;
+  /** native/grove-share.c: the holder of a fork's snapshots. */
+  tool: string;
   proc: string;
   sys: string;
 }
 
 export interface KernelTierState {
   loaded: boolean;
+  /** Forks share memory through the module (host/share-holder.ts). */
+  sharing: boolean;
   /** How a fork's children get their memory, with the reason, in words. */
   memory: string;
 }
 
 const COPIED = 'copied by CRIU from the dump (KSM merges the copies later)';
 
+/** A fork's memory, copied, and why. */
+export function copiedBecause(reason: string): string {
+  return `${COPIED}: ${reason}`;
+}
+const SHARED = `shared copy-on-write from a capture of the source (${MODULE}); CRIU copies only what is not plain anonymous memory`;
+
 export class KernelTier {
   private state: Promise<KernelTierState> | null = null;
 
   constructor(private readonly paths: KernelTierPaths) {}
+
+  /** The holder of a fork's snapshots (native/grove-share.c). */
+  get tool(): string {
+    return this.paths.tool;
+  }
 
   /** Loads the module if it can (once, at the first question) and says what forks do. */
   current(): Promise<KernelTierState> {
@@ -46,12 +61,15 @@ export class KernelTier {
 
   private async decide(): Promise<KernelTierState> {
     const refusal = await this.whyNotLoadable();
-    if (refusal) return { loaded: false, memory: `${COPIED}: ${refusal}` };
+    if (refusal) return { loaded: false, sharing: false, memory: copiedBecause(refusal) };
     if (!(await exists(path.join(this.paths.sys, 'module', MODULE)))) {
       const failure = await this.load();
-      if (failure) return { loaded: false, memory: `${COPIED}: ${failure}` };
+      if (failure) return { loaded: false, sharing: false, memory: copiedBecause(failure) };
     }
-    return { loaded: true, memory: `${COPIED}: ${MODULE} is loaded, but CRIU's restore does not attach memory through it yet` };
+    if (!(await exists(this.paths.tool))) {
+      return { loaded: true, sharing: false, memory: copiedBecause(`${MODULE} is loaded but its holder ${this.paths.tool} is not built (build/host/setup.sh)`) };
+    }
+    return { loaded: true, sharing: true, memory: SHARED };
   }
 
   private async whyNotLoadable(): Promise<string | null> {

@@ -27,6 +27,12 @@ describe('CRIU arguments for a fork', () => {
     expect(dump).not.toContain('--tcp-close');
   });
 
+  it('leaves anonymous memory to the kernel tier only when asked (criu-patches/0006)', () => {
+    const base = { imagesDir: '/i', workDir: '/i/w', rootfs: '/r', pidFile: '/p', netnsFd: 3, logFile: '/l' };
+    expect(forkRestoreArgs(base)).not.toContain('--skip-private-anon-pages');
+    expect(forkRestoreArgs({ ...base, leaveAnonymousMemory: true })).toContain('--skip-private-anon-pages');
+  });
+
   it('keys are the same for the same container path and never contain brackets or colons', () => {
     expect(externalMountKey('/root')).toBe(externalMountKey('/root'));
     expect(externalMountKey('/a:b[c]')).toMatch(/^[A-Za-z0-9_]+$/);

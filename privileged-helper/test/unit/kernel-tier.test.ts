@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { KernelTier, MODULE } from '../../src/host/kernel-tier.js';
+import { KernelTier, MODULE, type KernelTierPaths } from '../../src/host/kernel-tier.js';
 
 // The states of a host this one cannot take (modules switched off, the module
 // loaded) are laid out as the files the decision reads.
@@ -13,7 +13,7 @@ describe('KernelTier', () => {
     for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
   });
 
-  async function host(files: Record<string, string>, dirsToMake: string[] = []): Promise<{ proc: string; sys: string; module: string }> {
+  async function host(files: Record<string, string>, dirsToMake: string[] = []): Promise<KernelTierPaths> {
     const root = await mkdtemp(path.join(os.tmpdir(), 'grove-kernel-tier-'));
     dirs.push(root);
     for (const [file, text] of Object.entries(files)) {
@@ -21,12 +21,12 @@ describe('KernelTier', () => {
       await writeFile(path.join(root, file), text);
     }
     for (const dir of dirsToMake) await mkdir(path.join(root, dir), { recursive: true });
-    return { proc: path.join(root, 'proc'), sys: path.join(root, 'sys'), module: path.join(root, 'grove_share.ko') };
+    return { proc: path.join(root, 'proc'), sys: path.join(root, 'sys'), module: path.join(root, 'grove_share.ko'), tool: path.join(root, 'grove-share') };
   }
 
   it('says a kernel without module support copies memory, and why', async () => {
     const state = await new KernelTier(await host({}, ['proc', 'sys'])).current();
-    expect(state.loaded).toBe(false);
+    expect(state).toMatchObject({ loaded: false, sharing: false });
     expect(state.memory).toBe(`copied by CRIU from the dump (KSM merges the copies later): this kernel (${os.release()}) was built without module support`);
   });
 
@@ -41,14 +41,19 @@ describe('KernelTier', () => {
     expect(state).toMatchObject({ loaded: false, memory: expect.stringContaining(`no ${MODULE}.ko built for ${os.release()} at ${paths.module}`) });
   });
 
-  it('leaves a loaded module alone and says what forks still do', async () => {
-    const state = await new KernelTier(await host({ 'proc/modules': `${MODULE} 16384 0 - Live 0x0\n` }, [`sys/module/${MODULE}`])).current();
-    expect(state.loaded).toBe(true);
-    expect(state.memory).toContain("grove_share is loaded, but CRIU's restore does not attach memory through it yet");
+  it('shares memory once the module is loaded and its holder built', async () => {
+    const state = await new KernelTier(await host({ 'proc/modules': `${MODULE} 16384 0 - Live 0x0\n`, 'grove-share': '' }, [`sys/module/${MODULE}`])).current();
+    expect(state).toEqual({ loaded: true, sharing: true, memory: expect.stringMatching(/^shared copy-on-write from a capture of the source \(grove_share\)/) });
+  });
+
+  it('copies while the holder is not built, and says so', async () => {
+    const paths = await host({ 'proc/modules': `${MODULE} 16384 0 - Live 0x0\n` }, [`sys/module/${MODULE}`]);
+    const state = await new KernelTier(paths).current();
+    expect(state).toMatchObject({ loaded: true, sharing: false, memory: expect.stringContaining(`its holder ${paths.tool} is not built`) });
   });
 
   it('reads this host as it is, in the doctor too', async () => {
-    const tier = new KernelTier({ proc: '/proc', sys: '/sys', module: '/nonexistent/grove_share.ko' });
+    const tier = new KernelTier({ proc: '/proc', sys: '/sys', module: '/nonexistent/grove_share.ko', tool: '/nonexistent/grove-share' });
     const expected = existsSync('/proc/modules') ? 'no grove_share.ko built' : 'was built without module support';
     expect((await tier.current()).memory).toContain(expected);
     expect(await tier.doctorCheck()).toEqual({ name: 'kernel tier', ok: true, detail: `grove_share not loaded; fork memory ${(await tier.current()).memory}` });

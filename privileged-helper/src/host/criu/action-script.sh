@@ -3,14 +3,22 @@
 # restore; CRIU runs it with CRTOOLS_SCRIPT_ACTION set, in another working
 # directory, so every path here is absolute and comes from the environment).
 #  post-dump: the tree is still frozen, so a snapshot taken now is the same
-#    instant as the memory images (GROVE_SNAPSHOT_FROM -> GROVE_SNAPSHOT_TO).
+#    instant as the memory images (GROVE_SNAPSHOT_FROM -> GROVE_SNAPSHOT_TO),
+#    and so is the kernel tier's capture of its anonymous memory (into the
+#    holder at GROVE_SHARE_SOCKET; native/grove-share.c).
 #  post-setup-namespaces: the restored UTS namespace exists and no task has run
 #    yet, so no process of the child ever sees the source's hostname.
 #  pre-resume: every socket is restored and no task runs yet; traffic may flow
 #    again (netns.ts lockForRestore), before CRIU takes the restored
-#    connections out of repair mode (criu-patches/0002).
+#    connections out of repair mode (criu-patches/0002). With the kernel
+#    tier, the memory CRIU left empty (--skip-private-anon-pages,
+#    criu-patches/0006) is attached from the capture first; if that fails,
+#    CRIU kills the tree rather than let it run without its memory.
 case "$CRTOOLS_SCRIPT_ACTION" in
   post-dump)
+    if [ -n "${GROVE_SHARE_SOCKET:-}" ]; then
+      "$GROVE_SHARE_TOOL" capture "$GROVE_SHARE_SOCKET" "$CRTOOLS_INIT_PID" >/dev/null || exit 1
+    fi
     if [ -n "${GROVE_SNAPSHOT_TO:-}" ]; then
       exec /usr/bin/btrfs subvolume snapshot -r -- "$GROVE_SNAPSHOT_FROM" "$GROVE_SNAPSHOT_TO" >/dev/null
     fi ;;
@@ -19,6 +27,9 @@ case "$CRTOOLS_SCRIPT_ACTION" in
       exec /usr/bin/nsenter -t "$CRTOOLS_INIT_PID" -u -- /bin/hostname "$GROVE_HOSTNAME"
     fi ;;
   pre-resume)
+    if [ -n "${GROVE_SHARE_SOCKET:-}" ]; then
+      "$GROVE_SHARE_TOOL" attach "$GROVE_SHARE_SOCKET" "$CRTOOLS_INIT_PID" >/dev/null || exit 1
+    fi
     if [ -n "${GROVE_LOCKED_NETNS:-}" ]; then
       exec /usr/bin/nsenter --net="$GROVE_LOCKED_NETNS" -- /usr/sbin/nft delete table inet "$GROVE_LOCK_TABLE"
     fi ;;

@@ -111,6 +111,11 @@ export interface ForkRestoreInput extends CriuLogOptions {
   /** fd number (in CRIU's process) of the child's open netns file. */
   netnsFd: number;
   actionScript?: string;
+  /**
+   * The kernel tier attaches the private anonymous memory at pre-resume
+   * (host/share-holder.ts): CRIU leaves it empty (criu-patches/0006).
+   */
+  leaveAnonymousMemory?: boolean;
   /** Each container path given to forkDumpArgs and what to bind there (default: crun's masked files from /dev/null). */
   externalMounts?: readonly ExternalMountSource[];
 }
@@ -139,6 +144,7 @@ export function forkRestoreArgs(input: ForkRestoreInput): string[] {
     '--inherit-fd', `fd[${input.netnsFd}]:${EXTERNAL_NETNS_KEY}`,
     ...mounts.flatMap((m) => ['--external', `mnt[${externalMountKey(m.containerPath)}]:${m.source}`]),
     ...(input.actionScript ? ['--action-script', input.actionScript] : []),
+    ...(input.leaveAnonymousMemory ? ['--skip-private-anon-pages'] : []),
   ];
 }
 

@@ -10,6 +10,7 @@ import path from 'node:path';
 import type { CriuDumpStats, CriuRestoreStats } from '../../protocol/entities.js';
 import { GroveError } from '../../protocol/wire.js';
 import type { Launcher } from '../launcher.js';
+import type { ShareSession } from '../share-holder.js';
 import { lockForRestore, RESTORE_LOCK_TABLE, unlockRestore } from '../netns.js';
 import { mib, MiB, spaceAt } from '../space.js';
 import { criuFailure, transientDumpFailure, type CriuFailure } from './criu-errors.js';
@@ -44,6 +45,8 @@ export interface DumpRequest {
   imagesDir: string;
   /** Snapshot the source's files while it is still frozen (read-only). */
   snapshot?: { from: string; to: string };
+  /** The kernel tier's holder: it captures the source's memory while it is still frozen. */
+  share?: ShareSession;
   /** Container paths bind-mounted from the branch's files (branch-storage.ts). */
   binds: readonly string[];
   /**
@@ -58,6 +61,8 @@ export interface RestoreRequest {
   imagesDir: string;
   rootfs: string;
   netnsPath: string;
+  /** The kernel tier's holder: the restored tree's memory is attached from its capture, not copied. */
+  share?: ShareSession;
   hostname: string;
   /** Distinct per concurrent restore from one images dir. */
   name: string;
@@ -67,6 +72,11 @@ export interface RestoreRequest {
   cgroups: readonly string[];
   /** The dump was of a tree in a user namespace (DumpRequest.userns): crun's host mounts are bound again. */
   userns: boolean;
+}
+
+/** What the action script needs to ask the kernel tier's holder (none: CRIU copies the memory). */
+function shareEnv(share: ShareSession | undefined): Record<string, string> {
+  return share ? { GROVE_SHARE_SOCKET: share.socket, GROVE_SHARE_TOOL: share.tool } : {};
 }
 
 /** The work dir of restore NAME from IMAGES (its log, pid file and stats). */
@@ -108,7 +118,10 @@ export class Criu {
       actionScript: ACTION_SCRIPT,
       externalMounts: [...CRUN_MASKED_FILES, ...(req.userns ? USERNS_HOST_MOUNTS : []), ...req.binds],
     });
-    const env = req.snapshot ? { GROVE_SNAPSHOT_FROM: req.snapshot.from, GROVE_SNAPSHOT_TO: req.snapshot.to } : {};
+    const env = {
+      ...(req.snapshot && { GROVE_SNAPSHOT_FROM: req.snapshot.from, GROVE_SNAPSHOT_TO: req.snapshot.to }),
+      ...shareEnv(req.share),
+    };
     for (let attempt = 1; ; attempt++) {
       const res = await execa(this.binary, args, { env: { ...CRIU_ENV, ...env }, reject: false, timeout: 120_000 });
       if (res.exitCode === 0) break;
@@ -142,9 +155,10 @@ export class Criu {
       netnsFd: NETNS_FD,
       logFile,
       actionScript: ACTION_SCRIPT,
+      leaveAnonymousMemory: req.share !== undefined,
       externalMounts: [...MASKED_FILE_SOURCES, ...(req.userns ? this.usernsSources() : []), ...req.binds],
     });
-    const env = { ...CRIU_ENV, GROVE_HOSTNAME: req.hostname, GROVE_LOCKED_NETNS: req.netnsPath, GROVE_LOCK_TABLE: RESTORE_LOCK_TABLE };
+    const env = { ...CRIU_ENV, GROVE_HOSTNAME: req.hostname, GROVE_LOCKED_NETNS: req.netnsPath, GROVE_LOCK_TABLE: RESTORE_LOCK_TABLE, ...shareEnv(req.share) };
     await lockForRestore(req.netnsPath);
     const netnsFd = openSync(req.netnsPath, 'r');
     try {

@@ -1,0 +1,40 @@
+// The kernel tier's snapshot holder for one fork (native/grove-share.c). It is
+// started before the dump; CRIU's action script asks it to capture the source
+// at post-dump and to attach each child at pre-resume
+// (host/criu/action-script.sh); stopping it, when the fork is over, drops the
+// snapshots. Its socket is a Unix socket only root can reach.
+import { execa, type ResultPromise } from 'execa';
+import { GroveError } from '../protocol/wire.js';
+
+/** What CRIU's action script needs to reach a holder. */
+export interface ShareSession {
+  socket: string;
+  tool: string;
+}
+
+export class ShareHolder {
+  private constructor(
+    private readonly child: ResultPromise<{ stdin: 'pipe'; stdout: 'pipe'; stderr: 'pipe'; reject: false }>,
+    readonly session: ShareSession,
+  ) {}
+
+  static async start(tool: string, socket: string): Promise<ShareHolder> {
+    const child = execa(tool, ['hold', socket], { stdin: 'pipe', stdout: 'pipe', stderr: 'pipe', reject: false });
+    const ready = await new Promise<boolean>((resolve) => {
+      child.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString().startsWith('ready')));
+      void child.then(() => resolve(false));
+    });
+    if (!ready) {
+      child.kill('SIGKILL');
+      const { stderr } = await child;
+      throw new GroveError('E_HOST', `the kernel tier's snapshot holder did not start: ${String(stderr).trim() || 'no output'}`);
+    }
+    return new ShareHolder(child, { socket, tool });
+  }
+
+  /** Ends the holder; what only its snapshots still held is freed. */
+  async stop(): Promise<void> {
+    this.child.stdin.end();
+    await this.child;
+  }
+}

@@ -1,0 +1,64 @@
+// native/grove-share.c and the action script for real (built by
+// build/host/setup.sh). This host cannot load grove_share, so every capture
+// and attach is refused, and the tests check that the refusal is clear and
+// reaches CRIU as a failed action; the guest in kernel/test.sh runs the same
+// holder and script with the module (kernel/tests/fork_test.c).
+import { execa } from 'execa';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { ACTION_SCRIPT } from '../../src/host/criu/criu.js';
+import { ShareHolder } from '../../src/host/share-holder.js';
+
+const tool = loadConfig().kernelTier.tool;
+const dir = mkdtempSync(path.join(tmpdir(), 'grove-share-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('the kernel tier snapshot holder', () => {
+  it('answers on its socket while it runs, and goes with its socket when stopped', async () => {
+    const socket = path.join(dir, 'a.sock');
+    const holder = await ShareHolder.start(tool, socket);
+    expect(holder.session).toEqual({ socket, tool });
+    const capture = await execa(tool, ['capture', socket, String(process.pid)], { reject: false });
+    expect(capture.exitCode).toBe(1);
+    expect(capture.stderr).toBe('error cannot open /dev/grove-share: No such file or directory');
+    await holder.stop();
+    expect(existsSync(socket)).toBe(false);
+    const after = await execa(tool, ['attach', socket, String(process.pid)], { reject: false });
+    expect(after.stderr).toMatch(/^grove-share: no holder at .*a\.sock/);
+  });
+
+  it('refuses a malformed request', async () => {
+    const socket = path.join(dir, 'b.sock');
+    const holder = await ShareHolder.start(tool, socket);
+    try {
+      expect((await execa(tool, ['capture', socket, 'nobody'], { reject: false })).stderr).toBe('error malformed request');
+      expect((await execa(tool, ['forget', socket, '1'], { reject: false })).stderr).toMatch(/^usage: grove-share/);
+    } finally {
+      await holder.stop();
+    }
+  });
+
+  it('makes the post-dump and pre-resume actions fail when the holder refuses', async () => {
+    const socket = path.join(dir, 'c.sock');
+    const holder = await ShareHolder.start(tool, socket);
+    try {
+      for (const action of ['post-dump', 'pre-resume']) {
+        const env = { CRTOOLS_SCRIPT_ACTION: action, CRTOOLS_INIT_PID: String(process.pid), GROVE_SHARE_SOCKET: socket, GROVE_SHARE_TOOL: tool };
+        const run = await execa('sh', [ACTION_SCRIPT], { env, extendEnv: false, reject: false });
+        expect(run.exitCode, action).toBe(1);
+        expect(run.stderr, action).toContain('cannot open /dev/grove-share');
+      }
+      // Without the kernel tier the same actions have nothing to do.
+      expect((await execa('sh', [ACTION_SCRIPT], { env: { CRTOOLS_SCRIPT_ACTION: 'pre-resume' }, extendEnv: false, reject: false })).exitCode).toBe(0);
+    } finally {
+      await holder.stop();
+    }
+  });
+
+  it('says why it did not start', async () => {
+    await expect(ShareHolder.start(tool, path.join(dir, 'no-such-dir', 'd.sock'))).rejects.toThrow(/snapshot holder did not start: grove-share: listening: No such file or directory/);
+  });
+});
