@@ -27,10 +27,13 @@ describe('CRIU arguments for a fork', () => {
     expect(dump).not.toContain('--tcp-close');
   });
 
-  it('leaves anonymous memory to the kernel tier only when asked (criu-patches/0006)', () => {
-    const base = { imagesDir: '/i', workDir: '/i/w', rootfs: '/r', pidFile: '/p', netnsFd: 3, logFile: '/l' };
-    expect(forkRestoreArgs(base)).not.toContain('--skip-private-anon-pages');
-    expect(forkRestoreArgs({ ...base, leaveAnonymousMemory: true })).toContain('--skip-private-anon-pages');
+  it('leaves anonymous memory to the kernel tier only when asked, at dump and restore alike (criu-patches/0006)', () => {
+    const restore = { imagesDir: '/i', workDir: '/i/w', rootfs: '/r', pidFile: '/p', netnsFd: 3, logFile: '/l' };
+    const dump = { initPid: 42, imagesDir: '/i', netnsInode: 7, logFile: '/i/d.log' };
+    expect(forkRestoreArgs(restore)).not.toContain('--skip-private-anon-pages');
+    expect(forkDumpArgs(dump)).not.toContain('--skip-private-anon-pages');
+    expect(forkRestoreArgs({ ...restore, leaveAnonymousMemory: true })).toContain('--skip-private-anon-pages');
+    expect(forkDumpArgs({ ...dump, leaveAnonymousMemory: true })).toContain('--skip-private-anon-pages');
   });
 
   it('keys are the same for the same container path and never contain brackets or colons', () => {

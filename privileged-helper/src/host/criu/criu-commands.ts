@@ -59,7 +59,20 @@ export interface CriuLogOptions {
   verbosity?: 0 | 1 | 2 | 3 | 4;
 }
 
-export interface ForkDumpInput extends CriuLogOptions {
+/**
+ * The kernel tier captures the private anonymous memory at post-dump and
+ * attaches it at pre-resume (host/share-holder.ts): CRIU leaves it out of the
+ * images and empty in the restored tasks (criu-patches/0006).
+ */
+export interface AnonymousMemoryOption {
+  leaveAnonymousMemory?: boolean;
+}
+
+function anonymousMemoryArgs(input: AnonymousMemoryOption): string[] {
+  return input.leaveAnonymousMemory ? ['--skip-private-anon-pages'] : [];
+}
+
+export interface ForkDumpInput extends CriuLogOptions, AnonymousMemoryOption {
   /** Host PID of the container's init (tini). */
   initPid: number;
   /** Absolute images directory (tmpfs is fine; 230-240 MB for a desktop). */
@@ -97,10 +110,11 @@ export function forkDumpArgs(input: ForkDumpInput): string[] {
     '--external', `net[${input.netnsInode}]:${EXTERNAL_NETNS_KEY}`,
     ...mounts.flatMap((p) => ['--external', `mnt[${p}]:${externalMountKey(p)}`]),
     ...(input.actionScript ? ['--action-script', input.actionScript] : []),
+    ...anonymousMemoryArgs(input),
   ];
 }
 
-export interface ForkRestoreInput extends CriuLogOptions {
+export interface ForkRestoreInput extends CriuLogOptions, AnonymousMemoryOption {
   imagesDir: string;
   /** Where this restore writes its stats (stats-restore); one per concurrent restore. */
   workDir: string;
@@ -111,11 +125,6 @@ export interface ForkRestoreInput extends CriuLogOptions {
   /** fd number (in CRIU's process) of the child's open netns file. */
   netnsFd: number;
   actionScript?: string;
-  /**
-   * The kernel tier attaches the private anonymous memory at pre-resume
-   * (host/share-holder.ts): CRIU leaves it empty (criu-patches/0006).
-   */
-  leaveAnonymousMemory?: boolean;
   /** Each container path given to forkDumpArgs and what to bind there (default: crun's masked files from /dev/null). */
   externalMounts?: readonly ExternalMountSource[];
 }
@@ -144,7 +153,7 @@ export function forkRestoreArgs(input: ForkRestoreInput): string[] {
     '--inherit-fd', `fd[${input.netnsFd}]:${EXTERNAL_NETNS_KEY}`,
     ...mounts.flatMap((m) => ['--external', `mnt[${externalMountKey(m.containerPath)}]:${m.source}`]),
     ...(input.actionScript ? ['--action-script', input.actionScript] : []),
-    ...(input.leaveAnonymousMemory ? ['--skip-private-anon-pages'] : []),
+    ...anonymousMemoryArgs(input),
   ];
 }
 

@@ -45,7 +45,7 @@ export interface DumpRequest {
   imagesDir: string;
   /** Snapshot the source's files while it is still frozen (read-only). */
   snapshot?: { from: string; to: string };
-  /** The kernel tier's holder: it captures the source's memory while it is still frozen. */
+  /** The kernel tier's holder: it captures the source's memory while it is still frozen, and the images go without it. */
   share?: ShareSession;
   /** Container paths bind-mounted from the branch's files (branch-storage.ts). */
   binds: readonly string[];
@@ -116,6 +116,7 @@ export class Criu {
       netnsInode: ino,
       logFile,
       actionScript: ACTION_SCRIPT,
+      leaveAnonymousMemory: req.share !== undefined,
       externalMounts: [...CRUN_MASKED_FILES, ...(req.userns ? USERNS_HOST_MOUNTS : []), ...req.binds],
     });
     const env = {
