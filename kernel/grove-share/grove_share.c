@@ -16,11 +16,13 @@
  * source's VMAs are duplicated into it and shared copy-on-write, so the
  * source can be let go before any target exists.
  *
- * Those functions, and the few it takes to make and fill an mm (mm_alloc,
- * vm_area_dup/free, insert_vm_struct), flush_tlb_mm_range() and
- * pidfd_get_task() are not exported to modules. They are found through kallsyms (itself found with
- * a kprobe, the one way left since 5.7) and used with the prototypes of
- * the headers this module was built against. That is only sound on the
+ * Those functions, the ones that fit a target VMA to the source's
+ * (split_vma, unlink_anon_vmas), the few it takes to make and fill an mm
+ * (mm_alloc, vm_area_dup/free, insert_vm_struct), flush_tlb_mm_range() and
+ * pidfd_get_task() are not exported to modules (mm_internals below). They
+ * are found through kallsyms (itself found with a kprobe, the one way left
+ * since 5.7) and used with the prototypes of the headers this module was
+ * built against. That is only sound on the
  * very kernel build those headers came from, so the module refuses to load
  * anywhere else: see check_kernel_build() and find_symbols().
  */
@@ -125,31 +127,32 @@ static void *find_function(lookup_name_fn lookup, const char *name)
 	return (void *)address;
 }
 
+/* Each field of mm_internals and the kernel function that fills it. */
+#define INTERNAL(name) { #name, (void **)&mm_internals.name }
+static const struct {
+	const char *name;
+	void **slot;
+} internals[] = {
+	INTERNAL(copy_page_range), INTERNAL(anon_vma_fork), INTERNAL(flush_tlb_mm_range),
+	INTERNAL(pidfd_get_task), INTERNAL(mm_alloc), INTERNAL(vm_area_dup), INTERNAL(vm_area_free),
+	INTERNAL(insert_vm_struct), INTERNAL(split_vma), INTERNAL(unlink_anon_vmas),
+};
+
 static int find_symbols(void)
 {
 	lookup_name_fn lookup = find_kallsyms_lookup_name();
+	int err = 0;
 
 	if (!lookup) {
 		pr_err("grove_share: kallsyms_lookup_name cannot be found (kprobes off?): refusing to load\n");
 		return -ENOENT;
 	}
-	mm_internals.copy_page_range = find_function(lookup, "copy_page_range");
-	mm_internals.anon_vma_fork = find_function(lookup, "anon_vma_fork");
-	mm_internals.flush_tlb_mm_range = find_function(lookup, "flush_tlb_mm_range");
-	mm_internals.pidfd_get_task = find_function(lookup, "pidfd_get_task");
-	mm_internals.mm_alloc = find_function(lookup, "mm_alloc");
-	mm_internals.vm_area_dup = find_function(lookup, "vm_area_dup");
-	mm_internals.vm_area_free = find_function(lookup, "vm_area_free");
-	mm_internals.insert_vm_struct = find_function(lookup, "insert_vm_struct");
-	mm_internals.split_vma = find_function(lookup, "split_vma");
-	mm_internals.unlink_anon_vmas = find_function(lookup, "unlink_anon_vmas");
-	if (!mm_internals.copy_page_range || !mm_internals.anon_vma_fork ||
-	    !mm_internals.flush_tlb_mm_range || !mm_internals.pidfd_get_task ||
-	    !mm_internals.mm_alloc || !mm_internals.vm_area_dup ||
-	    !mm_internals.vm_area_free || !mm_internals.insert_vm_struct || !mm_internals.split_vma ||
-	    !mm_internals.unlink_anon_vmas)
-		return -ENOENT;
-	return 0;
+	for (int i = 0; i < ARRAY_SIZE(internals); i++) {
+		*internals[i].slot = find_function(lookup, internals[i].name);
+		if (!*internals[i].slot)
+			err = -ENOENT;	/* every missing one is named before refusing */
+	}
+	return err;
 }
 
 /* Stopped (SIGSTOP or ptrace, as CRIU leaves it) or frozen by a cgroup
@@ -311,7 +314,8 @@ static int share_range(struct mm_struct *source_mm, struct mm_struct *target_mm,
 	}
 	flush_source(source_mm);
 	if (err) {
-		struct vm_area_struct *target = vma_lookup(target_mm, start);
+		/* The first target VMA in the range: START may lie in a gap. */
+		struct vm_area_struct *target = find_vma(target_mm, start);
 
 		if (target)
 			zap_page_range(target, start, end - start);

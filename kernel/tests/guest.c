@@ -71,9 +71,9 @@ uint64_t verify(uint64_t addr, uint64_t len, uint64_t seed)
 
 /* ---- the kernel's view: pagemap, kpagecount, kpageflags, vmstat ---------- */
 
-int kpagecount = -1, kpageflags = -1;
+static int kpagecount = -1, kpageflags = -1;
 
-uint64_t read_u64(int fd, uint64_t index)
+static uint64_t read_u64(int fd, uint64_t index)
 {
 	uint64_t value = 0;
 
@@ -130,7 +130,7 @@ long vmstat(const char *name)
 }
 
 /* Active objects of one slab cache (slub_nomerge keeps anon_vma's own). */
-long slab_objects(const char *cache)
+static long slab_objects(const char *cache)
 {
 	char line[512], name[64];
 	long active = -1, objects;

@@ -21,8 +21,8 @@
 #define KPF_THP 22
 
 extern int failures, checks;
-extern int kpagecount, kpageflags;	/* opened by guest_init() */
 
+/* Opens /proc/kpagecount and /proc/kpageflags; first thing in main(). */
 void guest_init(void);
 void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void die(const char *what) __attribute__((noreturn));
@@ -31,13 +31,11 @@ uint64_t pattern(uint64_t seed, uint64_t addr);
 void fill(uint64_t addr, uint64_t len, uint64_t seed);
 uint64_t verify(uint64_t addr, uint64_t len, uint64_t seed);
 
-uint64_t read_u64(int fd, uint64_t index);
 void pagemap(pid_t pid, uint64_t addr, uint64_t n, uint64_t *out);
 uint64_t pagemap_entry(pid_t pid, uint64_t addr);
 uint64_t mapcount(uint64_t pfn);
 int page_flag(uint64_t pfn, int bit);
 long vmstat(const char *name);
-long slab_objects(const char *cache);
 uint64_t present_pages(pid_t pid, uint64_t addr, uint64_t len);
 
 struct leak_baseline {

@@ -32,11 +32,11 @@
 
 /* ---- workers ------------------------------------------------------------- */
 
-enum op { MAP, MAP_SHARED_MEMORY, MAP_OWN_BINARY, FILL, VERIFY, WRITE, READ, ADVISE, UNMAP, REMAP, PROTECT, FORK_VERIFY, LOCK, EXIT };
+enum op { MAP, MAP_SHARED_MEMORY, MAP_OWN_BINARY, FILL, VERIFY, WRITE, READ, ADVISE, UNMAP, REMAP, PROTECT, FORK_VERIFY, LOCK };
 
 struct command {
 	enum op op;
-	uint64_t addr, len, arg, arg2;
+	uint64_t addr, len, arg;
 };
 
 struct worker {
@@ -101,8 +101,6 @@ static uint64_t obey(struct command *c)
 		waitpid(child, &status, 0);
 		return WIFEXITED(status) ? WEXITSTATUS(status) : 255;
 	}
-	case EXIT:
-		_exit(0);
 	}
 	return (uint64_t)-1;
 }
@@ -144,7 +142,7 @@ static struct worker spawn(int new_pid_namespace)
 
 static uint64_t ask(struct worker *w, enum op op, uint64_t addr, uint64_t len, uint64_t arg)
 {
-	struct command c = { op, addr, len, arg, 0 };
+	struct command c = { op, addr, len, arg };
 	uint64_t answer = (uint64_t)-1;
 
 	if (write(w->sock, &c, sizeof(c)) != sizeof(c) || read(w->sock, &answer, sizeof(answer)) != sizeof(answer))

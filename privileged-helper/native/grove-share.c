@@ -22,6 +22,7 @@
  * Built by build/host/setup.sh.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -29,7 +30,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -164,14 +164,13 @@ static void capture(pid_t root, char *out, size_t size)
 
 	drop_snapshots();
 	for (int i = 0; i < n; i++) {
-		struct grove_share_capture request = { .source_pidfd = pidfd_of(pids[i]), .start = 0, .end = USER_END };
+		struct grove_share_capture request = { .start = 0, .end = USER_END };
 		pid_t inner = ns_pid_of(pids[i]);
 		int fd;
 
-		if (is_zombie(pids[i])) {
-			close(request.source_pidfd);
+		if (is_zombie(pids[i]))
 			continue;
-		}
+		request.source_pidfd = pidfd_of(pids[i]);
 		fd = request.source_pidfd < 0 ? -1 : ioctl(device, GROVE_SHARE_CAPTURE, &request);
 		if (fd < 0) {
 			answer(out, size, "error capturing pid %d (%d in its namespace): %s", pids[i], inner, strerror(errno));
@@ -195,15 +194,13 @@ static void attach(pid_t root, char *out, size_t size)
 	for (int i = 0; i < n; i++) {
 		pid_t inner = ns_pid_of(pids[i]);
 		struct grove_share_attach request = {
-			.source_fd = snapshot_of(inner), .target_pidfd = pidfd_of(pids[i]),
-			.flags = GROVE_SHARE_FROM_SNAPSHOT, .start = 0, .end = USER_END,
+			.source_fd = snapshot_of(inner), .flags = GROVE_SHARE_FROM_SNAPSHOT, .start = 0, .end = USER_END,
 		};
 		int rc = -1;
 
-		if (is_zombie(pids[i])) {
-			close(request.target_pidfd);
+		if (is_zombie(pids[i]))
 			continue;
-		}
+		request.target_pidfd = pidfd_of(pids[i]);
 		if (request.source_fd < 0)
 			answer(out, size, "error no snapshot of pid %d in the source's namespace (restored as %d)", inner, pids[i]);
 		else if ((rc = ioctl(device, GROVE_SHARE_ATTACH, &request)))
