@@ -173,7 +173,8 @@ export class BaselineFork {
   }
 
   private async measure(): Promise<BaselineTimings> {
-    const criu = new Criu(this.s.criuBinary, this.s.failedLogsDir, null, this.s.sysView); // plain CRIU: no KSM launcher
+    // Plain CRIU: no KSM launcher, and the pages are saved in the freeze.
+    const criu = new Criu(this.s.criuBinary, this.s.failedLogsDir, null, this.s.sysView, { pagesAfterThaw: false });
     const t: BaselineTimings = { prepare: 0, dump: 0, sourceFrozen: 0, restore: 0, firstFrame: 0, total: 0 };
     const started = performance.now();
     const timed = async <T>(stage: string, work: () => Promise<T>): Promise<T> => {

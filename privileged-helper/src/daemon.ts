@@ -123,7 +123,7 @@ async function boot(config: HelperConfig) {
   }, config.allowFaultInjection);
   const sysView = path.join(config.rootsDir, 'sys'); // reachable from a restore's user namespace
   await ledger.make({ kind: 'mount', name: sysView, owner: null }, () => ensureSysView(sysView));
-  const criu = new Criu(config.criu, path.join(config.stateDir, 'logs'), launcher, sysView);
+  const criu = new Criu(config.criu, path.join(config.stateDir, 'logs'), launcher, sysView, { pagesAfterThaw: true });
   if ((await ensureKdatCache(config.criu)) === 'not written') log('CRIU could not write its kernel-probe cache: every CRIU run will probe the kernel again (~40 ms, more under load)');
   const scratchDir = path.join(config.runDir, 'scratch');
   const kernelTier = new KernelTier(config.kernelTier);

@@ -3,14 +3,16 @@
 // file, flock, POSIX and OFD locks, a big heap), what watches files (inotify),
 // what the desktop shows (unsaved editor text, window positions), every file
 // lock Chromium holds, loopback TCP kept and outside connections closed,
-// messages in flight with the descriptors they carry, forks
-// under CPU load, and the same state again after a rollback, after a
+// messages in flight with the descriptors they carry, memory rewritten
+// while the fork saves it, forks under CPU load, and the same state again after a rollback, after a
 // promotion, and in forks of those. Each case prints its fork time, so a slow
 // path shows.
+import { readFile } from 'node:fs/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Workspace } from '../../src/protocol/entities.js';
 import { GATE_ADDRESS, GATE_PORT } from '../../src/egress/policy.js';
+import { REWRITER, WHOLE, type RewriterReport } from './fixtures/rewriter.js';
 import { connect, createWorkspace, darkPixels, EDITOR, EDITOR_TEXT, sh, track, waitFor } from './support.js';
 
 /**
@@ -327,6 +329,24 @@ except OSError: print('held')"`)).trim(),
     } finally {
       // [.] keeps pkill from matching the shell that runs it.
       await sh(c, source, 'pkill -f "holder[.]py 8302" || true');
+    }
+  });
+
+  it('gives each child its memory as it was at the fork while the source rewrites it, with zeros where it had discarded', async () => {
+    // The source runs on while its pages are saved (criu-patches/0007): every page it rewrites then must reach the children as it was.
+    const rewriter = async (ws: Workspace): Promise<RewriterReport | null> => JSON.parse((await sh(c, ws, 'cat /tmp/rewriter.json 2>/dev/null || echo null')) || 'null') as RewriterReport | null;
+    await c.request('exec.run', { workspace: source.id, argv: ['sh', '-c', 'cat > /tmp/rewriter.py'], stdin: await readFile(REWRITER, 'utf8') });
+    await sh(c, source, 'nohup python3 /tmp/rewriter.py /tmp/rewriter.json wipeonfork >/tmp/rewriter.log 2>&1 &');
+    try {
+      await waitFor('the rewriter to report', async () => ((await rewriter(source))?.rounds ?? 0) >= 20, 30_000);
+      const children = await fork(source, 'memory rewritten while it is saved');
+      for (const branch of [...children, source]) {
+        const then = (await rewriter(branch))?.rounds ?? 0;
+        await expect.poll(async () => (await rewriter(branch))?.rounds ?? 0, { timeout: 15_000, message: branch.name }).toBeGreaterThan(then + 40);
+        expect(await rewriter(branch), branch.name).toEqual(WHOLE);
+      }
+    } finally {
+      await sh(c, source, 'pkill -f "rewriter[.]py" || true');
     }
   });
 

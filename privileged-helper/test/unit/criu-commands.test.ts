@@ -36,6 +36,12 @@ describe('CRIU arguments for a fork', () => {
     expect(forkDumpArgs({ ...dump, leaveAnonymousMemory: true })).toContain('--skip-private-anon-pages');
   });
 
+  it('saves the pages after the thaw only when asked, and only at dump (criu-patches/0007)', () => {
+    const dump = { initPid: 42, imagesDir: '/i', netnsInode: 7, logFile: '/i/d.log' };
+    expect(forkDumpArgs(dump)).not.toContain('--pages-after-thaw');
+    expect(forkDumpArgs({ ...dump, pagesAfterThaw: true })).toContain('--pages-after-thaw');
+  });
+
   it('keys are the same for the same container path and never contain brackets or colons', () => {
     expect(externalMountKey('/root')).toBe(externalMountKey('/root'));
     expect(externalMountKey('/a:b[c]')).toMatch(/^[A-Za-z0-9_]+$/);

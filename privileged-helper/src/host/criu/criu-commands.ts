@@ -85,6 +85,13 @@ export interface ForkDumpInput extends CriuLogOptions, AnonymousMemoryOption {
   externalMounts?: readonly string[];
   /** Chromium keeps deleted mapped files; default 256M. */
   ghostLimit?: string;
+  /**
+   * Save the private pages after the tree is thawed, from a copy-on-write
+   * twin of each process made in the freeze (criu-patches/0007): the source
+   * is frozen for its process state only. Plain CRIU (the benchmark's
+   * baseline) saves them in the freeze.
+   */
+  pagesAfterThaw?: boolean;
 }
 
 export function forkDumpArgs(input: ForkDumpInput): string[] {
@@ -111,6 +118,7 @@ export function forkDumpArgs(input: ForkDumpInput): string[] {
     ...mounts.flatMap((p) => ['--external', `mnt[${p}]:${externalMountKey(p)}`]),
     ...(input.actionScript ? ['--action-script', input.actionScript] : []),
     ...anonymousMemoryArgs(input),
+    ...(input.pagesAfterThaw ? ['--pages-after-thaw'] : []),
   ];
 }
 

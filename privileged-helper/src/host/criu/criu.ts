@@ -95,12 +95,14 @@ export class Criu {
    * removed). launcher: restores run through it (in the branch's cgroups, with
    * restored tasks KSM-mergeable); null runs plain CRIU (the benchmark's baseline).
    * sysView: the host's /sys without submounts (host/sys-view.ts), for restores in a user namespace.
+   * pagesAfterThaw: dumps save the private pages after the source runs again (ForkDumpInput.pagesAfterThaw).
    */
   constructor(
     private readonly binary: string,
     private readonly logsDir: string,
     private readonly launcher: Launcher | null,
     private readonly sysView: string | null,
+    private readonly options: { pagesAfterThaw: boolean },
   ) {}
 
   /**
@@ -117,6 +119,7 @@ export class Criu {
       logFile,
       actionScript: ACTION_SCRIPT,
       leaveAnonymousMemory: req.share !== undefined,
+      pagesAfterThaw: this.options.pagesAfterThaw,
       externalMounts: [...CRUN_MASKED_FILES, ...(req.userns ? USERNS_HOST_MOUNTS : []), ...req.binds],
     });
     const env = {

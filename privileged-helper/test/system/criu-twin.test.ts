@@ -1,0 +1,124 @@
+// CRIU's --pages-after-thaw (build/host/criu-patches/0007), against a plain
+// process on the host, outside any workspace: the process rewrites its
+// memory all the time, its pages are saved from a copy-on-write twin after
+// the thaw, and the restored process must find the memory of the freeze
+// instant, not a page of later. Memory fork(2) empties is copied into the
+// twin; a process with memory fork(2) leaves out gets no twin and is saved
+// the old way. (fidelity.test.ts has the same
+// process in a forked desktop workspace.)
+import { spawn } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { execa } from 'execa';
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { REWRITER, WHOLE, type RewriterReport } from './fixtures/rewriter.js';
+import { waitFor } from './support.js';
+
+const criu = loadConfig().criu;
+const CRIU_ENV = { CRIU_FAULT: '130' };
+
+const readReport = async (file: string): Promise<RewriterReport | null> =>
+  JSON.parse(await readFile(file, 'utf8').catch(() => 'null')) as RewriterReport | null;
+
+/** Every process not yet dead (zombies excepted) whose command line names the rewriter. */
+async function rewriters(): Promise<number[]> {
+  const found: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const [cmdline, stat] = await Promise.all([readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => ''), readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '')]);
+    if (cmdline.includes(REWRITER) && !/\) Z /.test(stat)) found.push(Number(entry));
+  }
+  return found;
+}
+
+/**
+ * Is PID still taken: a process, or the process group or session of one?
+ * (The source leads its own session, and its twin, killed by CRIU, is in
+ * it until pid 1 reaps it.)
+ */
+async function pidTaken(pid: number): Promise<boolean> {
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    const [, , pgrp, session] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(entry) === pid || Number(pgrp) === pid || Number(session) === pid) return true;
+  }
+  return false;
+}
+
+/** SIGKILL, if it is still there. */
+function signal(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
+
+describe("CRIU's pages saved after the thaw", () => {
+  const pids = new Set<number>();
+  const dirs: string[] = [];
+
+  afterEach(async () => {
+    for (const pid of pids) signal(pid);
+    await waitFor('the rewriters to end', async () => (await rewriters()).length === 0, 10_000);
+    pids.clear();
+    for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
+  });
+
+  /** Dumps a running rewriter with --pages-after-thaw, checks it runs on whole, then kills it and restores it. */
+  async function dumpAndRestore(mode: 'plain' | 'wipeonfork' | 'dontfork'): Promise<{ dumpLog: string; source: RewriterReport; restored: RewriterReport }> {
+    const dir = await mkdtemp(path.join(tmpdir(), 'criu-twin-'));
+    dirs.push(dir);
+    const report = path.join(dir, 'report.json');
+    const child = spawn('/usr/bin/python3', [REWRITER, report, mode], { detached: true, stdio: 'ignore' });
+    const pid = child.pid!;
+    pids.add(pid);
+    child.unref();
+    await waitFor('the rewriter to report', async () => ((await readReport(report))?.rounds ?? 0) >= 20, 10_000);
+
+    const images = path.join(dir, 'images');
+    await mkdir(images);
+    const dump = await execa(criu, ['dump', '-t', String(pid), '-D', images, '-o', 'dump.log', '-v4', '--leave-running', '--pages-after-thaw'], { env: CRIU_ENV, reject: false });
+    const dumpLog = await readFile(path.join(images, 'dump.log'), 'utf8');
+    expect(dump.exitCode, dumpLog.slice(-2000)).toBe(0);
+    // The twin is gone with the dump: the source is the only rewriter left.
+    expect(await rewriters()).toEqual([pid]);
+    const atDump = (await readReport(report))!.rounds;
+    await waitFor('the source to run on', async () => ((await readReport(report))?.rounds ?? 0) > atDump + 40, 10_000);
+    const source = (await readReport(report))!;
+
+    signal(pid);
+    await waitFor('the source and its session to end', async () => !(await pidTaken(pid)), 30_000);
+    await rm(report);
+    const restore = await execa(criu, ['restore', '-D', images, '-o', 'restore.log', '-v4', '--restore-detached'], { env: CRIU_ENV, reject: false });
+    expect(restore.exitCode, (await readFile(path.join(images, 'restore.log'), 'utf8')).slice(-2000)).toBe(0);
+    await waitFor('the restored rewriter to report', async () => ((await readReport(report))?.rounds ?? 0) > 0, 10_000);
+    const first = (await readReport(report))!.rounds;
+    await waitFor('the restored rewriter to run on', async () => ((await readReport(report))?.rounds ?? 0) > first + 40, 10_000);
+    return { dumpLog, source, restored: (await readReport(report))! };
+  }
+
+  it('saves the instant of the freeze from a twin while the process rewrites every page, and the restored process finds it whole', async () => {
+    const { dumpLog, source, restored } = await dumpAndRestore('plain');
+    expect(dumpLog).toMatch(/Twin of \d+ is \d+/);
+    expect(dumpLog).not.toMatch(/No twin/);
+    expect(source).toEqual(WHOLE);
+    expect(restored).toEqual(WHOLE);
+  });
+
+  it('copies into the twin what fork empties (MADV_WIPEONFORK), and that memory comes back', async () => {
+    const { dumpLog, restored } = await dumpAndRestore('wipeonfork');
+    expect(dumpLog).toMatch(/Twin of \d+ is \d+/);
+    expect(restored).toEqual(WHOLE);
+  });
+
+  it('saves a process holding memory fork leaves out (MADV_DONTFORK) in the freeze, and that memory comes back too', async () => {
+    const { dumpLog, restored } = await dumpAndRestore('dontfork');
+    expect(dumpLog).toMatch(/No twin for \d+: fork does not copy/);
+    expect(dumpLog).not.toMatch(/Twin of \d+ is/);
+    expect(restored).toEqual(WHOLE);
+  });
+});
