@@ -27,6 +27,12 @@ export interface VersionDeps extends BranchDeps {
   log: (msg: string) => void;
 }
 
+/** A checkpoint whose instant is fixed: its version (saving), and its dump, which settles once CRIU has written everything. */
+interface Capture {
+  version: VersionRecord;
+  dumped: Promise<unknown>;
+}
+
 export class VersionService {
   /** Versions a rollback is restoring: not to be deleted under it. */
   private readonly inUse = new Map<string, number>();
@@ -46,24 +52,36 @@ export class VersionService {
   }
 
   /**
-   * Fixes the branch's state at this instant and returns: its memory is
-   * dumped to the scratch space (as a fork's is) and its files snapshotted
-   * while it is frozen. The version is "saving" until its images are copied
-   * into the pool and synced (in the background); only then can it be rolled
-   * back to, and a helper that dies meanwhile drops it at start (reconcile.ts).
+   * Fixes the branch's state at this instant and returns as soon as the
+   * branch runs again: its process state is dumped to the scratch space (as
+   * a fork's is) and its files snapshotted while it is frozen, and CRIU goes
+   * on saving its memory from there (criu-patches/0007). The version is
+   * "saving" until that is done and its images are copied into the pool and
+   * synced (in the background); only then can it be rolled back to, and a
+   * helper that dies meanwhile drops it at start (reconcile.ts).
    */
   async checkpoint(ref: string, label?: string, faultAt?: CheckpointStage): Promise<Version> {
     refuseFaultsUnlessAllowed(this.d.allowFaultInjection, faultAt);
     const { id } = this.d.workspaces.running(ref);
-    const version = await this.d.workspaces.lock.run(id, () => this.d.ksm.hold(() => this.capture(id, label, faultAt)));
-    this.persisting.set(version.id, this.persist(version, faultAt));
+    let fixed!: (c: Capture) => void;
+    const captured = new Promise<Capture>((resolve) => (fixed = resolve));
+    // The branch stays locked and ksmd held until CRIU is done: the copies it saves the memory from are in the branch.
+    const held = this.d.workspaces.lock.run(id, () =>
+      this.d.ksm.hold(async () => {
+        const capture = await this.capture(id, label, faultAt);
+        fixed(capture);
+        await capture.dumped.catch(() => undefined);
+      }),
+    );
+    const { version, dumped } = await Promise.race([captured, held.then(() => captured)]);
+    this.persisting.set(version.id, this.persist(version, dumped, faultAt));
     return toVersion(version);
   }
 
   /** Checkpoints a branch whose lock the caller already holds, and waits until the version is saved. */
   async checkpointLocked(branchId: string, label?: string): Promise<Version> {
-    const version = await this.capture(branchId, label);
-    await this.persist(version);
+    const { version, dumped } = await this.capture(branchId, label);
+    await this.persist(version, dumped);
     await this.saved(version.id);
     return toVersion(this.d.registry.findVersion(version.id)!);
   }
@@ -74,8 +92,12 @@ export class VersionService {
     if (!this.d.registry.findVersion(versionId)?.saved) throw new GroveError('E_NOT_FOUND', `version ${versionId} could not be saved; it is gone`);
   }
 
-  /** Dumps and snapshots the branch (its lock held) and records the version as saving; nothing is left of one that fails. */
-  private async capture(branchId: string, label?: string, faultAt?: CheckpointStage): Promise<VersionRecord> {
+  /**
+   * Dumps and snapshots the branch (its lock held) and records the version as
+   * saving once the branch runs again; `dumped` settles when CRIU has saved
+   * the rest. Nothing is left of one that fails before it is recorded.
+   */
+  private async capture(branchId: string, label?: string, faultAt?: CheckpointStage): Promise<Capture> {
     const ws = this.d.workspaces.running(branchId);
     const dump = (await this.d.runtime.usage(ws)).dumpableBytes;
     await requireSpace(`a checkpoint of '${ws.name}'`, [
@@ -85,38 +107,46 @@ export class VersionService {
     const vid = this.d.registry.freshId();
     const dir = path.join(this.d.versionsDir, vid);
     const scratch = this.scratchImages(vid);
+    let dumped: Promise<unknown> = Promise.resolve();
     try {
       await this.d.ledger.make({ kind: 'directory', name: dir, owner: vid }, () => mkdir(dir, { recursive: true, mode: 0o700 }));
       await this.d.ledger.make({ kind: 'directory', name: scratch, owner: vid }, () => mkdir(scratch, { recursive: true, mode: 0o700 }));
       this.d.registry.recordObject({ kind: 'subvolume', name: path.join(dir, 'files'), owner: vid });
-      await this.d.criu.dump({
+      let thawed!: () => void;
+      const runsAgain = new Promise<void>((resolve) => (thawed = resolve));
+      dumped = this.d.criu.dump({
         initPid: ws.pid!,
         netnsPath: netnsPath(this.d.runtime.netPlan(ws).netns),
         imagesDir: scratch,
         snapshot: { from: this.d.storage.filesPath(ws), to: path.join(dir, 'files') },
         binds: this.d.storage.externalBinds(ws).map((b) => b.containerPath),
         userns: this.d.runtime.idRange(ws) !== null,
+        onThawed: thawed,
       });
-      if (faultAt === 'dump') throw new GroveError('E_HOST', 'fault injected after the checkpoint was written');
+      await Promise.race([runsAgain, dumped]);
+      if (faultAt === 'dump') throw new GroveError('E_HOST', "fault injected once the checkpoint's instant was fixed");
     } catch (err) {
+      await dumped.catch(() => undefined); // CRIU writes into the scratch space until it exits
       await this.d.ledger.removeOwned(vid);
       throw err;
     }
     const record: VersionRecord = { id: vid, branchId: ws.id, treeId: ws.treeId, label: label ?? null, createdAt: new Date().toISOString(), orphanOf: null, saved: false };
     this.d.registry.insertVersion(record);
     this.d.events.changed(toVersion(record));
-    return record;
+    return { version: record, dumped };
   }
 
   /**
-   * Copies the images into the pool under a name restores never read, syncs
-   * the pool, renames them into place and marks the version saved. A failure
-   * (or an injected one) removes the version: a half-saved one is never offered.
+   * Waits for CRIU to finish the images, copies them into the pool under a
+   * name restores never read, syncs the pool, renames them into place and
+   * marks the version saved. A failure (or an injected one) removes the
+   * version: a half-saved one is never offered.
    */
-  private async persist(version: VersionRecord, faultAt?: CheckpointStage): Promise<void> {
+  private async persist(version: VersionRecord, dumped: Promise<unknown>, faultAt?: CheckpointStage): Promise<void> {
     const scratch = this.scratchImages(version.id);
     const images = path.join(this.d.versionsDir, version.id, 'images');
     try {
+      await dumped;
       await run('cp', ['-a', '--', scratch, `${images}.partial`]);
       if (faultAt === 'save') throw new GroveError('E_HOST', 'fault injected while the checkpoint was being saved');
       if (faultAt === 'stall') await new Promise<never>(() => undefined); // as if the helper died here: only a restart ends it

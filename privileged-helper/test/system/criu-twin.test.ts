@@ -7,12 +7,14 @@
 // the old way. (fidelity.test.ts has the same
 // process in a forked desktop workspace.)
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
+import { ACTION_SCRIPT } from '../../src/host/criu/criu.js';
 import { REWRITER, WHOLE, type RewriterReport } from './fixtures/rewriter.js';
 import { waitFor } from './support.js';
 
@@ -81,9 +83,15 @@ describe("CRIU's pages saved after the thaw", () => {
 
     const images = path.join(dir, 'images');
     await mkdir(images);
-    const dump = await execa(criu, ['dump', '-t', String(pid), '-D', images, '-o', 'dump.log', '-v4', '--leave-running', '--pages-after-thaw'], { env: CRIU_ENV, reject: false });
+    const dumpArgs = ['dump', '-t', String(pid), '-D', images, '-o', 'dump.log', '-v4', '--leave-running', '--pages-after-thaw', '--action-script', ACTION_SCRIPT];
+    const thawed = path.join(dir, 'thawed');
+    const dump = await execa(criu, dumpArgs, { env: { ...CRIU_ENV, GROVE_THAWED_FILE: thawed }, reject: false });
     const dumpLog = await readFile(path.join(images, 'dump.log'), 'utf8');
     expect(dump.exitCode, dumpLog.slice(-2000)).toBe(0);
+    // The post-resume action ran once the tree was thawed (what a checkpoint returns at), before the pages were saved.
+    expect(existsSync(thawed)).toBe(true);
+    expect(dumpLog.indexOf('Running post-resume scripts')).toBeGreaterThan(dumpLog.indexOf('Unfreezing tasks'));
+    expect(dumpLog.indexOf('Running post-resume scripts')).toBeLessThan(dumpLog.lastIndexOf('Writing stats'));
     // The twin is gone with the dump: the source is the only rewriter left.
     expect(await rewriters()).toEqual([pid]);
     const atDump = (await readReport(report))!.rounds;

@@ -6,6 +6,9 @@
 #    instant as the memory images (GROVE_SNAPSHOT_FROM -> GROVE_SNAPSHOT_TO),
 #    and so is the kernel tier's capture of its anonymous memory (into the
 #    holder at GROVE_SHARE_SOCKET; native/grove-share.c).
+#  post-resume (dump): the tree runs again and CRIU saves its private pages
+#    from the twins (criu-patches/0007): the dump's instant is fixed, which
+#    the helper waits for by watching for the file GROVE_THAWED_FILE.
 #  post-setup-namespaces: the restored UTS namespace exists and no task has run
 #    yet, so no process of the child ever sees the source's hostname.
 #  pre-resume: every socket is restored and no task runs yet; traffic may flow
@@ -21,6 +24,10 @@ case "$CRTOOLS_SCRIPT_ACTION" in
     fi
     if [ -n "${GROVE_SNAPSHOT_TO:-}" ]; then
       exec /usr/bin/btrfs subvolume snapshot -r -- "$GROVE_SNAPSHOT_FROM" "$GROVE_SNAPSHOT_TO" >/dev/null
+    fi ;;
+  post-resume)
+    if [ -n "${GROVE_THAWED_FILE:-}" ]; then
+      : >"$GROVE_THAWED_FILE"
     fi ;;
   post-setup-namespaces)
     if [ -n "${GROVE_HOSTNAME:-}" ]; then

@@ -4,7 +4,7 @@
 // failure into an error that quotes CRIU's own log.
 import { execa } from 'execa';
 import { spawn } from 'node:child_process';
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, openSync, watch, type FSWatcher } from 'node:fs';
 import { chmod, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { CriuDumpStats, CriuRestoreStats } from '../../protocol/entities.js';
@@ -36,6 +36,9 @@ const NEARLY_FULL_BYTES = 16 * MiB;
 /** A dump that failed for a passing reason (transientDumpFailure) is tried this often. */
 const DUMP_ATTEMPTS = 3;
 
+/** What the action script leaves in the images dir at a dump's post-resume (GROVE_THAWED_FILE). */
+const THAWED_FILE = 'grove-thawed';
+
 /** The child's netns is passed to CRIU as this fd (stdio index 3). */
 const NETNS_FD = 3;
 
@@ -55,6 +58,11 @@ export interface DumpRequest {
    * above them, 0700 and root's, keep everyone else out).
    */
   userns: boolean;
+  /**
+   * Called once the tree runs again, its instant fixed; the dump resolves
+   * later, once the private pages it saves after the thaw are written.
+   */
+  onThawed?: () => void;
 }
 
 export interface RestoreRequest {
@@ -125,12 +133,21 @@ export class Criu {
     const env = {
       ...(req.snapshot && { GROVE_SNAPSHOT_FROM: req.snapshot.from, GROVE_SNAPSHOT_TO: req.snapshot.to }),
       ...shareEnv(req.share),
+      ...(req.onThawed && { GROVE_THAWED_FILE: path.join(req.imagesDir, THAWED_FILE) }),
+    };
+    let thawed = false;
+    const onThawed = () => {
+      thawed = true;
+      req.onThawed?.();
     };
     for (let attempt = 1; ; attempt++) {
-      const res = await execa(this.binary, args, { env: { ...CRIU_ENV, ...env }, reject: false, timeout: 120_000 });
+      const watching = req.onThawed && watchFor(req.imagesDir, THAWED_FILE, onThawed);
+      const res = await execa(this.binary, args, { env: { ...CRIU_ENV, ...env }, reject: false, timeout: 120_000 }).finally(() => watching?.close());
+      await rm(path.join(req.imagesDir, THAWED_FILE), { force: true });
       if (res.exitCode === 0) break;
       const log = await readFile(logFile, 'utf8').catch(() => '');
-      if (attempt >= DUMP_ATTEMPTS || !transientDumpFailure(log)) throw await this.failure('dump', logFile, res.stderr);
+      // Once the caller was told the instant is fixed, there is no other try: it would be another instant.
+      if (attempt >= DUMP_ATTEMPTS || thawed || !transientDumpFailure(log)) throw await this.failure('dump', logFile, res.stderr);
       // The tree ran on (--leave-running); a fresh images directory and a moment for the reader to drain its socket.
       await emptyDirectory(req.imagesDir);
       await new Promise((r) => setTimeout(r, 200 * attempt));
@@ -240,6 +257,16 @@ function runWithFd(file: string, args: string[], env: Record<string, string>, fd
       resolve({ exitCode: code ?? -1, stderr });
     });
   });
+}
+
+/** Calls `then` once, when the file NAME appears in DIR (inotify). */
+function watchFor(dir: string, name: string, then: () => void): FSWatcher {
+  const watcher = watch(dir, (_event, file) => {
+    if (file !== name) return;
+    watcher.close();
+    then();
+  });
+  return watcher;
 }
 
 /** Makes CRIU's images (a few hundred files, no links) readable by anyone who can reach them. */
