@@ -20,7 +20,7 @@ import { reconcile } from './reconcile.js';
 import { openDb } from './registry/db.js';
 import { IdRanges, type IdRange } from './registry/id-ranges.js';
 import { ensureSysView } from './host/sys-view.js';
-import { hasMountAtOrBelow } from './host/mounts.js';
+import { ensureTmpfs, hasMountAtOrBelow } from './host/mounts.js';
 import { Registry } from './registry/registry.js';
 import { EventBus } from './server/event-bus.js';
 import { listen } from './server/socket-server.js';
@@ -125,7 +125,11 @@ async function boot(config: HelperConfig) {
   await ledger.make({ kind: 'mount', name: sysView, owner: null }, () => ensureSysView(sysView));
   const criu = new Criu(config.criu, path.join(config.stateDir, 'logs'), launcher, sysView, { pagesAfterThaw: true });
   if ((await ensureKdatCache(config.criu)) === 'not written') log('CRIU could not write its kernel-probe cache: every CRIU run will probe the kernel again (~40 ms, more under load)');
+  // Where CRIU writes a fork's or a checkpoint's images: a tmpfs of its own, whatever the run dir is on. Creating
+  // a few hundred image files on ext4 (whose inode allocator looks for recently deleted inodes) cost ~150 ms of
+  // every freeze here (docs/fork-profile.md); its size is tmpfs's default, half the memory.
   const scratchDir = path.join(config.runDir, 'scratch');
+  await ledger.make({ kind: 'mount', name: scratchDir, owner: null }, () => ensureTmpfs(scratchDir, 'grove-scratch'));
   const kernelTier = new KernelTier(config.kernelTier);
   log(`kernel tier: fork memory ${(await kernelTier.current()).memory}`);
   const branchDeps = { registry, ledger, runtime, storage, workspaces, criu, ksm, kernelTier };

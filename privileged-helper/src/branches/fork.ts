@@ -163,7 +163,7 @@ class ForkTransaction {
     const dump = (await this.d.runtime.usage(this.source)).dumpableBytes;
     await requireSpace(`a fork of '${this.source.name}' into ${this.opts.copies}`, [
       { where: 'the pool', dir: this.d.storage.workspacesDir, bytes: this.opts.copies * BRANCH_HEADROOM_BYTES, why: `${mib(BRANCH_HEADROOM_BYTES)} MiB for each child's first writes` },
-      { where: 'the scratch space', dir: path.dirname(this.d.scratchDir), bytes: dump, why: "the dump of the source's memory" },
+      { where: 'the scratch space', dir: this.d.scratchDir, bytes: dump, why: "the dump of the source's memory" },
     ]);
   }
 

@@ -101,7 +101,7 @@ export class VersionService {
     const ws = this.d.workspaces.running(branchId);
     const dump = (await this.d.runtime.usage(ws)).dumpableBytes;
     await requireSpace(`a checkpoint of '${ws.name}'`, [
-      { where: 'the scratch space', dir: path.dirname(this.d.scratchDir), bytes: dump, why: `its processes' memory, ${mib(dump)} MiB` },
+      { where: 'the scratch space', dir: this.d.scratchDir, bytes: dump, why: `its processes' memory, ${mib(dump)} MiB` },
       { where: 'the pool', dir: this.d.versionsDir, bytes: dump + VERSION_HEADROOM_BYTES, why: `its processes' memory, ${mib(dump)} MiB, and ${mib(VERSION_HEADROOM_BYTES)} MiB for its files` },
     ]);
     const vid = this.d.registry.freshId();

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Workspace } from '../../src/protocol/entities.js';
 import { linkNames, mountPointsUnder, netnsNames, pidNamespaceOf, processesInPidNs } from './leftovers.js';
+import { onTmpfs } from '../../src/host/mounts.js';
 import { VNC_PORT } from '../../src/workspaces/runtime.js';
 import { connect, createWorkspace, fullPool, hostPort, httpGet, instance, sh, track, vncSocket } from './support.js';
 import { launchBrowser, watchDesktop } from './vnc-viewer.js';
@@ -229,6 +230,13 @@ describe('live fork of a running desktop', () => {
     // A viewer pointed at the main line sees the promoted branch; the old main keeps a desktop of its own.
     expect(await reachedThrough(mainDesktop, [promoted, oldMain])).toEqual([promoted.name]);
     expect(await reachedThrough(vncSocket(oldMain), [promoted, oldMain])).toEqual([oldMain.name]);
+  });
+
+  it("dumps into a tmpfs of the helper's own, and leaves nothing of the fork there", async () => {
+    const scratch = `${instance().runDir}/scratch`;
+    expect(await mountPointsUnder(scratch)).toEqual([scratch]);
+    expect(await onTmpfs(scratch)).toBe(true);
+    expect(await readdir(scratch)).toEqual([]);
   });
 
   it('discards a branch and leaves none of its host objects behind', async () => {

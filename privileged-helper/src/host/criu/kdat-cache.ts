@@ -11,16 +11,15 @@
 // silently gives up when that file exists, so one CRIU killed between the
 // two steps would disable the cache until the next reboot: the helper
 // clears such a leftover and has the cache written once at start.
-import { mkdir, rm, stat, statfs } from 'node:fs/promises';
+import { rm, stat } from 'node:fs/promises';
 import path from 'node:path';
+import { ensureTmpfs, onTmpfs } from '../mounts.js';
 import { run } from '../run.js';
 
 /** CRIU's run dir (RUNDIR in build/host/criu.sh): a tmpfs the helper mounts. */
 export const KDAT_DIR = '/run/grove-criu';
 export const KDAT_CACHE = path.join(KDAT_DIR, 'criu.kdat');
 const KDAT_TMP = `${KDAT_CACHE}.tmp`;
-
-const TMPFS_MAGIC = 0x01021994;
 
 /** A .tmp this old is a killed run's, not one being written now (writing takes microseconds). */
 const STALE_TMP_MS = 60_000;
@@ -29,7 +28,7 @@ export type KdatCacheState = 'present' | 'written' | 'not written';
 
 /** Makes sure CRIU's kernel-probe cache exists; says whether it had to write it and whether that worked. */
 export async function ensureKdatCache(criuBinary: string): Promise<KdatCacheState> {
-  await ensureTmpfs();
+  await ensureTmpfs(KDAT_DIR, 'grove-criu', ['size=1m']);
   if (await exists(KDAT_CACHE)) return 'present';
   const tmp = await stat(KDAT_TMP).catch(() => null);
   if (tmp && Date.now() - tmp.mtimeMs > STALE_TMP_MS) await rm(KDAT_TMP, { force: true });
@@ -39,15 +38,8 @@ export async function ensureKdatCache(criuBinary: string): Promise<KdatCacheStat
 }
 
 /** Is the cache's directory a tmpfs (so CRIU keeps the cache there)? */
-export async function kdatDirIsTmpfs(): Promise<boolean> {
-  const fs = await statfs(KDAT_DIR).catch(() => null);
-  return fs?.type === TMPFS_MAGIC;
-}
-
-async function ensureTmpfs(): Promise<void> {
-  if (await kdatDirIsTmpfs()) return;
-  await mkdir(KDAT_DIR, { recursive: true, mode: 0o700 });
-  await run('mount', ['-t', 'tmpfs', '-o', 'size=1m,mode=0700,nosuid,nodev,noexec', 'grove-criu', KDAT_DIR]);
+export function kdatDirIsTmpfs(): Promise<boolean> {
+  return onTmpfs(KDAT_DIR);
 }
 
 async function exists(file: string): Promise<boolean> {
