@@ -24,30 +24,34 @@ const CRIU_ENV = { CRIU_FAULT: '130' };
 const readReport = async (file: string): Promise<RewriterReport | null> =>
   JSON.parse(await readFile(file, 'utf8').catch(() => 'null')) as RewriterReport | null;
 
-/** Every process not yet dead (zombies excepted) whose command line names the rewriter. */
-async function rewriters(): Promise<number[]> {
-  const found: number[] = [];
+interface HostProcess {
+  pid: number;
+  state: string;
+  pgrp: number;
+  session: number;
+  cmdline: string;
+}
+
+/** Every process on the host, from /proc/PID/stat and cmdline. */
+async function hostProcesses(): Promise<HostProcess[]> {
+  const found: HostProcess[] = [];
   for (const entry of await readdir('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
-    const [cmdline, stat] = await Promise.all([readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => ''), readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '')]);
-    if (cmdline.includes(REWRITER) && !/\) Z /.test(stat)) found.push(Number(entry));
+    const [stat, cmdline] = await Promise.all([readFile(`/proc/${entry}/stat`, 'utf8').catch(() => ''), readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '')]);
+    const [state, , pgrp, session] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (state) found.push({ pid: Number(entry), state, pgrp: Number(pgrp), session: Number(session), cmdline });
   }
   return found;
 }
 
-/**
- * Is PID still taken: a process, or the process group or session of one?
- * (The source leads its own session, and its twin, killed by CRIU, is in
- * it until pid 1 reaps it.)
- */
+/** Every process not yet dead (zombies excepted) whose command line names the rewriter. */
+async function rewriters(): Promise<number[]> {
+  return (await hostProcesses()).filter((p) => p.cmdline.includes(REWRITER) && p.state !== 'Z').map((p) => p.pid);
+}
+
+/** Is PID still taken: a process, or the process group or session of one? (The source leads its own session.) */
 async function pidTaken(pid: number): Promise<boolean> {
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
-    const [, , pgrp, session] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (Number(entry) === pid || Number(pgrp) === pid || Number(session) === pid) return true;
-  }
-  return false;
+  return (await hostProcesses()).some((p) => p.pid === pid || p.pgrp === pid || p.session === pid);
 }
 
 /** SIGKILL, if it is still there. */

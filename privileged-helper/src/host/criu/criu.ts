@@ -143,7 +143,7 @@ export class Criu {
     for (let attempt = 1; ; attempt++) {
       const watching = req.onThawed && watchFor(req.imagesDir, THAWED_FILE, onThawed);
       const res = await execa(this.binary, args, { env: { ...CRIU_ENV, ...env }, reject: false, timeout: 120_000 }).finally(() => watching?.close());
-      await rm(path.join(req.imagesDir, THAWED_FILE), { force: true });
+      if (watching) await rm(path.join(req.imagesDir, THAWED_FILE), { force: true }); // not an image: no copy of the version gets it
       if (res.exitCode === 0) break;
       const log = await readFile(logFile, 'utf8').catch(() => '');
       // Once the caller was told the instant is fixed, there is no other try: it would be another instant.
