@@ -4,82 +4,47 @@
 // the thaw, and the restored process must find the memory of the freeze
 // instant, not a page of later. Memory fork(2) empties is copied into the
 // twin; a process with memory fork(2) leaves out gets no twin and is saved
-// the old way. (fidelity.test.ts has the same
+// the old way. A SysV shared memory segment, saved with its IPC namespace,
+// comes back whole. (fidelity.test.ts has the same
 // process in a forked desktop workspace.)
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { ACTION_SCRIPT } from '../../src/host/criu/criu.js';
+import { ACTION_SCRIPT, CRIU_ENV } from '../../src/host/criu/criu.js';
 import { REWRITER, WHOLE, type RewriterReport } from './fixtures/rewriter.js';
+import { killIfThere, pidTaken, processesOf } from './host-processes.js';
 import { waitFor } from './support.js';
 
 const criu = loadConfig().criu;
-const CRIU_ENV = { CRIU_FAULT: '130' };
 
 const readReport = async (file: string): Promise<RewriterReport | null> =>
   JSON.parse(await readFile(file, 'utf8').catch(() => 'null')) as RewriterReport | null;
-
-interface HostProcess {
-  pid: number;
-  state: string;
-  pgrp: number;
-  session: number;
-  cmdline: string;
-}
-
-/** Every process on the host, from /proc/PID/stat and cmdline. */
-async function hostProcesses(): Promise<HostProcess[]> {
-  const found: HostProcess[] = [];
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const [stat, cmdline] = await Promise.all([readFile(`/proc/${entry}/stat`, 'utf8').catch(() => ''), readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '')]);
-    const [state, , pgrp, session] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (state) found.push({ pid: Number(entry), state, pgrp: Number(pgrp), session: Number(session), cmdline });
-  }
-  return found;
-}
-
-/** Every process not yet dead (zombies excepted) whose command line names the rewriter. */
-async function rewriters(): Promise<number[]> {
-  return (await hostProcesses()).filter((p) => p.cmdline.includes(REWRITER) && p.state !== 'Z').map((p) => p.pid);
-}
-
-/** Is PID still taken: a process, or the process group or session of one? (The source leads its own session.) */
-async function pidTaken(pid: number): Promise<boolean> {
-  return (await hostProcesses()).some((p) => p.pid === pid || p.pgrp === pid || p.session === pid);
-}
-
-/** SIGKILL, if it is still there. */
-function signal(pid: number): void {
-  try {
-    process.kill(pid, 'SIGKILL');
-  } catch {
-    // already gone
-  }
-}
 
 describe("CRIU's pages saved after the thaw", () => {
   const pids = new Set<number>();
   const dirs: string[] = [];
 
   afterEach(async () => {
-    for (const pid of pids) signal(pid);
-    await waitFor('the rewriters to end', async () => (await rewriters()).length === 0, 10_000);
+    for (const pid of pids) killIfThere(pid);
+    await waitFor('the rewriters to end', async () => (await processesOf(REWRITER)).length === 0, 10_000);
     pids.clear();
     for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
   });
 
   /** Dumps a running rewriter with --pages-after-thaw, checks it runs on whole, then kills it and restores it. */
-  async function dumpAndRestore(mode: 'plain' | 'wipeonfork' | 'dontfork'): Promise<{ dumpLog: string; source: RewriterReport; restored: RewriterReport }> {
+  async function dumpAndRestore(mode: 'plain' | 'wipeonfork' | 'dontfork' | 'sysvshm'): Promise<{ dumpLog: string; source: RewriterReport; restored: RewriterReport }> {
     const dir = await mkdtemp(path.join(tmpdir(), 'criu-twin-'));
     dirs.push(dir);
     const report = path.join(dir, 'report.json');
-    const child = spawn('/usr/bin/python3', [REWRITER, report, mode], { detached: true, stdio: 'ignore' });
+    const rewriter = ['/usr/bin/python3', REWRITER, report, mode];
+    // A SysV segment is saved with its IPC namespace, and CRIU saves only a namespace that is not its own. (unshare execs: the pid stays.)
+    const argv = mode === 'sysvshm' ? ['/usr/bin/unshare', '--ipc', ...rewriter] : rewriter;
+    const child = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: 'ignore' });
     const pid = child.pid!;
     pids.add(pid);
     child.unref();
@@ -97,12 +62,12 @@ describe("CRIU's pages saved after the thaw", () => {
     expect(dumpLog.indexOf('Running post-resume scripts')).toBeGreaterThan(dumpLog.indexOf('Unfreezing tasks'));
     expect(dumpLog.indexOf('Running post-resume scripts')).toBeLessThan(dumpLog.lastIndexOf('Writing stats'));
     // The twin is gone with the dump: the source is the only rewriter left.
-    expect(await rewriters()).toEqual([pid]);
+    expect(await processesOf(REWRITER)).toEqual([pid]);
     const atDump = (await readReport(report))!.rounds;
     await waitFor('the source to run on', async () => ((await readReport(report))?.rounds ?? 0) > atDump + 40, 10_000);
     const source = (await readReport(report))!;
 
-    signal(pid);
+    killIfThere(pid);
     await waitFor('the source and its session to end', async () => !(await pidTaken(pid)), 30_000);
     await rm(report);
     const restore = await execa(criu, ['restore', '-D', images, '-o', 'restore.log', '-v4', '--restore-detached'], { env: CRIU_ENV, reject: false });
@@ -124,6 +89,14 @@ describe("CRIU's pages saved after the thaw", () => {
   it('copies into the twin what fork empties (MADV_WIPEONFORK), and that memory comes back', async () => {
     const { dumpLog, restored } = await dumpAndRestore('wipeonfork');
     expect(dumpLog).toMatch(/Twin of \d+ is \d+/);
+    expect(restored).toEqual(WHOLE);
+  });
+
+  it('keeps the pages of a SysV shared memory segment, which the IPC namespace saves in a child of CRIU during the freeze', async () => {
+    // That child numbers the segment's pages image from its copy of CRIU's counter; a twin's images opened after the thaw took the same number.
+    const { dumpLog, restored } = await dumpAndRestore('sysvshm');
+    expect(dumpLog).toMatch(/Twin of \d+ is \d+/);
+    expect(dumpLog).toMatch(/IPC shared memory segments: 1\n/);
     expect(restored).toEqual(WHOLE);
   });
 

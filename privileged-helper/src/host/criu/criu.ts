@@ -28,7 +28,7 @@ import {
 export const ACTION_SCRIPT = path.join(import.meta.dirname, 'action-script.sh');
 
 /** Hardware breakpoints never fire in this VM: CRIU must single-step the parasite (criu.md). */
-const CRIU_ENV = { CRIU_FAULT: '130' };
+export const CRIU_ENV = { CRIU_FAULT: '130' };
 
 /** Less than this free where the images go, and a CRIU run that left no error behind, ran out of space. */
 const NEARLY_FULL_BYTES = 16 * MiB;

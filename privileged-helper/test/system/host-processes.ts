@@ -1,0 +1,43 @@
+// The host's processes, for tests that run our CRIU on plain host processes
+// (outside any workspace): find them, wait until a pid is free again for a
+// restore, and end them.
+import { readdir, readFile } from 'node:fs/promises';
+
+interface HostProcess {
+  pid: number;
+  state: string;
+  pgrp: number;
+  session: number;
+  cmdline: string;
+}
+
+/** Every process on the host, from /proc/PID/stat and cmdline. */
+async function hostProcesses(): Promise<HostProcess[]> {
+  const found: HostProcess[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const [stat, cmdline] = await Promise.all([readFile(`/proc/${entry}/stat`, 'utf8').catch(() => ''), readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '')]);
+    const [state, , pgrp, session] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (state) found.push({ pid: Number(entry), state, pgrp: Number(pgrp), session: Number(session), cmdline });
+  }
+  return found;
+}
+
+/** Every process not yet dead (zombies excepted) whose command line names SCRIPT. */
+export async function processesOf(script: string): Promise<number[]> {
+  return (await hostProcesses()).filter((p) => p.cmdline.includes(script) && p.state !== 'Z').map((p) => p.pid);
+}
+
+/** Is PID still taken: a process, or the process group or session of one? (A restore needs it free.) */
+export async function pidTaken(pid: number): Promise<boolean> {
+  return (await hostProcesses()).some((p) => p.pid === pid || p.pgrp === pid || p.session === pid);
+}
+
+/** SIGKILL, if it is still there. */
+export function killIfThere(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
