@@ -2,7 +2,8 @@
 // (or received from the image cache). Teardown purges everything the instance
 // made, also when tests failed, and then checks that nothing is left.
 import { randomBytes } from 'node:crypto';
-import { rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { HelperClient } from '../../../main/src/helper-client/client.js';
 import { leftovers } from './leftovers.js';
@@ -32,10 +33,23 @@ export async function setup(project: TestProject): Promise<void> {
 export async function teardown(): Promise<void> {
   if (!instance) return;
   await removeAgentUsers(instance.instance);
+  const failures = criuFailures(instance);
+  if (failures) process.stderr.write(`CRIU runs that failed during the tests (some on purpose), with their errors:\n${failures}\n`);
   await purge(instance);
   const left = await leftovers(instance);
   rmSync(instance.pidFile, { force: true });
   rmSync(instance.pidNsFile, { force: true });
   if (left.length > 0) throw new Error(`system tests left host objects behind: ${left.join(', ')}`);
   rmSync(instance.logFile, { force: true });
+}
+
+/**
+ * The errors of each CRIU run that failed during the tests. Their logs go
+ * with the instance's state, and a CI run keeps only what it printed.
+ */
+function criuFailures(t: TestInstance): string {
+  const dir = path.join(t.stateDir, 'logs');
+  const logs = existsSync(dir) ? readdirSync(dir).filter((f) => f.startsWith('criu-')).sort() : [];
+  const errorsOf = (log: string) => readFileSync(path.join(dir, log), 'utf8').split('\n').filter((l) => l.includes('Error (')).slice(0, 8);
+  return logs.map((log) => [`${log}:`, ...errorsOf(log).map((l) => `  ${l.trim()}`)].join('\n')).join('\n');
 }
