@@ -6,6 +6,7 @@ import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { HelperClient } from '../../../main/src/helper-client/client.js';
+import { criuErrors } from '../../src/host/criu/criu-errors.js';
 import { leftovers } from './leftovers.js';
 import { ensureAgentUsers, removeAgentUsers } from './agent-users.js';
 import { purge, startHelper, tail, testInstance, type TestInstance } from './helper-process.js';
@@ -50,6 +51,6 @@ export async function teardown(): Promise<void> {
 function criuFailures(t: TestInstance): string {
   const dir = path.join(t.stateDir, 'logs');
   const logs = existsSync(dir) ? readdirSync(dir).filter((f) => f.startsWith('criu-')).sort() : [];
-  const errorsOf = (log: string) => readFileSync(path.join(dir, log), 'utf8').split('\n').filter((l) => l.includes('Error (')).slice(0, 8);
+  const errorsOf = (log: string) => criuErrors(readFileSync(path.join(dir, log), 'utf8')).slice(0, 8);
   return logs.map((log) => [`${log}:`, ...errorsOf(log).map((l) => `  ${l.trim()}`)].join('\n')).join('\n');
 }

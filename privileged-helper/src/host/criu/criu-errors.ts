@@ -54,8 +54,13 @@ export interface CriuFailure {
   noSpace: boolean;
 }
 
+/** A CRIU log's error lines, in order, without the noise every run prints. */
+export function criuErrors(log: string): string[] {
+  return log.split('\n').filter((l) => /\bError\b/.test(l) && !NOISE.some((n) => n.test(l)));
+}
+
 export function criuFailure(log: string): CriuFailure | null {
-  const errors = log.split('\n').filter((l) => /\bError\b/.test(l) && !NOISE.some((n) => n.test(l)));
+  const errors = criuErrors(log);
   const first = errors[0];
   if (first === undefined) return null;
   const line = first.replace(/^\(\d+\.\d+\)\s*/, '');
