@@ -7,6 +7,9 @@
 //   now and then: a rollback of the desktop failed.
 // - 0009: a shared memory segment whose pages cannot be read fails the
 //   restore; CRIU went on with the segment's content wrong.
+// - 0010: a file mapping that borrows the previous mapping's file takes
+//   that file's mode only when it is private; a shared one keeps its own,
+//   or it could not be written after the restore.
 import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, readlink, rm, truncate } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -21,6 +24,7 @@ import { waitFor } from './support.js';
 
 const criu = loadConfig().criu;
 const PAIR = path.join(import.meta.dirname, 'fixtures/unix-pair.py');
+const FILE_MAPPINGS = path.join(import.meta.dirname, 'fixtures/file-mappings.py');
 
 const childrenOf = async (pid: number) => (await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8')).trim().split(/\s+/).map(Number);
 
@@ -57,8 +61,9 @@ describe("our CRIU's restore", () => {
   });
 
   afterEach(async () => {
-    for (const script of [PAIR, REWRITER]) for (const pid of await processesOf(script)) killIfThere(pid);
-    await waitFor('the trees to end', async () => (await processesOf(PAIR)).length + (await processesOf(REWRITER)).length === 0, 10_000);
+    const scripts = [PAIR, REWRITER, FILE_MAPPINGS];
+    for (const script of scripts) for (const pid of await processesOf(script)) killIfThere(pid);
+    await waitFor('the trees to end', async () => (await Promise.all(scripts.map(processesOf))).every((pids) => pids.length === 0), 10_000);
     await rm(dir, { recursive: true, force: true });
   });
 
@@ -100,6 +105,23 @@ describe("our CRIU's restore", () => {
     const res = await restore(images);
     expect(res.exitCode, (await restoreLog(images)).slice(-2000)).toBe(0);
     await waitFor('A to get answers again', async () => (await answered(report)) > atDump + 3, 10_000);
+  });
+
+  it("gives a shared writable mapping its file's read-write mode back, next to a read-only private mapping of the same file", async () => {
+    const file = path.join(dir, 'mapped');
+    const counted = async () => (await readFile(file).catch(() => Buffer.alloc(8192))).readBigUInt64LE(4096);
+    const pid = start(['/usr/bin/python3', FILE_MAPPINGS, file]);
+    await waitFor('the process to count', async () => (await counted()) > 2n, 10_000);
+    // The shape that matters: the two mappings of the file are side by side, the private one first.
+    const maps = (await readFile(`/proc/${pid}/maps`, 'utf8')).split('\n').filter((l) => l.endsWith(file));
+    expect(maps.map((l) => l.split(/\s+/)[1])).toEqual(['r--p', 'rw-s']);
+    expect(maps[0]!.split('-')[1]!.split(' ')[0]).toBe(maps[1]!.split('-')[0]);
+
+    const images = await dump(pid);
+    const atDump = await counted();
+    const res = await restore(images);
+    expect(res.exitCode, (await restoreLog(images)).slice(-2000)).toBe(0);
+    await waitFor('the restored process to count on in the file', async () => (await counted()) > atDump + 3n, 10_000);
   });
 
   it('fails, saying so, when the pages of a SysV shared memory segment cannot be read, and leaves no process', async () => {
