@@ -9,7 +9,8 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { ensureKdatCache, KDAT_CACHE, kdatDirIsTmpfs } from '../../src/host/criu/kdat-cache.js';
+import { ensureKdatCache, KDAT_CACHE, KDAT_DIR } from '../../src/host/criu/kdat-cache.js';
+import { onTmpfs } from '../../src/host/mounts.js';
 
 const criu = loadConfig().criu;
 const TMP = `${KDAT_CACHE}.tmp`;
@@ -22,7 +23,7 @@ describe("CRIU's kernel-probe cache", () => {
     await utimes(TMP, longAgo, longAgo);
     try {
       expect(await ensureKdatCache(criu)).toBe('written');
-      expect(await kdatDirIsTmpfs()).toBe(true);
+      expect(await onTmpfs(KDAT_DIR)).toBe(true); // CRIU keeps its cache only on a tmpfs
       expect((await stat(KDAT_CACHE)).size).toBeGreaterThan(0);
       await expect(stat(TMP)).rejects.toThrow(/ENOENT/);
     } finally {

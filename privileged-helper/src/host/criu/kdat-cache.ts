@@ -13,7 +13,7 @@
 // clears such a leftover and has the cache written once at start.
 import { rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { ensureTmpfs, onTmpfs } from '../mounts.js';
+import { ensureTmpfs } from '../mounts.js';
 import { run } from '../run.js';
 
 /** CRIU's run dir (RUNDIR in build/host/criu.sh): a tmpfs the helper mounts. */
@@ -35,11 +35,6 @@ export async function ensureKdatCache(criuBinary: string): Promise<KdatCacheStat
   // `criu check` runs kerndat and saves its result; its verdict on the kernel is the doctor's business.
   await run(criuBinary, ['check'], { allowFailure: true, timeoutMs: 60_000 });
   return (await exists(KDAT_CACHE)) ? 'written' : 'not written';
-}
-
-/** Is the cache's directory a tmpfs (so CRIU keeps the cache there)? */
-export function kdatDirIsTmpfs(): Promise<boolean> {
-  return onTmpfs(KDAT_DIR);
 }
 
 async function exists(file: string): Promise<boolean> {
