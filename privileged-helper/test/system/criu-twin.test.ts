@@ -5,11 +5,12 @@
 // instant, not a page of later. Memory fork(2) empties is copied into the
 // twin; a process with memory fork(2) leaves out gets no twin and is saved
 // the old way. A SysV shared memory segment, saved with its IPC namespace,
-// comes back whole. (fidelity.test.ts has the same
+// comes back whole. A restore told to wait for the word that the pages are
+// saved (criu-patches/0011) waits for it. (fidelity.test.ts has the same
 // process in a forked desktop workspace.)
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
@@ -36,8 +37,8 @@ describe("CRIU's pages saved after the thaw", () => {
     for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
   });
 
-  /** Dumps a running rewriter with --pages-after-thaw, checks it runs on whole, then kills it and restores it. */
-  async function dumpAndRestore(mode: 'plain' | 'wipeonfork' | 'dontfork' | 'sysvshm'): Promise<{ dumpLog: string; source: RewriterReport; restored: RewriterReport }> {
+  /** Dumps a running rewriter with --pages-after-thaw, checks it runs on whole, then kills it. */
+  async function dumpRewriter(mode: 'plain' | 'wipeonfork' | 'dontfork' | 'sysvshm'): Promise<{ images: string; report: string; dumpLog: string; source: RewriterReport }> {
     const dir = await mkdtemp(path.join(tmpdir(), 'criu-twin-'));
     dirs.push(dir);
     const report = path.join(dir, 'report.json');
@@ -70,12 +71,27 @@ describe("CRIU's pages saved after the thaw", () => {
     killIfThere(pid);
     await waitFor('the source and its session to end', async () => !(await pidTaken(pid)), 30_000);
     await rm(report);
-    const restore = await execa(criu, ['restore', '-D', images, '-o', 'restore.log', '-v4', '--restore-detached'], { env: CRIU_ENV, reject: false });
-    expect(restore.exitCode, (await readFile(path.join(images, 'restore.log'), 'utf8')).slice(-2000)).toBe(0);
+    return { images, report, dumpLog, source };
+  }
+
+  /** CRIU's restore of the dump in IMAGES, started; `args` are added to it. */
+  function startRestore(images: string, args: string[] = []) {
+    return execa(criu, ['restore', '-D', images, '-o', 'restore.log', '-v4', '--restore-detached', ...args], { env: CRIU_ENV, reject: false });
+  }
+
+  /** What the restored rewriter reports once it has run on for a while. */
+  async function restoredReport(images: string, report: string, exitCode: number | undefined): Promise<RewriterReport> {
+    expect(exitCode, (await readFile(path.join(images, 'restore.log'), 'utf8')).slice(-2000)).toBe(0);
     await waitFor('the restored rewriter to report', async () => ((await readReport(report))?.rounds ?? 0) > 0, 10_000);
     const first = (await readReport(report))!.rounds;
     await waitFor('the restored rewriter to run on', async () => ((await readReport(report))?.rounds ?? 0) > first + 40, 10_000);
-    return { dumpLog, source, restored: (await readReport(report))! };
+    return (await readReport(report))!;
+  }
+
+  async function dumpAndRestore(mode: Parameters<typeof dumpRewriter>[0]): Promise<{ dumpLog: string; source: RewriterReport; restored: RewriterReport }> {
+    const { images, report, dumpLog, source } = await dumpRewriter(mode);
+    const restore = await startRestore(images);
+    return { dumpLog, source, restored: await restoredReport(images, report, restore.exitCode) };
   }
 
   it('saves the instant of the freeze from a twin while the process rewrites every page, and the restored process finds it whole', async () => {
@@ -105,5 +121,41 @@ describe("CRIU's pages saved after the thaw", () => {
     expect(dumpLog).toMatch(/No twin for \d+: fork does not copy/);
     expect(dumpLog).not.toMatch(/Twin of \d+ is/);
     expect(restored).toEqual(WHOLE);
+  });
+
+  it('restores with --pages-ready-file only once the file says the pages are saved, and not at all when it says they are not', async () => {
+    // A fork's restores start while the dump still saves its pages (criu-patches/0011); here the "dump" is long done, and the file alone decides.
+    const { images, report } = await dumpRewriter('plain');
+    const say = async (word: string) => {
+      await writeFile(path.join(images, 'ready.tmp'), word);
+      await rename(path.join(images, 'ready.tmp'), path.join(images, 'ready'));
+    };
+
+    const refused = startRestore(images, ['--pages-ready-file', 'ready']);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(refused.exitCode).toBeNull(); // still running: waiting
+    expect(await processesOf(REWRITER)).toEqual([]);
+    await say('not saved: the test says so');
+    expect((await refused).exitCode).not.toBe(0);
+    expect(await readFile(path.join(images, 'restore.log'), 'utf8')).toContain("The dump's private pages were not saved: not saved: the test says so");
+    expect(await processesOf(REWRITER)).toEqual([]);
+
+    await rm(path.join(images, 'ready'));
+    const restore = startRestore(images, ['--pages-ready-file', 'ready']);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(restore.exitCode).toBeNull();
+    await say('ok');
+    const restored = await restoredReport(images, report, (await restore).exitCode);
+    expect(restored).toEqual(WHOLE);
+    const log = await readFile(path.join(images, 'restore.log'), 'utf8');
+    // It waited before the first page of the task was read, not after.
+    expect(log).toMatch(/The dump's private pages are saved \(waited \d+ ms\)/);
+    expect(log.indexOf("The dump's private pages are saved")).toBeLessThan(log.indexOf('Opened local page read'));
+  });
+
+  it('refuses a --pages-ready-file that is not a plain name in the images dir', async () => {
+    const res = await execa(criu, ['restore', '-D', '/nonexistent', '--pages-ready-file', '../ready'], { env: CRIU_ENV, reject: false });
+    expect(res.exitCode).not.toBe(0);
+    expect(res.stderr).toContain('--pages-ready-file names a file in the images dir: ../ready');
   });
 });
