@@ -202,7 +202,7 @@ export class BaselineFork {
           snapshot: { from: this.source.subvolume, to: this.forkPoint },
           binds: this.source.binds.map((b) => b.containerPath),
           userns: this.source.userns,
-        });
+        }).done;
       }, () => deleteWithRetry(this.forkPoint));
     });
     t.sourceFrozen = (frozen as CriuDumpStats | null)?.sourceFrozenMs ?? t.dump;

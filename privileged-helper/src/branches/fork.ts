@@ -9,9 +9,10 @@
 //   dump     CRIU --leave-running --tcp-established; its post-dump action snapshots the
 //            source's root while the tree is still frozen (one instant for memory and files),
 //            and with the kernel tier captures its anonymous memory (host/share-holder.ts)
-//   thaw     the source runs on (verified)
+//   thaw     the source runs on (verified), while CRIU still saves its private pages (criu-patches/0007)
 //   restore  each child: a writable snapshot of the fork point (branch-storage.ts), its own identity,
 //            the tree restored into its own netns (as many at once as there are cores, first child first);
+//            they start at the thaw, and CRIU waits for the dump's pages before it reads any (0011);
 //            with the kernel tier its anonymous memory is attached from the capture, not copied
 //   expose   each child's desktop socket and host ports open; once its first VNC frame is out it is
 //            'running' and announced, without waiting for its siblings
@@ -74,6 +75,8 @@ class ForkTransaction {
   private holder: ShareHolder | null = null;
   /** How the children got their memory (the report's words). */
   private memory = '';
+  /** The dump until every image is written, which is after the source runs again: its whole time and CRIU's stats. */
+  private dumped: Promise<{ ms: number; stats: ForkReport['criu']['dump'] }> = Promise.resolve({ ms: 0, stats: null });
 
   constructor(
     private readonly d: ForkDeps,
@@ -89,14 +92,17 @@ class ForkTransaction {
       const forkPoint = await this.stage('dump', () => this.dump(imagesDir));
       await this.stage('thaw', () => this.verifySourceRunning());
       await this.bringUp(imagesDir, forkPoint);
+      await this.recordDump();
       const children = await this.stage('commit', async () => this.commit());
       this.timings.total = performance.now() - this.started;
       this.d.registry.recordFork({ fork: this.id, source: this.source, copies: children.length, timings: this.timings });
       this.d.progress(this.id, 'done', `forked ${this.source.name} into ${children.length} in ${Math.round(this.timings.total)} ms`, true);
       return { fork: this.id, source: this.source.id, children, timings: this.timings, readyMs: this.readyMs, memory: this.memory, criu: this.criuStats, leftBehind: this.leftBehind() };
     } catch (err) {
+      // CRIU writes into the images until it exits; a dump that failed is what made the restores fail.
+      const dumpFailure = await this.dumped.then(() => null, (e: unknown) => e);
       await this.unwind();
-      throw err;
+      throw dumpFailure ?? err;
     } finally {
       await this.holder?.stop();
       await this.d.ledger.removeOwned(this.id);
@@ -185,11 +191,13 @@ class ForkTransaction {
     return names;
   }
 
+  /** Resolves once the source runs again; the dump goes on saving its pages (this.dumped). */
   private async dump(imagesDir: string): Promise<string> {
     const forkPoint = path.join(path.dirname(this.d.storage.filesPath(this.source)), `.fork-point-${this.id}`);
     this.d.registry.recordObject({ kind: 'subvolume', name: forkPoint, owner: this.id });
     const share = await this.startSharing();
-    this.criuStats.dump = await this.d.criu.dump({
+    const t0 = performance.now();
+    const run = this.d.criu.dump({
       share,
       initPid: this.source.pid!,
       netnsPath: netnsPath(this.d.runtime.netPlan(this.source).netns),
@@ -197,9 +205,20 @@ class ForkTransaction {
       snapshot: { from: this.d.storage.filesPath(this.source), to: forkPoint },
       binds: this.d.storage.externalBinds(this.source).map((b) => b.containerPath),
       userns: this.d.runtime.idRange(this.source) !== null,
+      pagesFollow: true,
     });
-    this.timings.sourceFrozen = this.criuStats.dump?.sourceFrozenMs ?? this.timings.dump;
+    this.dumped = run.done.then((stats) => ({ ms: performance.now() - t0, stats }));
+    this.dumped.catch(() => undefined); // awaited by run(), also when something else failed first
+    await run.thawed;
     return forkPoint;
+  }
+
+  /** The dump's whole time (it overlaps the restores) and how long the source was frozen. */
+  private async recordDump(): Promise<void> {
+    const { ms, stats } = await this.dumped;
+    this.criuStats.dump = stats;
+    this.timings.dump = ms;
+    this.timings.sourceFrozen = stats?.sourceFrozenMs ?? ms;
   }
 
   /**
@@ -236,6 +255,7 @@ class ForkTransaction {
       binds: this.d.storage.externalBinds(child),
       cgroups: this.d.runtime.cgroups(child),
       userns: this.d.runtime.idRange(child) !== null,
+      pagesFollow: true,
     });
     this.criuStats.restores[this.children.indexOf(child)] = stats;
     await this.d.storage.bindExternals(child);

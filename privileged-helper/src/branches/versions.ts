@@ -112,18 +112,16 @@ export class VersionService {
       await this.d.ledger.make({ kind: 'directory', name: dir, owner: vid }, () => mkdir(dir, { recursive: true, mode: 0o700 }));
       await this.d.ledger.make({ kind: 'directory', name: scratch, owner: vid }, () => mkdir(scratch, { recursive: true, mode: 0o700 }));
       this.d.registry.recordObject({ kind: 'subvolume', name: path.join(dir, 'files'), owner: vid });
-      let thawed!: () => void;
-      const runsAgain = new Promise<void>((resolve) => (thawed = resolve));
-      dumped = this.d.criu.dump({
+      const run = this.d.criu.dump({
         initPid: ws.pid!,
         netnsPath: netnsPath(this.d.runtime.netPlan(ws).netns),
         imagesDir: scratch,
         snapshot: { from: this.d.storage.filesPath(ws), to: path.join(dir, 'files') },
         binds: this.d.storage.externalBinds(ws).map((b) => b.containerPath),
         userns: this.d.runtime.idRange(ws) !== null,
-        onThawed: thawed,
       });
-      await Promise.race([runsAgain, dumped]);
+      dumped = run.done;
+      await run.thawed;
       if (faultAt === 'dump') throw new GroveError('E_HOST', "fault injected once the checkpoint's instant was fixed");
     } catch (err) {
       await dumped.catch(() => undefined); // CRIU writes into the scratch space until it exits

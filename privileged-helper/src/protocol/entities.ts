@@ -171,7 +171,11 @@ export const ForkReport = z.strictObject({
    * processes) stay with the source only.
    */
   leftBehind: z.array(z.string()),
-  /** Milliseconds per stage; sourceFrozenMs is how long the source's processes were stopped. */
+  /**
+   * Milliseconds per stage; sourceFrozen is how long the source's processes
+   * were stopped. The restores start once the source runs again, while the
+   * dump still saves its pages: dump and restore overlap.
+   */
   timings: z.strictObject({
     prepare: z.number(),
     dump: z.number(),

@@ -2,6 +2,7 @@
 // namespaces, versions and rollback, promote, discard, depth, and every fault
 // injection stage leaving the source unharmed and nothing behind.
 import { once } from 'node:events';
+import { existsSync } from 'node:fs';
 import { access, readdir, readFile } from 'node:fs/promises';
 import net from 'node:net';
 import { execa } from 'execa';
@@ -9,6 +10,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Workspace } from '../../src/protocol/entities.js';
+import { processesOf } from './host-processes.js';
 import { linkNames, mountPointsUnder, netnsNames, pidNamespaceOf, processesInPidNs } from './leftovers.js';
 import { onTmpfs } from '../../src/host/mounts.js';
 import { VNC_PORT } from '../../src/workspaces/runtime.js';
@@ -59,6 +61,28 @@ async function reachedThrough(socket: string, candidates: Workspace[]): Promise<
   } finally {
     viewer.destroy();
   }
+}
+
+/**
+ * Kills the fork's CRIU dump the moment its tree runs again (its post-resume
+ * action leaves grove-thawed in the images dir), while it saves the pages.
+ */
+async function killDumpOnceThawed(scratch: string): Promise<boolean> {
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    for (const dir of await readdir(scratch).catch(() => [])) {
+      const images = `${scratch}/${dir}`;
+      if (!dir.startsWith('fork-') || !existsSync(`${images}/grove-thawed`)) continue;
+      for (const pid of await processesOf(images)) {
+        const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
+        if (argv[1] !== 'dump') continue;
+        process.kill(pid, 'SIGKILL');
+        return true;
+      }
+    }
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  return false;
 }
 
 async function fileIn(client: HelperClient, ws: Workspace, file: string): Promise<string | null> {
@@ -270,32 +294,49 @@ describe('a failed fork', () => {
     client.close();
   });
 
+  /** What a failed fork must leave as it was: the branches, their netns and subvolumes, an empty scratch space, the source. */
+  async function expectUndone(failing: () => Promise<void>): Promise<void> {
+    const t = instance();
+    // The instance's netns but those of the networks prepared ahead, which a fork takes from and which refill.
+    const branchNetns = async () => {
+      const prepared = new Set((await fullPool(client)).map((id) => `grove-${t.instance}-${id}`));
+      return (await netnsNames()).filter((n) => n.startsWith(`grove-${t.instance}-`) && !prepared.has(n)).sort();
+    };
+    const netnsBefore = await branchNetns();
+    const branchesBefore = (await client.request('workspace.list', {})).map((w) => w.id).sort();
+    const subvolumesBefore = (await readdir(`${t.stateDir}/pool/workspaces`)).sort();
+    await failing();
+    expect((await client.request('workspace.list', {})).map((w) => w.id).sort()).toEqual(branchesBefore);
+    expect(await branchNetns()).toEqual(netnsBefore);
+    expect((await readdir(`${t.stateDir}/pool/workspaces`)).sort()).toEqual(subvolumesBefore);
+    expect(await readdir(`${t.runDir}/scratch`)).toEqual([]);
+    const after = await client.request('workspace.get', { workspace: source.id });
+    expect(after).toMatchObject({ state: 'running', pid: source.pid });
+    expect(await counter(source)).toBe('1');
+    expect(await fileIn(client, source, '/root/keep.txt')).toBe('original\n');
+  }
+
   it.each(['prepare', 'dump', 'thaw', 'restore', 'expose', 'commit'] as const)(
     'undoes everything when it fails after %s, and the source runs on unchanged',
     async (stage) => {
-      const t = instance();
-      // The instance's netns but those of the networks prepared ahead, which a fork takes from and which refill.
-      const branchNetns = async () => {
-        const prepared = new Set((await fullPool(client)).map((id) => `grove-${t.instance}-${id}`));
-        return (await netnsNames()).filter((n) => n.startsWith(`grove-${t.instance}-`) && !prepared.has(n)).sort();
-      };
-      const netnsBefore = await branchNetns();
-      const branchesBefore = (await client.request('workspace.list', {})).map((w) => w.id).sort();
-      const subvolumesBefore = (await readdir(`${t.stateDir}/pool/workspaces`)).sort();
-      await expect(client.request('branch.fork', { workspace: source.id, copies: 2, faultAt: stage })).rejects.toMatchObject({
-        code: 'E_HOST',
-        message: expect.stringContaining(`fault injected after stage '${stage}'`),
+      await expectUndone(async () => {
+        await expect(client.request('branch.fork', { workspace: source.id, copies: 2, faultAt: stage })).rejects.toMatchObject({
+          code: 'E_HOST',
+          message: expect.stringContaining(`fault injected after stage '${stage}'`),
+        });
       });
-      expect((await client.request('workspace.list', {})).map((w) => w.id).sort()).toEqual(branchesBefore);
-      expect(await branchNetns()).toEqual(netnsBefore);
-      expect((await readdir(`${t.stateDir}/pool/workspaces`)).sort()).toEqual(subvolumesBefore);
-      expect(await readdir(`${t.runDir}/scratch`)).toEqual([]);
-      const after = await client.request('workspace.get', { workspace: source.id });
-      expect(after).toMatchObject({ state: 'running', pid: source.pid });
-      expect(await counter(source)).toBe('1');
-      expect(await fileIn(client, source, '/root/keep.txt')).toBe('original\n');
     },
   );
+
+  it("fails with the dump's error when CRIU dies saving the pages after the source runs again, while the children restore", async () => {
+    // The children's restores start at the thaw and wait for the pages (criu-patches/0011); a dump that then fails must fail them.
+    await expectUndone(async () => {
+      const forking = client.request('branch.fork', { workspace: source.id, copies: 2 });
+      forking.catch(() => undefined);
+      expect(await killDumpOnceThawed(`${instance().runDir}/scratch`)).toBe(true);
+      await expect(forking).rejects.toMatchObject({ code: 'E_HOST', message: expect.stringMatching(/^criu dump failed: killed by SIGKILL/) });
+    });
+  });
 
   it('refuses fault injection on a helper that does not allow it', async () => {
     // This helper allows it (GROVE_FAULT_INJECTION=1); the switch itself is covered by

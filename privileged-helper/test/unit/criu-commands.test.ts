@@ -42,6 +42,13 @@ describe('CRIU arguments for a fork', () => {
     expect(forkDumpArgs({ ...dump, pagesAfterThaw: true })).toContain('--pages-after-thaw');
   });
 
+  it('has a restore wait for the word that the pages are saved only when asked, and only by a plain name (criu-patches/0011)', () => {
+    const restore = { imagesDir: '/i', workDir: '/i/w', rootfs: '/r', pidFile: '/p', netnsFd: 3, logFile: '/l' };
+    expect(forkRestoreArgs(restore)).not.toContain('--pages-ready-file');
+    expect(forkRestoreArgs({ ...restore, pagesReadyFile: 'grove-pages-ready' }).join(' ')).toContain('--pages-ready-file grove-pages-ready');
+    for (const bad of ['../ready', 'a/b', '.hidden', '', 'x y']) expect(() => forkRestoreArgs({ ...restore, pagesReadyFile: bad })).toThrow(/plain file name/);
+  });
+
   it('keys are the same for the same container path and never contain brackets or colons', () => {
     expect(externalMountKey('/root')).toBe(externalMountKey('/root'));
     expect(externalMountKey('/a:b[c]')).toMatch(/^[A-Za-z0-9_]+$/);

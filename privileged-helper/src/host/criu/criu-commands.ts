@@ -135,6 +135,12 @@ export interface ForkRestoreInput extends CriuLogOptions, AnonymousMemoryOption 
   actionScript?: string;
   /** Each container path given to forkDumpArgs and what to bind there (default: crun's masked files from /dev/null). */
   externalMounts?: readonly ExternalMountSource[];
+  /**
+   * The dump may still be saving the private pages (pagesAfterThaw): CRIU
+   * waits, before it reads any, for this file in the images dir to say "ok"
+   * (criu-patches/0011); anything else in it fails the restore.
+   */
+  pagesReadyFile?: string;
 }
 
 export function forkRestoreArgs(input: ForkRestoreInput): string[] {
@@ -162,7 +168,13 @@ export function forkRestoreArgs(input: ForkRestoreInput): string[] {
     ...mounts.flatMap((m) => ['--external', `mnt[${externalMountKey(m.containerPath)}]:${m.source}`]),
     ...(input.actionScript ? ['--action-script', input.actionScript] : []),
     ...anonymousMemoryArgs(input),
+    ...(input.pagesReadyFile !== undefined ? ['--pages-ready-file', plainName(input.pagesReadyFile)] : []),
   ];
+}
+
+function plainName(name: string): string {
+  if (!/^[\w.-]+$/.test(name) || name.startsWith('.')) throw new Error(`not a plain file name: ${name}`);
+  return name;
 }
 
 function assertAbsolute(...paths: readonly (string | undefined)[]): void {

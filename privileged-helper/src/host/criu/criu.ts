@@ -5,7 +5,7 @@
 import { execa } from 'execa';
 import { spawn } from 'node:child_process';
 import { closeSync, openSync, watch, type FSWatcher } from 'node:fs';
-import { chmod, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { CriuDumpStats, CriuRestoreStats } from '../../protocol/entities.js';
 import { GroveError } from '../../protocol/wire.js';
@@ -39,6 +39,9 @@ const DUMP_ATTEMPTS = 3;
 /** What the action script leaves in the images dir at a dump's post-resume (GROVE_THAWED_FILE). */
 const THAWED_FILE = 'grove-thawed';
 
+/** What a dump whose restores follow it leaves in the images dir once it ends: "ok", or why its pages were not saved. */
+const PAGES_READY_FILE = 'grove-pages-ready';
+
 /** The child's netns is passed to CRIU as this fd (stdio index 3). */
 const NETNS_FD = 3;
 
@@ -59,10 +62,24 @@ export interface DumpRequest {
    */
   userns: boolean;
   /**
-   * Called once the tree runs again, its instant fixed; the dump resolves
-   * later, once the private pages it saves after the thaw are written.
+   * Restores from these images start once the tree runs again
+   * (RestoreRequest.pagesFollow): the images are made readable then, and when
+   * the dump ends a file next to them tells those restores whether the pages
+   * were saved.
    */
-  onThawed?: () => void;
+  pagesFollow?: boolean;
+}
+
+/** A dump under way. */
+export interface DumpRun {
+  /**
+   * Resolves once the tree runs again, its instant fixed, while the private
+   * pages may still be being saved (pagesAfterThaw); at the latest when the
+   * dump is done. Rejects as `done` does if the dump fails before that.
+   */
+  thawed: Promise<void>;
+  /** Resolves with CRIU's stats, if it wrote them, once every image is written. */
+  done: Promise<CriuDumpStats | null>;
 }
 
 export interface RestoreRequest {
@@ -80,6 +97,8 @@ export interface RestoreRequest {
   cgroups: readonly string[];
   /** The dump was of a tree in a user namespace (DumpRequest.userns): crun's host mounts are bound again. */
   userns: boolean;
+  /** The dump may still be saving the pages (DumpRequest.pagesFollow): CRIU waits for them before it reads any. */
+  pagesFollow?: boolean;
 }
 
 /** What the action script needs to ask the kernel tier's holder (none: CRIU copies the memory). */
@@ -115,9 +134,33 @@ export class Criu {
 
   /**
    * Dumps with --leave-running: the source is frozen only while CRIU works,
-   * then runs on. Resolves with CRIU's stats (how long it was stopped…), if CRIU wrote them.
+   * then runs on, while CRIU may still save its private pages (pagesAfterThaw).
    */
-  async dump(req: DumpRequest): Promise<CriuDumpStats | null> {
+  dump(req: DumpRequest): DumpRun {
+    let announce!: () => void;
+    const runsAgain = new Promise<void>((resolve) => (announce = resolve));
+    const done = this.runDump(req, announce);
+    const thawed = Promise.race([runsAgain, done.then(() => undefined)]);
+    thawed.catch(() => undefined); // a caller may await only `done`
+    return { thawed, done };
+  }
+
+  /** The dump, and with pagesFollow the word to its restores once it ends. */
+  private async runDump(req: DumpRequest, announce: () => void): Promise<CriuDumpStats | null> {
+    let outcome = 'the dump did not finish';
+    try {
+      const stats = await this.dumpImages(req, announce);
+      outcome = 'ok';
+      return stats;
+    } catch (err) {
+      outcome = (err as Error).message.slice(0, 200);
+      throw err;
+    } finally {
+      if (req.pagesFollow) await writeAtomically(path.join(req.imagesDir, PAGES_READY_FILE), outcome);
+    }
+  }
+
+  private async dumpImages(req: DumpRequest, announce: () => void): Promise<CriuDumpStats | null> {
     const { ino } = await stat(req.netnsPath);
     const logFile = path.join(req.imagesDir, 'dump.log');
     const args = forkDumpArgs({
@@ -133,27 +176,31 @@ export class Criu {
     const env = {
       ...(req.snapshot && { GROVE_SNAPSHOT_FROM: req.snapshot.from, GROVE_SNAPSHOT_TO: req.snapshot.to }),
       ...shareEnv(req.share),
-      ...(req.onThawed && { GROVE_THAWED_FILE: path.join(req.imagesDir, THAWED_FILE) }),
+      GROVE_THAWED_FILE: path.join(req.imagesDir, THAWED_FILE),
     };
     let thawed = false;
+    // Restores that start at the thaw read the images as the tree's own ids (below): readable first.
+    let madeReadable: Promise<void> | null = null;
     const onThawed = () => {
       thawed = true;
-      req.onThawed?.();
+      if (!(req.pagesFollow && req.userns)) return announce();
+      madeReadable = readableToAll(req.imagesDir);
+      madeReadable.then(announce, () => undefined);
     };
     for (let attempt = 1; ; attempt++) {
-      const watching = req.onThawed && watchFor(req.imagesDir, THAWED_FILE, onThawed);
-      const res = await execa(this.binary, args, { env: { ...CRIU_ENV, ...env }, reject: false, timeout: 120_000 }).finally(() => watching?.close());
-      if (watching) await rm(path.join(req.imagesDir, THAWED_FILE), { force: true }); // not an image: no copy of the version gets it
+      const watching = watchFor(req.imagesDir, THAWED_FILE, onThawed);
+      const res = await execa(this.binary, args, { env: { ...CRIU_ENV, ...env }, reject: false, timeout: 120_000 }).finally(() => watching.close());
+      await rm(path.join(req.imagesDir, THAWED_FILE), { force: true }); // not an image: no copy of the version gets it
       if (res.exitCode === 0) break;
       const log = await readFile(logFile, 'utf8').catch(() => '');
       // Once the caller was told the instant is fixed, there is no other try: it would be another instant.
-      if (attempt >= DUMP_ATTEMPTS || thawed || !transientDumpFailure(log)) throw await this.failure('dump', logFile, res.stderr);
+      if (attempt >= DUMP_ATTEMPTS || thawed || !transientDumpFailure(log)) throw await this.failure('dump', logFile, res.signal ? `killed by ${res.signal}` : res.stderr);
       // The tree ran on (--leave-running); a fresh images directory and a moment for the reader to drain its socket.
       await emptyDirectory(req.imagesDir);
       await new Promise((r) => setTimeout(r, 200 * attempt));
     }
     // A restore in the tree's user namespace reads some images once it is in it, as ids the images' owner (host root) is not.
-    if (req.userns) await readableToAll(req.imagesDir);
+    if (req.userns) await (madeReadable ?? readableToAll(req.imagesDir));
     return dumpStats(await readFile(path.join(req.imagesDir, 'stats-dump')).catch(() => Buffer.alloc(0)));
   }
 
@@ -177,6 +224,7 @@ export class Criu {
       logFile,
       actionScript: ACTION_SCRIPT,
       leaveAnonymousMemory: req.share !== undefined,
+      ...(req.pagesFollow && { pagesReadyFile: PAGES_READY_FILE }),
       externalMounts: [...MASKED_FILE_SOURCES, ...(req.userns ? this.usernsSources() : []), ...req.binds],
     });
     const env = { ...CRIU_ENV, GROVE_HOSTNAME: req.hostname, GROVE_LOCKED_NETNS: req.netnsPath, GROVE_LOCK_TABLE: RESTORE_LOCK_TABLE, ...shareEnv(req.share) };
@@ -272,11 +320,20 @@ function watchFor(dir: string, name: string, then: () => void): FSWatcher {
 /** Makes CRIU's images (a few hundred files, no links) readable by anyone who can reach them. */
 async function readableToAll(dir: string): Promise<void> {
   await chmod(dir, 0o755);
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
-    const at = path.join(dir, entry.name);
-    if (entry.isDirectory()) await readableToAll(at);
-    else if (entry.isFile()) await chmod(at, 0o644);
-  }
+  const entries = await readdir(dir, { withFileTypes: true });
+  await Promise.all(
+    entries.map((entry) => {
+      const at = path.join(dir, entry.name);
+      if (entry.isDirectory()) return readableToAll(at);
+      return entry.isFile() ? chmod(at, 0o644) : undefined;
+    }),
+  );
+}
+
+/** Writes a small file by rename, so a reader sees all of it or nothing. */
+async function writeAtomically(file: string, content: string): Promise<void> {
+  await writeFile(`${file}.tmp`, content, { mode: 0o644 });
+  await rename(`${file}.tmp`, file);
 }
 
 async function emptyDirectory(dir: string): Promise<void> {
