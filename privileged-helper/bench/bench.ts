@@ -249,7 +249,7 @@ async function measure(s: Session, p: Plan, quick: boolean, sections: BenchSecti
 const NOTES = [
   'grove.* is measured inside the helper (branch.fork report); its total includes waiting for the child’s first VNC frame.',
   'criu.* is plain CRIU on the same source: dump --leave-running (same flags) + eager restore into a plain btrfs snapshot in a fresh netns, to the first frame (baseline.ts). Its stages: prepare = netns+veth+firewall; dump includes the post-dump read-only snapshot; restore includes the writable snapshot; there is no thaw or expose stage.',
-  'fanout: Grove = one branch.fork call with N copies; criu = one dump + N eager restores in parallel. pssMiB = PSS summed over every process in the N copies’ pid namespaces right after the last first frame; *Settled = the same settleMs later. memAvailableDropMiB = MemAvailable just before the fan-out minus MemAvailable then: host-wide, so other work on the machine shows in it (even as a negative drop), which PSS is immune to. The copies are removed before the next size. criu’s MemAvailable drop includes its dump images on tmpfs (kept until its copies are removed).',
+  'fanout: Grove = one branch.fork call with N copies; criu = one dump + N eager restores in parallel. pssMiB = PSS summed over every process in the N copies’ pid namespaces right after the last first frame; *Settled = the same settleMs later. memAvailableDropMiB = MemAvailable just before the fan-out minus MemAvailable then: host-wide, so other work on the machine shows in it (even as a negative drop), which PSS is immune to. The copies are removed before the next run, and each run starts 20 s after (FANOUT_COOLDOWN_MS): this VM takes back memory the guest freed within seconds and gives it again at ~250 MiB/s on first touch, so without the pause the side that ran second restored into memory the first had just freed. criu’s MemAvailable drop includes its dump images on tmpfs (kept until its copies are removed).',
   'Plain CRIU restores keep the source’s VM_MERGEABLE marks, so ksmd (paced by the helper: fast for a while after each Grove fork) can merge their pages too.',
   'grove.readLatency: real Grove branches, a chain of forks (each parent discarded once its child is up), read inside the branch. criu.readLatency: layout naive-overlay = an overlay with depth+1 stacked lowerdirs (one per fork generation) plus a private upper, built on the host; the file comes from the bottom layer, read through the top mount by the same script.',
   'readLatency.us = µs per open+read+close of a small inherited file (warm); bigRead* = one sequential read after POSIX_FADV_DONTNEED on that file.',
@@ -308,6 +308,16 @@ async function forkLatency(s: Session, p: Plan, source: Workspace, baseSource: B
   return out;
 }
 
+/**
+ * This VM gives the guest memory it has not used lately at ~250 MiB/s on
+ * first touch, against ~2 GiB/s for memory it used in the last seconds (its
+ * balloon reports free memory to the host, which takes it back: a few GiB
+ * within 3 s, down to a baseline of ~3 GiB within 20 s; docs/fork-profile.md).
+ * With a short pause, the side that ran second restored into the memory the
+ * first had just freed. After this long, both start from the baseline.
+ */
+const FANOUT_COOLDOWN_MS = 20_000;
+
 /** For each size: Grove, then plain CRIU; a size that would not fit in memory is skipped and says why. */
 async function fanouts(s: Session, p: Plan, source: Workspace, baseSource: BaselineSource) {
   const c = s.client!;
@@ -324,6 +334,8 @@ async function fanouts(s: Session, p: Plan, source: Workspace, baseSource: Basel
         log(`${name} fan-out ${copies}: SKIPPED, ${room.reason}`);
         continue;
       }
+      // What ran before (the last side's copies included) has returned its memory, and this VM has taken it back.
+      await sleep(FANOUT_COOLDOWN_MS);
       log(`${name} fan-out to ${copies} cop${copies === 1 ? 'y' : 'ies'} (then ${p.settleMs / 1000} s to settle)`);
       const run: FanoutRun = name === 'grove' ? groveFanout(c, source.id, copies) : criuFanout(s.baselineSetting(), baseSource, copies, s.baselines);
       try {
@@ -337,7 +349,6 @@ async function fanouts(s: Session, p: Plan, source: Workspace, baseSource: Basel
       } finally {
         await removeOrThrow(`${name} fan-out ${copies}`, () => run.remove());
       }
-      await sleep(3000); // the removed copies' memory is returned before the next "before"
       await sourceStillRunning(c, source);
     }
   }
