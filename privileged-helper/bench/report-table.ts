@@ -97,13 +97,13 @@ function profileSection(r: BenchResult): string[] {
   const d = p.desktop;
   const lines = ['', `Profile (ms, p50): the desktop holds ${d.processes} processes, ${d.threads} threads, ${d.vmas} VMAs, ${d.fds} fds`];
   const measures: [string, (f: ProfileFork) => number | undefined][] = [
-    ['dump (CRIU run)', (f) => f.timings.dump],
+    ['dump, to the thaw', (f) => f.timings.dump],
     ['  seizing the tree', (f) => f.criu.dump?.freezingMs],
     ['  source frozen', (f) => f.criu.dump?.sourceFrozenMs],
     ['  memory drained', (f) => f.criu.dump?.memdumpMs],
     ['  memory written', (f) => f.criu.dump?.memwriteMs],
     ['  outside the freeze', (f) => (f.criu.dump ? f.timings.dump! - f.criu.dump.sourceFrozenMs : undefined)],
-    ['restore (CRIU run)', (f) => f.timings.restore],
+    ['restore, from the thaw', (f) => f.timings.restore],
     ['  CRIU restore_time', (f) => f.criu.restores[0]?.restoreMs],
     ['  forking the tree', (f) => f.criu.restores[0]?.forkingMs],
     ['first frame', (f) => f.timings.firstFrame],

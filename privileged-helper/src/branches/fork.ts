@@ -75,8 +75,8 @@ class ForkTransaction {
   private holder: ShareHolder | null = null;
   /** How the children got their memory (the report's words). */
   private memory = '';
-  /** The dump until every image is written, which is after the source runs again: its whole time and CRIU's stats. */
-  private dumped: Promise<{ ms: number; stats: ForkReport['criu']['dump'] }> = Promise.resolve({ ms: 0, stats: null });
+  /** The dump until every image is written, which is after the source runs again: CRIU's stats. */
+  private dumped: Promise<ForkReport['criu']['dump']> = Promise.resolve(null);
 
   constructor(
     private readonly d: ForkDeps,
@@ -196,7 +196,6 @@ class ForkTransaction {
     const forkPoint = path.join(path.dirname(this.d.storage.filesPath(this.source)), `.fork-point-${this.id}`);
     this.d.registry.recordObject({ kind: 'subvolume', name: forkPoint, owner: this.id });
     const share = await this.startSharing();
-    const t0 = performance.now();
     const run = this.d.criu.dump({
       share,
       initPid: this.source.pid!,
@@ -207,18 +206,16 @@ class ForkTransaction {
       userns: this.d.runtime.idRange(this.source) !== null,
       pagesFollow: true,
     });
-    this.dumped = run.done.then((stats) => ({ ms: performance.now() - t0, stats }));
+    this.dumped = run.done;
     this.dumped.catch(() => undefined); // awaited by run(), also when something else failed first
     await run.thawed;
     return forkPoint;
   }
 
-  /** The dump's whole time (it overlaps the restores) and how long the source was frozen. */
+  /** CRIU's stats of the dump, which it writes once the pages are saved: how long the source was frozen. */
   private async recordDump(): Promise<void> {
-    const { ms, stats } = await this.dumped;
-    this.criuStats.dump = stats;
-    this.timings.dump = ms;
-    this.timings.sourceFrozen = stats?.sourceFrozenMs ?? ms;
+    this.criuStats.dump = await this.dumped;
+    this.timings.sourceFrozen = this.criuStats.dump?.sourceFrozenMs ?? this.timings.dump;
   }
 
   /**

@@ -172,9 +172,10 @@ export const ForkReport = z.strictObject({
    */
   leftBehind: z.array(z.string()),
   /**
-   * Milliseconds per stage; sourceFrozen is how long the source's processes
-   * were stopped. The restores start once the source runs again, while the
-   * dump still saves its pages: dump and restore overlap.
+   * Milliseconds per stage, one after the other (with the commit they make
+   * the total); sourceFrozen is how long the source's processes were
+   * stopped. dump ends when the source runs again; CRIU then still saves its
+   * pages while the restores start, so restore includes waiting for them.
    */
   timings: z.strictObject({
     prepare: z.number(),

@@ -38,7 +38,9 @@ describe("CRIU's pages saved after the thaw", () => {
   });
 
   /** Dumps a running rewriter with --pages-after-thaw, checks it runs on whole, then kills it. */
-  async function dumpRewriter(mode: 'plain' | 'wipeonfork' | 'dontfork' | 'sysvshm'): Promise<{ images: string; report: string; dumpLog: string; source: RewriterReport }> {
+  async function dumpRewriter(
+    mode: 'plain' | 'wipeonfork' | 'dontfork' | 'sysvshm',
+  ): Promise<{ pid: number; images: string; report: string; dumpLog: string; source: RewriterReport }> {
     const dir = await mkdtemp(path.join(tmpdir(), 'criu-twin-'));
     dirs.push(dir);
     const report = path.join(dir, 'report.json');
@@ -71,7 +73,7 @@ describe("CRIU's pages saved after the thaw", () => {
     killIfThere(pid);
     await waitFor('the source and its session to end', async () => !(await pidTaken(pid)), 30_000);
     await rm(report);
-    return { images, report, dumpLog, source };
+    return { pid, images, report, dumpLog, source };
   }
 
   /** CRIU's restore of the dump in IMAGES, started; `args` are added to it. */
@@ -125,7 +127,7 @@ describe("CRIU's pages saved after the thaw", () => {
 
   it('restores with --pages-ready-file only once the file says the pages are saved, and not at all when it says they are not', async () => {
     // A fork's restores start while the dump still saves its pages (criu-patches/0011); here the "dump" is long done, and the file alone decides.
-    const { images, report } = await dumpRewriter('plain');
+    const { pid, images, report } = await dumpRewriter('plain');
     const say = async (word: string) => {
       await writeFile(path.join(images, 'ready.tmp'), word);
       await rename(path.join(images, 'ready.tmp'), path.join(images, 'ready'));
@@ -139,6 +141,8 @@ describe("CRIU's pages saved after the thaw", () => {
     expect((await refused).exitCode).not.toBe(0);
     expect(await readFile(path.join(images, 'restore.log'), 'utf8')).toContain("The dump's private pages were not saved: not saved: the test says so");
     expect(await processesOf(REWRITER)).toEqual([]);
+    // The failed restore had made the process under its pid, and killed it: the pid must be free again first.
+    await waitFor('the failed restore to free the pid', async () => !(await pidTaken(pid)), 30_000);
 
     await rm(path.join(images, 'ready'));
     const restore = startRestore(images, ['--pages-ready-file', 'ready']);

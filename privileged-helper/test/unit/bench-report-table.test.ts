@@ -31,7 +31,7 @@ describe('bench report table', () => {
   it('prints the profile: medians with and without the kdat cache, then parallel restores', () => {
     const table = reportTable(sampleResult());
     expect(table).toMatch(/the desktop holds 20 processes, 180 threads, 4000 VMAs, 600 fds/);
-    expect(table).toMatch(/dump \(CRIU run\)\s+310\s+610\s+310\s+330/);
+    expect(table).toMatch(/dump, to the thaw\s+310\s+610\s+310\s+330/);
     expect(table).toMatch(/outside the freeze\s+110\s+410/);
     expect(table).toMatch(/CRIU restore_time\s+175\s+195\s+180\s+260/);
     expect(table).toMatch(/checkpoint \(p50 of 3\): returns after 320 ms, saved after 950 ms/);
