@@ -5,16 +5,17 @@ import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { access, readdir, readFile } from 'node:fs/promises';
 import net from 'node:net';
+import os from 'node:os';
 import { execa } from 'execa';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Workspace } from '../../src/protocol/entities.js';
-import { processesOf } from './host-processes.js';
+import { commandsOf } from './host-processes.js';
 import { linkNames, mountPointsUnder, netnsNames, pidNamespaceOf, processesInPidNs } from './leftovers.js';
 import { onTmpfs } from '../../src/host/mounts.js';
 import { VNC_PORT } from '../../src/workspaces/runtime.js';
-import { connect, createWorkspace, fullPool, hostPort, httpGet, instance, sh, track, vncSocket } from './support.js';
+import { connect, createWorkspace, fullPool, hostPort, httpGet, instance, sh, track, vncSocket, waitFor } from './support.js';
 import { launchBrowser, watchDesktop } from './vnc-viewer.js';
 
 /** A loopback service whose only state is in memory: a counter. */
@@ -64,25 +65,24 @@ async function reachedThrough(socket: string, candidates: Workspace[]): Promise<
 }
 
 /**
- * Kills the fork's CRIU dump the moment its tree runs again (its post-resume
- * action leaves grove-thawed in the images dir), while it saves the pages.
+ * Stops the fork's CRIU dump the moment its tree runs again (its post-resume
+ * action leaves grove-thawed in the images dir), before it has saved the
+ * pages; null if no dump got there within a minute.
  */
-async function killDumpOnceThawed(scratch: string): Promise<boolean> {
+async function stopDumpOnceThawed(scratch: string): Promise<{ pid: number; images: string } | null> {
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
     for (const dir of await readdir(scratch).catch(() => [])) {
       const images = `${scratch}/${dir}`;
       if (!dir.startsWith('fork-') || !existsSync(`${images}/grove-thawed`)) continue;
-      for (const pid of await processesOf(images)) {
-        const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
-        if (argv[1] !== 'dump') continue;
-        process.kill(pid, 'SIGKILL');
-        return true;
-      }
+      const dump = (await commandsOf(images)).find((p) => p.argv[1] === 'dump');
+      if (!dump) continue;
+      process.kill(dump.pid, 'SIGSTOP');
+      return { pid: dump.pid, images };
     }
     await new Promise((r) => setTimeout(r, 2));
   }
-  return false;
+  return null;
 }
 
 async function fileIn(client: HelperClient, ws: Workspace, file: string): Promise<string | null> {
@@ -330,12 +330,28 @@ describe('a failed fork', () => {
 
   it("fails with the dump's error when CRIU dies saving the pages after the source runs again, while the children restore", async () => {
     // The children's restores start at the thaw and wait for the pages (criu-patches/0011); a dump that then fails must fail them.
+    const t = instance();
+    const logs = `${t.stateDir}/logs`;
+    const logsBefore = new Set(await readdir(logs).catch(() => []));
+    const atOnce = Math.min(2, os.availableParallelism()); // the helper restores as many at once as there are cores
     await expectUndone(async () => {
       const forking = client.request('branch.fork', { workspace: source.id, copies: 2 });
       forking.catch(() => undefined);
-      expect(await killDumpOnceThawed(`${instance().runDir}/scratch`)).toBe(true);
+      const dump = await stopDumpOnceThawed(`${t.runDir}/scratch`);
+      expect(dump).not.toBeNull();
+      // The dump cannot finish now: the children's restores must start without its pages.
+      // CRIU opens its log in the restore's work dir (host/criu/criu.ts restoreWorkDir) as it starts.
+      const restoring = async () => (await readdir(dump!.images)).filter((name) => existsSync(`${dump!.images}/${name}/restore.log`)).length;
+      await waitFor("the children's restores to start", async () => (await restoring()) === atOnce, 60_000);
+      process.kill(dump!.pid, 'SIGKILL');
       await expect(forking).rejects.toMatchObject({ code: 'E_HOST', message: expect.stringMatching(/^criu dump failed: killed by SIGKILL/) });
     });
+    // Each restore failed for the dump's reason, told by the helper, not by waiting out its time.
+    const restoreLogs = (await readdir(logs)).filter((name) => name.startsWith('criu-restore-') && !logsBefore.has(name));
+    expect(restoreLogs).toHaveLength(atOnce);
+    for (const name of restoreLogs) {
+      expect(await readFile(`${logs}/${name}`, 'utf8')).toContain("The dump's private pages were not saved: criu dump failed: killed by SIGKILL");
+    }
   });
 
   it('refuses fault injection on a helper that does not allow it', async () => {

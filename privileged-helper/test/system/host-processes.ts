@@ -23,9 +23,14 @@ async function hostProcesses(): Promise<HostProcess[]> {
   return found;
 }
 
+/** Every process not yet dead (zombies excepted) whose command line names SCRIPT, with its arguments. */
+export async function commandsOf(script: string): Promise<{ pid: number; argv: string[] }[]> {
+  return (await hostProcesses()).filter((p) => p.cmdline.includes(script) && p.state !== 'Z').map((p) => ({ pid: p.pid, argv: p.cmdline.split('\0') }));
+}
+
 /** Every process not yet dead (zombies excepted) whose command line names SCRIPT. */
 export async function processesOf(script: string): Promise<number[]> {
-  return (await hostProcesses()).filter((p) => p.cmdline.includes(script) && p.state !== 'Z').map((p) => p.pid);
+  return (await commandsOf(script)).map((p) => p.pid);
 }
 
 /** Is PID still taken: a process, or the process group or session of one? (A restore needs it free.) */

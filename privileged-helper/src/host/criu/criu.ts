@@ -252,7 +252,8 @@ export class Criu {
 
   private async failure(what: string, logFile: string, stderr: string): Promise<GroveError> {
     const log = await readFile(logFile, 'utf8').catch(() => stderr);
-    const kept = path.join(this.logsDir, `criu-${what}-${new Date().toISOString().replace(/[:.]/g, '-')}.log`);
+    // Named for the run's directory too: a fork's restores can fail in the same millisecond.
+    const kept = path.join(this.logsDir, `criu-${what}-${new Date().toISOString().replace(/[:.]/g, '-')}-${path.basename(path.dirname(logFile))}.log`);
     await mkdir(this.logsDir, { recursive: true, mode: 0o700 });
     await writeFile(kept, log, { mode: 0o600 });
     const failure = criuFailure(log);
