@@ -12,14 +12,16 @@ step() { printf '\n==> %s\n' "$*" >&2; }
 [ "$(id -u)" -eq 0 ] || { echo "setup: run as root (Grove's helper manages btrfs, namespaces and containers)" >&2; exit 1; }
 grep -q 'VERSION_CODENAME=bookworm' /etc/os-release || echo "setup: warning: tested on Debian 12 (bookworm) only" >&2
 
-# Tools the helper runs, CRIU's build dependencies, Chromium for the tests, and
-# qemu with a static busybox for the kernel tier's tests (kernel/test.sh).
+# Tools the helper runs, CRIU's build dependencies, libseccomp for grove-enter,
+# Chromium for the tests, and qemu with a static busybox for the kernel tier's
+# tests (kernel/test.sh).
 packages=(
   btrfs-progs debootstrap crun iproute2 nftables util-linux procps psmisc xz-utils rsync diffutils
   chromium qemu-system-x86 busybox-static cpio
   build-essential pkgconf python3
   libbsd-dev libnet1-dev libnftables-dev libnl-3-dev libnl-route-3-dev libprotobuf-c-dev
   libprotobuf-dev protobuf-c-compiler protobuf-compiler uuid-dev libcap-dev
+  libseccomp-dev
 )
 step "Debian packages"
 missing=()
@@ -58,7 +60,9 @@ build_native() { # SOURCE TARGET CC-ARGS...
   local src="$1" out="$2"; shift 2
   if [ ! -e "$out" ] || [ "$src" -nt "$out" ]; then
     mkdir -p "$(dirname "$out")"
-    cc -O2 -Wall -Werror -o "$out.tmp" "$src" "$@" && mv "$out.tmp" "$out"
+    # Two commands, not `cc && mv`: set -e stops at a failed compile only outside an && list.
+    cc -O2 -Wall -Werror -o "$out.tmp" "$src" "$@"
+    mv "$out.tmp" "$out"
     echo "built $out" >&2
   else
     echo "up to date: $out" >&2
