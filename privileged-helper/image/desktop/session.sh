@@ -87,13 +87,25 @@ xterm +ut -geometry "$((side / 6 - 2))x$((half / 13 - 3))-0+0" &
 GSETTINGS_BACKEND=keyfile mousepad &
 
 # Let xterm's and the editor's windows map first, so that Chromium's window
-# always ends up on top (bounded: 5 s).
+# usually ends up on top (bounded: 5 s, so a slow editor does not hold up
+# Chromium).
 for class in xterm mousepad; do
   timeout 5 xdotool search --sync --onlyvisible --class "$class" >/dev/null 2>&1 ||
     log "no $class window after 5 s"
 done
-xdotool search --onlyvisible --class mousepad windowsize %@ "$side" "$((half - 30))" windowmove %@ "$left" "$half" 2>/dev/null ||
-  log "could not place the editor's window"
+
+# The editor goes to its tile whenever its window maps: on a loaded host that
+# can take well over 5 s, and an editor left where openbox put it is not where
+# people and agents expect it (bounded: 120 s).
+place_editor() {
+  if timeout 120 xdotool search --sync --onlyvisible --class mousepad \
+    windowsize %@ "$side" "$((half - 30))" windowmove %@ "$left" "$half" >/dev/null 2>&1; then
+    log "editor placed"
+  else
+    log "could not place the editor's window"
+  fi
+}
+place_editor &
 
 # Chromium's profile keeps host-name-bound singleton locks; a copy of a
 # stopped workspace (new host name) would otherwise refuse to open it.

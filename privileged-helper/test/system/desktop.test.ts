@@ -14,7 +14,7 @@ import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { DesktopAction, Region } from '../../src/protocol/desktop.js';
 import type { Workspace } from '../../src/protocol/entities.js';
 import { REPO } from './helper-process.js';
-import { connect, createWorkspace, darkPixels, EDITOR, EDITOR_TEXT, instance, sh, track } from './support.js';
+import { blankEditor, connect, createWorkspace, darkPixels, EDITOR, EDITOR_TEXT, instance, sh, track } from './support.js';
 
 const GREEN = EMPTY_NOTE_RGB;
 const BLUE: Rgb = [40, 64, 160];
@@ -102,7 +102,7 @@ describe('computer use on a branch desktop', () => {
   });
 
   it('types into the editor once a click gave it the focus, and the screenshot shows the text', async () => {
-    const before = await darkPixels(client, ws, EDITOR_TEXT);
+    const before = await blankEditor(client, ws);
     await client.request('desktop.click', { workspace: ws.id, ...EDITOR });
     await client.request('desktop.type', { workspace: ws.id, text: '██████████\n██████████' });
     expect(await activeWindow()).toMatch(/Mousepad/);

@@ -13,7 +13,7 @@ import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Workspace } from '../../src/protocol/entities.js';
 import { GATE_ADDRESS, GATE_PORT } from '../../src/egress/policy.js';
 import { REWRITER, WHOLE, type RewriterReport } from './fixtures/rewriter.js';
-import { connect, createWorkspace, darkPixels, EDITOR, EDITOR_TEXT, sh, track, waitFor } from './support.js';
+import { blankEditor, connect, createWorkspace, darkPixels, EDITOR, EDITOR_TEXT, sh, track, waitFor } from './support.js';
 
 /**
  * A process that holds things a fork must carry, and reports on them over
@@ -297,7 +297,7 @@ except OSError: print('held')"`)).trim(),
   });
 
   it('shows unsaved editor text in each child, with every window where it was', async () => {
-    const blank = await darkPixels(c, source, EDITOR_TEXT);
+    const blank = await blankEditor(c, source);
     await c.request('desktop.click', { workspace: source.id, ...EDITOR });
     await c.request('desktop.type', { workspace: source.id, text: '██████████\n██████████' });
     await expect.poll(() => darkPixels(c, source, EDITOR_TEXT), { timeout: 10_000 }).toBeGreaterThan(blank + 1000);

@@ -114,6 +114,17 @@ export async function darkPixels(client: HelperClient, ws: Workspace, region: Re
   return dark;
 }
 
+/**
+ * How dark the editor's empty text area is, once the editor's window is on its tile: until then the area shows the
+ * black root window. The session places the editor whenever it maps, which on a loaded host can take many seconds.
+ */
+export async function blankEditor(client: HelperClient, ws: Workspace): Promise<number> {
+  const area = EDITOR_TEXT.width * EDITOR_TEXT.height;
+  let dark = area;
+  await waitFor('the editor on its tile', async () => (dark = await darkPixels(client, ws, EDITOR_TEXT)) < area / 2, 60_000);
+  return dark;
+}
+
 /** The ids the pool holds ready, once it holds as many as it keeps. */
 export async function fullPool(c: HelperClient): Promise<string[]> {
   let ready: string[] = [];
