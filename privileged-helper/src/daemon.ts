@@ -54,19 +54,23 @@ import { detachFromStarter, removeHelperCgroups } from './host/detach.js';
 
 const log = (msg: string) => process.stderr.write(`[grove-helper] ${msg}\n`);
 
-async function boot(config: HelperConfig) {
+/** Checked before anything is made on the host, so that a helper that cannot start leaves nothing behind (no cgroups, no mounted pool). */
+function requireRootAndTools(config: HelperConfig): void {
   if (process.getuid?.() !== 0) throw new Error('the helper must run as root');
-  await mkdir(config.stateDir, { recursive: true, mode: 0o700 });
-  await mkdir(config.runDir, { recursive: true, mode: 0o750 });
-  const db = openDb(path.join(config.stateDir, 'registry.sqlite'));
-  const registry = new Registry(db);
-  const pool = await ensurePool(config);
   for (const [tool, why] of [
     [config.groveEnter, 'it starts what belongs to a branch inside its cage'],
     [config.groveMount, 'it makes the idmapped mounts of branches in user namespaces'],
   ] as const) {
     if (!existsSync(tool)) throw new Error(`${tool} is missing: run build/host/setup.sh (${why})`);
   }
+}
+
+async function boot(config: HelperConfig) {
+  await mkdir(config.stateDir, { recursive: true, mode: 0o700 });
+  await mkdir(config.runDir, { recursive: true, mode: 0o750 });
+  const db = openDb(path.join(config.stateDir, 'registry.sqlite'));
+  const registry = new Registry(db);
+  const pool = await ensurePool(config);
   if (!config.cage) log('GROVE_BENCH_UNCAGED: branches of this instance run WITHOUT the cage (for the benchmark\'s comparison only)');
   const launcher = new Launcher(config.groveEnter, path.join(config.runDir, 'seccomp.rules'));
   await launcher.writeRules();
@@ -243,9 +247,10 @@ async function purge(config: HelperConfig): Promise<void> {
   log(`purged instance ${config.instance}`);
 }
 
-function main(): Promise<void> {
-  if (process.argv.includes('--gate')) return Promise.resolve(runGateProcess());
+async function main(): Promise<void> {
+  if (process.argv.includes('--gate')) return runGateProcess();
   const config = loadConfig();
+  requireRootAndTools(config);
   return process.argv.includes('--purge') ? purge(config) : serve(config);
 }
 

@@ -2,12 +2,15 @@
 // adopted (same process, same host ports and desktop socket), and orphans are
 // removed. One whose processes ended meanwhile shows as exited. A checkpoint
 // it had not finished saving when it was killed is dropped, without a trace.
+// A helper that lacks a tool it needs refuses to start before it makes anything.
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
-import { startHelper, stopHelper } from './helper-process.js';
-import { netnsNames } from './leftovers.js';
+import { startHelper, stopHelper, testInstance } from './helper-process.js';
+import { leftovers, netnsNames } from './leftovers.js';
 import { banner, connect, createWorkspace, hostPort, httpGet, instance, sh, vncSocket, waitFor } from './support.js';
 
 describe('helper restart', () => {
@@ -101,6 +104,19 @@ describe('helper restart', () => {
     } finally {
       await client.request('workspace.delete', { workspace: ws.id, versions: 'delete' }).catch(() => undefined);
       client.close();
+    }
+  });
+
+  it('refuses to start without its cage tool, saying so, and makes nothing on the host', async () => {
+    const broken = testInstance(`m${randomBytes(2).toString('hex').slice(0, 3)}`);
+    broken.env.GROVE_ENTER = path.join(broken.runDir, 'no-grove-enter');
+    try {
+      await expect(startHelper(broken)).rejects.toThrow(/no-grove-enter is missing: run build\/host\/setup\.sh/);
+      expect(existsSync(broken.stateDir)).toBe(false);
+      expect(existsSync(broken.runDir)).toBe(false);
+      expect(await leftovers(broken)).toEqual([]);
+    } finally {
+      for (const file of [broken.logFile, broken.pidFile]) await rm(file, { force: true });
     }
   });
 });
