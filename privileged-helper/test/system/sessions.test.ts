@@ -20,16 +20,21 @@ const requestLine = (id: number, method: string, params: object) => `${JSON.stri
 const helloParams = (name: string) => ({ protocol: PROTOCOL_VERSION, client: { name, kind: 'test' } });
 const helloLine = (name: string) => requestLine(1, 'hello', helloParams(name));
 
-/** A connection that says hello and sends `line` at once, and is destroyed `delayMs` later. Resolves whether the reply to `line` came first. */
-async function cutOff(line: string, delayMs: number): Promise<boolean> {
+/**
+ * A connection that says hello and sends `line` at once, and is destroyed `delayMs` later, counted from the
+ * reply to `line` if `afterReply`. Resolves whether that reply came first.
+ */
+async function cutOff(line: string, delayMs: number, afterReply = false): Promise<boolean> {
   const socket = net.connect(instance().socketPath);
   await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
   let received = '';
-  socket.on('data', (d: Buffer) => (received += d.toString('utf8')));
+  const replied = () => received.split('\n').some((l) => l.startsWith('{"id":2,'));
+  const reply = new Promise<void>((resolve) => socket.on('data', (d: Buffer) => ((received += d.toString('utf8')), replied() && resolve())));
   socket.write(helloLine('sessions-cut') + line);
+  if (afterReply) await Promise.race([reply, sleep(30_000)]);
   if (delayMs > 0) await sleep(delayMs);
   socket.destroy();
-  return received.split('\n').some((l) => l.startsWith('{"id":2,'));
+  return replied();
 }
 
 /** Host processes whose command line contains `marker`: grove-enter and script on the host, the command inside the branch. */
@@ -102,12 +107,12 @@ describe('sessions end with their connection', () => {
     const pid = await helperPid();
     const ptysBefore = await ptysOf(pid);
     let answered = 0;
-    for (let pair = 0; pair < 50; pair++) {
-      const cuts = Array.from({ length: 2 }, (_, i) => {
-        const n = pair * 2 + i;
-        const open = requestLine(2, 'exec.open', { workspace: ws.id, argv: ['sleep', `${marker}${String(n).padStart(3, '0')}`], cols: 80, rows: 24 });
-        // The first of each pair goes at once: the helper cannot have answered yet.
-        return cutOff(open, i === 0 ? 0 : Math.random() * 50);
+    for (let n = 0; n < 100; n += 4) {
+      const cuts = Array.from({ length: 4 }, (_, i) => {
+        const open = requestLine(2, 'exec.open', { workspace: ws.id, argv: ['sleep', `${marker}${String(n + i).padStart(3, '0')}`], cols: 80, rows: 24 });
+        // One goes at once (the helper cannot have answered yet), two at a random moment while the terminal
+        // starts, and one at a random moment after the reply, however slow the machine.
+        return i === 0 ? cutOff(open, 0) : cutOff(open, Math.random() * 50, i === 3);
       });
       answered += (await Promise.all(cuts)).filter(Boolean).length;
     }
