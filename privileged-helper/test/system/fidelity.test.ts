@@ -16,6 +16,35 @@ import { REWRITER, WHOLE, type RewriterReport } from './fixtures/rewriter.js';
 import { blankEditor, connect, createWorkspace, darkPixels, EDITOR, EDITOR_TEXT, sh, track, waitFor } from './support.js';
 
 /**
+ * Each lock in /proc/locks with a pid (waiters left out): kind, access, the holder's command and pid, the range,
+ * and the holder's descriptor of the locked file; sorted, one per line.
+ */
+const LOCK_LISTER = `
+import glob, os
+rows = []
+for line in open('/proc/locks'):
+    fields = line.split()
+    if '->' in fields or fields[4] == '-1':
+        continue
+    _, kind, _, access, pid, file, start, end = fields[:8]
+    inode = int(file.rsplit(':', 1)[1])
+    try:
+        comm = open(f'/proc/{pid}/comm').read().strip()
+    except OSError:
+        comm = '-'
+    held = ''
+    for fd in sorted(glob.glob(f'/proc/{pid}/fd/*')):
+        try:
+            if os.stat(fd).st_ino == inode:
+                held = os.readlink(fd)
+                break
+        except OSError:
+            pass
+    rows.append(f'{kind} {access} {comm} {pid} {start}-{end} {held}')
+print('\\n'.join(sorted(rows)))
+`;
+
+/**
  * A process that holds things a fork must carry, and reports on them over
  * HTTP on 127.0.0.1:PORT: 50 threads that count, a timer that ticks, a
  * deleted file it keeps open, an flock, a POSIX and an OFD lock (on files of
@@ -433,8 +462,12 @@ except OSError: print('held')"`)).trim(),
   it('keeps every file lock Chromium holds, by the same process, in each child', async () => {
     // Kind, access and range of each lock, with the pid and command that hold it and the file it is on. OFD
     // locks have no pid and /proc/locks lists them from every namespace: the holder's is checked by locks().
-    const heldLocks = async (ws: Workspace) =>
-      (await sh(c, ws, `while read -r _ kind _ access pid file from to; do [ "$pid" = -1 ] && continue; ino=\${file##*:}; echo "$kind $access $(cat /proc/$pid/comm 2>/dev/null || echo -) $pid $from-$to $(for f in /proc/$pid/fd/*; do [ "$(stat -L -c %i "$f" 2>/dev/null)" = "$ino" ] && readlink "$f" && break; done)"; done </proc/locks | sort`)).trim().split('\n');
+    // One Python process per listing: a shell loop spawned a stat per descriptor and took over a minute on a slow VM.
+    const heldLocks = async (ws: Workspace) => {
+      const res = await c.request('exec.run', { workspace: ws.id, argv: ['python3', '-c', LOCK_LISTER], timeoutMs: 60_000 });
+      if (res.exitCode !== 0) throw new Error(`listing the locks failed: ${res.stderr}`);
+      return res.stdout.trim().split('\n');
+    };
     await expect.poll(async () => (await heldLocks(source)).filter((l) => l.includes('chrom')).length, { timeout: 60_000 }).toBeGreaterThan(10);
     const before = await heldLocks(source);
     // The SQLite databases Chromium also maps (History, Web Data, ...) are the ones CRIU used to drop (criu-patches/0003).
