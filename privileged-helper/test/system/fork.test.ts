@@ -190,8 +190,9 @@ describe('live fork of a running desktop', () => {
     expect(await cached(children[2]!)).toBe(0);
     await sh(client, children[1]!, `cat ${file} >/dev/null`);
     const size = Number((await sh(client, source, `stat -c %s ${file}`)).trim());
-    // Read by one branch, cached for all: the source and a sibling see the same pages.
-    for (const ws of [source, children[2]!]) expect(await cached(ws)).toBeGreaterThanOrEqual(size);
+    // Read by one branch, cached for all: the source and a sibling see the pages it read (nearly all: this VM
+    // takes a few pages of cache back now and then, and had once 729088 of 756209 bytes left).
+    for (const ws of [source, children[2]!]) expect(await cached(ws)).toBeGreaterThanOrEqual(size * 0.9);
   });
 
   it('shows each child’s own desktop with Chromium’s window on its own desktop socket', async () => {
