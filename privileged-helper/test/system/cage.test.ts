@@ -27,6 +27,12 @@ async function idMapOf(c: HelperClient, ws: Workspace): Promise<{ id: string; ui
   return { id: id!.trim(), uidMap: numbers(uid), gidMap: numbers(gid) };
 }
 
+/** The distinct cpu groups of every thread of every process the branch shows (the listing's own included). */
+async function cpuGroups(c: HelperClient, ws: Workspace): Promise<string[]> {
+  const lines = await sh(c, ws, "cat /proc/[0-9]*/task/[0-9]*/cgroup 2>/dev/null | grep -E '^[0-9]+:cpu:' | sort -u");
+  return lines.trim().split('\n').map((l) => l.replace(/^\d+:cpu:/, ''));
+}
+
 const CAGED = /Seccomp:\s+2\nNoNewPrivs:\s+1\n|NoNewPrivs:\s+1\nSeccomp:\s+2/;
 /** The branch capabilities (chown, dac_override, fowner, fsetid, kill, setgid, setuid, setpcap, net_bind_service). */
 const BOUNDING = 'CapBnd:\t00000000000005fb';
@@ -154,12 +160,16 @@ describe('a branch is a cage', () => {
       expect(await cageOf(c, child, pid)).toContain(BOUNDING);
     }
     expect((await attempt(c, child, 'mount -t tmpfs none /mnt')).code).not.toBe(0);
-    // Restored trees are counted in their own branch's cgroups.
+    // Restored trees are counted in their own branch's cgroups, and every process runs at its CPU weight (CRIU restored it outside).
     expect(await sh(c, child, 'cat /proc/1/cgroup')).toMatch(new RegExp(`memory:/grove-${instance().instance}/${child.id}`));
+    expect(await cpuGroups(c, child)).toEqual([`/grove-${instance().instance}/${child.id}`]);
+    // ...whose parent yields the CPU to the host (cgroups.ts yieldToHost).
+    expect((await readFile(`/sys/fs/cgroup/cpu/grove-${instance().instance}/cpu.idle`, 'utf8')).trim()).toBe('1');
     const rolled = await track(await c.request('branch.rollback', { workspace: sibling.id, version: version.id }));
     expect(await cageOf(c, rolled, '1')).toMatch(CAGED);
     expect(await idMapOf(c, rolled)).toEqual(await idMapOf(c, child));
     expect(await cageOf(c, rolled, '$(pgrep -o chromium)')).toMatch(CAGED);
     expect(await sh(c, rolled, 'cat /proc/1/cgroup')).toMatch(new RegExp(`memory:/grove-${instance().instance}/${sibling.id}`));
+    expect(await cpuGroups(c, rolled)).toEqual([`/grove-${instance().instance}/${sibling.id}`]);
   });
 });

@@ -16,7 +16,23 @@
 #    connections out of repair mode (criu-patches/0002). With the kernel
 #    tier, the memory CRIU left empty (--skip-private-anon-pages,
 #    criu-patches/0006) is attached from the capture first; if that fails,
-#    CRIU kills the tree rather than let it run without its memory.
+#    CRIU kills the tree rather than let it run without its memory. The tree
+#    joins its branch's cpu group (GROVE_CPU_CGROUP) before any of it runs:
+#    CRIU restored it outside, at the helper's weight (cgroups.ts
+#    restorePlacement); a process it cannot move fails the restore the same way.
+# Moves process $1 and all its descendants into the cpu group GROVE_CPU_CGROUP
+# (cgroup v1: writing a pid moves all its threads). One that exited meanwhile
+# has nothing left to move. Shell builtins only: a fork per thread took
+# seconds on a loaded host.
+join_cpu_group() {
+  echo "$1" 2>/dev/null >"$GROVE_CPU_CGROUP/cgroup.procs" || [ ! -e "/proc/$1" ] || return 1
+  for kids in /proc/"$1"/task/*/children; do
+    line=
+    read -r line <"$kids" 2>/dev/null || true # one line, without a newline
+    for kid in $line; do join_cpu_group "$kid" || return 1; done
+  done
+}
+
 case "$CRTOOLS_SCRIPT_ACTION" in
   post-dump)
     if [ -n "${GROVE_SHARE_SOCKET:-}" ]; then
@@ -36,6 +52,9 @@ case "$CRTOOLS_SCRIPT_ACTION" in
   pre-resume)
     if [ -n "${GROVE_SHARE_SOCKET:-}" ]; then
       "$GROVE_SHARE_TOOL" attach "$GROVE_SHARE_SOCKET" "$CRTOOLS_INIT_PID" >/dev/null || exit 1
+    fi
+    if [ -n "${GROVE_CPU_CGROUP:-}" ]; then
+      join_cpu_group "$CRTOOLS_INIT_PID" || exit 1
     fi
     if [ -n "${GROVE_LOCKED_NETNS:-}" ]; then
       exec /usr/bin/nsenter --net="$GROVE_LOCKED_NETNS" -- /usr/sbin/nft delete table inet "$GROVE_LOCK_TABLE"

@@ -10,6 +10,7 @@ import path from 'node:path';
 import type { CriuDumpStats, CriuRestoreStats } from '../../protocol/entities.js';
 import { GroveError } from '../../protocol/wire.js';
 import type { Launcher } from '../launcher.js';
+import { restorePlacement } from '../cgroups.js';
 import type { ShareSession } from '../share-holder.js';
 import { lockForRestore, RESTORE_LOCK_TABLE, unlockRestore } from '../netns.js';
 import { mib, MiB, spaceAt } from '../space.js';
@@ -93,7 +94,7 @@ export interface RestoreRequest {
   name: string;
   /** The restored branch's own source for each bind its dump had. */
   binds: readonly ExternalMountSource[];
-  /** The restored branch's cgroups: CRIU runs inside them, so the tree it restores is counted there. */
+  /** The restored branch's cgroups: CRIU runs inside them (but the cpu group: restorePlacement), so the tree it restores is counted there. */
   cgroups: readonly string[];
   /** The dump was of a tree in a user namespace (DumpRequest.userns): crun's host mounts are bound again. */
   userns: boolean;
@@ -227,11 +228,19 @@ export class Criu {
       ...(req.pagesFollow && { pagesReadyFile: PAGES_READY_FILE }),
       externalMounts: [...MASKED_FILE_SOURCES, ...(req.userns ? this.usernsSources() : []), ...req.binds],
     });
-    const env = { ...CRIU_ENV, GROVE_HOSTNAME: req.hostname, GROVE_LOCKED_NETNS: req.netnsPath, GROVE_LOCK_TABLE: RESTORE_LOCK_TABLE, ...shareEnv(req.share) };
+    const placement = restorePlacement(req.cgroups);
+    const env = {
+      ...CRIU_ENV,
+      GROVE_HOSTNAME: req.hostname,
+      GROVE_LOCKED_NETNS: req.netnsPath,
+      GROVE_LOCK_TABLE: RESTORE_LOCK_TABLE,
+      ...(this.launcher && placement.cpu && { GROVE_CPU_CGROUP: placement.cpu }),
+      ...shareEnv(req.share),
+    };
     await lockForRestore(req.netnsPath);
     const netnsFd = openSync(req.netnsPath, 'r');
     try {
-      const [file, argv] = this.launcher ? this.launcher.onHost(req.cgroups, [this.binary, ...args]) : [this.binary, args];
+      const [file, argv] = this.launcher ? this.launcher.onHost(placement.whileRestoring, [this.binary, ...args]) : [this.binary, args];
       const res = await runWithFd(file, argv, env, netnsFd);
       if (res.exitCode !== 0) throw await this.failure('restore', logFile, res.stderr);
     } finally {
