@@ -53,33 +53,17 @@ const dir = (c: Controller, name: string) => path.join(CGROUP_ROOT, c, name);
  * Where a restore runs while CRIU builds the tree: the branch's groups but its
  * cpu group, so CRIU works as the helper's own program does; the tree joins
  * the cpu group just before it resumes (criu/action-script.sh, pre-resume).
- * Inside it, a restore waited behind the branches (yieldToHost) and, before
- * that, competed with its source's busy loops: 22 s instead of 3.
+ * Inside it, a restore competed with its source's busy loops as one branch
+ * against another (docs/fork-profile.md, "A fork under full CPU load").
  */
 export function restorePlacement(dirs: readonly string[]): { whileRestoring: string[]; cpu: string | undefined } {
   const isCpu = (d: string) => path.relative(CGROUP_ROOT, d).split(path.sep)[0] === 'cpu';
   return { whileRestoring: dirs.filter((d) => !isCpu(d)), cpu: dirs.find(isCpu) };
 }
 
-/**
- * Branches yield the CPU to the host: the instance's cpu group (the parent of
- * every branch's) is an idle group, so the helper, CRIU, the app and the
- * person's own programs run first when they want to, and the branches share
- * what is left by their weights. With a normal group, a branch running four
- * busy loops beside a process of 50 threads that wake every 10 ms made any
- * program on the host wait up to 0.9 s to start, and a fork of that branch
- * into 2 take 27-70 s instead of 7 s (docs/fork-profile.md). A kernel without
- * cpu.idle (before 5.15) has the old sharing.
- */
-async function yieldToHost(name: string): Promise<void> {
-  const idle = path.join(dir('cpu', path.dirname(name)), 'cpu.idle');
-  if (await exists(idle)) await writeFile(idle, '1');
-}
-
 /** Makes the branch's groups (idempotent) with its limits and the device allow list. */
 export async function createCgroups(name: string, limits: BranchLimits): Promise<void> {
   for (const c of CONTROLLERS) await mkdir(dir(c, name), { recursive: true });
-  await yieldToHost(name);
   await writeFile(path.join(dir('devices', name), 'devices.deny'), 'a');
   for (const rule of ALLOWED_DEVICES) await writeFile(path.join(dir('devices', name), 'devices.allow'), rule);
   await applyLimits(name, limits);
