@@ -20,6 +20,7 @@
 #    joins its branch's cpu group (GROVE_CPU_CGROUP) before any of it runs:
 #    CRIU restored it outside, at the helper's weight (cgroups.ts
 #    restorePlacement); a process it cannot move fails the restore the same way.
+
 # Moves process $1 and all its descendants into the cpu group GROVE_CPU_CGROUP
 # (cgroup v1: writing a pid moves all its threads). One that exited meanwhile
 # has nothing left to move. Shell builtins only: a fork per thread took
