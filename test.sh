@@ -9,6 +9,18 @@ repo="$(cd "$(dirname "$0")" && pwd)"
 step() { printf '\n==> %s\n' "$*" >&2; }
 cd "$repo"
 
+# One test run per machine at a time: two at once share its CPUs (the system
+# tests wait on real desktops, so they fail on nothing but time-outs) and its
+# package installs. A second run waits here, saying for whom. flock -o keeps
+# the lock out of what the tests start (a helper they leave running must not
+# hold it after the run).
+lock=/run/grove-test-run.lock
+if [[ -z "${GROVE_TEST_RUN_LOCKED:-}" ]]; then
+  flock -n "$lock" true || step "another test run holds this machine ($(cat "$lock.owner" 2>/dev/null || echo "$lock")): waiting for it to end"
+  GROVE_TEST_RUN_LOCKED=1 exec flock -o "$lock" "$repo/test.sh" "$@"
+fi
+echo "pid $$ in $repo since $(date -u +%H:%M:%S) UTC" > "$lock.owner"
+
 build/host/setup.sh
 
 step "typecheck"
