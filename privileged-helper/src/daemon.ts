@@ -13,6 +13,7 @@ import { Doctor } from './host/doctor.js';
 import { KernelTier } from './host/kernel-tier.js';
 import { prepareSocketDir } from './host/forwarder.js';
 import { guardBranchAddresses, hostTableName } from './host/host-firewall.js';
+import { foreignRoutesIn } from './host/netns.js';
 import { ensurePool, unmountPool } from './host/pool.js';
 import { ExecService } from './exec/exec-service.js';
 import { ImageBuilder } from './images/image-builder.js';
@@ -62,6 +63,14 @@ function requireRootAndTools(config: HelperConfig): void {
     [config.groveMount, 'it makes the idmapped mounts of branches in user namespaces'],
   ] as const) {
     if (!existsSync(tool)) throw new Error(`${tool} is missing: run build/host/setup.sh (${why})`);
+  }
+}
+
+/** Also before anything is made: a subnet that something else on this host routes would give branches addresses that are not theirs. */
+async function requireFreeSubnet(config: HelperConfig): Promise<void> {
+  const foreign = await foreignRoutesIn(config.subnet, config.instance);
+  if (foreign.length > 0) {
+    throw new Error(`GROVE_SUBNET ${config.subnet} is already routed on this host (${foreign.slice(0, 3).join('; ')}): give this helper a free 10.X.0.0/16`);
   }
 }
 
@@ -251,7 +260,9 @@ async function main(): Promise<void> {
   if (process.argv.includes('--gate')) return runGateProcess();
   const config = loadConfig();
   requireRootAndTools(config);
-  return process.argv.includes('--purge') ? purge(config) : serve(config);
+  if (process.argv.includes('--purge')) return purge(config);
+  await requireFreeSubnet(config);
+  return serve(config);
 }
 
 main().catch((err: unknown) => {

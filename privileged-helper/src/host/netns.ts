@@ -29,6 +29,28 @@ export function planNetwork(instance: string, id: string, subnet: string, index:
   };
 }
 
+/** Whether `dev` is the host end of one of this instance's branch veths (planNetwork: gv + instance + an 8-hex id). */
+function isOwnVeth(dev: string, instance: string): boolean {
+  return dev.startsWith(`gv${instance}`) && /^[0-9a-f]{8}$/.test(dev.slice(2 + instance.length));
+}
+
+/**
+ * The host's routes into `subnet` (a 10.X.0.0/16) through any device but this
+ * instance's own veths: another Grove instance or a network of the host's that
+ * uses the range. Branches there would answer for the wrong machine. Routes
+ * wider than the /16 (a 10.0.0.0/8 LAN) do not count: a branch's /30 is more
+ * specific and wins.
+ */
+export async function foreignRoutesIn(subnet: string, instance: string): Promise<string[]> {
+  const prefix = subnet.split('.').slice(0, 2).join('.');
+  const { stdout } = await run('ip', ['-json', '-4', 'route', 'list']);
+  const routes = JSON.parse(stdout || '[]') as { dst: string; dev?: string }[];
+  return routes
+    .filter((r) => r.dst.split('.').slice(0, 2).join('.') === prefix && Number(r.dst.split('/')[1] ?? 32) >= 16)
+    .filter((r) => !r.dev || !isOwnVeth(r.dev, instance))
+    .map((r) => `${r.dst}${r.dev ? ` dev ${r.dev}` : ''}`);
+}
+
 export function netnsPath(netns: string): string {
   return `/run/netns/${netns}`;
 }

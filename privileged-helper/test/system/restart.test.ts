@@ -2,7 +2,8 @@
 // adopted (same process, same host ports and desktop socket), and orphans are
 // removed. One whose processes ended meanwhile shows as exited. A checkpoint
 // it had not finished saving when it was killed is dropped, without a trace.
-// A helper that lacks a tool it needs refuses to start before it makes anything.
+// A helper that lacks a tool it needs, or whose subnet another network routes,
+// refuses to start before it makes anything.
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
@@ -117,6 +118,27 @@ describe('helper restart', () => {
       expect(await leftovers(broken)).toEqual([]);
     } finally {
       for (const file of [broken.logFile, broken.pidFile]) await rm(file, { force: true });
+    }
+  });
+
+  it('refuses a subnet that another network on this host routes, naming the route, and makes nothing', async () => {
+    const other = testInstance(`m${randomBytes(2).toString('hex').slice(0, 3)}`);
+    const [a, b] = other.env.GROVE_SUBNET!.split('.').map(Number);
+    other.env.GROVE_SUBNET = `${a}.${(b! + 41) % 256}.0.0/16`;
+    const taken = `${a}.${(b! + 41) % 256}.7`;
+    const link = `gtd${randomBytes(3).toString('hex')}`; // a veth: this kernel has no dummy links
+    await execa('ip', ['link', 'add', link, 'type', 'veth', 'peer', 'name', `${link}p`]);
+    try {
+      await execa('ip', ['addr', 'add', `${taken}.1/24`, 'dev', link]);
+      await execa('ip', ['link', 'set', link, 'up']);
+      const said = `GROVE_SUBNET ${other.env.GROVE_SUBNET} is already routed on this host (${taken}.0/24 dev ${link})`;
+      await expect(startHelper(other)).rejects.toThrow(said);
+      expect(existsSync(other.stateDir)).toBe(false);
+      expect(existsSync(other.runDir)).toBe(false);
+      expect(await leftovers(other)).toEqual([]);
+    } finally {
+      await execa('ip', ['link', 'del', link]);
+      for (const file of [other.logFile, other.pidFile]) await rm(file, { force: true });
     }
   });
 });
