@@ -29,7 +29,9 @@ step "lint"
 npm run --silent lint
 step "unit, renderer and system tests"
 npx vitest run
-step "kernel tier: grove_share under qemu (kernel/test.sh)"
+step "kernel tier: grove_share under qemu, on Debian 12's 6.1 (kernel/test.sh)"
 kernel/test.sh
+step "kernel tier: grove_share under qemu, on the 6.12 Debian 12 also ships (kernel/test.sh 6.12)"
+kernel/test.sh 6.12
 step "end-to-end tests of the app (Playwright + Debian's Chromium, real helper)"
 npm run --silent test:e2e

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Proves grove_share under qemu: builds the module against the Debian kernel
-# build/host/kernel.sh keeps in the cache, packs it with the tests into an
+# Proves grove_share under qemu: builds the module against a Debian kernel
+# that build/host/kernel.sh keeps in the cache (kernel/test.sh: Debian 12's
+# 6.1; kernel/test.sh 6.12: the 6.12 series it also ships), packs it with the tests into an
 # initramfs, boots that kernel with software emulation and passes only if
 # the guest prints its PASS line. Any oops or warning panics the guest
 # (panic_on_warn), SLUB checks every object (slub_debug) and freed pages
@@ -9,7 +10,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(dirname "$here")"
 
-kernel="$("$repo/build/host/kernel.sh")"
+kernel="$("$repo/build/host/kernel.sh" "$@")"
 work="$(mktemp -d /tmp/grove-kernel-test.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 
@@ -36,7 +37,7 @@ cc -static -O2 -Wall -Werror -I"$here/grove-share" -o "$work/root/grove-share" "
 cp "$repo/privileged-helper/src/host/criu/action-script.sh" "$work/root/action-script.sh"
 cp /bin/busybox "$work/root/bin/busybox"
 cp "$here/tests/init.sh" "$work/root/init"
-cp "$work/module/grove_share.ko" "$kernel"/modules/*.ko "$work/root/modules/"
+cp "$work/module/grove_share.ko" "$kernel"/modules/*.ko "$kernel/modules/load-order" "$work/root/modules/"
 (cd "$work/root" && find . | cpio --quiet -o -H newc | gzip -1) > "$work/initrd"
 
 echo "booting $(cat "$kernel/release") under qemu (software emulation: a few minutes)" >&2

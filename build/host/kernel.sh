@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
-# Fetches the Debian 12 kernel that kernel/ is built and proven against and
+# Fetches a Debian 12 kernel that kernel/ is built and proven against and
 # prints the folder it is in: vmlinuz (booted under qemu), headers (to build
 # the module) and the few modules the guest loads (zram for its swap,
-# nfnetlink for CRIU's kernel probe). Nothing is installed:
-# the packages are unpacked into $GROVE_CACHE/kernel/RELEASE, so the host's
-# own kernel and boot loader are untouched. Idempotent.
+# nfnetlink for CRIU's kernel probe), with what they depend on, in the order
+# modules/load-order gives. Nothing is installed: the packages are unpacked
+# into $GROVE_CACHE/kernel/RELEASE, so the host's own kernel and boot loader
+# are untouched. Idempotent.
+#   build/host/kernel.sh          Debian 12's own kernel (linux-image-amd64: 6.1)
+#   build/host/kernel.sh 6.12     the 6.12 series Debian 12 also ships (linux-image-6.12-amd64)
 set -euo pipefail
 cache="${GROVE_CACHE:-/var/cache/grove}/kernel"
+meta="linux-image-${1:+$1-}amd64"
 
-# The release Debian's linux-image-amd64 points at today (e.g. 6.1.0-57-amd64).
-release="$(apt-cache depends linux-image-amd64 | sed -n 's/^ *Depends: linux-image-\(.*-amd64\)$/\1/p' | head -n1)"
-[ -n "$release" ] || { echo "kernel: cannot tell which kernel linux-image-amd64 is (apt-get update?)" >&2; exit 1; }
+# The release the meta-package points at today (e.g. 6.1.0-57-amd64, 6.12.117+deb12-amd64).
+release="$(apt-cache depends "$meta" | sed -n 's/^ *Depends: linux-image-\(.*-amd64\)$/\1/p' | head -n1)"
+[ -n "$release" ] || { echo "kernel: cannot tell which kernel $meta is (apt-get update?)" >&2; exit 1; }
 dir="$cache/$release"
-guest_modules=(mm/zsmalloc.ko drivers/block/zram/zram.ko net/netfilter/nfnetlink.ko)
+guest_modules=(zram nfnetlink)
 complete() {
-  [ -s "$dir/release" ] || return 1
-  for module in "${guest_modules[@]}"; do [ -e "$dir/modules/$(basename "$module")" ] || return 1; done
+  [ -s "$dir/release" ] && [ -s "$dir/modules/load-order" ]
 }
 if complete; then
   echo "$dir"
@@ -27,15 +30,32 @@ mkdir -p "$cache"
 tmp="$(mktemp -d "$cache/.fetch.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
 chmod 0777 "$tmp" # apt downloads as its own user, _apt
-common="${release%-amd64}-common"
-kbuild="linux-kbuild-$(echo "$release" | cut -d. -f1,2)"
+# The headers' common part and kbuild, as the headers package names them
+# (linux-kbuild-6.1 for 6.1, linux-kbuild-6.12.117+deb12 for 6.12).
+depends="$(apt-cache depends "linux-headers-$release" | sed -n 's/^ *|\{0,1\}Depends: //p')"
+common="$(echo "$depends" | grep -x 'linux-headers-.*-common' | sed 's/^linux-headers-//' | head -n1)"
+kbuild="$(echo "$depends" | grep -x 'linux-kbuild-.*' | head -n1)"
+[ -n "$common" ] && [ -n "$kbuild" ] || { echo "kernel: cannot tell linux-headers-$release's common headers and kbuild" >&2; exit 1; }
 (cd "$tmp" && apt-get download -q "linux-image-$release" "linux-headers-$release" "linux-headers-$common" "$kbuild" >&2)
 mkdir -p "$tmp/x"
 for deb in "$tmp"/*.deb; do dpkg-deb -x "$deb" "$tmp/x"; done
 
 mkdir -p "$tmp/out/modules"
 cp "$tmp/x/boot/vmlinuz-$release" "$tmp/out/vmlinuz"
-for module in "${guest_modules[@]}"; do cp "$tmp/x/lib/modules/$release/kernel/$module" "$tmp/out/modules/"; done
+# Each guest module after those it depends on (its modinfo's depends=),
+# uncompressed: busybox's insmod reads plain .ko files.
+loaded=()
+add_module() {
+  local name="$1" file dep
+  [[ " ${loaded[*]} " == *" $name "* ]] && return
+  file="$(find "$tmp/x/lib/modules/$release/kernel" -name "$name.ko" -o -name "$name.ko.xz" | head -n1)"
+  [ -n "$file" ] || { echo "kernel: $release has no module $name" >&2; exit 1; }
+  case "$file" in *.xz) xz -dc "$file" > "$tmp/out/modules/$name.ko" ;; *) cp "$file" "$tmp/out/modules/$name.ko" ;; esac
+  for dep in $(strings "$tmp/out/modules/$name.ko" | sed -n 's/^depends=//p' | tr ',' ' '); do add_module "$dep"; done
+  loaded+=("$name")
+}
+for module in "${guest_modules[@]}"; do add_module "$module"; done
+printf '%s\n' "${loaded[@]}" > "$tmp/out/modules/load-order"
 # The headers' tree, with the links and the one absolute path that assume
 # it lives in /usr/src.
 mv "$tmp/x/usr/src/linux-headers-$release" "$tmp/out/headers"

@@ -82,13 +82,18 @@ if [ ! -e /proc/modules ]; then
 elif [ ! -d "$headers" ]; then
   echo "no headers for $(uname -r) at $headers: grove_share is not built (install linux-headers-$(uname -r) to build it)" >&2
 elif [ ! -e "$module_dir/grove_share.ko" ] || [ -n "$(find "$repo/kernel/grove-share" -newer "$module_dir/grove_share.ko")" ]; then
-  "$repo/kernel/build.sh" "$headers" "$module_dir" >&2 && echo "built $module_dir/grove_share.ko" >&2
+  if "$repo/kernel/build.sh" "$headers" "$module_dir" >&2; then
+    echo "built $module_dir/grove_share.ko" >&2
+  else
+    echo "grove_share does not build for $(uname -r) (it is written for the 6.1 and 6.12 kernels): forks copy memory" >&2
+  fi
 else
   echo "up to date: $module_dir/grove_share.ko" >&2
 fi
 
-step "Debian's kernel and headers for the kernel tier's tests under qemu"
+step "Debian's kernels (6.1 and 6.12) and headers for the kernel tier's tests under qemu"
 "$repo/build/host/kernel.sh" >&2
+"$repo/build/host/kernel.sh" 6.12 >&2
 
 step "Podman's default seccomp profile (the tests check Grove's is at least as strict)"
 podman_profile="$GROVE_CACHE/podman-seccomp.json"

@@ -25,6 +25,13 @@
  * built against. That is only sound on the
  * very kernel build those headers came from, so the module refuses to load
  * anywhere else: see check_kernel_build() and find_symbols().
+ *
+ * It is built for two kernel series, Debian 12's 6.1 and the 6.12 Debian 12
+ * also ships. Between them the mm changed: vm_flags is changed through
+ * helpers, page faults can run under a VMA's own lock instead of the mmap
+ * lock (so a VMA being changed is write-locked, as dup_mmap does),
+ * zap_page_range() went, and split_vma() became private to mm/ and takes a
+ * VMA iterator. The places that differ test GROVE_MM_612.
  */
 #include <linux/module.h>
 #include <linux/miscdevice.h>
@@ -43,16 +50,37 @@
 #include <linux/anon_inodes.h>
 #include <linux/file.h>
 
+#include <linux/version.h>
+
 #include <generated/utsversion.h>
+
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0) && LINUX_VERSION_CODE < KERNEL_VERSION(6, 13, 0)
+#define GROVE_MM_612 1
+#elif LINUX_VERSION_CODE >= KERNEL_VERSION(6, 1, 0) && LINUX_VERSION_CODE < KERNEL_VERSION(6, 2, 0)
+#define GROVE_MM_612 0
+#else
+#error "grove_share is written and proven for the 6.1 and 6.12 kernels only"
+#endif
 
 #include "grove_share.h"
 
 /* asm/tlbflush.h hides this prototype from modules; it is copied here
- * unchanged from the 6.1 headers (arch/x86/include/asm/tlbflush.h). */
+ * unchanged from the headers (arch/x86/include/asm/tlbflush.h, the same in
+ * 6.1 and 6.12). */
 typedef void flush_tlb_mm_range_fn(struct mm_struct *mm, unsigned long start,
 				   unsigned long end, unsigned int stride_shift,
 				   bool freed_tables);
 #define GROVE_TLB_FLUSH_ALL -1UL	/* TLB_FLUSH_ALL, hidden likewise */
+
+#if GROVE_MM_612
+/* 6.12 has split_vma() static in mm/vma.c, and __split_vma() (the same
+ * without the map-count check) declared only in mm/vma.h, which no headers
+ * package carries: its prototype is copied here from 6.12's mm/vma.c. A
+ * compiler's specialised copy (__split_vma.isra.0 and the like) has another
+ * name, so find_symbols() would refuse it rather than call it wrongly. */
+typedef int split_vma_fn(struct vma_iterator *vmi, struct vm_area_struct *vma,
+			 unsigned long addr, int new_below);
+#endif
 
 /* The non-exported functions, typed by the headers' own prototypes. */
 static struct {
@@ -64,8 +92,13 @@ static struct {
 	typeof(&vm_area_dup) vm_area_dup;
 	typeof(&vm_area_free) vm_area_free;
 	typeof(&insert_vm_struct) insert_vm_struct;
-	typeof(&split_vma) split_vma;
 	typeof(&unlink_anon_vmas) unlink_anon_vmas;
+#if GROVE_MM_612
+	split_vma_fn *__split_vma;
+	typeof(&sysctl_max_map_count) sysctl_max_map_count;
+#else
+	typeof(&split_vma) split_vma;
+#endif
 } mm_internals;
 
 /* Two attaches with their source and target swapped would take the two
@@ -107,8 +140,8 @@ static lookup_name_fn find_kallsyms_lookup_name(void)
 }
 
 /* A symbol is used only if kallsyms names its address as the very start of
- * a function of that name (not a different function's body). */
-static void *find_function(lookup_name_fn lookup, const char *name)
+ * a function (or variable) of that name, not a place inside another. */
+static void *find_symbol(lookup_name_fn lookup, const char *name)
 {
 	char found[KSYM_SYMBOL_LEN], expected[KSYM_NAME_LEN + 8];
 	unsigned long address = lookup(name);
@@ -120,7 +153,7 @@ static void *find_function(lookup_name_fn lookup, const char *name)
 	sprint_symbol(found, address);
 	snprintf(expected, sizeof(expected), "%s+0x0/", name);
 	if (strncmp(found, expected, strlen(expected))) {
-		pr_err("grove_share: %s resolves to %s, not to the start of that function: refusing to load\n",
+		pr_err("grove_share: %s resolves to %s, not to the start of that symbol: refusing to load\n",
 		       name, found);
 		return NULL;
 	}
@@ -135,7 +168,12 @@ static const struct {
 } internals[] = {
 	INTERNAL(copy_page_range), INTERNAL(anon_vma_fork), INTERNAL(flush_tlb_mm_range),
 	INTERNAL(pidfd_get_task), INTERNAL(mm_alloc), INTERNAL(vm_area_dup), INTERNAL(vm_area_free),
-	INTERNAL(insert_vm_struct), INTERNAL(split_vma), INTERNAL(unlink_anon_vmas),
+	INTERNAL(insert_vm_struct), INTERNAL(unlink_anon_vmas),
+#if GROVE_MM_612
+	INTERNAL(__split_vma), INTERNAL(sysctl_max_map_count),
+#else
+	INTERNAL(split_vma),
+#endif
 };
 
 static int find_symbols(void)
@@ -148,7 +186,7 @@ static int find_symbols(void)
 		return -ENOENT;
 	}
 	for (int i = 0; i < ARRAY_SIZE(internals); i++) {
-		*internals[i].slot = find_function(lookup, internals[i].name);
+		*internals[i].slot = find_symbol(lookup, internals[i].name);
 		if (!*internals[i].slot)
 			err = -ENOENT;	/* every missing one is named before refusing */
 	}
@@ -239,9 +277,56 @@ static int check_range(struct mm_struct *source_mm, struct mm_struct *target_mm,
 	return vmas ? 0 : -ENXIO;
 }
 
+/* Exact: 6.12's counters are per CPU, and their quick read can be off by
+ * what each CPU has not folded in yet (the guest saw 14 pages of 65,536). */
+static unsigned long exact_mm_counter(struct mm_struct *mm, int member)
+{
+#if GROVE_MM_612
+	return get_mm_counter_sum(mm, member);
+#else
+	return get_mm_counter(mm, member);
+#endif
+}
+
 static unsigned long anon_pages(struct mm_struct *mm)
 {
-	return get_mm_counter(mm, MM_ANONPAGES) + get_mm_counter(mm, MM_SWAPENTS);
+	return exact_mm_counter(mm, MM_ANONPAGES) + exact_mm_counter(mm, MM_SWAPENTS);
+}
+
+/* Keeps page faults out of a VMA being changed. Since 6.4 a fault may run
+ * under the VMA's own lock rather than the mmap lock held here, so the VMA
+ * is write-locked too, as dup_mmap() does (until the mmap lock is dropped). */
+static void lock_vma_for_change(struct vm_area_struct *vma)
+{
+#if GROVE_MM_612
+	vma_start_write(vma);
+#endif
+}
+
+/* Splits a target VMA at ADDR, as mprotect() of part of it would (new_below:
+ * the new VMA is the part below ADDR). */
+static int split_target(struct mm_struct *mm, struct vm_area_struct *vma, unsigned long addr,
+			int new_below)
+{
+#if GROVE_MM_612
+	VMA_ITERATOR(vmi, mm, addr);
+
+	if (mm->map_count >= READ_ONCE(*mm_internals.sysctl_max_map_count))
+		return -ENOMEM;	/* split_vma()'s own check */
+	return mm_internals.__split_vma(&vmi, vma, addr, new_below);
+#else
+	return mm_internals.split_vma(mm, vma, addr, new_below);
+#endif
+}
+
+/* Unmaps [start, start + size) of one VMA: it reads zeros afterwards. */
+static void zap_vma_range(struct vm_area_struct *vma, unsigned long start, unsigned long size)
+{
+#if GROVE_MM_612
+	zap_page_range_single(vma, start, size, NULL);
+#else
+	zap_page_range(vma, start, size);
+#endif
 }
 
 /* Link one VMA into the source's anon_vma chain and share its pages, as
@@ -249,6 +334,9 @@ static unsigned long anon_pages(struct mm_struct *mm)
 static int share_vma(struct vm_area_struct *target, struct vm_area_struct *source)
 {
 	int err;
+
+	lock_vma_for_change(source);
+	lock_vma_for_change(target);
 
 	/* Reverse mapping finds a page in a VMA by its offset: the target's
 	 * must equal the source's (mremap keeps it). */
@@ -277,14 +365,15 @@ static struct vm_area_struct *fit_target(struct mm_struct *target_mm, struct vm_
 	int err = 0;
 
 	if (target->vm_start < source->vm_start)
-		err = mm_internals.split_vma(target_mm, target, source->vm_start, 1);
+		err = split_target(target_mm, target, source->vm_start, 1);
 	if (!err && target->vm_end > source->vm_end)
-		err = mm_internals.split_vma(target_mm, vma_lookup(target_mm, source->vm_start), source->vm_end, 0);
+		err = split_target(target_mm, vma_lookup(target_mm, source->vm_start), source->vm_end, 0);
 	if (err)
 		return ERR_PTR(err);
 	target = vma_lookup(target_mm, source->vm_start);
 	if (target->anon_vma || !list_empty(&target->anon_vma_chain)) {
-		zap_page_range(target, target->vm_start, target->vm_end - target->vm_start);
+		lock_vma_for_change(target);
+		zap_vma_range(target, target->vm_start, target->vm_end - target->vm_start);
 		mm_internals.unlink_anon_vmas(target);
 	}
 	return target;
@@ -314,11 +403,14 @@ static int share_range(struct mm_struct *source_mm, struct mm_struct *target_mm,
 	}
 	flush_source(source_mm);
 	if (err) {
-		/* The first target VMA in the range: START may lie in a gap. */
-		struct vm_area_struct *target = find_vma(target_mm, start);
+		VMA_ITERATOR(undo, target_mm, start);
+		struct vm_area_struct *target;
 
-		if (target)
-			zap_page_range(target, start, end - start);
+		for_each_vma_range(undo, target, end) {
+			unsigned long from = max(start, target->vm_start);
+
+			zap_vma_range(target, from, min(end, target->vm_end) - from);
+		}
 		result->vmas = 0;
 		return err;
 	}
@@ -481,7 +573,12 @@ static int capture_vma(struct mm_struct *snapshot, struct vm_area_struct *source
 	if (!copy)
 		return -ENOMEM;
 	copy->vm_mm = snapshot;
-	copy->vm_flags &= ~LOCKED_FLAGS;	/* as a fork's child: nothing to keep resident */
+	/* As a fork's child: nothing to keep resident. */
+#if GROVE_MM_612
+	vm_flags_clear(copy, LOCKED_FLAGS);
+#else
+	copy->vm_flags &= ~LOCKED_FLAGS;
+#endif
 	/* vm_area_dup() copies these pointers without references: the anon_vma
 	 * is linked afresh below, and a snapshot needs no NUMA policy. */
 	copy->anon_vma = NULL;

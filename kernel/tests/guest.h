@@ -17,7 +17,6 @@
 #define PM_PRESENT (1ULL << 63)
 #define PM_SWAPPED (1ULL << 62)
 #define PM_PFN(entry) ((entry) & ((1ULL << 55) - 1))
-#define KPF_KSM 21
 #define KPF_THP 22
 
 extern int failures, checks;

@@ -13,12 +13,15 @@ mount -t devtmpfs devtmpfs /dev
 
 result=FAIL
 echo madvise > /sys/kernel/mm/transparent_hugepage/enabled
-insmod /modules/zsmalloc.ko && insmod /modules/zram.ko num_devices=1 &&
-  echo 128M > /sys/block/zram0/disksize && mkswap /dev/zram0 >/dev/null && swapon /dev/zram0 ||
+# zram (with what it needs) for the swap, and nfnetlink: CRIU's kernel probe
+# opens a netfilter netlink socket (its nftables check) and connects over
+# loopback (its TCP repair check). build/host/kernel.sh wrote their order.
+while read -r module; do
+  [ "$module" = zram ] && options=num_devices=1 || options=
+  insmod "/modules/$module.ko" $options || echo "# module $module did not load"
+done < /modules/load-order
+echo 128M > /sys/block/zram0/disksize && mkswap /dev/zram0 >/dev/null && swapon /dev/zram0 ||
   echo "# no zram swap: the swapped-out case will fail"
-# CRIU's kernel probe opens a netfilter netlink socket (its nftables check)
-# and connects over loopback (its TCP repair check).
-insmod /modules/nfnetlink.ko
 ifconfig lo 127.0.0.1 up
 echo 5000 > /sys/kernel/mm/ksm/pages_to_scan
 echo 20 > /sys/kernel/mm/ksm/sleep_millisecs
