@@ -10,7 +10,7 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
-import { startHelper, stopHelper, testInstance } from './helper-process.js';
+import { purge, startHelper, stopHelper, testInstance } from './helper-process.js';
 import { leftovers, netnsNames } from './leftovers.js';
 import { banner, connect, createWorkspace, hostPort, httpGet, instance, sh, vncSocket, waitFor } from './support.js';
 
@@ -138,6 +138,7 @@ describe('helper restart', () => {
       expect(await leftovers(other)).toEqual([]);
     } finally {
       await execa('ip', ['link', 'del', link]);
+      if (existsSync(other.stateDir)) await purge(other); // it started after all: the test failed, and leaves nothing
       for (const file of [other.logFile, other.pidFile]) await rm(file, { force: true });
     }
   });
