@@ -81,7 +81,7 @@ export class KernelTier {
 
   private async load(): Promise<string | null> {
     if (!(await exists(this.paths.module))) {
-      return `no ${MODULE}.ko built for ${os.release()} at ${this.paths.module} (build/host/setup.sh builds it where /lib/modules/${os.release()}/build holds the kernel's headers)`;
+      return `no ${MODULE}.ko built for ${os.release()} at ${this.paths.module} (build/host/setup.sh builds it for a 6.1 or 6.12 kernel whose headers are in /lib/modules/${os.release()}/build)`;
     }
     return loadWithInsmod(this.paths.module);
   }
