@@ -14,17 +14,24 @@ run_dir="${GROVE_RUN_DIR:-/run/grove}"
 log_dir=/var/log/grove
 pid_file="$run_dir/helper.pid"
 grove() { "$repo/main/bin/grove" "$@"; }
+# Whether the helper of the pid file runs: an exited one may stay a zombie
+# where init does not reap orphans, and kill -0 would still find it.
+helper_runs() {
+  local pid state
+  pid="$(cat "$pid_file" 2>/dev/null)" || return 1
+  state="$(sed 's/.*) \(.\).*/\1/' "/proc/$pid/stat" 2>/dev/null)" || return 1
+  [ -n "$state" ] && [ "$state" != Z ]
+}
 
 step "privileged helper"
-if [ -f "$pid_file" ] && kill -0 "$(cat "$pid_file")" 2>/dev/null; then
+if helper_runs; then
   echo "already running (pid $(cat "$pid_file"))" >&2
 else
   mkdir -p "$log_dir" "$run_dir"
-  setsid "$repo/node_modules/.bin/tsx" "$repo/privileged-helper/src/daemon.ts" </dev/null >>"$log_dir/helper.log" 2>&1 &
-  echo $! > "$pid_file"
+  "$repo/build/host/start-helper.sh" "$log_dir/helper.log" "$pid_file"
   for _ in $(seq 600); do
     grove ls >/dev/null 2>&1 && break
-    kill -0 "$(cat "$pid_file")" 2>/dev/null || { tail -20 "$log_dir/helper.log" >&2; exit 1; }
+    helper_runs || { tail -20 "$log_dir/helper.log" >&2; exit 1; }
     sleep 0.2
   done
   echo "started (pid $(cat "$pid_file"), log $log_dir/helper.log)" >&2

@@ -1,7 +1,6 @@
 // Starts and stops a real helper for the system tests: its own instance tag,
 // state, run directory, pool and subnet, so it never touches the app's helper.
-import { spawn } from 'node:child_process';
-import { openSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -9,6 +8,7 @@ import { execa } from 'execa';
 
 export const REPO = path.resolve(import.meta.dirname, '../../..');
 const DAEMON = path.join(REPO, 'privileged-helper/src/daemon.ts');
+const START_HELPER = path.join(REPO, 'build/host/start-helper.sh');
 const TSX = path.join(REPO, 'node_modules/tsx/dist/loader.mjs');
 
 export interface TestInstance {
@@ -54,22 +54,13 @@ export function testInstance(instance: string): TestInstance {
   };
 }
 
-/** Starts the helper detached (it outlives the test worker that starts it) and waits for its socket. */
+/** Starts the helper as ./start.sh does (build/host/start-helper.sh: detached, leading its own session) and waits for its sockets. */
 export async function startHelper(t: TestInstance): Promise<number> {
-  const log = openSync(t.logFile, 'a');
-  const child = spawn(process.execPath, ['--import', `file://${TSX}`, DAEMON], {
-    env: { ...process.env, ...t.env },
-    detached: true,
-    stdio: ['ignore', log, log],
-  });
-  child.unref();
-  const pid = child.pid!;
-  writeFileSync(t.pidFile, String(pid));
-  let exited = false;
-  child.on('exit', () => (exited = true));
+  await execa(START_HELPER, [t.logFile, t.pidFile], { env: { ...process.env, ...t.env } });
+  const pid = Number(readFileSync(t.pidFile, 'utf8'));
   const deadline = Date.now() + 120_000;
   while (Date.now() < deadline) {
-    if (exited) throw new Error(`helper exited during start:\n${tail(t.logFile)}`);
+    if (!alive(pid)) throw new Error(`helper exited during start:\n${tail(t.logFile)}`);
     if ((await accepts(t.socketPath)) && (await accepts(t.agentSocketPath))) return pid;
     await sleep(100);
   }
@@ -101,10 +92,11 @@ export async function purge(t: TestInstance): Promise<void> {
   if (res.exitCode !== 0) throw new Error(`purge failed: ${res.all}`);
 }
 
+/** Running: an exited helper may stay a zombie (its starter script is gone, and not every init reaps orphans). */
 function alive(pid: number): boolean {
   try {
-    process.kill(pid, 0);
-    return true;
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
   } catch {
     return false;
   }
