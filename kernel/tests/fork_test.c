@@ -12,6 +12,11 @@
  * where the pre-resume action attaches each restored process from its
  * snapshot. Both copies must hold
  * the fork-point memory, the second in the very pages of the snapshot.
+ *
+ * Then a rollback as the helper makes one with the module: a checkpoint's
+ * dump keeps all the memory in its images and has the holder capture it
+ * too; the source moves on; the restore from those whole images attaches
+ * the memory from the capture instead of copying it.
  * Restore time and memory of each are printed side by side (ratios: the
  * guest is emulated).
  *
@@ -45,6 +50,9 @@
 #define CAPTURED "/tmp/images-captured"	/* a dump whose anonymous memory the holder captured */
 #define HOLDER "/tmp/share.sock"
 #define EMPTY_HOLDER "/tmp/empty.sock"	/* holds no snapshot: every attach fails */
+#define CHECKPOINT "/tmp/images-checkpoint"	/* a checkpoint's dump: whole, and captured too */
+#define VERSION_HOLDER "/tmp/version.sock"	/* the holder of the checkpoint's capture */
+#define CAPTURED_MARK "/tmp/checkpoint.captured"	/* the action script's word that it captured */
 
 /* ---- the tree that is forked ------------------------------------------------ */
 
@@ -187,8 +195,9 @@ static void show_log(const char *images, const char *name)
 }
 
 /* Runs Grove's CRIU with ARGV, its action script talking to the holder at
- * HOLDER (none: no kernel tier); CRIU's exit code. */
-static int criu(char *const argv[], const char *holder)
+ * HOLDER (none: no kernel tier), and for a checkpoint's dump leaving MARK
+ * once it captured (none: a fork's); CRIU's exit code. */
+static int criu(char *const argv[], const char *holder, const char *mark)
 {
 	int status;
 	pid_t child = fork();
@@ -198,6 +207,8 @@ static int criu(char *const argv[], const char *holder)
 			setenv("GROVE_SHARE_SOCKET", holder, 1);
 			setenv("GROVE_SHARE_TOOL", "/grove-share", 1);
 		}
+		if (mark)
+			setenv("GROVE_SHARE_CAPTURED", mark, 1);
 		execv("/criu/criu", argv);
 		_exit(127);
 	}
@@ -280,7 +291,7 @@ static struct restored restore(const char *name, const char *images, const char 
 
 	snprintf(log, sizeof(log), "restore-%s.log", name);
 	snprintf(pidfile, sizeof(pidfile), "/tmp/%s.pid", name);
-	rc = criu(argv, holder);
+	rc = criu(argv, holder, NULL);
 	r.ms = now_ms() - start;
 	r.anon_pages = vmstat("nr_anon_pages") - before;
 	fd = open(pidfile, O_RDONLY);
@@ -301,17 +312,22 @@ static struct restored restore(const char *name, const char *images, const char 
 	return r;
 }
 
-/* Every process of a tree holds the fork-point memory of a process of the
- * source, each of a different one. */
-static int holds_fork_point(pid_t root)
+/* Every process of a tree holds the memory a process of the source had at
+ * GENERATION (0: the fork point), each of a different one. */
+static int holds_generation(pid_t root, uint64_t generation)
 {
 	pid_t pids[PROCESSES + 1];
 	int n = tree_of(root, pids);
 	unsigned int seen = 0;
 
 	for (int i = 0; i < n; i++)
-		seen |= 1U << image_of(pids[i], 0);
+		seen |= 1U << image_of(pids[i], generation);
 	return n == PROCESSES && seen == ((1U << (PROCESSES + 1)) - 2);
+}
+
+static int holds_fork_point(pid_t root)
+{
+	return holds_generation(root, 0);
 }
 
 /* Pages of a tree's memory that are mapped exactly twice (the snapshot and it). */
@@ -336,6 +352,8 @@ static void end_tree(pid_t root)
 {
 	char path[64], state = 'R';
 
+	if (root <= 0)
+		return;	/* a restore that failed: no tree (and kill(0) would be ours) */
 	kill(root, SIGKILL);
 	waitpid(root, NULL, WNOHANG);
 	snprintf(path, sizeof(path), "/proc/%d/stat", root);
@@ -372,13 +390,14 @@ static long long pages_in(const char *images)
 }
 
 /* Dumps the tree at SOURCE into IMAGES (with HOLDER: its memory captured
- * and left out); the wall time of the dump. */
-static double dump(pid_t source, const char *images, const char *holder)
+ * and left out; with MARK too, a checkpoint's: captured and kept in the
+ * images); the wall time of the dump. */
+static double dump(pid_t source, const char *images, const char *holder, const char *mark)
 {
 	char pid[16];
 	char *argv[] = { "criu", "dump", "-t", pid, "-D", (char *)images, "--leave-running", "--manage-cgroups=ignore",
 			 "-v2", "-o", "dump.log", "--action-script", "/action-script.sh",
-			 holder ? "--skip-private-anon-pages" : NULL, NULL };
+			 holder && !mark ? "--skip-private-anon-pages" : NULL, NULL };
 	double start;
 	int rc;
 
@@ -386,18 +405,57 @@ static double dump(pid_t source, const char *images, const char *holder)
 	if (mkdir(images, 0700))
 		die(images);
 	start = now_ms();
-	rc = criu(argv, holder);
+	rc = criu(argv, holder, mark);
 	check(rc == 0, "criu dump --leave-running into %s (exit %d)", images, rc);
 	if (rc)
 		show_log(images, "dump.log");
 	return now_ms() - start;
 }
 
+/*
+ * A rollback with the module, as the helper makes one: the source (at
+ * generation 10 by now) is checkpointed, its images whole and its memory
+ * captured too; it moves on to generation 20; the tree restored from the
+ * checkpoint's whole images attaches that memory from the capture.
+ * COPIED (restored from whole images by copying) is the yardstick.
+ */
+static struct restored rollback(pid_t source, struct restored copied)
+{
+	const uint64_t tree_pages = PROCESSES * (MAIN_LEN + MOVED_LEN) / PAGE;
+	struct holder version_holder = start_holder(VERSION_HOLDER);
+	pid_t pids[PROCESSES + 1];
+	struct restored rolled;
+	int n;
+
+	dump(source, CHECKPOINT, VERSION_HOLDER, CAPTURED_MARK);
+	check(access(CAPTURED_MARK, F_OK) == 0 && pages_in(CHECKPOINT) >= pages_in(WHOLE),
+	      "a checkpoint's dump captures its memory and keeps all of it in the images too (%lld KiB of pages)",
+	      pages_in(CHECKPOINT) / 1024);
+	n = tree_of(source, pids);
+	for (int i = 0; i < n; i++)
+		kill(pids[i], SIGUSR1);
+	for (int i = 0; i < n; i++)
+		wait_for_memory(pids[i], 20);
+	rolled = restore("rolled-back", CHECKPOINT, VERSION_HOLDER, NULL);
+	check(rolled.root > 0 && holds_generation(rolled.root, 10), "the rolled-back tree holds the checkpoint's memory");
+	check(rolled.root > 0 && shared_with_snapshot(rolled.root) == tree_pages,
+	      "... in the very pages of the capture: %llu of %llu pages mapped twice",
+	      (unsigned long long)(rolled.root > 0 ? shared_with_snapshot(rolled.root) : 0), (unsigned long long)tree_pages);
+	check(rolled.root > 0 && rolled.anon_pages * 4 < copied.anon_pages,
+	      "a rollback by sharing adds a fraction of what copying adds (%ld against %ld pages)", rolled.anon_pages,
+	      copied.anon_pages);
+	printf("# rollback of %d processes with %llu MiB from whole images: sharing %.0f ms, +%ld MiB (copying took %.0f ms, +%ld MiB)\n",
+	       PROCESSES, (unsigned long long)(tree_pages * PAGE / MIB), rolled.ms, rolled.anon_pages * 4 / 1024, copied.ms,
+	       copied.anon_pages * 4 / 1024);
+	stop_holder(&version_holder);
+	return rolled;
+}
+
 int main(void)
 {
 	const uint64_t tree_pages = PROCESSES * (MAIN_LEN + MOVED_LEN) / PAGE;
 	struct leak_baseline baseline;
-	struct restored copied, shared;
+	struct restored copied, shared, rolled;
 	struct holder holder, empty_holder;
 	pid_t source, pids[PROCESSES + 1];
 	double whole_ms, captured_ms;
@@ -418,8 +476,8 @@ int main(void)
 	check(n == PROCESSES && holds_fork_point(source), "the source tree is up: %d processes holding their memory", n);
 
 	/* The same instant twice: the tree does nothing between the dumps. */
-	whole_ms = dump(source, WHOLE, NULL);
-	captured_ms = dump(source, CAPTURED, HOLDER);
+	whole_ms = dump(source, WHOLE, NULL, NULL);
+	captured_ms = dump(source, CAPTURED, HOLDER, NULL);
 	check(pages_in(CAPTURED) * 8 < pages_in(WHOLE),
 	      "the captured dump leaves the anonymous memory out of its images (%lld against %lld KiB of pages)",
 	      pages_in(CAPTURED) / 1024, pages_in(WHOLE) / 1024);
@@ -464,10 +522,13 @@ int main(void)
 	n = tree_of(source, pids);
 	check(wrong_pages(pids[0], 11) == 0, "nor does the source");
 
+	rolled = rollback(source, copied);
+
 	end_tree(source);
 	end_tree(copied.root);
 	end_tree(shared.root);
-	check_no_leaks(baseline, "the forks");
+	end_tree(rolled.root);
+	check_no_leaks(baseline, "the forks and the rollback");
 	printf("# %d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;
 }

@@ -34,6 +34,7 @@ import { ensureKdatCache } from './host/criu/kdat-cache.js';
 import { ForkService } from './branches/fork.js';
 import { PromoteService } from './branches/promote.js';
 import { VersionService } from './branches/versions.js';
+import { VersionCaptures } from './branches/version-captures.js';
 import { WorkspaceService } from './workspaces/workspace-service.js';
 import { DEFAULT_HOLD_TIMEOUT_MS, EgressGate } from './egress/gate.js';
 import { EgressService } from './egress/egress-service.js';
@@ -146,11 +147,13 @@ async function boot(config: HelperConfig) {
   const kernelTier = new KernelTier(config.kernelTier);
   log(`kernel tier: fork memory ${(await kernelTier.current()).memory}`);
   const branchDeps = { registry, ledger, runtime, storage, workspaces, criu, ksm, kernelTier };
+  const captures = new VersionCaptures({ kernelTier, dir: scratchDir, log });
   const versions = new VersionService({
     ...branchDeps,
     versionsDir: pool.versions,
     scratchDir,
     allowFaultInjection: config.allowFaultInjection,
+    captures,
     events: {
       changed: (version) => bus.broadcast('version.changed', { version }),
       removed: (id, reason) => bus.broadcast('version.removed', { id, ...(reason && { reason }) }),
@@ -231,6 +234,7 @@ async function serve(config: HelperConfig): Promise<void> {
     services.space.stop();
     await services.desktop.closeAll();
     await services.runtime.stopPreparing();
+    await services.versions.close();
     await services.runtime.detachAll();
     db.close();
     process.exit(0);

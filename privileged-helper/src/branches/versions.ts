@@ -12,17 +12,21 @@ import { netnsPath } from '../host/netns.js';
 import { run } from '../host/run.js';
 import type { CheckpointStage, RollbackStage, Version, Workspace } from '../protocol/entities.js';
 import type { VersionsFate } from '../protocol/methods.js';
+import type { ShareSession } from '../host/share-holder.js';
 import { GroveError } from '../protocol/wire.js';
 import type { BranchDeps } from './branch-deps.js';
 import { refuseFaultsUnlessAllowed } from '../workspaces/faults.js';
 import type { VersionRecord, WorkspaceRecord } from '../registry/registry.js';
 import { writeIdentity } from '../workspaces/workspace-service.js';
+import type { VersionCaptures } from './version-captures.js';
 
 export interface VersionDeps extends BranchDeps {
   versionsDir: string;
   /** Where checkpoints are dumped before they are saved into the pool (the helper's run dir). */
   scratchDir: string;
   allowFaultInjection: boolean;
+  /** With the kernel tier: the versions whose memory rollbacks attach instead of copying (version-captures.ts). */
+  captures: VersionCaptures;
   events: { changed: (v: Version) => void; removed: (id: string, reason?: string) => void };
   log: (msg: string) => void;
 }
@@ -68,7 +72,7 @@ export class VersionService {
     // The branch stays locked and ksmd held until CRIU is done: the copies it saves the memory from are in the branch.
     const held = this.d.workspaces.lock.run(id, () =>
       this.d.ksm.hold(async () => {
-        const capture = await this.capture(id, label, faultAt);
+        const capture = await this.capture(id, { label, faultAt, forRollbacks: true });
         fixed(capture);
         await capture.dumped.catch(() => undefined);
       }),
@@ -80,7 +84,7 @@ export class VersionService {
 
   /** Checkpoints a branch whose lock the caller already holds, and waits until the version is saved. */
   async checkpointLocked(branchId: string, label?: string): Promise<Version> {
-    const { version, dumped } = await this.capture(branchId, label);
+    const { version, dumped } = await this.capture(branchId, { label });
     await this.persist(version, dumped);
     await this.saved(version.id);
     return toVersion(this.d.registry.findVersion(version.id)!);
@@ -95,9 +99,14 @@ export class VersionService {
   /**
    * Dumps and snapshots the branch (its lock held) and records the version as
    * saving once the branch runs again; `dumped` settles when CRIU has saved
-   * the rest. Nothing is left of one that fails before it is recorded.
+   * the rest. Nothing is left of one that fails before it is recorded. A
+   * person's checkpoint (`forRollbacks`) also has the kernel tier capture
+   * the branch's memory, where it can, for rollbacks to share; the one a
+   * rollback takes of the state it leaves does not, or it would replace the
+   * capture of the version it returns to.
    */
-  private async capture(branchId: string, label?: string, faultAt?: CheckpointStage): Promise<Capture> {
+  private async capture(branchId: string, o: { label?: string; faultAt?: CheckpointStage; forRollbacks?: boolean }): Promise<Capture> {
+    const { label, faultAt } = o;
     const ws = this.d.workspaces.running(branchId);
     const dump = (await this.d.runtime.usage(ws)).dumpableBytes;
     await requireSpace(`a checkpoint of '${ws.name}'`, [
@@ -109,6 +118,7 @@ export class VersionService {
     const scratch = this.scratchImages(vid);
     let dumped: Promise<unknown> = Promise.resolve();
     try {
+      const alsoCapture = o.forRollbacks ? await this.d.captures.open(vid, ws.id) : undefined;
       await this.d.ledger.make({ kind: 'directory', name: dir, owner: vid }, () => mkdir(dir, { recursive: true, mode: 0o700 }));
       await this.d.ledger.make({ kind: 'directory', name: scratch, owner: vid }, () => mkdir(scratch, { recursive: true, mode: 0o700 }));
       this.d.registry.recordObject({ kind: 'subvolume', name: path.join(dir, 'files'), owner: vid });
@@ -119,12 +129,15 @@ export class VersionService {
         snapshot: { from: this.d.storage.filesPath(ws), to: path.join(dir, 'files') },
         binds: this.d.storage.externalBinds(ws).map((b) => b.containerPath),
         userns: this.d.runtime.idRange(ws) !== null,
+        alsoCapture,
       });
       dumped = run.done;
       await run.thawed;
       if (faultAt === 'dump') throw new GroveError('E_HOST', "fault injected once the checkpoint's instant was fixed");
+      await this.d.captures.settle(vid);
     } catch (err) {
       await dumped.catch(() => undefined); // CRIU writes into the scratch space until it exits
+      await this.d.captures.drop(vid);
       await this.d.ledger.removeOwned(vid);
       throw err;
     }
@@ -244,20 +257,40 @@ export class VersionService {
     if (faultAt === 'files') throw new GroveError('E_HOST', 'fault injected after the files were replaced');
     await writeIdentity(rootfs, ws, this.d.storage.owner(ws));
     if (faultAt === 'restore') throw new GroveError('E_HOST', 'fault injected instead of the restore');
-    const { pid } = await this.d.criu.restore({
-      imagesDir: path.join(dir, 'images'),
-      rootfs,
-      netnsPath: netnsPath(this.d.runtime.netPlan(ws).netns),
-      hostname: ws.hostname,
-      name: `${ws.id}-${Date.now()}`,
-      binds: this.d.storage.externalBinds(ws),
-      cgroups: this.d.runtime.cgroups(ws),
-      userns: this.d.runtime.idRange(ws) !== null,
-    });
+    const { pid } = await this.restoreProcesses(ws, versionId, rootfs);
     await this.d.storage.bindExternals(ws);
     const proc = await this.d.runtime.adoptProcess(ws, pid);
     this.d.registry.setVersionOrigin(ws.id, origin);
     return this.d.workspaces.markRunning(this.d.workspaces.record(ws.id), proc);
+  }
+
+  /**
+   * Restores the version's processes: their anonymous memory attached from
+   * the version's capture where the kernel tier kept one, else (or if that
+   * fails: the images hold all of it) copied from the images.
+   */
+  private async restoreProcesses(ws: WorkspaceRecord, versionId: string, rootfs: string): Promise<{ pid: number }> {
+    const restore = (share: ShareSession | undefined) =>
+      this.d.criu.restore({
+        imagesDir: path.join(this.d.versionsDir, versionId, 'images'),
+        rootfs,
+        netnsPath: netnsPath(this.d.runtime.netPlan(ws).netns),
+        share,
+        hostname: ws.hostname,
+        name: `${ws.id}-${Date.now()}`,
+        binds: this.d.storage.externalBinds(ws),
+        cgroups: this.d.runtime.cgroups(ws),
+        userns: this.d.runtime.idRange(ws) !== null,
+      });
+    const share = this.d.captures.session(versionId);
+    if (!share) return restore(undefined);
+    try {
+      return await restore(share);
+    } catch (err) {
+      this.d.log(`rollback of ${ws.id} to ${versionId}: attaching its captured memory failed (${(err as Error).message}); copying it from the images`);
+      await this.d.captures.drop(versionId);
+      return restore(undefined);
+    }
   }
 
   /**
@@ -275,6 +308,11 @@ export class VersionService {
       this.d.workspaces.publish(ws.id);
       throw new GroveError('E_HOST', `rollback failed (${cause.message}) and so did going back (${(err as Error).message}); '${ws.name}' is stopped, its state before the rollback is version ${beforeId}`);
     }
+  }
+
+  /** The helper stops: the kernel tier's captures of versions go with it (rollbacks after the restart copy). */
+  async close(): Promise<void> {
+    await this.d.captures.dropAll();
   }
 
   async delete(versionId: string): Promise<void> {
@@ -313,6 +351,7 @@ export class VersionService {
 
   /** Removes a version's files and record (`reason`: why, when no one asked for it). */
   private async drop(versionId: string, reason?: string): Promise<void> {
+    await this.d.captures.drop(versionId);
     await this.d.ledger.removeOwned(versionId);
     if (!this.d.registry.findVersion(versionId)) return;
     this.d.registry.deleteVersion(versionId);

@@ -26,8 +26,10 @@ export class ShareHolder {
     });
     if (!ready) {
       child.kill('SIGKILL');
-      const { stderr } = await child;
-      throw new GroveError('E_HOST', `the kernel tier's snapshot holder did not start: ${String(stderr).trim() || 'no output'}`);
+      const result = await child;
+      // Its own words, or why it could not run at all (a missing tool: spawn's error).
+      const why = String(result.stderr).trim() || (result.failed ? result.shortMessage : '') || 'no output';
+      throw new GroveError('E_HOST', `the kernel tier's snapshot holder did not start: ${why}`);
     }
     return new ShareHolder(child, { socket, tool });
   }

@@ -58,6 +58,22 @@ describe('the kernel tier snapshot holder', () => {
     }
   });
 
+  it("lets a checkpoint's dump go on when its capture is refused, without the mark that says it was made", async () => {
+    const socket = path.join(dir, 'e.sock');
+    const captured = path.join(dir, 'e.captured');
+    const holder = await ShareHolder.start(tool, socket);
+    try {
+      // The images of a checkpoint hold all its memory: the capture is for rollbacks to share, nothing depends on it.
+      const env = { CRTOOLS_SCRIPT_ACTION: 'post-dump', CRTOOLS_INIT_PID: String(process.pid), GROVE_SHARE_SOCKET: socket, GROVE_SHARE_TOOL: tool, GROVE_SHARE_CAPTURED: captured };
+      const run = await execa('sh', [ACTION_SCRIPT], { env, extendEnv: false, reject: false });
+      expect(run.exitCode).toBe(0);
+      expect(run.stderr).toContain('cannot open /dev/grove-share');
+      expect(existsSync(captured)).toBe(false);
+    } finally {
+      await holder.stop();
+    }
+  });
+
   it('says why it did not start', async () => {
     await expect(ShareHolder.start(tool, path.join(dir, 'no-such-dir', 'd.sock'))).rejects.toThrow(/snapshot holder did not start: grove-share: listening: No such file or directory/);
   });

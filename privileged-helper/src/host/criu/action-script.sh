@@ -5,7 +5,10 @@
 #  post-dump: the tree is still frozen, so a snapshot taken now is the same
 #    instant as the memory images (GROVE_SNAPSHOT_FROM -> GROVE_SNAPSHOT_TO),
 #    and so is the kernel tier's capture of its anonymous memory (into the
-#    holder at GROVE_SHARE_SOCKET; native/grove-share.c).
+#    holder at GROVE_SHARE_SOCKET; native/grove-share.c). A fork's images
+#    lack that memory, so a failed capture fails the dump; a checkpoint's
+#    hold all of it (GROVE_SHARE_CAPTURED set), so there the capture only
+#    says it was made, by creating that file.
 #  post-resume (dump): the tree runs again and CRIU saves its private pages
 #    from the twins (criu-patches/0007): the dump's instant is fixed, which
 #    the helper waits for by watching for the file GROVE_THAWED_FILE.
@@ -36,7 +39,11 @@ join_cpu_group() {
 
 case "$CRTOOLS_SCRIPT_ACTION" in
   post-dump)
-    if [ -n "${GROVE_SHARE_SOCKET:-}" ]; then
+    if [ -n "${GROVE_SHARE_CAPTURED:-}" ]; then
+      if "$GROVE_SHARE_TOOL" capture "$GROVE_SHARE_SOCKET" "$CRTOOLS_INIT_PID" >/dev/null; then
+        : >"$GROVE_SHARE_CAPTURED"
+      fi
+    elif [ -n "${GROVE_SHARE_SOCKET:-}" ]; then
       "$GROVE_SHARE_TOOL" capture "$GROVE_SHARE_SOCKET" "$CRTOOLS_INIT_PID" >/dev/null || exit 1
     fi
     if [ -n "${GROVE_SNAPSHOT_TO:-}" ]; then

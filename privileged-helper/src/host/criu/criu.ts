@@ -54,6 +54,13 @@ export interface DumpRequest {
   snapshot?: { from: string; to: string };
   /** The kernel tier's holder: it captures the source's memory while it is still frozen, and the images go without it. */
   share?: ShareSession;
+  /**
+   * A checkpoint's: the holder captures the tree's memory too, while the
+   * images keep all of it (the version stays whole without the capture).
+   * `capturedFile` is made only if the capture was; one that fails costs
+   * rollbacks their sharing, not the checkpoint.
+   */
+  alsoCapture?: { session: ShareSession; capturedFile: string };
   /** Container paths bind-mounted from the branch's files (branch-storage.ts). */
   binds: readonly string[];
   /**
@@ -138,6 +145,7 @@ export class Criu {
    * then runs on, while CRIU may still save its private pages (pagesAfterThaw).
    */
   dump(req: DumpRequest): DumpRun {
+    if (req.share && req.alsoCapture) throw new Error('a dump captures for a fork or for a checkpoint, not both');
     let announce!: () => void;
     const runsAgain = new Promise<void>((resolve) => (announce = resolve));
     const done = this.runDump(req, announce);
@@ -177,6 +185,7 @@ export class Criu {
     const env = {
       ...(req.snapshot && { GROVE_SNAPSHOT_FROM: req.snapshot.from, GROVE_SNAPSHOT_TO: req.snapshot.to }),
       ...shareEnv(req.share),
+      ...(req.alsoCapture && { ...shareEnv(req.alsoCapture.session), GROVE_SHARE_CAPTURED: req.alsoCapture.capturedFile }),
       GROVE_THAWED_FILE: path.join(req.imagesDir, THAWED_FILE),
     };
     let thawed = false;
