@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Workspace } from '../../src/protocol/entities.js';
-import { connect, createWorkspace, instance, sh, track } from './support.js';
+import { connect, createWorkspace, instance, sh, track, waitFor } from './support.js';
 
 /** Runs a script in the branch; resolves with its exit code and output (never throws on a non-zero exit). */
 async function attempt(c: HelperClient, ws: Workspace, script: string, timeoutMs = 60_000) {
@@ -49,6 +49,9 @@ describe('a branch is a cage', () => {
     sibling = await createWorkspace(c, 'cage-sibling', [8000]);
     made.push(ws.id, sibling.id);
     await sh(c, sibling, 'cd /tmp && (setsid python3 -m http.server 8000 >/dev/null 2>&1 &) ; sleep 1');
+    // The tests look at Chromium in both (and in what is forked and rolled back from them): a desktop starts it
+    // some seconds after the branch runs, more on a busy host.
+    for (const branch of [ws, sibling]) await waitFor(`Chromium in ${branch.name}`, async () => (await attempt(c, branch, 'pgrep -o chromium')).code === 0, 120_000);
   });
 
   afterAll(async () => {
