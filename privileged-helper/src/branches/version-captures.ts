@@ -4,7 +4,7 @@
 // capture), and a rollback to it attaches that memory instead of writing it
 // afresh, as a fork's children do. A capture keeps the pages of its instant
 // while the branch moves on, so only the latest version of each branch keeps
-// one, and at most LIMIT in all; the helper's restart drops them (holders die
+// one, and at most CAPTURES_KEPT in all; the helper's restart drops them (holders die
 // with it), and rollbacks then copy, as on a host without the module.
 import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
@@ -64,7 +64,7 @@ export class VersionCaptures {
     if (!existsSync(entry.capturedFile)) return this.drop(versionId);
     entry.kept = true;
     for (const [id, other] of this.held) if (id !== versionId && other.kept && other.branch === entry.branch) await this.drop(id);
-    const kept = [...this.held].filter(([, e]) => e.kept).map(([id]) => id);
+    const kept = this.keptVersions();
     for (const id of kept.slice(0, Math.max(0, kept.length - CAPTURES_KEPT))) await this.drop(id);
   }
 
@@ -74,7 +74,7 @@ export class VersionCaptures {
     return entry?.kept ? entry.holder.session : undefined;
   }
 
-  /** Versions whose capture is kept, oldest first (for tests and the log). */
+  /** Versions whose capture is kept, oldest first. */
   keptVersions(): string[] {
     return [...this.held].filter(([, e]) => e.kept).map(([id]) => id);
   }

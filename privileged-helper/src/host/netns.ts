@@ -23,15 +23,21 @@ export function planNetwork(instance: string, id: string, subnet: string, index:
   const at = (n: number) => `${a}.${b}.${(offset + n) >> 8}.${(offset + n) & 255}`;
   return {
     netns: `grove-${instance}-${id}`,
-    hostVeth: `gv${instance}${id}`, // ≤ 15 characters: IFNAMSIZ
+    hostVeth: hostVethName(instance, id),
     hostAddress: at(1),
     containerAddress: at(2),
   };
 }
 
-/** Whether `dev` is the host end of one of this instance's branch veths (planNetwork: gv + instance + an 8-hex id). */
+/** The host end of a branch's veth: ≤ 15 characters (IFNAMSIZ) for a 1-4 character instance and an 8-hex id. */
+function hostVethName(instance: string, id: string): string {
+  return `gv${instance}${id}`;
+}
+
+/** Whether `dev` is the host end of one of this instance's branch veths (a branch id is 8 hex digits). */
 function isOwnVeth(dev: string, instance: string): boolean {
-  return dev.startsWith(`gv${instance}`) && /^[0-9a-f]{8}$/.test(dev.slice(2 + instance.length));
+  const id = dev.slice(hostVethName(instance, '').length);
+  return /^[0-9a-f]{8}$/.test(id) && dev === hostVethName(instance, id);
 }
 
 /**

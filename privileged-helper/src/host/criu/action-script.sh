@@ -39,12 +39,12 @@ join_cpu_group() {
 
 case "$CRTOOLS_SCRIPT_ACTION" in
   post-dump)
-    if [ -n "${GROVE_SHARE_CAPTURED:-}" ]; then
+    if [ -n "${GROVE_SHARE_SOCKET:-}" ]; then
       if "$GROVE_SHARE_TOOL" capture "$GROVE_SHARE_SOCKET" "$CRTOOLS_INIT_PID" >/dev/null; then
-        : >"$GROVE_SHARE_CAPTURED"
+        [ -z "${GROVE_SHARE_CAPTURED:-}" ] || : >"$GROVE_SHARE_CAPTURED"
+      elif [ -z "${GROVE_SHARE_CAPTURED:-}" ]; then
+        exit 1
       fi
-    elif [ -n "${GROVE_SHARE_SOCKET:-}" ]; then
-      "$GROVE_SHARE_TOOL" capture "$GROVE_SHARE_SOCKET" "$CRTOOLS_INIT_PID" >/dev/null || exit 1
     fi
     if [ -n "${GROVE_SNAPSHOT_TO:-}" ]; then
       exec /usr/bin/btrfs subvolume snapshot -r -- "$GROVE_SNAPSHOT_FROM" "$GROVE_SNAPSHOT_TO" >/dev/null
