@@ -322,6 +322,7 @@ static int split_target(struct mm_struct *mm, struct vm_area_struct *vma, unsign
 /* Unmaps [start, start + size) of one VMA: it reads zeros afterwards. */
 static void zap_vma_range(struct vm_area_struct *vma, unsigned long start, unsigned long size)
 {
+	lock_vma_for_change(vma);
 #if GROVE_MM_612
 	zap_page_range_single(vma, start, size, NULL);
 #else
@@ -372,7 +373,6 @@ static struct vm_area_struct *fit_target(struct mm_struct *target_mm, struct vm_
 		return ERR_PTR(err);
 	target = vma_lookup(target_mm, source->vm_start);
 	if (target->anon_vma || !list_empty(&target->anon_vma_chain)) {
-		lock_vma_for_change(target);
 		zap_vma_range(target, target->vm_start, target->vm_end - target->vm_start);
 		mm_internals.unlink_anon_vmas(target);
 	}
