@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: installs what is missing, then typecheck, lint, unit tests
 # and the system tests (real helper, btrfs, crun, netns and CRIU, as root),
-# then the kernel tier's module under qemu (kernel/test.sh), then the app's
+# then the kernel tier under qemu (kernel/test.sh: the module; kernel/helper-test.sh:
+# the helper forking through it), then the app's
 # end-to-end tests (Chromium against `grove app --web`).
 # The system tests run their own helper instance and remove all it made.
 set -euo pipefail
@@ -33,5 +34,7 @@ step "kernel tier: grove_share under qemu, on Debian 12's 6.1 (kernel/test.sh)"
 kernel/test.sh
 step "kernel tier: grove_share under qemu, on the 6.12 Debian 12 also ships (kernel/test.sh 6.12)"
 kernel/test.sh 6.12
+step "kernel tier: the helper itself forks and rolls back through grove_share under qemu (kernel/helper-test.sh)"
+kernel/helper-test.sh
 step "end-to-end tests of the app (Playwright + Debian's Chromium, real helper)"
 npm run --silent test:e2e

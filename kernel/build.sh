@@ -3,7 +3,7 @@
 #   kernel/build.sh HEADERS_DIR OUT_DIR [GROVE_SHARE_BUILT_FOR=BUILD]
 # (the last only in kernel/test.sh: a module that claims another kernel build)
 # HEADERS_DIR is a kernel's build tree (/lib/modules/$(uname -r)/build on a
-# host, or the headers kernel/fetch.sh unpacked into the cache). Kbuild
+# host, or the headers build/host/kernel.sh unpacked into the cache). Kbuild
 # writes next to the sources, so they are copied to OUT_DIR first.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"

@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Fetches a Debian 12 kernel that kernel/ is built and proven against and
 # prints the folder it is in: vmlinuz (booted under qemu), headers (to build
-# the module) and the few modules the guest loads (zram for its swap,
-# nfnetlink for CRIU's kernel probe), with what they depend on, in the order
-# modules/load-order gives. Nothing is installed: the packages are unpacked
+# the module) and the modules the guests load (guest_modules below), with
+# what they depend on, in the order modules/load-order gives. Nothing is installed: the packages are unpacked
 # into $GROVE_CACHE/kernel/RELEASE, so the host's own kernel and boot loader
 # are untouched. Idempotent.
 #   build/host/kernel.sh          Debian 12's own kernel (linux-image-amd64: 6.1)
@@ -16,9 +15,24 @@ meta="linux-image-${1:+$1-}amd64"
 release="$(apt-cache depends "$meta" | sed -n 's/^ *Depends: linux-image-\(.*-amd64\)$/\1/p' | head -n1)"
 [ -n "$release" ] || { echo "kernel: cannot tell which kernel $meta is (apt-get update?)" >&2; exit 1; }
 dir="$cache/$release"
+# kernel/test.sh's guest: zram for its swap, nfnetlink for CRIU's kernel probe.
 guest_modules=(zram nfnetlink)
+# kernel/helper-test.sh's guest, which runs the whole helper on the host's
+# files, boots only Debian 12's own kernel (its 6.12 lacks cgroup v1's memory
+# controller, which the helper uses): virtio, 9p and overlay for its root,
+# and what the helper and CRIU use on a host (btrfs on a loop device, veths,
+# nftables with NAT and named counters, the socket-diag modules CRIU reads
+# sockets with, conntrack netlink that CRIU dumps connections through).
+# crc32c_generic: libcrc32c (btrfs, nf_tables) refuses to load without the
+# crc32c it asks for by name.
+[ -n "${1:-}" ] || guest_modules+=(virtio_pci 9p 9pnet_virtio overlay crc32c_generic btrfs loop veth nf_tables nft_ct nft_nat
+  nft_chain_nat nft_objref nf_conntrack_netlink nft_reject_inet unix_diag inet_diag tcp_diag udp_diag netlink_diag af_packet_diag)
 complete() {
-  [ -s "$dir/release" ] && [ -s "$dir/modules/load-order" ]
+  [ -s "$dir/release" ] && [ -s "$dir/modules/load-order" ] || return 1
+  local module
+  for module in "${guest_modules[@]}"; do
+    grep -qx "$module" "$dir/modules/load-order" || grep -qs "/$module.ko" "$dir/modules/builtin" || return 1
+  done
 }
 if complete; then
   echo "$dir"
@@ -43,11 +57,14 @@ for deb in "$tmp"/*.deb; do dpkg-deb -x "$deb" "$tmp/x"; done
 mkdir -p "$tmp/out/modules"
 cp "$tmp/x/boot/vmlinuz-$release" "$tmp/out/vmlinuz"
 # Each guest module after those it depends on (its modinfo's depends=),
-# uncompressed: busybox's insmod reads plain .ko files.
+# uncompressed: busybox's insmod reads plain .ko files. One built into the
+# kernel is not loaded.
+cp "$tmp/x/lib/modules/$release/modules.builtin" "$tmp/out/modules/builtin"
 loaded=()
 add_module() {
   local name="$1" file dep
   [[ " ${loaded[*]} " == *" $name "* ]] && return
+  grep -q "/$name.ko" "$tmp/out/modules/builtin" && return
   file="$(find "$tmp/x/lib/modules/$release/kernel" -name "$name.ko" -o -name "$name.ko.xz" | head -n1)"
   [ -n "$file" ] || { echo "kernel: $release has no module $name" >&2; exit 1; }
   case "$file" in *.xz) xz -dc "$file" > "$tmp/out/modules/$name.ko" ;; *) cp "$file" "$tmp/out/modules/$name.ko" ;; esac
