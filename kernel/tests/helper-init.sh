@@ -19,7 +19,8 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 
 while read -r module; do
-  [ "$module" = zram ] && continue # no swap here: 128 MiB would not hold what the desktop pages out
+  # No swap here: a page swapped out has no frame, and the checks compare frames.
+  [ "$module" = zram ] && continue
   insmod "/modules/$module.ko" || echo "# module $module did not load"
 done < /modules/load-order
 
