@@ -11,7 +11,7 @@
 # in it, after switch_root (a chroot would not do: the kernel refuses a
 # chrooted caller a user namespace, and the helper makes them).
 if [ "${1:-}" != in-root ]; then
-/bin/busybox mkdir -p /proc /sys /dev /tmp /host /upper /newroot
+/bin/busybox mkdir -p /proc /sys /dev /host /upper /newroot
 /bin/busybox --install -s /bin
 export PATH=/bin
 mount -t proc proc /proc
