@@ -219,7 +219,7 @@ async function measure(s: Session, p: Plan, quick: boolean, sections: BenchSecti
   const fan = runs('fanout') ? await fanouts(s, p, source, baseSource) : { grove: noFanout, criu: noFanout };
   const naiveReads = runs('read-latency') ? await naiveReadLatency(s, p) : [];
   const chain = runs('read-latency') ? await groveReadLatency(s, p, source) : { reads: [], depthForks: [], errors: [] };
-  const cage = runs('cage') ? await cageCost(s, p, source) : null;
+  const cage = runs('cage') ? await cageCost(s, p) : null;
   const profile = runs('profile') ? await measureProfile(c, CRIU, source, p.forks, log) : null;
 
   const grove: Side = { ...side(forks.grove), errors: [...forks.groveErrors, ...chain.errors], fanout: fan.grove.points, fanoutSkipped: fan.grove.skipped, readLatency: chain.reads };
@@ -254,7 +254,7 @@ const NOTES = [
   'grove.readLatency: real Grove branches, a chain of forks (each parent discarded once its child is up), read inside the branch. criu.readLatency: layout naive-overlay = an overlay with depth+1 stacked lowerdirs (one per fork generation) plus a private upper, built on the host; the file comes from the bottom layer, read through the top mount by the same script.',
   'readLatency.us = µs per open+read+close of a small inherited file (warm); bigRead* = one sequential read after POSIX_FADV_DONTNEED on that file.',
   'computerUse: through the helper\'s socket like an agent. screenshotMs = desktop.screenshot of the whole screen, request to reply (PNG, base64); actionToFrameMs = from sending desktop.key (a letter into the start page\'s note) until a second VNC client (the bench\'s own) receives the frame with the page\'s new colour; pngEncodeMs = the helper\'s PNG encoder on one full-screen frame, in process.',
-  'cage: caged = this run’s helper; uncaged = a second helper instance with GROVE_BENCH_UNCAGED=1 (Docker’s default capabilities, no no_new_privs, no seccomp, no cgroups) and a desktop of its own from the same image; one fork each in turn. forkToFirstFrameMs is the helper’s fork report total; childPssMiB sums PSS over the child’s pid namespace right after its first frame.',
+  'cage: caged = a fresh desktop of this run’s helper; uncaged = a second helper instance with GROVE_BENCH_UNCAGED=1 (Docker’s default capabilities, no no_new_privs, no seccomp, no cgroups) and a desktop of its own from the same image; one fork each in turn. forkToFirstFrameMs is the helper’s fork report total; childPssMiB sums PSS over the child’s pid namespace right after its first frame.',
   'Percentiles interpolate linearly between ranks; with 3-5 samples p95 is close to the maximum.',
 ];
 
@@ -405,8 +405,17 @@ async function groveReadLatency(s: Session, p: Plan, source: Workspace) {
   return { reads, depthForks, errors };
 }
 
-/** Starts the uncaged comparison helper with a desktop of its own, then forks both sides alternately. */
-async function cageCost(s: Session, p: Plan, source: Workspace) {
+/**
+ * Starts the uncaged comparison helper, gives each side a fresh desktop of its
+ * own, then forks both sides alternately. The caged side is not the run's
+ * source: by then that one has been typed into, forked and fanned out, and
+ * its children carried ~18 MiB more and took ~10 % longer than a fresh
+ * desktop's, which this figure counted as the cage's (+13.3 % in
+ * bench-2026-12-02T16-29-20-471Z; +4.9 % with both sides fresh in
+ * bench-cage-only-2026-12-02). Both desktops are removed afterwards, so the
+ * profile runs beside nothing new.
+ */
+async function cageCost(s: Session, p: Plan) {
   s.proceed();
   const t = testInstance(`u${s.t.instance.slice(1)}`);
   t.env.GROVE_SUBNET = UNCAGED_SUBNET;
@@ -416,9 +425,14 @@ async function cageCost(s: Session, p: Plan, source: Workspace) {
   await startHelper(t);
   const uc = (s.uncaged.client = await HelperClient.connect({ socketPath: t.socketPath, name: 'bench-uncaged', kind: 'test' }));
   await uc.request('image.build', { name: 'desktop' });
-  const uncagedSource = await uc.request('workspace.create', { name: 'bench-uncaged' });
-  await desktopUp(uc, uncagedSource);
-  return measureCage({ caged: { client: s.client!, source }, uncaged: { client: uc, source: uncagedSource } }, p.forks, () => s.proceed(), log);
+  const caged = { client: s.client!, source: await s.client!.request('workspace.create', { name: 'bench-caged' }) };
+  const uncaged = { client: uc, source: await uc.request('workspace.create', { name: 'bench-uncaged' }) };
+  try {
+    await Promise.all([caged, uncaged].map((side) => desktopUp(side.client, side.source)));
+    return await measureCage({ caged, uncaged }, p.forks, () => s.proceed(), log);
+  } finally {
+    for (const side of [caged, uncaged]) await side.client.request('workspace.delete', { workspace: side.source.id }).catch(() => undefined);
+  }
 }
 
 async function removeOrThrow(what: string, remove: () => Promise<string[]>): Promise<void> {
