@@ -52,7 +52,7 @@ import { DesktopService } from './desktop/desktop-service.js';
 import { createHandlers } from './server/handlers.js';
 import { ExitWatch } from './workspaces/exit-watch.js';
 import { SpaceService } from './space/space-service.js';
-import { detachFromStarter, removeHelperCgroups } from './host/detach.js';
+import { detachFromStarter, preferHelperCpu, removeHelperCgroups } from './host/detach.js';
 
 const log = (msg: string) => process.stderr.write(`[grove-helper] ${msg}\n`);
 
@@ -216,6 +216,7 @@ async function boot(config: HelperConfig) {
 async function serve(config: HelperConfig): Promise<void> {
   const credentials = loadPeerCredentials(config.peercredAddon);
   await detachFromStarter(config.instance, log);
+  await preferHelperCpu(config.instance, log);
   const { db, services, personGid, exitWatch } = await boot(config);
   exitWatch.start();
   services.space.watch((space) => services.bus.broadcast('pool.space', space));

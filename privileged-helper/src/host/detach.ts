@@ -5,6 +5,8 @@
 // it moves itself at start into cgroups of its own in every cgroup v1
 // hierarchy where it is not at the top: grove-helper-INSTANCE, beside (not
 // under) the instance's branch groups, which start-up reconciliation sweeps.
+// In the cpu hierarchy it always has that group, under systemd too, weighted
+// far above the branches (preferHelperCpu).
 import { mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CGROUP_ROOT } from './cgroups.js';
@@ -44,6 +46,32 @@ export async function detachFromStarter(instance: string, log: (line: string) =>
     } catch (err) {
       log(`could not leave the starter's ${m.hierarchy} cgroup ${m.path}: ${(err as Error).message}`);
     }
+  }
+}
+
+/**
+ * The helper's cpu weight (cgroup v1 cpu.shares) against the instance's
+ * branches, whose parent group has the default 1024. What the helper runs is
+ * what a person waits for: a fork's CRIU dump and restores and the dozens of
+ * short programs around them (action scripts, tar, nsenter, nft, btrfs).
+ * With a branch keeping both cores busy, each of those programs waited for
+ * the CPU as one equal against all the branches, and a fork took 30-70 s
+ * instead of ~5 s (docs/fork-profile.md, "A fork under full CPU load"). The
+ * helper works only when asked, so the branches lose nothing while it idles,
+ * and unlike a branch parent marked cpu.idle, they still get their share
+ * against the rest of the host.
+ */
+export const HELPER_CPU_SHARES = 16384;
+
+/** Moves the helper into its own cpu group at HELPER_CPU_SHARES; what it starts from then on inherits it. */
+export async function preferHelperCpu(instance: string, log: (line: string) => void): Promise<void> {
+  const dir = path.join(CGROUP_ROOT, 'cpu', helperCgroupName(instance));
+  try {
+    await mkdir(dir, { recursive: true });
+    await writeFile(path.join(dir, 'cpu.shares'), String(HELPER_CPU_SHARES));
+    await writeFile(path.join(dir, 'cgroup.procs'), String(process.pid));
+  } catch (err) {
+    log(`could not give the helper its own cpu group ${dir}: ${(err as Error).message}; a busy branch will slow its forks`);
   }
 }
 

@@ -4,9 +4,12 @@
 // created, in its forks and after a rollback; runaway branches stay inside
 // their limits while a sibling keeps serving.
 import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Workspace } from '../../src/protocol/entities.js';
+import { CGROUP_ROOT } from '../../src/host/cgroups.js';
+import { HELPER_CPU_SHARES, helperCgroupName } from '../../src/host/detach.js';
 import { connect, createWorkspace, instance, sh, track, waitFor } from './support.js';
 
 /** Runs a script in the branch; resolves with its exit code and output (never throws on a non-zero exit). */
@@ -31,6 +34,11 @@ async function idMapOf(c: HelperClient, ws: Workspace): Promise<{ id: string; ui
 async function cpuGroups(c: HelperClient, ws: Workspace): Promise<string[]> {
   const lines = await sh(c, ws, "cat /proc/[0-9]*/task/[0-9]*/cgroup 2>/dev/null | grep -E '^[0-9]+:cpu:' | sort -u");
   return lines.trim().split('\n').map((l) => l.replace(/^\d+:cpu:/, ''));
+}
+
+/** A host process's group in the cpu hierarchy, from /proc/PID/cgroup. */
+async function hostCpuGroup(pid: number): Promise<string | undefined> {
+  return /^\d+:(?:[^:]*,)?cpu(?:,[^:]*)?:(.*)$/m.exec(await readFile(`/proc/${pid}/cgroup`, 'utf8'))?.[1];
 }
 
 const CAGED = /Seccomp:\s+2\nNoNewPrivs:\s+1\n|NoNewPrivs:\s+1\nSeccomp:\s+2/;
@@ -150,6 +158,22 @@ describe('a branch is a cage', () => {
   // On the sibling: a branch whose memory was just squeezed by its limit can be
   // left with inotify watches the kernel cannot name by file handle any more,
   // and then CRIU refuses to dump it (seen on this kernel; not a cage matter).
+  it("runs the helper, and what it starts, in a cpu group of its own that goes before the branches", async () => {
+    const t = instance();
+    const helper = Number(await readFile(t.pidFile, 'utf8'));
+    const own = `/${helperCgroupName(t.instance)}`;
+    expect(await hostCpuGroup(helper)).toBe(own);
+    const shares = async (group: string) => Number(await readFile(path.join(CGROUP_ROOT, 'cpu', group, 'cpu.shares'), 'utf8'));
+    expect(await shares(own)).toBe(HELPER_CPU_SHARES);
+    expect(await shares(`grove-${t.instance}`)).toBeLessThan(HELPER_CPU_SHARES / 8);
+    // What it starts inherits the group (the egress gate runs the whole time).
+    const children = (await readFile(`/proc/${helper}/task/${helper}/children`, 'utf8')).trim().split(/\s+/).filter(Boolean).map(Number);
+    expect(children.length).toBeGreaterThan(0);
+    for (const child of children) expect(await hostCpuGroup(child), `helper child ${child}`).toBe(own);
+    // The branches do not.
+    expect(await cpuGroups(c, ws)).toEqual([`/grove-${t.instance}/${ws.id}`]);
+  });
+
   it('keeps the cage in a fork, after a rollback, and the limits go with the fork', async () => {
     await c.request('workspace.limits', { workspace: sibling.id, pids: 1500 });
     const version = await c.request('branch.checkpoint', { workspace: sibling.id, label: 'cage' });
