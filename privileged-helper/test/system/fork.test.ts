@@ -342,7 +342,18 @@ describe('a failed fork', () => {
     ).trim();
     await waitFor('the ballast to be held', async () => (await fileIn(client, source, '/tmp/ballast.log')) === 'held\n', 60_000);
     try {
-      await forkWhoseDumpDies(t, atOnce);
+      await expectUndone(async () => {
+        const forking = client.request('branch.fork', { workspace: source.id, copies: 2 });
+        forking.catch(() => undefined);
+        const dump = await stopDumpOnceThawed(`${t.runDir}/scratch`);
+        expect(dump).not.toBeNull();
+        // The dump cannot finish now: the children's restores must start without its pages.
+        // CRIU opens its log in the restore's work dir (host/criu/criu.ts restoreWorkDir) as it starts.
+        const restoring = async () => (await readdir(dump!.images)).filter((name) => existsSync(`${dump!.images}/${name}/restore.log`)).length;
+        await waitFor("the children's restores to start", async () => (await restoring()) === atOnce, 60_000);
+        process.kill(dump!.pid, 'SIGKILL');
+        await expect(forking).rejects.toMatchObject({ code: 'E_HOST', message: expect.stringMatching(/^criu dump failed: killed by SIGKILL/) });
+      });
     } finally {
       await sh(client, source, `kill ${ballast}`);
     }
@@ -353,22 +364,6 @@ describe('a failed fork', () => {
       expect(await readFile(`${logs}/${name}`, 'utf8')).toContain("The dump's private pages were not saved: criu dump failed: killed by SIGKILL");
     }
   });
-
-  /** A fork whose dump is stopped once the source runs again, then killed while the children's restores wait for its pages. */
-  async function forkWhoseDumpDies(t: ReturnType<typeof instance>, atOnce: number): Promise<void> {
-    await expectUndone(async () => {
-      const forking = client.request('branch.fork', { workspace: source.id, copies: 2 });
-      forking.catch(() => undefined);
-      const dump = await stopDumpOnceThawed(`${t.runDir}/scratch`);
-      expect(dump).not.toBeNull();
-      // The dump cannot finish now: the children's restores must start without its pages.
-      // CRIU opens its log in the restore's work dir (host/criu/criu.ts restoreWorkDir) as it starts.
-      const restoring = async () => (await readdir(dump!.images)).filter((name) => existsSync(`${dump!.images}/${name}/restore.log`)).length;
-      await waitFor("the children's restores to start", async () => (await restoring()) === atOnce, 60_000);
-      process.kill(dump!.pid, 'SIGKILL');
-      await expect(forking).rejects.toMatchObject({ code: 'E_HOST', message: expect.stringMatching(/^criu dump failed: killed by SIGKILL/) });
-    });
-  }
 
   it('refuses fault injection on a helper that does not allow it', async () => {
     // This helper allows it (GROVE_FAULT_INJECTION=1); the switch itself is covered by
