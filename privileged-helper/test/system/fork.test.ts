@@ -65,25 +65,49 @@ async function reachedThrough(socket: string, candidates: Workspace[]): Promise<
 }
 
 /**
- * Stops the fork's CRIU dump the moment its tree runs again (its post-resume
- * action leaves grove-thawed in the images dir), before it has saved the
- * pages; null if no dump got there within a minute.
+ * A fork's CRIU dump in SCRATCH, as soon as one runs whose images dir passes
+ * READY; null if none did within a minute.
  */
-async function stopDumpOnceThawed(scratch: string): Promise<{ pid: number; images: string } | null> {
+async function dumpIn(scratch: string, ready: (images: string) => boolean = () => true): Promise<{ pid: number; images: string } | null> {
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
     for (const dir of await readdir(scratch).catch(() => [])) {
       const images = `${scratch}/${dir}`;
-      if (!dir.startsWith('fork-') || !existsSync(`${images}/grove-thawed`)) continue;
+      if (!dir.startsWith('fork-') || !ready(images)) continue;
       const dump = (await commandsOf(images)).find((p) => p.argv[1] === 'dump');
-      if (!dump) continue;
-      process.kill(dump.pid, 'SIGSTOP');
-      return { pid: dump.pid, images };
+      if (dump) return { pid: dump.pid, images };
     }
     await new Promise((r) => setTimeout(r, 2));
   }
   return null;
 }
+
+/**
+ * Stops the fork's CRIU dump the moment its tree runs again (its post-resume
+ * action leaves grove-thawed in the images dir), before it has saved the
+ * pages; null if no dump got there within a minute.
+ */
+async function stopDumpOnceThawed(scratch: string): Promise<{ pid: number; images: string } | null> {
+  const dump = await dumpIn(scratch, (images) => existsSync(`${images}/grove-thawed`));
+  if (dump) process.kill(dump.pid, 'SIGSTOP');
+  return dump;
+}
+
+/**
+ * Holds a message on a socket that asks for its senders' credentials and
+ * reads it only once told to (SIGUSR1).
+ */
+const CREDENTIALS_READER = `
+import signal, socket
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+sender, receiver = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+receiver.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+sender.send(b'waiting')
+print('queued', flush=True)
+signal.sigwait({signal.SIGUSR1})
+print('read', receiver.recv(64), flush=True)
+signal.pause()
+`;
 
 async function fileIn(client: HelperClient, ws: Workspace, file: string): Promise<string | null> {
   const res = await client.request('exec.run', { workspace: ws.id, argv: ['cat', file] });
@@ -362,6 +386,38 @@ describe('a failed fork', () => {
     expect(restoreLogs).toHaveLength(atOnce);
     for (const name of restoreLogs) {
       expect(await readFile(`${logs}/${name}`, 'utf8')).toContain("The dump's private pages were not saved: criu dump failed: killed by SIGKILL");
+    }
+  });
+
+  it("tries the dump again while a process has not read a message with its sender's credentials, and says so once it never does", async () => {
+    // Chromium's crash handler asks for its clients' credentials (SO_PASSCRED); CRIU can keep descriptors in flight, not those.
+    const reader = '/root/credentials-reader.py';
+    await client.request('exec.run', { workspace: source.id, argv: ['tee', reader], stdin: CREDENTIALS_READER });
+    await sh(client, source, `setsid python3 ${reader} </dev/null >/tmp/reader.log 2>&1 &`);
+    await waitFor('a message to wait for the reader', async () => (await fileIn(client, source, '/tmp/reader.log')) === 'queued\n', 30_000);
+    const [readerPid] = (await commandsOf(reader)).filter((p) => p.argv[0] === 'python3').map((p) => p.pid);
+    expect(readerPid).toBeDefined();
+    try {
+      // Never read: every try meets it, and the last one says what to do.
+      await expectUndone(async () => {
+        await expect(client.request('branch.fork', { workspace: source.id, copies: 1 })).rejects.toMatchObject({
+          code: 'E_HOST',
+          message: expect.stringMatching(/Control messages in queue.*credentials-reader\.py.*has not read a message/),
+        });
+      });
+      // Read between two tries: the fork goes through.
+      const forking = client.request('branch.fork', { workspace: source.id, copies: 1 });
+      forking.catch(() => undefined);
+      const first = await dumpIn(`${instance().runDir}/scratch`);
+      expect(first).not.toBeNull();
+      await waitFor('the first try to fail', async () => !(await commandsOf(first!.images)).some((p) => p.pid === first!.pid), 60_000);
+      process.kill(readerPid!, 'SIGUSR1');
+      const { children } = await forking;
+      for (const child of children) await client.request('workspace.delete', { workspace: child.id });
+      expect(children).toHaveLength(1);
+      expect(await fileIn(client, source, '/tmp/reader.log')).toBe("queued\nread b'waiting'\n");
+    } finally {
+      process.kill(readerPid!, 'SIGKILL');
     }
   });
 

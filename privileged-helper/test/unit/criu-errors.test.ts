@@ -23,6 +23,8 @@ describe('criuFailure', () => {
     expect(transientDumpFailure('(00.012) Error (compel/src/lib/infect.c:146): Unseizable non-zombie 18387 found, state T, err -1/10')).toBe(false);
     // A socket handed to another process that has not read it yet, with data of its own still queued.
     expect(transientDumpFailure('Error (criu/sk-unix.c:482): unix: Non-empty write queue on an in-flight socket 0xd03e0a')).toBe(true);
+    // A message with its sender's credentials, not read yet by a process that asked for them (SO_PASSCRED).
+    expect(transientDumpFailure('Error (criu/sk-queue.c:144): skqueue: Control messages in queue, not supported')).toBe(true);
   });
 
   it("names the restored tree's task and drops the timestamps of a verbose log", () => {
@@ -50,6 +52,11 @@ describe('criuFailure', () => {
     });
     const secret = "(00.301116) Error (criu/files-reg.c:1905): Can't lookup mount=15 for fd=3 path=/secretmem (deleted)\n(00.301200) Error (criu/cr-dump.c:1706): Dump files (pid: 2718) failed with -1";
     expect(criuFailure(secret)?.advice).toMatch(/a file from outside the branch/);
+  });
+
+  it("says what to do about a message with its sender's credentials that its process has not read", () => {
+    const log = '(00.912) Error (criu/sk-queue.c:144): skqueue: Control messages in queue, not supported\n(00.913) Error (criu/cr-dump.c:1706): Dump files (pid: 4711) failed with -1';
+    expect(criuFailure(log)).toMatchObject({ cause: 'skqueue: Control messages in queue, not supported', pid: { host: 4711 }, advice: expect.stringMatching(/has not read a message/) });
   });
 
   it('has nothing to say about a log with only noise', () => {

@@ -27,6 +27,7 @@ const ADVICE: [RegExp, string][] = [
   [/device|Can't dump .*(?:char|block)/i, 'a process holds a device the branch cannot take along; end it and try again'],
   [/Can't dump file \d+ of that type/, 'a process holds a kind of file a fork cannot take along (named above); close it or end the process, then try again'],
   [/Can't lookup mount=\d+ for fd=\d+/, 'a process holds a file from outside the branch (named above); close it or end the process, then try again'],
+  [/Control messages in queue/, "a process has not read a message that carries its sender's credentials (named above); try again in a moment, or end it"],
 ];
 
 /**
@@ -38,10 +39,14 @@ const ADVICE: [RegExp, string][] = [
  *   rollback). One a debugger really holds stays so, and the last try says so;
  * - a socket in flight (held only by a message not read yet) with data of
  *   its own not sent yet, which CRIU cannot dump (seen with mousepad, GTK, a
- *   moment after it handed a socket to another process, which then reads it).
+ *   moment after it handed a socket to another process, which then reads it);
+ * - a message waiting on a socket that asked for its senders' credentials
+ *   (SO_PASSCRED): CRIU can keep descriptors in flight, not credentials (seen
+ *   with Chromium's crash handler under qemu, a moment after a renderer
+ *   registered with it).
  */
 export function transientDumpFailure(log: string): boolean {
-  return /netlink: The socket has data to read|Unseizable non-zombie \d+ found, state t,|Non-empty write queue on an in-flight socket/.test(log);
+  return /netlink: The socket has data to read|Unseizable non-zombie \d+ found, state t,|Non-empty write queue on an in-flight socket|Control messages in queue, not supported/.test(log);
 }
 
 export interface CriuFailure {
