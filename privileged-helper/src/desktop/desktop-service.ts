@@ -61,6 +61,8 @@ type At = { x?: number; y?: number };
 
 export class DesktopService {
   private readonly pool: SessionPool;
+  /** Per branch: the keycodes its last keymap change gave (BranchKeymap). */
+  private readonly keycodesGiven = new Map<string, { keycodes: ReadonlySet<number> }>();
 
   constructor(private readonly o: DesktopOptions) {
     this.pool = new SessionPool({ vncPort: o.vncPort ?? 5900, idleMs: o.idleMs ?? 60_000, connectTimeoutMs: o.connectTimeoutMs ?? 10_000, log: o.log });
@@ -240,6 +242,7 @@ export class DesktopService {
   /** The branch stopped, was rolled back or removed: drop its session. */
   forget(branchId: string): void {
     this.pool.forget(branchId);
+    this.keycodesGiven.delete(branchId);
   }
 
   closeAll(): Promise<void> {
@@ -249,7 +252,9 @@ export class DesktopService {
   /** The branch's keymap, managed with xmodmap inside it (keymap.ts). */
   private keymap(t: DesktopTarget): BranchKeymap {
     const run: RunInside = (argv) => this.o.exec(t, { argv, env: { DISPLAY }, timeoutMs: XMODMAP_TIMEOUT_MS });
-    return new BranchKeymap(run, (msg) => this.o.log(`desktop ${t.name}: ${msg}`));
+    let given = this.keycodesGiven.get(t.id);
+    if (!given) this.keycodesGiven.set(t.id, (given = { keycodes: new Set() }));
+    return new BranchKeymap(run, (msg) => this.o.log(`desktop ${t.name}: ${msg}`), given);
   }
 
   /** Runs the call and publishes it, whatever the outcome. */

@@ -8,6 +8,7 @@
 // Xvnc's additions), a batch at a time, with xmodmap run inside the branch.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { GroveError } from '../protocol/wire.js';
+import { X_CATCH_UP_PY } from './x-catch-up.js';
 
 /** keycode → its keysyms (0: none), as `xmodmap -pk` shows them. */
 export type KeycodeMap = Map<number, number[]>;
@@ -24,6 +25,8 @@ export type RunInside = (argv: string[]) => Promise<{ exitCode: number; stdout: 
 /** Around a keymap change (see prepare): at least this long, and this long per keycode changed. */
 const SETTLE_MS = 200;
 const PER_KEYCODE_MS = 150;
+/** The most a keymap change waits for the desktop's apps to catch up (x-catch-up.ts), in seconds. */
+const CATCH_UP_S = 5;
 
 /** A character beyond ASCII (Latin-1's upper half, or a Unicode keysym; not XF86's 0x1008xxxx): what a layout may lack. */
 const beyondAscii = (k: number) => (k >= 0xa0 && k <= 0xff) || (k >= 0x01000100 && k <= 0x0110ffff);
@@ -43,40 +46,62 @@ export function parseKeycodes(xmodmapPk: string): KeycodeMap {
  * Splits the keysyms into segments whose missing keysyms fit on the keycodes
  * free to (re)use, and says which keycode gets which keysym before each one.
  * A keycode holding a keysym the segment types is not reused during it.
+ *
+ * Nor is one the segment before was given (for the first segment, `recent`:
+ * those the last change gave), unless nothing else is left: an app that has
+ * not read that segment's keys yet when the keymap changes reads them with
+ * the new keysyms (seen with a desktop starved of CPU). So a text that needs
+ * more than one segment gives each at most half the keycodes there are to
+ * give, and the segments take turns.
  */
-export function planSegments(keysyms: readonly number[], keycodes: KeycodeMap): Segment[] {
+export function planSegments(keysyms: readonly number[], keycodes: KeycodeMap, recent: ReadonlySet<number> = new Set()): Segment[] {
+  const atOnce = segmentsOf(keysyms, keycodes, recent, Infinity);
+  if (atOnce.length === 1) return atOnce;
+  const givable = [...keycodes.values()].filter((syms) => syms.every((k) => k === 0) || onlyAdded(syms)).length;
+  return segmentsOf(keysyms, keycodes, recent, Math.max(1, Math.floor(givable / 2)));
+}
+
+function segmentsOf(keysyms: readonly number[], keycodes: KeycodeMap, recent: ReadonlySet<number>, most: number): Segment[] {
   const map = new Map([...keycodes].map(([code, syms]) => [code, [...syms]]));
   const segments: Segment[] = [];
+  let avoid: ReadonlySet<number> = recent;
   let i = 0;
   while (i < keysyms.length) {
     const start = i;
-    const wanted = new Set<number>();
-    const reachable = reachableKeysyms(map);
-    let plan: Segment['assign'] = [];
-    for (; i < keysyms.length; i++) {
-      if (wanted.has(keysyms[i]!)) continue;
-      wanted.add(keysyms[i]!);
-      const next = assignments(wanted, map, reachable);
-      if (!next) {
-        wanted.delete(keysyms[i]!);
-        break;
-      }
-      plan = next;
-    }
-    if (i === start) throw new GroveError('E_HOST', "the desktop's keymap has no keycode free for new characters");
-    for (const [code, keysym] of plan) map.set(code, [keysym]);
-    segments.push({ assign: plan, keysyms: keysyms.slice(start, i) });
+    let taken = takeSegment(keysyms, start, map, avoid, most);
+    if (taken.end === start) taken = takeSegment(keysyms, start, map, new Set(), most);
+    if (taken.end === start) throw new GroveError('E_HOST', "the desktop's keymap has no keycode free for new characters");
+    i = taken.end;
+    for (const [code, keysym] of taken.plan) map.set(code, [keysym]);
+    segments.push({ assign: taken.plan, keysyms: keysyms.slice(start, i) });
+    if (taken.plan.length > 0) avoid = new Set(taken.plan.map(([code]) => code));
   }
   return segments;
 }
 
+/** The longest run of keysyms from `start` whose missing ones fit on at most `most` keycodes, none of them in `avoid`. */
+function takeSegment(keysyms: readonly number[], start: number, map: KeycodeMap, avoid: ReadonlySet<number>, most: number): { end: number; plan: Segment['assign'] } {
+  const wanted = new Set<number>();
+  const reachable = reachableKeysyms(map);
+  let plan: Segment['assign'] = [];
+  let i = start;
+  for (; i < keysyms.length; i++) {
+    if (wanted.has(keysyms[i]!)) continue;
+    wanted.add(keysyms[i]!);
+    const next = assignments(wanted, map, reachable, avoid);
+    if (!next || next.length > most) break;
+    plan = next;
+  }
+  return { end: i, plan };
+}
+
 /** Keycodes for the wanted keysyms the map lacks, or null when there are not enough. */
-function assignments(wanted: Set<number>, map: KeycodeMap, reachable: Set<number>): Segment['assign'] | null {
+function assignments(wanted: Set<number>, map: KeycodeMap, reachable: Set<number>, avoid: ReadonlySet<number>): Segment['assign'] | null {
   const missing = [...wanted].filter((k) => beyondAscii(k) && !reachable.has(k));
   if (missing.length === 0) return [];
   const inUse = (syms: number[]) => syms.some((k) => wanted.has(k));
   // From the top down, as Xvnc picks them (the lowest keycodes are the oddest to toolkits).
-  const codes = (keep: (syms: number[]) => boolean) => [...map].filter(([, syms]) => keep(syms)).map(([code]) => code).sort((a, b) => b - a);
+  const codes = (keep: (syms: number[]) => boolean) => [...map].filter(([code, syms]) => !avoid.has(code) && keep(syms)).map(([code]) => code).sort((a, b) => b - a);
   const free = codes((syms) => syms.every((k) => k === 0));
   const reusable = codes((syms) => !inUse(syms) && onlyAdded(syms));
   const usable = [...free, ...reusable];
@@ -100,16 +125,21 @@ function onlyAdded(syms: number[]): boolean {
  * (Xvnc then adds what it can).
  */
 export class BranchKeymap {
+  /**
+   * `given`: the keycodes the branch's last keymap change gave, kept by the
+   * caller from one call to the next (planSegments avoids them).
+   */
   constructor(
     private readonly run: RunInside,
     private readonly log: (msg: string) => void,
+    private readonly given: { keycodes: ReadonlySet<number> },
   ) {}
 
   /** The keysyms in segments (one when nothing needs a keycode, or when the keymap cannot be managed). */
   async segments(keysyms: number[]): Promise<Segment[]> {
     if (!needsKeymap(keysyms)) return [{ assign: [], keysyms }];
     try {
-      return planSegments(keysyms, parseKeycodes(await this.xmodmap(['-pk'])));
+      return planSegments(keysyms, parseKeycodes(await this.xmodmap(['-pk'])), this.given.keycodes);
     } catch (e) {
       this.log(`cannot manage its keymap (${(e as Error).message}); Xvnc adds what it can`);
       return [{ assign: [], keysyms }];
@@ -120,16 +150,30 @@ export class BranchKeymap {
    * Gives the segment's keycodes their characters, letting the desktop catch
    * up before and after: apps read a new keymap asynchronously (a key event
    * they have not handled when it changes, or that comes before they have
-   * read it, gives a wrong or no character), and the window manager (openbox)
-   * re-grabs its key bindings for every changed keycode (~70 ms each when idle), during
+   * read it, gives a wrong or no character), so each change waits for the
+   * apps to have handled the keys before it and read it (x-catch-up.ts);
+   * and the window manager (openbox), which answers no pings, re-grabs its
+   * key bindings for every changed keycode (~70 ms each when idle), during
    * which a click does not move the focus yet.
    */
   async prepare(segment: Segment, first: boolean): Promise<void> {
     if (segment.assign.length === 0) return;
-    if (!first) await sleep(SETTLE_MS);
+    if (!first) {
+      await sleep(SETTLE_MS);
+      await this.catchUp();
+    }
     // Both levels: a single keysym with a case (Щ) would become XKB's [щ, Щ], and Щ then needs a faked Shift.
     await this.xmodmap(segment.assign.flatMap(([code, keysym]) => ['-e', `keycode ${code} = 0x${keysym.toString(16)} 0x${keysym.toString(16)}`]));
+    this.given.keycodes = new Set(segment.assign.map(([code]) => code));
+    await this.catchUp();
     await sleep(Math.max(SETTLE_MS, PER_KEYCODE_MS * segment.assign.length));
+  }
+
+  /** Waits for the apps to have handled what the desktop sent them; one that cannot be asked is said in the log, and typing goes on. */
+  private async catchUp(): Promise<void> {
+    const res = await this.run(['python3', '-c', X_CATCH_UP_PY, String(CATCH_UP_S)]);
+    if (res.exitCode !== 0) this.log(`cannot tell whether its apps caught up with its keymap (python3 exited ${res.exitCode}: ${res.stderr.trim()})`);
+    else if (/not in time/.test(res.stdout)) this.log(res.stdout.trim());
   }
 
   private async xmodmap(args: string[]): Promise<string> {

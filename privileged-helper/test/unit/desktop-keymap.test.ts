@@ -51,22 +51,41 @@ describe('planSegments', () => {
   });
 
   it('never reuses a keycode of the layout (XF86 keys, letters) and splits the text when keycodes run out', () => {
-    // Free: 250, 93, 8; reusable: 248 (é/É), 230 (ж), 126 (±): six in all.
+    // Free: 250, 93, 8; reusable: 248 (é/É), 230 (ж), 126 (±): six in all, so three per segment, taking turns.
     const keysyms = chars(0x3b1, 0x3b2, 0x3b3, 0x3b4, 0x3b5, 0x3b6, 0x3b7, 0x3b8);
     const segments = planSegments(keysyms, map());
-    expect(segments.map((s) => s.keysyms.length)).toEqual([6, 2]);
+    expect(segments.map((s) => s.keysyms.length)).toEqual([3, 3, 2]);
     const used = segments.flatMap((s) => s.assign.map(([code]) => code));
     expect(new Set(used)).toEqual(new Set([250, 93, 8, 248, 230, 126]));
-    expect(segments[1]!.assign).toEqual([[250, u(0x3b7)], [248, u(0x3b8)]]);
+    expect(segments[2]!.assign).toEqual([[250, u(0x3b7)], [93, u(0x3b8)]]);
+  });
+
+  it("never gives a keycode the segment before was given: that segment's keys may not have been read yet", () => {
+    const keysyms = chars(...Array.from({ length: 20 }, (_, n) => 0x3b1 + n));
+    const segments = planSegments(keysyms, map());
+    expect(segments.flatMap((s) => s.keysyms)).toEqual(keysyms);
+    for (let n = 1; n < segments.length; n++) {
+      const before = new Set(segments[n - 1]!.assign.map(([code]) => code));
+      expect(segments[n]!.assign.filter(([code]) => before.has(code))).toEqual([]);
+    }
+  });
+
+  it('avoids the keycodes the last call gave, unless nothing else is left', () => {
+    expect(planSegments(chars(0x3b1, 0x3b2), map(), new Set([250, 93]))).toEqual([{ assign: [[8, u(0x3b1)], [248, u(0x3b2)]], keysyms: chars(0x3b1, 0x3b2) }]);
+    // Only 250 could take new characters: it is given again rather than not at all.
+    const full: KeycodeMap = new Map([[38, [0x61, 0x41]], [166, [0x1008ff26]], [250, []]]);
+    expect(planSegments(chars(0x3b1, 0x3b2), full, new Set([250]))).toEqual([
+      { assign: [[250, u(0x3b1)]], keysyms: chars(0x3b1) },
+      { assign: [[250, u(0x3b2)]], keysyms: chars(0x3b2) },
+    ]);
   });
 
   it('keeps a keycode whose character the segment types', () => {
     // ж is typed, so keycode 230 keeps it while the other five free/reusable keycodes are handed out.
-    const keysyms = chars(0x436, 0x3b1, 0x3b2, 0x3b3, 0x3b4, 0x3b5, 0x3b6);
+    const keysyms = chars(0x436, 0x3b1, 0x3b2, 0x3b3, 0x3b4, 0x3b5, 0x436);
     const segments = planSegments(keysyms, map());
-    expect(segments[0]!.assign.map(([code]) => code)).not.toContain(230);
-    expect(segments[0]!.keysyms).toEqual(keysyms.slice(0, 6));
-    expect(segments[1]!.keysyms).toEqual(keysyms.slice(6));
+    expect(segments).toHaveLength(1);
+    expect(segments[0]!.assign.map(([code]) => code).sort()).toEqual([126, 248, 250, 8, 93].sort());
   });
 
   it('leaves ASCII and named keys alone', () => {
