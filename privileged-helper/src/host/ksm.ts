@@ -7,7 +7,9 @@
 //
 // Fast scanning takes most of a core, and this machine has two: while CRIU
 // dumps or restores a branch (a fork, a checkpoint, a rollback) ksmd is held
-// at its idle pace, and the fast spell resumes after (docs/fork-profile.md).
+// at its idle pace, and the fast spell resumes after, or (a fork into more
+// children than it restores at once) once the first are on screen
+// (docs/fork-profile.md).
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
@@ -40,15 +42,25 @@ export class KsmPacer {
     void this.apply();
   }
 
-  /** Runs `work` (CRIU's) with ksmd at its idle pace; the fast spell, if any, goes on after. */
-  async hold<T>(work: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `work` (CRIU's) with ksmd at its idle pace; the fast spell, if any,
+   * goes on after, or once `work` calls release() (a fork whose first
+   * children are on screen while the rest still restore).
+   */
+  async hold<T>(work: (release: () => Promise<void>) => Promise<T>): Promise<T> {
     this.holds++;
-    await this.apply();
-    try {
-      return await work();
-    } finally {
+    let held = true;
+    const release = async () => {
+      if (!held) return;
+      held = false;
       this.holds--;
       await this.apply();
+    };
+    await this.apply();
+    try {
+      return await work(release);
+    } finally {
+      await release();
     }
   }
 

@@ -49,6 +49,24 @@ describe('KsmPacer (ksmd fast after something new, idle while CRIU works)', () =
     expect(await pace()).toEqual(FAST);
   });
 
+  it('lets the work release its hold before it ends, once', async () => {
+    const ksm = new KsmPacer(sysfs);
+    await ksm.start();
+    ksm.boost();
+    await vi.waitFor(async () => expect(await pace()).toEqual(FAST));
+    const seen: number[] = [];
+    await ksm.hold(async (release) => {
+      seen.push((await pace()).pages);
+      await release();
+      seen.push((await pace()).pages);
+      await release(); // a second release changes nothing
+      await ksm.hold(async () => void seen.push((await pace()).pages));
+      seen.push((await pace()).pages);
+    });
+    expect(seen).toEqual([200, 5000, 200, 5000]);
+    expect(await pace()).toEqual(FAST);
+  });
+
   it('releases the hold when the work fails', async () => {
     const ksm = new KsmPacer(sysfs);
     await ksm.start();
