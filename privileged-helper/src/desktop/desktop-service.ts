@@ -14,6 +14,7 @@ import type { Rect } from './rfb-protocol.js';
 import type { RfbSession } from './rfb-session.js';
 import { waitForScreen } from './screen-wait.js';
 import { SessionPool } from './session-pool.js';
+import { X_POINTER_FREE_PY } from './x-catch-up.js';
 
 /** A running branch's desktop: its VNC server listens on address:5900. */
 export interface DesktopTarget {
@@ -55,12 +56,20 @@ const DRAG_STEPS = { min: 5, max: 25 };
 const DRAG_STEP_MS = 10;
 /** The desktop's X display inside the branch (session.sh starts Xvnc on :0). */
 const DISPLAY = ':0';
-const XMODMAP_TIMEOUT_MS = 10_000;
+const IN_BRANCH_TIMEOUT_MS = 10_000;
+/** The most keys wait for a click before them to reach the app, in seconds. */
+const POINTER_FREE_S = 5;
 
 type At = { x?: number; y?: number };
 
 export class DesktopService {
   private readonly pool: SessionPool;
+  /**
+   * Branches whose last input pressed a mouse button, which the window
+   * manager may still hold back from the app (x-catch-up.ts, X_POINTER_FREE_PY):
+   * keys wait for it.
+   */
+  private readonly buttonsSent = new Set<string>();
   /** Per branch: the keycodes its last keymap change gave (BranchKeymap). */
   private readonly keycodesGiven = new Map<string, { keycodes: ReadonlySet<number> }>();
 
@@ -130,6 +139,7 @@ export class DesktopService {
           s.pointer(at.x, at.y, s.buttons & ~BUTTON_BIT[button]);
         }
         for (const k of modifiers.toReversed()) s.key(k, false);
+        this.buttonsSent.add(t.id);
         return settled(s);
       });
     });
@@ -142,6 +152,7 @@ export class DesktopService {
         const at = pointOrCursor(p, s);
         const bit = BUTTON_BIT[button];
         s.pointer(at.x, at.y, p.action === 'down' ? s.buttons | bit : s.buttons & ~bit);
+        this.buttonsSent.add(t.id);
         return settled(s);
       }),
     );
@@ -164,6 +175,7 @@ export class DesktopService {
           s.pointer(Math.round(p.from.x + ((p.to.x - p.from.x) * i) / steps), Math.round(p.from.y + ((p.to.y - p.from.y) * i) / steps), s.buttons);
         }
         s.pointer(p.to.x, p.to.y, s.buttons & ~bit);
+        this.buttonsSent.add(t.id);
         return settled(s);
       }),
     );
@@ -181,6 +193,7 @@ export class DesktopService {
           s.pointer(at.x, at.y, s.buttons | wheel);
           s.pointer(at.x, at.y, s.buttons & ~wheel);
         }
+        this.buttonsSent.add(t.id);
         return settled(s);
       }),
     );
@@ -190,6 +203,7 @@ export class DesktopService {
     return this.publish(t, 'key', `key ${p.keys.trim()}`, () => {
       const combos = parseKeys(p.keys);
       return this.pool.input(t, async (s) => {
+        await this.clickDelivered(t);
         const keymap = this.keymap(t);
         const segments = await keymap.segments(combos.flatMap((c) => c.keysyms));
         if (segments.length > 1) throw new GroveError('E_INVALID_PARAMS', 'too many different characters in one key call: type text with type');
@@ -210,6 +224,7 @@ export class DesktopService {
     return this.publish(t, 'type', `type ${characters} character${characters === 1 ? '' : 's'}`, () => {
       const keysyms = keysymsOfText(p.text);
       return this.pool.input(t, async (s) => {
+        await this.clickDelivered(t);
         const keymap = this.keymap(t);
         const segments = await keymap.segments(keysyms);
         for (const [n, segment] of segments.entries()) {
@@ -243,15 +258,27 @@ export class DesktopService {
   forget(branchId: string): void {
     this.pool.forget(branchId);
     this.keycodesGiven.delete(branchId);
+    this.buttonsSent.delete(branchId);
   }
 
   closeAll(): Promise<void> {
     return this.pool.closeAll();
   }
 
+  /** Before keys: a click sent before them has reached the app (the window manager let it through). */
+  private async clickDelivered(t: DesktopTarget): Promise<void> {
+    if (!this.buttonsSent.delete(t.id)) return;
+    const res = await this.inBranch(t, ['python3', '-c', X_POINTER_FREE_PY, String(POINTER_FREE_S)]);
+    if (res.exitCode !== 0 || /still grabbed/.test(res.stdout)) this.o.log(`desktop ${t.name}: keys may reach the app before the click before them (${res.stdout.trim() || res.stderr.trim()})`);
+  }
+
+  private inBranch(t: DesktopTarget, argv: string[]) {
+    return this.o.exec(t, { argv, env: { DISPLAY }, timeoutMs: IN_BRANCH_TIMEOUT_MS });
+  }
+
   /** The branch's keymap, managed with xmodmap inside it (keymap.ts). */
   private keymap(t: DesktopTarget): BranchKeymap {
-    const run: RunInside = (argv) => this.o.exec(t, { argv, env: { DISPLAY }, timeoutMs: XMODMAP_TIMEOUT_MS });
+    const run: RunInside = (argv) => this.inBranch(t, argv);
     let given = this.keycodesGiven.get(t.id);
     if (!given) this.keycodesGiven.set(t.id, (given = { keycodes: new Set() }));
     return new BranchKeymap(run, (msg) => this.o.log(`desktop ${t.name}: ${msg}`), given);

@@ -97,3 +97,45 @@ while min(answered, default=2) < 2 and time.monotonic() < deadline:
 late = [pingable[n] for n in range(len(pingable)) if answered[n] < 2]
 print(f'{len(pingable) - len(late)} of {len(pingable)} windows caught up' + (f'; not in time: {sorted(late)}' if late else ''))
 `;
+
+/**
+ * Python 3 (ctypes and libX11 only): waits, at most argv[1] seconds, until
+ * no client holds the pointer grabbed. The window manager (openbox) takes a
+ * click on a window in a grab that freezes the pointer until it has focused
+ * the window and let the click through, while keys go on to the window that
+ * has the focus: keys sent right after a click could reach the app before the
+ * click (seen: ctrl+a selected all, then the click placed the caret, and
+ * BackSpace deleted one character). Our own grab succeeds only once no other
+ * is held; it is let go at once. Prints how long it waited.
+ */
+export const X_POINTER_FREE_PY = `
+import ctypes, sys, time
+
+TIMEOUT_S = float(sys.argv[1]) if len(sys.argv) > 1 else 5.0
+x = ctypes.CDLL('libX11.so.6')
+ulong, c_int, c_uint, vp = ctypes.c_ulong, ctypes.c_int, ctypes.c_uint, ctypes.c_void_p
+x.XOpenDisplay.restype = vp
+x.XDefaultRootWindow.restype = ulong
+x.XDefaultRootWindow.argtypes = [vp]
+x.XGrabPointer.argtypes = [vp, ulong, c_int, c_uint, c_int, c_int, ulong, ulong, ulong]
+x.XUngrabPointer.argtypes = [vp, ulong]
+x.XSync.argtypes = [vp, c_int]
+
+dpy = x.XOpenDisplay(None)
+if not dpy:
+    sys.exit('cannot open the display')
+root = x.XDefaultRootWindow(dpy)
+started = time.monotonic()
+GRAB_SUCCESS, GRAB_MODE_ASYNC, NONE, CURRENT_TIME = 0, 1, 0, 0
+while True:
+    status = x.XGrabPointer(dpy, root, 0, 0, GRAB_MODE_ASYNC, GRAB_MODE_ASYNC, NONE, NONE, CURRENT_TIME)
+    if status == GRAB_SUCCESS:
+        x.XUngrabPointer(dpy, CURRENT_TIME)
+        x.XSync(dpy, 0)
+        print(f'pointer free after {round((time.monotonic() - started) * 1000)} ms')
+        break
+    if time.monotonic() - started > TIMEOUT_S:
+        print(f'pointer still grabbed after {TIMEOUT_S} s (status {status})')
+        break
+    time.sleep(0.01)
+`;

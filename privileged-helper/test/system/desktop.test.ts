@@ -112,6 +112,27 @@ describe('computer use on a branch desktop', () => {
     }
   });
 
+  it('holds keys sent after a click until the window manager has let the click through to the app', async () => {
+    await clearNote();
+    await client.request('desktop.type', { workspace: ws.id, text: 'held' });
+    expect(await pixelBecomes(MARKER, noteColour('held'))).toEqual(noteColour('held'));
+    // A stopped openbox keeps the click in its grab, as a starved one does for a while; keys would overtake it.
+    const wm = (await sh(client, ws, 'pgrep -x openbox')).trim();
+    await sh(client, ws, `kill -STOP ${wm}`);
+    let keys: Promise<unknown> = Promise.resolve();
+    try {
+      await client.request('desktop.click', { workspace: ws.id, ...NOTE });
+      keys = client.request('desktop.key', { workspace: ws.id, keys: 'ctrl+a BackSpace' });
+      keys.catch(() => undefined);
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(await pixel(MARKER.x, MARKER.y)).toEqual(noteColour('held'));
+    } finally {
+      await sh(client, ws, `kill -CONT ${wm}`);
+    }
+    await keys;
+    expect(await pixelBecomes(MARKER, GREEN)).toEqual(GREEN);
+  });
+
   it('types a long text into the page right while busy loops starve the desktop of CPU', async () => {
     // Without waiting for the apps (x-catch-up.ts), Chromium read some keys before their keymap: a run of characters went missing.
     const loops = (await sh(client, ws, "for i in 1 2 3 4 5 6; do nohup sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!; done")).trim().split('\n');

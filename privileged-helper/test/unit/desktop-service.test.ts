@@ -3,6 +3,7 @@ import { PNG } from 'pngjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DesktopService, type DesktopOptions, type DesktopTarget } from '../../src/desktop/desktop-service.js';
 import type { DesktopAction } from '../../src/protocol/desktop.js';
+import { X_CATCH_UP_PY, X_POINTER_FREE_PY } from '../../src/desktop/x-catch-up.js';
 import { FakeVnc } from './desktop-fake-vnc.js';
 
 const open: { close(): unknown }[] = [];
@@ -116,8 +117,31 @@ describe('DesktopService', () => {
     expect(calls).toEqual([
       { argv: ['xmodmap', '-pk'], env: { DISPLAY: ':0' }, timeoutMs: 10_000 },
       { argv: ['xmodmap', '-e', 'keycode 250 = 0x1000436 0x1000436'], env: { DISPLAY: ':0' }, timeoutMs: 10_000 },
+      // Then the apps are asked whether they have read the change.
+      { argv: ['python3', '-c', X_CATCH_UP_PY, '5'], env: { DISPLAY: ':0' }, timeoutMs: 10_000 },
     ]);
     expect(keyEvents(vnc).slice(-4)).toEqual(['+61', '-61', '+1000436', '-1000436']);
+  });
+
+  it('sends keys after a click only once no grab holds the pointer (the click has reached the app)', async () => {
+    const calls: string[][] = [];
+    const exec: Exec = async (_t, req) => {
+      calls.push(req.argv);
+      return { exitCode: 0, stdout: 'pointer free after 0 ms', stderr: '' };
+    };
+    const { desktop, target } = await setup(60_000, exec);
+    await desktop.key(target, { keys: 'a' });
+    expect(calls).toEqual([]);
+    await desktop.click(target, { x: 1, y: 1 });
+    await desktop.move(target, { x: 2, y: 2 });
+    expect(calls).toEqual([]);
+    await desktop.key(target, { keys: 'ctrl+a' });
+    expect(calls).toEqual([['python3', '-c', X_POINTER_FREE_PY, '5']]);
+    await desktop.type(target, { text: 'b' });
+    expect(calls).toHaveLength(1);
+    await desktop.scroll(target, { dx: 0, dy: 1 });
+    await desktop.type(target, { text: 'c' });
+    expect(calls).toHaveLength(2);
   });
 
   it('types anyway when the keymap cannot be read (Xvnc adds what it can)', async () => {
