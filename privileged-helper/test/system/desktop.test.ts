@@ -119,7 +119,7 @@ describe('computer use on a branch desktop', () => {
     // A stopped openbox keeps the click in its grab, as a starved one does for a while; keys would overtake it.
     const wm = (await sh(client, ws, 'pgrep -x openbox')).trim();
     await sh(client, ws, `kill -STOP ${wm}`);
-    let keys: Promise<unknown> = Promise.resolve();
+    let keys: Promise<unknown> | undefined;
     try {
       await client.request('desktop.click', { workspace: ws.id, ...NOTE });
       keys = client.request('desktop.key', { workspace: ws.id, keys: 'ctrl+a BackSpace' });
