@@ -10,8 +10,10 @@
 // - 0010: a file mapping that borrows the previous mapping's file takes
 //   that file's mode only when it is private; a shared one keeps its own,
 //   or it could not be written after the restore.
+// - 0005: a page read that fails says where, which page and what is mapped
+//   there now (CI has seen it fail, rarely, in forks after a rollback).
 import { spawn } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, readFile, readlink, rm, truncate } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, readlink, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
@@ -25,6 +27,7 @@ import { waitFor } from './support.js';
 const criu = loadConfig().criu;
 const PAIR = path.join(import.meta.dirname, 'fixtures/unix-pair.py');
 const FILE_MAPPINGS = path.join(import.meta.dirname, 'fixtures/file-mappings.py');
+const COW_FILE_MAPPING = path.join(import.meta.dirname, 'fixtures/cow-file-mapping.py');
 
 const childrenOf = async (pid: number) => (await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8')).trim().split(/\s+/).map(Number);
 
@@ -53,6 +56,39 @@ async function pagesImageOf(pagemap: string): Promise<string> {
   return path.join(path.dirname(pagemap), `pages-${id}.img`);
 }
 
+/** N as a protobuf varint. */
+function varint(n: number): Buffer {
+  const out: number[] = [];
+  do {
+    out.push((n & 0x7f) | (n >= 0x80 ? 0x80 : 0));
+    n = Math.floor(n / 0x80);
+  } while (n);
+  return Buffer.from(out);
+}
+
+/**
+ * Rewrites the size CRIU recorded for FILE in the images' files.img (field 8
+ * of each RegFileEntry of that name, a varint, tag 0x40, after the name), so
+ * that the restore's check of the file's size passes for a file changed since.
+ */
+async function rewriteRecordedSize(images: string, file: string, from: number, to: number): Promise<void> {
+  const image = path.join(images, 'files.img');
+  const bytes = await readFile(image);
+  const [name, was, now] = [Buffer.from(file.slice(1)), Buffer.concat([Buffer.from([0x40]), varint(from)]), varint(to)];
+  if (was.length !== now.length + 1) throw new Error(`sizes ${from} and ${to} take different lengths`);
+  let rewritten = 0;
+  for (let at = bytes.indexOf(name); at >= 0; at = bytes.indexOf(name, at + 1)) {
+    const size = bytes.indexOf(was, at + name.length);
+    if (size < 0 || size > at + name.length + 16) continue;
+    now.copy(bytes, size + 1);
+    rewritten++;
+  }
+  if (!rewritten) throw new Error(`${image}: no size ${from} recorded for ${file}`);
+  await writeFile(image, bytes);
+}
+
+const hex = (n: bigint) => n.toString(16);
+
 describe("our CRIU's restore", () => {
   let dir = '';
 
@@ -61,7 +97,7 @@ describe("our CRIU's restore", () => {
   });
 
   afterEach(async () => {
-    const scripts = [PAIR, REWRITER, FILE_MAPPINGS];
+    const scripts = [PAIR, REWRITER, FILE_MAPPINGS, COW_FILE_MAPPING];
     for (const script of scripts) for (const pid of await processesOf(script)) killIfThere(pid);
     await waitFor('the trees to end', async () => (await Promise.all(scripts.map(processesOf))).every((pids) => pids.length === 0), 10_000);
     await rm(dir, { recursive: true, force: true });
@@ -138,5 +174,28 @@ describe("our CRIU's restore", () => {
     expect(res.exitCode).not.toBe(0);
     expect(await restoreLog(images)).toMatch(/Can't read the pages of shared memory/);
     expect(await processesOf(REWRITER)).toEqual([]);
+  });
+
+  it('says, when a page read fails, which page could not be written and what the process has mapped there now', async () => {
+    // A private file mapping past its file's end faults as if nothing were mapped there: a cause of the EFAULT CI saw (criu-patches/0005).
+    const file = path.join(dir, 'mapped');
+    const pid = start(['/usr/bin/python3', COW_FILE_MAPPING, file]);
+    await waitFor('the process to write its mapping', () => readFile(`${file}.ready`).then(() => true, () => false), 10_000);
+    const [mapping] = (await readFile(`/proc/${pid}/maps`, 'utf8')).split('\n').filter((l) => l.endsWith(file));
+    const base = BigInt(`0x${mapping!.split('-')[0]}`);
+    const images = await dump(pid);
+    await truncate(file, 4096);
+    await rewriteRecordedSize(images, file, 3 * 4096, 4096);
+
+    const res = await restore(images);
+    expect(res.exitCode).not.toBe(0);
+    const log = await restoreLog(images);
+    process.stderr.write(`[criu-restore] a failed page read says:\n${log.split('\n').filter((l) => /read pages data| {2}page 0x| {2}mapped now| {2}each of its pages/.test(l)).join('\n')}\n`);
+    // The first page is read; the read stops at the second, past the file's end.
+    expect(log).toMatch(new RegExp(`Can't read pages data \\(-14\\) into 0x${hex(base + 4096n)}\\+0x2000 \\(\\d+ iovs\\): vma 0x${hex(base)}-0x${hex(base + 3n * 4096n)} prot 0x3 flags 0x2 `));
+    expect(log).toContain(`  page 0x${hex(base + 4096n)} of it reads -14`);
+    expect(log).toContain(`  mapped now: ${hex(base)}-${hex(base + 3n * 4096n)} rw-p 00000000 `);
+    expect(log).toMatch(new RegExp(`  mapped now: [^\\n]* ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\(file size 0x1000\\)`));
+    expect(await processesOf(COW_FILE_MAPPING)).toEqual([]);
   });
 });

@@ -59,6 +59,21 @@ describe('criuFailure', () => {
     expect(criuFailure(log)).toMatchObject({ cause: 'skqueue: Control messages in queue, not supported', pid: { host: 4711 }, advice: expect.stringMatching(/has not read a message/) });
   });
 
+  it("carries the lines a failed page read adds to its error: the page and what is mapped there", () => {
+    const log = [
+      "(00.006453) pie: 22056: Error (criu/pie/restorer.c:1696): Can't read pages data (-14) into 0x7fc37695b000+0x2000 (6 iovs): vma 0x7fc37695a000-0x7fc37695d000 prot 0x3 flags 0x2 status 0x10000041 fd 11 pgoff 0x0",
+      '(00.006459) pie: 22056: Error (criu/pie/restorer.c:1672):   page 0x7fc37695b000 of it reads -14',
+      '(00.006549) pie: 22056: Error (criu/pie/restorer.c:1633):   mapped now: 7fc37695a000-7fc37695d000 rw-p 00000000 fe:00 2147147                    /tmp/mapped (file size 0x1000)',
+      '(00.006600) pie: 22056: Error (criu/pie/restorer.c:2379): Restorer fail 22056',
+      '(00.006700) pie: 22056: Error (criu/pie/restorer.c:1633):   not a detail of the first error',
+    ].join('\n');
+    expect(criuFailure(log)?.pid).toEqual({ inside: 22056 });
+    expect(criuFailure(log)?.cause).toBe(
+      "Can't read pages data (-14) into 0x7fc37695b000+0x2000 (6 iovs): vma 0x7fc37695a000-0x7fc37695d000 prot 0x3 flags 0x2 status 0x10000041 fd 11 pgoff 0x0" +
+        '; page 0x7fc37695b000 of it reads -14; mapped now: 7fc37695a000-7fc37695d000 rw-p 00000000 fe:00 2147147 /tmp/mapped (file size 0x1000)',
+    );
+  });
+
   it('has nothing to say about a log with only noise', () => {
     expect(criuFailure("Error (criu/util.c:1534): rlimit: Can't setup RLIMIT_NOFILE for self: Operation not permitted\n")).toBeNull();
   });

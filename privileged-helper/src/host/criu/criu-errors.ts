@@ -64,13 +64,29 @@ export function criuErrors(log: string): string[] {
   return log.split('\n').filter((l) => /\bError\b/.test(l) && !NOISE.some((n) => n.test(l)));
 }
 
+/**
+ * The indented error lines right after the first: what CRIU adds to that
+ * error (a failed page read's page and mappings, criu-patches/0005), so
+ * that the error a person sees carries it and not only the log.
+ */
+function detailsOf(errors: string[]): string[] {
+  const details: string[] = [];
+  for (const line of errors.slice(1)) {
+    const detail = /\bError \([^)]*\): {3}(.*)$/.exec(line)?.[1];
+    if (detail === undefined) break;
+    details.push(detail.replace(/\s+/g, ' ').trim());
+  }
+  return details;
+}
+
 export function criuFailure(log: string): CriuFailure | null {
   const errors = criuErrors(log);
   const first = errors[0];
   if (first === undefined) return null;
   const line = first.replace(/^\(\d+\.\d+\)\s*/, '');
-  const inside = /^\s*(\d+): /.exec(line);
-  const cause = line.replace(/^\s*\d+: /, '').replace(/^Error \([^)]*\):\s*/, '').trim();
+  // A restored task's lines start with its pid, the restorer's (pie) with "pie: " before it.
+  const inside = /^\s*(?:pie: )?(\d+): /.exec(line);
+  const cause = [line.replace(/^\s*(?:pie: )?\d+: /, '').replace(/^Error \([^)]*\):\s*/, '').trim(), ...detailsOf(errors)].join('; ');
   const host = /\(pid: (\d+)\)/.exec(errors.join('\n'));
   const pid = inside ? { inside: Number(inside[1]) } : host ? { host: Number(host[1]) } : null;
   const all = errors.join('\n');
