@@ -421,6 +421,34 @@ describe('a failed fork', () => {
     }
   });
 
+  it("says which file a process maps past its end when the branch made the image's file shorter after the process mapped it", async () => {
+    // The branch's copy of the file takes its path, the process keeps the image's; CRIU saves the mapping as of the path, and no restore can fill it.
+    const licence = '/usr/share/common-licenses/GPL-3';
+    const mapper = `import mmap, time
+with open('${licence}', 'rb') as f:
+    mapped = mmap.mmap(f.fileno(), 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+mapped[:] = b'x' * len(mapped)
+print('mapped', len(mapped), flush=True)
+time.sleep(3600)`;
+    const pid = (await sh(client, source, `nohup python3 -c "${mapper}" >/tmp/mapper.log 2>&1 & echo $!`)).trim();
+    try {
+      await waitFor('the file to be mapped', async () => ((await fileIn(client, source, '/tmp/mapper.log')) ?? '').startsWith('mapped'), 30_000);
+      await sh(client, source, `truncate -s 4096 ${licence}`);
+      await expectUndone(async () => {
+        await expect(client.request('branch.fork', { workspace: source.id, copies: 1 })).rejects.toMatchObject({
+          code: 'E_HOST',
+          message: expect.stringMatching(/^criu restore failed: Can't read pages data .*file size 0x1000\).* \(process \d+ of the restored tree\); a process maps \/usr\/share\/common-licenses\/GPL-3 past its end: .*restart that process/),
+        });
+      });
+    } finally {
+      await sh(client, source, `kill ${pid}`);
+    }
+    // Without that process, the fork goes through.
+    const { children } = await client.request('branch.fork', { workspace: source.id, copies: 1 });
+    for (const child of children) await client.request('workspace.delete', { workspace: child.id });
+    expect(children).toHaveLength(1);
+  });
+
   it('refuses fault injection on a helper that does not allow it', async () => {
     // This helper allows it (GROVE_FAULT_INJECTION=1); the switch itself is covered by
     // the schema: an unknown stage is refused before anything is made.

@@ -74,6 +74,23 @@ describe('criuFailure', () => {
     );
   });
 
+  it('says a process maps a file past its end when the page that failed lies beyond what the file now holds', () => {
+    const log = (size: string) =>
+      [
+        "pie: 7: Error (criu/pie/restorer.c:1696): Can't read pages data (-14) into 0x7f16a7157000+0x1000 (9 iovs): vma 0x7f16a7155000-0x7f16a7158000 prot 0x1 flags 0x2 status 0x41 fd 62 pgoff 0x45000",
+        'pie: 7: Error (criu/pie/restorer.c:1672):   page 0x7f16a7157000 of it reads -14',
+        `pie: 7: Error (criu/pie/restorer.c:1633):   mapped now: 7f16a7155000-7f16a7158000 rw-p 00045000 00:28 2180075    /usr/lib/x86_64-linux-gnu/libfoo.so.1 (file size ${size})`,
+      ].join('\n');
+    // The failed page is at 0x47000 of the file.
+    expect(criuFailure(log('0x46fff'))?.advice).toBe(
+      'a process maps /usr/lib/x86_64-linux-gnu/libfoo.so.1 past its end: the file was made shorter after the process mapped it; restart that process (or put the file back as it was), then try again',
+    );
+    expect(criuFailure(log('0x47000'))?.advice).toBe(
+      'a process maps /usr/lib/x86_64-linux-gnu/libfoo.so.1 past its end: the file was made shorter after the process mapped it; restart that process (or put the file back as it was), then try again',
+    );
+    expect(criuFailure(log('0x47001'))?.advice).toBeNull();
+  });
+
   it('has nothing to say about a log with only noise', () => {
     expect(criuFailure("Error (criu/util.c:1534): rlimit: Can't setup RLIMIT_NOFILE for self: Operation not permitted\n")).toBeNull();
   });

@@ -79,6 +79,23 @@ function detailsOf(errors: string[]): string[] {
   return details;
 }
 
+/**
+ * Advice for a failed page read (criu-patches/0005) into a file mapping whose
+ * file now ends before the page: the file was made shorter after the process
+ * mapped it. A process that maps a file of the image and a branch that then
+ * shortens it do that: the branch's copy takes the path, the process keeps
+ * the image's file, and CRIU saves the mapping as of the path (overlayfs
+ * gives the copy the same inode number), so no restore of it can succeed.
+ */
+function shortenedMappedFile(errors: string): string | null {
+  const read = /Can't read pages data \(-14\) into 0x([0-9a-f]+)\+0x[0-9a-f]+ \(\d+ iovs\): vma 0x([0-9a-f]+)-0x[0-9a-f]+ .* pgoff 0x([0-9a-f]+)/.exec(errors);
+  if (!read) return null;
+  const [at, start, pgoff] = read.slice(1).map((hex) => BigInt(`0x${hex}`)) as [bigint, bigint, bigint];
+  const mapped = new RegExp(`mapped now: ${start.toString(16)}-[0-9a-f]+ \\S+ \\S+ \\S+ \\d+ +(/.*) \\(file size 0x([0-9a-f]+)\\)`).exec(errors);
+  if (!mapped || at - start + pgoff < BigInt(`0x${mapped[2]}`)) return null;
+  return `a process maps ${mapped[1]} past its end: the file was made shorter after the process mapped it; restart that process (or put the file back as it was), then try again`;
+}
+
 export function criuFailure(log: string): CriuFailure | null {
   const errors = criuErrors(log);
   const first = errors[0];
@@ -90,6 +107,6 @@ export function criuFailure(log: string): CriuFailure | null {
   const host = /\(pid: (\d+)\)/.exec(errors.join('\n'));
   const pid = inside ? { inside: Number(inside[1]) } : host ? { host: Number(host[1]) } : null;
   const all = errors.join('\n');
-  const advice = ADVICE.find(([re]) => re.test(all))?.[1] ?? null;
+  const advice = shortenedMappedFile(all) ?? ADVICE.find(([re]) => re.test(all))?.[1] ?? null;
   return { cause, pid, advice, noSpace: NO_SPACE.test(all) };
 }
