@@ -12,13 +12,27 @@
 // The program runs inside the branch with the desktop's python3 (the helper
 // has no X client of its own). It prints how many windows answered.
 
-/** Python 3 (ctypes and libX11 only): argv[1] is the most it waits, in seconds. */
-export const X_CATCH_UP_PY = `
+/**
+ * The start of both programs (Python 3, ctypes and libX11 only): the display
+ * and its root window; argv[1] is the most the program waits, in seconds.
+ */
+const OPEN_DISPLAY_PY = `
 import ctypes, select, sys, time
 
 TIMEOUT_S = float(sys.argv[1]) if len(sys.argv) > 1 else 5.0
 x = ctypes.CDLL('libX11.so.6')
-ulong, c_int, vp = ctypes.c_ulong, ctypes.c_int, ctypes.c_void_p
+ulong, c_int, c_uint, vp = ctypes.c_ulong, ctypes.c_int, ctypes.c_uint, ctypes.c_void_p
+x.XOpenDisplay.restype = vp
+x.XDefaultRootWindow.restype = ulong
+x.XDefaultRootWindow.argtypes = [vp]
+dpy = x.XOpenDisplay(None)
+if not dpy:
+    sys.exit('cannot open the display')
+root = x.XDefaultRootWindow(dpy)
+`;
+
+/** Waits until the apps have answered two pings each, at most argv[1] seconds. */
+export const X_CATCH_UP_PY = `${OPEN_DISPLAY_PY}
 
 class ClientMessage(ctypes.Structure):
     _fields_ = [('type', c_int), ('serial', ulong), ('send_event', c_int), ('display', vp),
@@ -27,9 +41,6 @@ class ClientMessage(ctypes.Structure):
 class Event(ctypes.Union):
     _fields_ = [('type', c_int), ('client', ClientMessage), ('pad', ctypes.c_long * 24)]
 
-x.XOpenDisplay.restype = vp
-x.XDefaultRootWindow.restype = ulong
-x.XDefaultRootWindow.argtypes = [vp]
 x.XInternAtom.restype = ulong
 x.XInternAtom.argtypes = [vp, ctypes.c_char_p, c_int]
 x.XGetWindowProperty.argtypes = [vp, ulong, ulong, ctypes.c_long, ctypes.c_long, c_int, ulong,
@@ -48,10 +59,6 @@ x.XSetErrorHandler.argtypes = [vp]
 ERROR_HANDLER = ctypes.CFUNCTYPE(c_int, vp, vp)(lambda d, e: 0)
 x.XSetErrorHandler(ctypes.cast(ERROR_HANDLER, vp))
 
-dpy = x.XOpenDisplay(None)
-if not dpy:
-    sys.exit('cannot open the display')
-root = x.XDefaultRootWindow(dpy)
 atom = lambda name: x.XInternAtom(dpy, name.encode(), 0)
 NET_CLIENT_LIST, WM_PROTOCOLS, NET_WM_PING = atom('_NET_CLIENT_LIST'), atom('WM_PROTOCOLS'), atom('_NET_WM_PING')
 
@@ -99,8 +106,7 @@ print(f'{len(pingable) - len(late)} of {len(pingable)} windows caught up' + (f';
 `;
 
 /**
- * Python 3 (ctypes and libX11 only): waits, at most argv[1] seconds, until
- * no client holds the pointer grabbed. The window manager (openbox) takes a
+ * Waits, at most argv[1] seconds, until no client holds the pointer grabbed. The window manager (openbox) takes a
  * click on a window in a grab that freezes the pointer until it has focused
  * the window and let the click through, while keys go on to the window that
  * has the focus: keys sent right after a click could reach the app before the
@@ -108,23 +114,11 @@ print(f'{len(pingable) - len(late)} of {len(pingable)} windows caught up' + (f';
  * BackSpace deleted one character). Our own grab succeeds only once no other
  * is held; it is let go at once. Prints how long it waited.
  */
-export const X_POINTER_FREE_PY = `
-import ctypes, sys, time
-
-TIMEOUT_S = float(sys.argv[1]) if len(sys.argv) > 1 else 5.0
-x = ctypes.CDLL('libX11.so.6')
-ulong, c_int, c_uint, vp = ctypes.c_ulong, ctypes.c_int, ctypes.c_uint, ctypes.c_void_p
-x.XOpenDisplay.restype = vp
-x.XDefaultRootWindow.restype = ulong
-x.XDefaultRootWindow.argtypes = [vp]
+export const X_POINTER_FREE_PY = `${OPEN_DISPLAY_PY}
 x.XGrabPointer.argtypes = [vp, ulong, c_int, c_uint, c_int, c_int, ulong, ulong, ulong]
 x.XUngrabPointer.argtypes = [vp, ulong]
 x.XSync.argtypes = [vp, c_int]
 
-dpy = x.XOpenDisplay(None)
-if not dpy:
-    sys.exit('cannot open the display')
-root = x.XDefaultRootWindow(dpy)
 started = time.monotonic()
 GRAB_SUCCESS, GRAB_MODE_ASYNC, NONE, CURRENT_TIME = 0, 1, 0, 0
 while True:

@@ -81,13 +81,11 @@ describe('criuFailure', () => {
         'pie: 7: Error (criu/pie/restorer.c:1672):   page 0x7f16a7157000 of it reads -14',
         `pie: 7: Error (criu/pie/restorer.c:1633):   mapped now: 7f16a7155000-7f16a7158000 rw-p 00045000 00:28 2180075    /usr/lib/x86_64-linux-gnu/libfoo.so.1 (file size ${size})`,
       ].join('\n');
+    const shortened =
+      'a process maps /usr/lib/x86_64-linux-gnu/libfoo.so.1 past its end: the file was made shorter after the process mapped it; restart that process (or put the file back as it was), then try again';
     // The failed page is at 0x47000 of the file.
-    expect(criuFailure(log('0x46fff'))?.advice).toBe(
-      'a process maps /usr/lib/x86_64-linux-gnu/libfoo.so.1 past its end: the file was made shorter after the process mapped it; restart that process (or put the file back as it was), then try again',
-    );
-    expect(criuFailure(log('0x47000'))?.advice).toBe(
-      'a process maps /usr/lib/x86_64-linux-gnu/libfoo.so.1 past its end: the file was made shorter after the process mapped it; restart that process (or put the file back as it was), then try again',
-    );
+    expect(criuFailure(log('0x46fff'))?.advice).toBe(shortened);
+    expect(criuFailure(log('0x47000'))?.advice).toBe(shortened);
     expect(criuFailure(log('0x47001'))?.advice).toBeNull();
   });
 

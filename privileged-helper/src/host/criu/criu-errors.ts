@@ -104,9 +104,9 @@ export function criuFailure(log: string): CriuFailure | null {
   // A restored task's lines start with its pid, the restorer's (pie) with "pie: " before it.
   const inside = /^\s*(?:pie: )?(\d+): /.exec(line);
   const cause = [line.replace(/^\s*(?:pie: )?\d+: /, '').replace(/^Error \([^)]*\):\s*/, '').trim(), ...detailsOf(errors)].join('; ');
-  const host = /\(pid: (\d+)\)/.exec(errors.join('\n'));
-  const pid = inside ? { inside: Number(inside[1]) } : host ? { host: Number(host[1]) } : null;
   const all = errors.join('\n');
+  const host = /\(pid: (\d+)\)/.exec(all);
+  const pid = inside ? { inside: Number(inside[1]) } : host ? { host: Number(host[1]) } : null;
   const advice = shortenedMappedFile(all) ?? ADVICE.find(([re]) => re.test(all))?.[1] ?? null;
   return { cause, pid, advice, noSpace: NO_SPACE.test(all) };
 }
