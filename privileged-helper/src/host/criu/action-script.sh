@@ -15,7 +15,7 @@
 #  post-setup-namespaces: the restored UTS namespace exists and no task has run
 #    yet, so no process of the child ever sees the source's hostname.
 #  pre-resume: every socket is restored and no task runs yet; traffic may flow
-#    again (netns.ts lockForRestore), before CRIU takes the restored
+#    again (this opens netns.ts lockForRestore's lock), before CRIU takes the restored
 #    connections out of repair mode (criu-patches/0002). With the kernel
 #    tier, the memory CRIU left empty (--skip-private-anon-pages,
 #    criu-patches/0006) is attached from the capture first; if that fails,
@@ -61,11 +61,20 @@ case "$CRTOOLS_SCRIPT_ACTION" in
     if [ -n "${GROVE_SHARE_SOCKET:-}" ]; then
       "$GROVE_SHARE_TOOL" attach "$GROVE_SHARE_SOCKET" "$CRTOOLS_INIT_PID" >/dev/null || exit 1
     fi
-    if [ -n "${GROVE_CPU_CGROUP:-}" ]; then
-      join_cpu_group "$CRTOOLS_INIT_PID" || exit 1
-    fi
+    # The lock opens (by an addition, which nftables commits at once:
+    # netns.ts) while the tree joins its cpu group: both are on the child's
+    # way to its first frame, and neither waits for the other.
+    opening=
     if [ -n "${GROVE_LOCKED_NETNS:-}" ]; then
-      exec /usr/bin/nsenter --net="$GROVE_LOCKED_NETNS" -- /usr/sbin/nft delete table inet "$GROVE_LOCK_TABLE"
+      /usr/bin/nsenter --net="$GROVE_LOCKED_NETNS" -- /usr/sbin/nft add rule inet "$GROVE_LOCK_TABLE" output accept &
+      opening=$!
+    fi
+    if [ -n "${GROVE_CPU_CGROUP:-}" ] && ! join_cpu_group "$CRTOOLS_INIT_PID"; then
+      wait
+      exit 1
+    fi
+    if [ -n "$opening" ]; then
+      wait "$opening" || exit 1
     fi ;;
 esac
 exit 0

@@ -251,10 +251,13 @@ export class Criu {
     try {
       const [file, argv] = this.launcher ? this.launcher.onHost(placement.whileRestoring, [this.binary, ...args]) : [this.binary, args];
       const res = await runWithFd(file, argv, env, netnsFd);
+      // A restore that succeeded ran its pre-resume action, which opened the lock.
       if (res.exitCode !== 0) throw await this.failure('restore', logFile, res.stderr);
+    } catch (err) {
+      await unlockRestore(req.netnsPath);
+      throw err;
     } finally {
       closeSync(netnsFd);
-      await unlockRestore(req.netnsPath);
     }
     const pid = Number((await readFile(pidFile, 'utf8')).trim());
     if (!Number.isInteger(pid) || pid <= 1) throw new GroveError('E_HOST', `criu restore wrote no pid to ${pidFile}`);

@@ -1,0 +1,61 @@
+// The lock that keeps a netns silent while CRIU restores into it
+// (host/netns.ts lockForRestore), opened by the restore's action script at
+// pre-resume, on a real netns: a UDP datagram to the loopback is refused
+// while it holds, goes through once the script opened it, and is refused
+// again when a second restore (a rollback) locks the same netns.
+import { randomBytes } from 'node:crypto';
+import { execa } from 'execa';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ACTION_SCRIPT } from '../../src/host/criu/criu.js';
+import { lockForRestore, netnsPath, RESTORE_LOCK_TABLE, unlockRestore } from '../../src/host/netns.js';
+
+const SEND = 'import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("127.0.0.1", 9))';
+let netns = '';
+
+/** Whether a datagram from inside the netns leaves its socket (a drop at output is EPERM to the sender). */
+async function sends(): Promise<boolean> {
+  const res = await execa('ip', ['netns', 'exec', netns, 'python3', '-c', SEND], { reject: false });
+  if (res.exitCode !== 0) expect(res.stderr).toContain('PermissionError');
+  return res.exitCode === 0;
+}
+
+async function openAsTheActionScriptDoes(): Promise<void> {
+  await execa(ACTION_SCRIPT, [], { env: { CRTOOLS_SCRIPT_ACTION: 'pre-resume', GROVE_LOCKED_NETNS: netnsPath(netns), GROVE_LOCK_TABLE: RESTORE_LOCK_TABLE } });
+}
+
+async function lockTables(): Promise<string[]> {
+  const { stdout } = await execa('ip', ['netns', 'exec', netns, 'nft', 'list', 'tables']);
+  return stdout.split('\n').filter((l) => l.includes(RESTORE_LOCK_TABLE));
+}
+
+describe('the restore lock', () => {
+  beforeEach(async () => {
+    netns = `grove-locktest-${randomBytes(3).toString('hex')}`;
+    await execa('ip', ['netns', 'add', netns]);
+    await execa('ip', ['netns', 'exec', netns, 'ip', 'link', 'set', 'lo', 'up']);
+  });
+  afterEach(async () => {
+    await execa('ip', ['netns', 'del', netns], { reject: false });
+  });
+
+  it('holds every packet until the action script opens it, and holds again for the next restore', async () => {
+    expect(await sends()).toBe(true);
+    await lockForRestore(netnsPath(netns));
+    expect(await sends()).toBe(false);
+    await openAsTheActionScriptDoes();
+    expect(await sends()).toBe(true);
+    // A rollback restores into the same netns, whose opened lock is still there.
+    await lockForRestore(netnsPath(netns));
+    expect(await sends()).toBe(false);
+    expect(await lockTables()).toHaveLength(1);
+    await openAsTheActionScriptDoes();
+    expect(await sends()).toBe(true);
+  });
+
+  it('is gone after a restore that failed', async () => {
+    await lockForRestore(netnsPath(netns));
+    await unlockRestore(netnsPath(netns));
+    expect(await lockTables()).toEqual([]);
+    expect(await sends()).toBe(true);
+  });
+});
