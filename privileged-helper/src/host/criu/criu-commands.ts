@@ -114,6 +114,9 @@ export function forkDumpArgs(input: ForkDumpInput): string[] {
     // its sockets are in repair mode, and its connections to the outside are
     // never restored, so the source's peers outside see nothing of the dump.
     '--network-lock', 'skip',
+    // Every restore leaves cgroups to the helper (below), so the dump need
+    // not read them while the tree is frozen (criu-patches/0014).
+    '--manage-cgroups=ignore',
     '--external', `net[${input.netnsInode}]:${EXTERNAL_NETNS_KEY}`,
     ...mounts.flatMap((p) => ['--external', `mnt[${p}]:${externalMountKey(p)}`]),
     ...(input.actionScript ? ['--action-script', input.actionScript] : []),
