@@ -11,6 +11,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Workspace } from '../../src/protocol/entities.js';
+import { thawSignalDir } from '../../src/host/criu/criu.js';
 import { commandsOf } from './host-processes.js';
 import { linkNames, mountPointsUnder, netnsNames, pidNamespaceOf, processesInPidNs } from './leftovers.js';
 import { onTmpfs } from '../../src/host/mounts.js';
@@ -73,7 +74,7 @@ async function dumpIn(scratch: string, ready: (images: string) => boolean = () =
   while (Date.now() < deadline) {
     for (const dir of await readdir(scratch).catch(() => [])) {
       const images = `${scratch}/${dir}`;
-      if (!dir.startsWith('fork-') || !ready(images)) continue;
+      if (!dir.startsWith('fork-') || dir.endsWith('.thaw') || !ready(images)) continue;
       const dump = (await commandsOf(images)).find((p) => p.argv[1] === 'dump');
       if (dump) return { pid: dump.pid, images };
     }
@@ -84,11 +85,11 @@ async function dumpIn(scratch: string, ready: (images: string) => boolean = () =
 
 /**
  * Stops the fork's CRIU dump the moment its tree runs again (its post-resume
- * action leaves grove-thawed in the images dir), before it has saved the
- * pages; null if no dump got there within a minute.
+ * action leaves grove-thawed next to the images dir), before it has saved
+ * the pages; null if no dump got there within a minute.
  */
 async function stopDumpOnceThawed(scratch: string): Promise<{ pid: number; images: string } | null> {
-  const dump = await dumpIn(scratch, (images) => existsSync(`${images}/grove-thawed`));
+  const dump = await dumpIn(scratch, (images) => existsSync(`${thawSignalDir(images)}/grove-thawed`));
   if (dump) process.kill(dump.pid, 'SIGSTOP');
   return dump;
 }

@@ -37,7 +37,12 @@ const NEARLY_FULL_BYTES = 16 * MiB;
 /** A dump that failed for a passing reason (transientDumpFailure) is tried this often. */
 const DUMP_ATTEMPTS = 3;
 
-/** What the action script leaves in the images dir at a dump's post-resume (GROVE_THAWED_FILE). */
+/**
+ * What the action script leaves at a dump's post-resume (GROVE_THAWED_FILE),
+ * in a directory of its own next to the images (thawSignalDir): watched in the images dir,
+ * each of the few hundred files CRIU makes there in the freeze woke the
+ * helper (an inotify event each, ~5 ms of CRIU's freeze in a profile).
+ */
 const THAWED_FILE = 'grove-thawed';
 
 /** What a dump whose restores follow it leaves in the images dir once it ends: "ok", or why its pages were not saved. */
@@ -119,6 +124,11 @@ export function restoreWorkDir(imagesDir: string, name: string): string {
   return path.join(imagesDir, `restore-${name}`);
 }
 
+/** Where a dump into IMAGES_DIR says the tree runs again (THAWED_FILE), next to the images. */
+export function thawSignalDir(imagesDir: string): string {
+  return `${imagesDir}.thaw`;
+}
+
 /** Where restore NAME writes its tree's init pid, also when it was interrupted. */
 export function restorePidFile(imagesDir: string, name: string): string {
   return path.join(restoreWorkDir(imagesDir, name), 'restore.pid');
@@ -186,7 +196,6 @@ export class Criu {
       ...(req.snapshot && { GROVE_SNAPSHOT_FROM: req.snapshot.from, GROVE_SNAPSHOT_TO: req.snapshot.to }),
       ...shareEnv(req.share),
       ...(req.alsoCapture && { ...shareEnv(req.alsoCapture.session), GROVE_SHARE_CAPTURED: req.alsoCapture.capturedFile }),
-      GROVE_THAWED_FILE: path.join(req.imagesDir, THAWED_FILE),
     };
     let thawed = false;
     // Restores that start at the thaw read the images as the tree's own ids (below): readable first.
@@ -197,17 +206,26 @@ export class Criu {
       madeReadable = readableToAll(req.imagesDir);
       madeReadable.then(announce, () => undefined);
     };
-    for (let attempt = 1; ; attempt++) {
-      const watching = watchFor(req.imagesDir, THAWED_FILE, onThawed);
-      const res = await execa(this.binary, args, { env: { ...CRIU_ENV, ...env }, reject: false, timeout: 120_000 }).finally(() => watching.close());
-      await rm(path.join(req.imagesDir, THAWED_FILE), { force: true }); // not an image: no copy of the version gets it
-      if (res.exitCode === 0) break;
-      const log = await readFile(logFile, 'utf8').catch(() => '');
-      // Once the caller was told the instant is fixed, there is no other try: it would be another instant.
-      if (attempt >= DUMP_ATTEMPTS || thawed || !transientDumpFailure(log)) throw await this.failure('dump', logFile, res.signal ? `killed by ${res.signal}` : res.stderr);
-      // The tree ran on (--leave-running); a fresh images directory and a moment for the reader to drain its socket.
-      await emptyDirectory(req.imagesDir);
-      await new Promise((r) => setTimeout(r, 200 * attempt));
+    const signals = thawSignalDir(req.imagesDir);
+    await rm(signals, { recursive: true, force: true }); // a killed helper's
+    await mkdir(signals, { mode: 0o700 });
+    try {
+      for (let attempt = 1; ; attempt++) {
+        const watching = watchFor(signals, THAWED_FILE, onThawed);
+        const res = await execa(this.binary, args, { env: { ...CRIU_ENV, ...env, GROVE_THAWED_FILE: path.join(signals, THAWED_FILE) }, reject: false, timeout: 120_000 }).finally(() =>
+          watching.close(),
+        );
+        await rm(path.join(signals, THAWED_FILE), { force: true });
+        if (res.exitCode === 0) break;
+        const log = await readFile(logFile, 'utf8').catch(() => '');
+        // Once the caller was told the instant is fixed, there is no other try: it would be another instant.
+        if (attempt >= DUMP_ATTEMPTS || thawed || !transientDumpFailure(log)) throw await this.failure('dump', logFile, res.signal ? `killed by ${res.signal}` : res.stderr);
+        // The tree ran on (--leave-running); a fresh images directory and a moment for the reader to drain its socket.
+        await emptyDirectory(req.imagesDir);
+        await new Promise((r) => setTimeout(r, 200 * attempt));
+      }
+    } finally {
+      await rm(signals, { recursive: true, force: true });
     }
     // A restore in the tree's user namespace reads some images once it is in it, as ids the images' owner (host root) is not.
     if (req.userns) await (madeReadable ?? readableToAll(req.imagesDir));
