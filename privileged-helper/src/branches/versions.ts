@@ -5,6 +5,7 @@
 //   pool/versions/<vid>/images   CRIU images (on btrfs: they survive reboots)
 //   pool/versions/<vid>/files    read-only snapshot of the branch's own files (branch-storage.ts)
 import { mkdir, rename } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import path from 'node:path';
 import { snapshot } from '../host/btrfs.js';
 import { mib, requireSpace, VERSION_HEADROOM_BYTES } from '../host/space.js';
@@ -30,6 +31,9 @@ export interface VersionDeps extends BranchDeps {
   events: { changed: (v: Version) => void; removed: (id: string, reason?: string) => void };
   log: (msg: string) => void;
 }
+
+/** How long a listing with sizes waits for a version still being saved (one is saved within seconds). */
+const SAVING_SIZE_WAIT_MS = 10_000;
 
 /** A checkpoint whose instant is fixed: its version (saving), and its dump, which settles once CRIU has written everything. */
 interface Capture {
@@ -364,6 +368,10 @@ export class VersionService {
    * groups, which the pool does not enable. Left out when it cannot be measured.
    */
   private async sizeOnDisk(versionId: string): Promise<number | undefined> {
+    // A version being saved has its images renamed into place meanwhile, and a
+    // rename under du's walk fails it: measured once saved, if that is soon.
+    const saving = this.persisting.get(versionId);
+    if (saving) await Promise.race([saving, sleep(SAVING_SIZE_WAIT_MS, undefined, { ref: false })]);
     const res = await run('du', ['-s', '-B1', '--', path.join(this.d.versionsDir, versionId)], { allowFailure: true, timeoutMs: 30_000 });
     const bytes = Number(res.stdout.split('\t')[0]);
     return res.exitCode === 0 && Number.isInteger(bytes) ? bytes : undefined;

@@ -231,10 +231,10 @@ describe('live fork of a running desktop', () => {
 
   it("rolls a branch back to a version's files and process state", async () => {
     const child = children[0]!;
-    await sh(client, child, 'echo v1 > /root/state.txt');
+    await sh(client, child, 'echo v1 > /root/state.txt; echo shm-v1 > /dev/shm/grove-marker');
     const version = await client.request('branch.checkpoint', { workspace: child.id, label: 'v1' });
     expect(await counter(child)).toBe('7'); // a checkpoint does not stop the branch
-    await sh(client, child, 'echo v2 > /root/state.txt');
+    await sh(client, child, 'echo v2 > /root/state.txt; echo shm-v2 > /dev/shm/grove-marker');
     await counter(child, '/inc');
     expect(await counter(child)).toBe('8');
 
@@ -245,6 +245,8 @@ describe('live fork of a running desktop', () => {
     expect(await counter(rolled)).toBe('7');
     expect(await fileIn(client, rolled, '/root/state.txt')).toBe('v1\n');
     expect((await sh(client, rolled, 'hostname')).trim()).toBe(child.name);
+    // /dev/shm is a tmpfs of the branch's: CRIU saves its contents with the processes.
+    expect(await fileIn(client, rolled, '/dev/shm/grove-marker')).toBe('shm-v1\n');
     children[0] = rolled;
   });
 

@@ -62,6 +62,12 @@ describe("CRIU's action script", () => {
     }
   }, 30_000);
 
+  it('fails the restore when the network lock cannot be opened (netns.ts lockForRestore)', async () => {
+    const res = await act('pre-resume', { GROVE_LOCKED_NETNS: path.join(dir, 'no-such-netns'), GROVE_LOCK_TABLE: 'grove_restore_lock' });
+    expect(res.exitCode).not.toBe(0);
+    expect(res.stderr).toContain('no-such-netns');
+  });
+
   it('does nothing for the actions it has no part in', async () => {
     for (const action of ['pre-dump', 'post-restore', 'network-lock', 'network-unlock']) expect(await act(action), action).toMatchObject({ exitCode: 0, stdout: '' });
   });
