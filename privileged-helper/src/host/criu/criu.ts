@@ -39,9 +39,9 @@ const DUMP_ATTEMPTS = 3;
 
 /**
  * What the action script leaves at a dump's post-resume (GROVE_THAWED_FILE),
- * in a directory of its own next to the images (thawSignalDir): watched in the images dir,
- * each of the few hundred files CRIU makes there in the freeze woke the
- * helper (an inotify event each, ~5 ms of CRIU's freeze in a profile).
+ * in a directory of its own next to the images (thawSignalDir). Watched in
+ * the images dir, each of the few hundred files CRIU makes there in the
+ * freeze woke the helper (an inotify event each, ~5 ms of the freeze).
  */
 const THAWED_FILE = 'grove-thawed';
 
@@ -207,7 +207,7 @@ export class Criu {
       madeReadable.then(announce, () => undefined);
     };
     const signals = thawSignalDir(req.imagesDir);
-    await rm(signals, { recursive: true, force: true }); // a killed helper's
+    await rm(signals, { recursive: true, force: true }); // left by a helper killed mid-dump
     await mkdir(signals, { mode: 0o700 });
     try {
       for (let attempt = 1; ; attempt++) {
