@@ -38,6 +38,15 @@ const DEFAULT_CWD = '/root'; // the OCI spec's process.cwd
 const TERM_ENV = 'TERM=xterm-256color';
 /** The environment of grove-enter, which runs (partly) on the host. */
 const TOOL_ENV = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' };
+/**
+ * How long a stop may take to show. A fork can wait that long on a busy host (every fork waits while
+ * another process is moved between cgroups); past it the process is taken as it is.
+ */
+const STOP_WAIT_MS = 5000;
+/** Enough for any tree to stop level by level; a bound all the same, should some process never stop. */
+const MAX_KILL_PASSES = 64;
+/** Process states in which a task runs no code: stopped, traced, zombie, dead. */
+const HALTED_STATES = new Set(['T', 't', 'Z', 'X']);
 const CONTAINER_PATH = BASE_ENV.find((v) => v.startsWith('PATH=')) ?? `PATH=${TOOL_ENV.PATH}`;
 
 /** The workspace to enter: its init's host PID, that process's start time if known (guards against pid reuse), its cgroups. */
@@ -297,20 +306,20 @@ function runCollecting(file: string, args: string[], { input, deadlineMs, ownerG
 
 /**
  * SIGKILLs `root` and every descendant (they live in the container's pid
- * namespace but have host pids too). Stops them first so none can fork away
- * between the scan and the kill.
+ * namespace but have host pids too). Stops them first, and waits until they
+ * are stopped, so none can fork away between the scan and the kill: a fork
+ * under way when the stop is sent still completes, and its child shows up only
+ * then. Each pass looks again below what it stopped until nothing new appears.
  */
 async function killTree(root: number): Promise<void> {
   const seen = new Set<number>();
-  for (let pass = 0; pass < 5; pass++) {
+  for (let pass = 0; pass < MAX_KILL_PASSES; pass++) {
     const found = await descendants(root);
     found.add(root);
     const fresh = [...found].filter((p) => !seen.has(p));
     if (fresh.length === 0) break;
-    for (const p of fresh) {
-      seen.add(p);
-      signal(p, 'SIGSTOP');
-    }
+    for (const p of fresh) seen.add(p);
+    await Promise.all(fresh.map(stop));
   }
   for (const p of seen) signal(p, 'SIGKILL');
 }
@@ -354,25 +363,31 @@ async function hasTerminal(pid: number): Promise<boolean> {
   return Number.isInteger(ttyNr) && ttyNr !== 0;
 }
 
-/** /proc/PID/stat from the field after comm on (state, ppid, pgrp, session, tty_nr, …); empty for a gone process. */
-async function statFields(pid: number): Promise<string[]> {
+/** /proc/PID/stat (or /proc/PID/task/TID/stat) from the field after comm on (state, ppid, pgrp, session, tty_nr, …); empty for a gone process. */
+async function statFields(pid: number | string): Promise<string[]> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
   // comm may contain spaces and parentheses: fields count from the last ')'.
   return stat ? stat.slice(stat.lastIndexOf(')') + 2).split(' ') : [];
 }
 
 /**
- * SIGSTOP, then waits until the process is stopped (or gone): a process in
- * the middle of fork() still makes its child before the signal takes it, and
- * a look at its children before then would miss that child.
+ * SIGSTOP, then waits until every thread of the process is stopped (or gone):
+ * a thread in the middle of fork() still makes its child before the signal
+ * takes it, and a look at the children before then would miss that child.
  */
 async function stop(pid: number): Promise<void> {
   signal(pid, 'SIGSTOP');
-  for (let i = 0; i < 100; i++) {
-    const state = (await statFields(pid))[0];
-    if (state === undefined || state === 'T' || state === 't' || state === 'Z') return;
-    await new Promise((r) => setTimeout(r, 5));
+  const giveUp = Date.now() + STOP_WAIT_MS;
+  while (!(await allThreadsHalted(pid)) && Date.now() < giveUp) await new Promise((r) => setTimeout(r, 5));
+}
+
+async function allThreadsHalted(pid: number): Promise<boolean> {
+  const threads = await readdir(`/proc/${pid}/task`).catch(() => [] as string[]);
+  for (const tid of threads) {
+    const state = (await statFields(`${pid}/task/${tid}`))[0];
+    if (state !== undefined && !HALTED_STATES.has(state)) return false;
   }
+  return true;
 }
 
 function signal(pid: number, sig: NodeJS.Signals): void {

@@ -139,6 +139,27 @@ describe('sessions end with their connection', () => {
 
     await expectNoneLeft(marker);
   });
+
+  it('ends an exec.run command cut off in the middle of a fork, with the child that fork makes', async () => {
+    // A process with a large heap spends most of its time in fork() copying page tables: a stop sent
+    // then takes effect once the fork is done, and the child shows up only after that. The helper
+    // must wait for the stop and look again, or that child lives on.
+    const marker = `${RUN}4`;
+    const forker = [
+      'import os',
+      'heap = bytearray(b"x") * (512 << 20)',
+      'while True:',
+      `    if os.fork() == 0: os.execvp("sleep", ["sleep", "${marker}"])`,
+    ].join('\n');
+    for (let round = 0; round < 3; round++) {
+      const socket = net.connect(instance().socketPath);
+      socket.on('error', () => undefined);
+      socket.write(helloLine('sessions-fork') + requestLine(2, 'exec.run', { workspace: ws.id, argv: ['python3', '-c', forker] }));
+      await expect.poll(async () => (await processesWith(marker)).length, { timeout: 20_000 }).toBeGreaterThan(2);
+      socket.destroy();
+      await expectNoneLeft(marker);
+    }
+  });
 });
 
 describe('back-pressure', () => {
