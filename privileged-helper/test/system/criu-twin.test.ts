@@ -17,14 +17,13 @@ import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { ACTION_SCRIPT, CRIU_ENV } from '../../src/host/criu/criu.js';
-import { REWRITER, WHOLE, type RewriterReport } from './fixtures/rewriter.js';
+import { NO_REPORT_YET, readRewriterReport, REWRITER, WHOLE, type RewriterReport } from './fixtures/rewriter.js';
 import { killIfThere, pidTaken, processesOf } from './host-processes.js';
 import { waitFor } from './support.js';
 
 const criu = loadConfig().criu;
 
-const readReport = async (file: string): Promise<RewriterReport | null> =>
-  JSON.parse(await readFile(file, 'utf8').catch(() => 'null')) as RewriterReport | null;
+const readReport = (file: string): Promise<RewriterReport | null> => readRewriterReport(() => readFile(file, 'utf8').catch(() => 'null'));
 
 describe("CRIU's pages saved after the thaw", () => {
   const pids = new Set<number>();
@@ -72,7 +71,8 @@ describe("CRIU's pages saved after the thaw", () => {
 
     killIfThere(pid);
     await waitFor('the source and its session to end', async () => !(await pidTaken(pid)), 30_000);
-    await rm(report);
+    // The restore opens the file the source held open, which must have the size it had then: cleared, not removed.
+    await writeFile(report, NO_REPORT_YET);
     return { pid, images, report, dumpLog, source };
   }
 

@@ -12,7 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Workspace } from '../../src/protocol/entities.js';
 import { GATE_ADDRESS, GATE_PORT } from '../../src/egress/policy.js';
-import { REWRITER, WHOLE, type RewriterReport } from './fixtures/rewriter.js';
+import { readRewriterReport, REWRITER, WHOLE, type RewriterReport } from './fixtures/rewriter.js';
 import { blankEditor, connect, createWorkspace, darkPixels, EDITOR, EDITOR_TEXT, sh, track, waitFor } from './support.js';
 
 /**
@@ -363,7 +363,7 @@ except OSError: print('held')"`)).trim(),
 
   it('gives each child its memory as it was at the fork while the source rewrites it, with zeros where it had discarded', async () => {
     // The source runs on while its pages are saved (criu-patches/0007): every page it rewrites then must reach the children as it was.
-    const rewriter = async (ws: Workspace): Promise<RewriterReport | null> => JSON.parse((await sh(c, ws, 'cat /tmp/rewriter.json 2>/dev/null || echo null')) || 'null') as RewriterReport | null;
+    const rewriter = (ws: Workspace): Promise<RewriterReport | null> => readRewriterReport(() => sh(c, ws, 'cat /tmp/rewriter.json 2>/dev/null || echo null'));
     await c.request('exec.run', { workspace: source.id, argv: ['sh', '-c', 'cat > /tmp/rewriter.py'], stdin: await readFile(REWRITER, 'utf8') });
     await sh(c, source, 'nohup python3 /tmp/rewriter.py /tmp/rewriter.json wipeonfork >/tmp/rewriter.log 2>&1 &');
     try {
