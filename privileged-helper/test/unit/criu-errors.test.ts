@@ -89,6 +89,21 @@ describe('criuFailure', () => {
     expect(criuFailure(log('0x47001'))?.advice).toBeNull();
   });
 
+  it('says a process maps a deleted file past the end of its saved copy, from the warning the restore gives when it opens the copy', () => {
+    // The lines of CI's failure (criu-patches/0005): the deleted file's path cannot be measured any more.
+    const log = (copy: string) =>
+      [
+        `(00.003100)    134: Warn  (criu/files-reg.c:2484): Mapping 7ff615836000-7ff615837000 at 0x1d000 of /tmp/.org.chromium.Chromium.vHGDrh, a file deleted before the dump, reaches past the end of its restored copy (${copy} bytes)`,
+        "pie: 134: Error (criu/pie/restorer.c:1696): Can't read pages data (-14) into 0x7ff615836000+0x2000 (7 iovs): vma 0x7ff615836000-0x7ff615837000 prot 0x1 flags 0x2 status 0x41 fd 8 pgoff 0x1d000",
+        'pie: 134: Error (criu/pie/restorer.c:1672):   page 0x7ff615836000 of it reads -14',
+        'pie: 134: Error (criu/pie/restorer.c:1633):   mapped now: 7ff615836000-7ff615837000 rw-p 0001d000 00:48 2976    /tmp/.org.chromium.Chromium.vHGDrh (deleted) (file size 0xfffffffffffffffe)',
+      ].join('\n');
+    expect(criuFailure(log('0x1d000'))?.advice).toBe(
+      'a process maps /tmp/.org.chromium.Chromium.vHGDrh, a file deleted before the dump, past the end of the copy saved with it (0x1d000 bytes, the page that failed at 0x1d000); restart that process, then try again',
+    );
+    expect(criuFailure(log('0x1d001'))?.advice).toBeNull(); // the failed page is within the copy: not the cause
+  });
+
   it('has nothing to say about a log with only noise', () => {
     expect(criuFailure("Error (criu/util.c:1534): rlimit: Can't setup RLIMIT_NOFILE for self: Operation not permitted\n")).toBeNull();
   });

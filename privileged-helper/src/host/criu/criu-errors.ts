@@ -86,14 +86,24 @@ function detailsOf(errors: string[]): string[] {
  * shortens it do that: the branch's copy takes the path, the process keeps
  * the image's file, and CRIU saves the mapping as of the path (overlayfs
  * gives the copy the same inode number), so no restore of it can succeed.
+ * For a file deleted before the dump it is the copy saved with the dump
+ * that ends before the page, as the restore's warning says (0015).
  */
-function shortenedMappedFile(errors: string): string | null {
+function shortenedMappedFile(errors: string, log: string): string | null {
   const read = /Can't read pages data \(-14\) into 0x([0-9a-f]+)\+0x[0-9a-f]+ \(\d+ iovs\): vma 0x([0-9a-f]+)-0x[0-9a-f]+ .* pgoff 0x([0-9a-f]+)/.exec(errors);
   if (!read) return null;
   const [at, start, pgoff] = read.slice(1).map((hex) => BigInt(`0x${hex}`)) as [bigint, bigint, bigint];
+  const failedAt = at - start + pgoff;
   const mapped = new RegExp(`mapped now: ${start.toString(16)}-[0-9a-f]+ \\S+ \\S+ \\S+ \\d+ +(/.*) \\(file size 0x([0-9a-f]+)\\)`).exec(errors);
-  if (!mapped || at - start + pgoff < BigInt(`0x${mapped[2]}`)) return null;
-  return `a process maps ${mapped[1]} past its end: the file was made shorter after the process mapped it; restart that process (or put the file back as it was), then try again`;
+  if (mapped && failedAt >= BigInt(`0x${mapped[2]}`)) {
+    return `a process maps ${mapped[1]} past its end: the file was made shorter after the process mapped it; restart that process (or put the file back as it was), then try again`;
+  }
+  // A deleted file has no path to measure: the restore said how long the copy it made of it is (criu-patches/0015).
+  const copy = new RegExp(`Mapping ${start.toString(16)}-[0-9a-f]+ at 0x[0-9a-f]+ of (/.*), a file deleted before the dump, reaches past the end of its restored copy \\(0x([0-9a-f]+) bytes\\)`).exec(log);
+  if (copy && failedAt >= BigInt(`0x${copy[2]}`)) {
+    return `a process maps ${copy[1]}, a file deleted before the dump, past the end of the copy saved with it (0x${copy[2]} bytes, the page that failed at 0x${failedAt.toString(16)}); restart that process, then try again`;
+  }
+  return null;
 }
 
 export function criuFailure(log: string): CriuFailure | null {
@@ -107,6 +117,6 @@ export function criuFailure(log: string): CriuFailure | null {
   const all = errors.join('\n');
   const host = /\(pid: (\d+)\)/.exec(all);
   const pid = inside ? { inside: Number(inside[1]) } : host ? { host: Number(host[1]) } : null;
-  const advice = shortenedMappedFile(all) ?? ADVICE.find(([re]) => re.test(all))?.[1] ?? null;
+  const advice = shortenedMappedFile(all, log) ?? ADVICE.find(([re]) => re.test(all))?.[1] ?? null;
   return { cause, pid, advice, noSpace: NO_SPACE.test(all) };
 }
