@@ -363,9 +363,12 @@ async function hasTerminal(pid: number): Promise<boolean> {
   return Number.isInteger(ttyNr) && ttyNr !== 0;
 }
 
-/** /proc/PID/stat (or /proc/PID/task/TID/stat) from the field after comm on (state, ppid, pgrp, session, tty_nr, …); empty for a gone process. */
-async function statFields(pid: number | string): Promise<string[]> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+/**
+ * The stat file of `entry` under /proc (a pid, or PID/task/TID for one thread) from the field after comm on
+ * (state, ppid, pgrp, session, tty_nr, …); empty for a gone process.
+ */
+async function statFields(entry: number | string): Promise<string[]> {
+  const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
   // comm may contain spaces and parentheses: fields count from the last ')'.
   return stat ? stat.slice(stat.lastIndexOf(')') + 2).split(' ') : [];
 }

@@ -89,12 +89,12 @@ function detailsOf(errors: string[]): string[] {
  * For a file deleted before the dump it is the copy saved with the dump
  * that ends before the page, as the restore's warning says (0015).
  */
-function shortenedMappedFile(errors: string, log: string): string | null {
-  const read = /Can't read pages data \(-14\) into 0x([0-9a-f]+)\+0x[0-9a-f]+ \(\d+ iovs\): vma 0x([0-9a-f]+)-0x[0-9a-f]+ .* pgoff 0x([0-9a-f]+)/.exec(errors);
+function shortenedMappedFile(log: string): string | null {
+  const read = /Can't read pages data \(-14\) into 0x([0-9a-f]+)\+0x[0-9a-f]+ \(\d+ iovs\): vma 0x([0-9a-f]+)-0x[0-9a-f]+ .* pgoff 0x([0-9a-f]+)/.exec(log);
   if (!read) return null;
   const [at, start, pgoff] = read.slice(1).map((hex) => BigInt(`0x${hex}`)) as [bigint, bigint, bigint];
   const failedAt = at - start + pgoff;
-  const mapped = new RegExp(`mapped now: ${start.toString(16)}-[0-9a-f]+ \\S+ \\S+ \\S+ \\d+ +(/.*) \\(file size 0x([0-9a-f]+)\\)`).exec(errors);
+  const mapped = new RegExp(`mapped now: ${start.toString(16)}-[0-9a-f]+ \\S+ \\S+ \\S+ \\d+ +(/.*) \\(file size 0x([0-9a-f]+)\\)`).exec(log);
   if (mapped && failedAt >= BigInt(`0x${mapped[2]}`)) {
     return `a process maps ${mapped[1]} past its end: the file was made shorter after the process mapped it; restart that process (or put the file back as it was), then try again`;
   }
@@ -117,6 +117,6 @@ export function criuFailure(log: string): CriuFailure | null {
   const all = errors.join('\n');
   const host = /\(pid: (\d+)\)/.exec(all);
   const pid = inside ? { inside: Number(inside[1]) } : host ? { host: Number(host[1]) } : null;
-  const advice = shortenedMappedFile(all, log) ?? ADVICE.find(([re]) => re.test(all))?.[1] ?? null;
+  const advice = shortenedMappedFile(log) ?? ADVICE.find(([re]) => re.test(all))?.[1] ?? null;
   return { cause, pid, advice, noSpace: NO_SPACE.test(all) };
 }
