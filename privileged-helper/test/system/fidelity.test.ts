@@ -90,6 +90,22 @@ class H(http.server.BaseHTTPRequestHandler):
 http.server.HTTPServer(('127.0.0.1', port), H).serve_forever()
 `;
 
+/**
+ * Each tmpfs mount: where, its root's mode, owner and group, its options, and
+ * how many entries it holds (not for /dev/shm, where Chromium's files come and go).
+ */
+const TMPFS_LISTER = `
+import os
+for line in open('/proc/self/mountinfo'):
+    mount, sb = line.split(' - ')
+    fstype, _, options = sb.split()
+    if fstype == 'tmpfs':
+        where = mount.split()[4]
+        st = os.stat(where)
+        entries = '-' if where == '/dev/shm' else len(os.listdir(where))
+        print(where, oct(st.st_mode & 0o7777), st.st_uid, st.st_gid, options, entries)
+`;
+
 /** Appends the name of every file created in /tmp/watched to /tmp/watched.log (inotify through libc). */
 const WATCHER = `
 import ctypes, os, struct
@@ -474,6 +490,27 @@ except OSError: print('held')"`)).trim(),
     expect(before.filter((l) => l.includes('1073741824-') && l.includes('/Default/History')).length).toBe(1);
     const children = await fork(source, `${before.length} file locks`);
     for (const child of children) expect(await heldLocks(child), child.name).toEqual(before);
+  });
+
+  it('keeps each tmpfs as it was: the empty ones, /dev with its nodes, and /dev/shm whose group the branch changed', async () => {
+    // An empty tmpfs whose root is as its mount makes it is saved without a tar (criu-patches/0016); one whose
+    // root's group differs is not, or the child would get the mount's.
+    const tmpfsMounts = async (ws: Workspace) => {
+      const res = await c.request('exec.run', { workspace: ws.id, argv: ['python3', '-c', TMPFS_LISTER] });
+      if (res.exitCode !== 0) throw new Error(`listing the tmpfs mounts failed: ${res.stderr}`);
+      return res.stdout.trim().split('\n').sort().join('\n'); // a restore may mount them in another order
+    };
+    const group = (await sh(c, source, 'stat -c %g /dev/shm')).trim();
+    await sh(c, source, 'chgrp 100 /dev/shm');
+    try {
+      const before = await tmpfsMounts(source);
+      expect(before).toMatch(/^\/dev\/shm 0o1777 \d+ 100 /m);
+      expect(before.split('\n').length, before).toBeGreaterThanOrEqual(4); // /dev, /dev/shm and the two crun masks
+      const children = await fork(source, 'tmpfs mounts');
+      for (const child of children) expect(await tmpfsMounts(child), child.name).toBe(before);
+    } finally {
+      await sh(c, source, `chgrp ${group} /dev/shm`);
+    }
   });
 
   it('shows the survivors of a discarded middle branch under their nearest living ancestor', async () => {
