@@ -7,7 +7,7 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CGROUP_ROOT } from '../../src/host/cgroups.js';
-import { ACTION_SCRIPT } from '../../src/host/criu/criu.js';
+import { ACTION_SCRIPT, DUMP_SCRIPT, RESTORE_SCRIPT } from '../../src/host/criu/criu.js';
 
 const act = (action: string, env: Record<string, string> = {}) =>
   execa('sh', [ACTION_SCRIPT], { env: { CRTOOLS_SCRIPT_ACTION: action, ...env }, extendEnv: false, reject: false });
@@ -70,5 +70,12 @@ describe("CRIU's action script", () => {
 
   it('does nothing for the actions it has no part in', async () => {
     for (const action of ['pre-dump', 'post-restore', 'network-lock', 'network-unlock']) expect(await act(action), action).toMatchObject({ exitCode: 0, stdout: '' });
+  });
+
+  it('is run by CRIU for every action it has a part in, and for no other (criu-patches/0017)', () => {
+    const handled = [...readFileSync(ACTION_SCRIPT, 'utf8').matchAll(/^ {2}([a-z-]+)\)$/gm)].map((m) => m[1]);
+    expect(new Set([...DUMP_SCRIPT.actions, ...RESTORE_SCRIPT.actions])).toEqual(new Set(handled));
+    expect(DUMP_SCRIPT.path).toBe(ACTION_SCRIPT);
+    expect(RESTORE_SCRIPT.path).toBe(ACTION_SCRIPT);
   });
 });

@@ -52,6 +52,17 @@ describe('CRIU arguments for a fork', () => {
     for (const bad of ['../ready', 'a/b', '.hidden', '', 'x y']) expect(() => forkRestoreArgs({ ...restore, pagesReadyFile: bad })).toThrow(/plain file name/);
   });
 
+  it('has CRIU run the action script for the actions named only, at dump and restore alike (criu-patches/0017)', () => {
+    const script = { path: '/s/action.sh', actions: ['post-dump', 'post-resume'] };
+    const dump = forkDumpArgs({ initPid: 42, imagesDir: '/i', netnsInode: 7, logFile: '/i/d.log', actionScript: script });
+    expect(dump.join(' ')).toContain('--action-script /s/action.sh --action-script-actions post-dump,post-resume');
+    const restore = { imagesDir: '/i', workDir: '/i/w', rootfs: '/r', pidFile: '/p', netnsFd: 3, logFile: '/l' };
+    expect(forkRestoreArgs({ ...restore, actionScript: { path: '/s/action.sh', actions: ['pre-resume'] } }).join(' ')).toContain('--action-script /s/action.sh --action-script-actions pre-resume');
+    expect(forkRestoreArgs(restore)).not.toContain('--action-script-actions');
+    for (const actions of [[], ['pre-resume,post-dump'], ['Pre resume']]) expect(() => forkRestoreArgs({ ...restore, actionScript: { path: '/s/a', actions } })).toThrow(/actions/);
+    expect(() => forkRestoreArgs({ ...restore, actionScript: { path: 's/a', actions: ['pre-resume'] } })).toThrow(/absolute/);
+  });
+
   it('keys are the same for the same container path and never contain brackets or colons', () => {
     expect(externalMountKey('/root')).toBe(externalMountKey('/root'));
     expect(externalMountKey('/a:b[c]')).toMatch(/^[A-Za-z0-9_]+$/);

@@ -72,6 +72,23 @@ function anonymousMemoryArgs(input: AnonymousMemoryOption): string[] {
   return input.leaveAnonymousMemory ? ['--skip-private-anon-pages'] : [];
 }
 
+/**
+ * An action script and the actions it acts on: CRIU runs it for those only
+ * (criu-patches/0017). Each run forks and execs CRIU's process (~5 ms here),
+ * and a dump ran two that did nothing (network-lock, network-unlock) while
+ * the tree was frozen.
+ */
+export interface ActionScript {
+  path: string;
+  actions: readonly string[];
+}
+
+function actionScriptArgs(script: ActionScript | undefined): string[] {
+  if (!script) return [];
+  if (script.actions.length === 0 || !script.actions.every((a) => /^[a-z-]+$/.test(a))) throw new Error(`bad action script actions: ${script.actions.join(',')}`);
+  return ['--action-script', script.path, '--action-script-actions', script.actions.join(',')];
+}
+
 export interface ForkDumpInput extends CriuLogOptions, AnonymousMemoryOption {
   /** Host PID of the container's init (tini). */
   initPid: number;
@@ -79,8 +96,8 @@ export interface ForkDumpInput extends CriuLogOptions, AnonymousMemoryOption {
   imagesDir: string;
   /** Inode of the source's network namespace (`stat -L -c %i /run/netns/NAME`). */
   netnsInode: number;
-  /** Absolute path of the action script (takes the btrfs snapshot at post-dump). */
-  actionScript?: string;
+  /** The action script (takes the btrfs snapshot at post-dump). */
+  actionScript?: ActionScript;
   /** Container paths bind-mounted from outside (default: crun's masked files). */
   externalMounts?: readonly string[];
   /** Chromium keeps deleted mapped files; default 256M. */
@@ -97,7 +114,7 @@ export interface ForkDumpInput extends CriuLogOptions, AnonymousMemoryOption {
 export function forkDumpArgs(input: ForkDumpInput): string[] {
   if (!Number.isInteger(input.initPid) || input.initPid <= 1) throw new Error(`bad init pid ${input.initPid}`);
   if (!Number.isInteger(input.netnsInode) || input.netnsInode <= 0) throw new Error(`bad netns inode ${input.netnsInode}`);
-  assertAbsolute(input.imagesDir, input.logFile, input.actionScript);
+  assertAbsolute(input.imagesDir, input.logFile, input.actionScript?.path);
   const mounts = input.externalMounts ?? CRUN_MASKED_FILES;
   return [
     'dump',
@@ -119,7 +136,7 @@ export function forkDumpArgs(input: ForkDumpInput): string[] {
     '--manage-cgroups=ignore',
     '--external', `net[${input.netnsInode}]:${EXTERNAL_NETNS_KEY}`,
     ...mounts.flatMap((p) => ['--external', `mnt[${p}]:${externalMountKey(p)}`]),
-    ...(input.actionScript ? ['--action-script', input.actionScript] : []),
+    ...actionScriptArgs(input.actionScript),
     ...anonymousMemoryArgs(input),
     ...(input.pagesAfterThaw ? ['--pages-after-thaw'] : []),
   ];
@@ -135,7 +152,7 @@ export interface ForkRestoreInput extends CriuLogOptions, AnonymousMemoryOption 
   pidFile: string;
   /** fd number (in CRIU's process) of the child's open netns file. */
   netnsFd: number;
-  actionScript?: string;
+  actionScript?: ActionScript;
   /** Each container path given to forkDumpArgs and what to bind there (default: crun's masked files from /dev/null). */
   externalMounts?: readonly ExternalMountSource[];
   /**
@@ -148,7 +165,7 @@ export interface ForkRestoreInput extends CriuLogOptions, AnonymousMemoryOption 
 
 export function forkRestoreArgs(input: ForkRestoreInput): string[] {
   if (!Number.isInteger(input.netnsFd) || input.netnsFd < 3) throw new Error(`bad netns fd ${input.netnsFd}`);
-  assertAbsolute(input.imagesDir, input.workDir, input.rootfs, input.pidFile, input.logFile, input.actionScript);
+  assertAbsolute(input.imagesDir, input.workDir, input.rootfs, input.pidFile, input.logFile, input.actionScript?.path);
   const mounts = input.externalMounts ?? MASKED_FILE_SOURCES;
   return [
     'restore',
@@ -169,7 +186,7 @@ export function forkRestoreArgs(input: ForkRestoreInput): string[] {
     '--manage-cgroups=ignore',
     '--inherit-fd', `fd[${input.netnsFd}]:${EXTERNAL_NETNS_KEY}`,
     ...mounts.flatMap((m) => ['--external', `mnt[${externalMountKey(m.containerPath)}]:${m.source}`]),
-    ...(input.actionScript ? ['--action-script', input.actionScript] : []),
+    ...actionScriptArgs(input.actionScript),
     ...anonymousMemoryArgs(input),
     ...(input.pagesReadyFile !== undefined ? ['--pages-ready-file', plainName(input.pagesReadyFile)] : []),
   ];

@@ -23,10 +23,14 @@ import {
   MASKED_FILE_SOURCES,
   USERNS_HOST_MOUNTS,
   usernsHostMountSources,
+  type ActionScript,
   type ExternalMountSource,
 } from './criu-commands.js';
 
 export const ACTION_SCRIPT = path.join(import.meta.dirname, 'action-script.sh');
+/** What action-script.sh acts on in a dump, and in a restore: CRIU runs it for nothing else. */
+export const DUMP_SCRIPT: ActionScript = { path: ACTION_SCRIPT, actions: ['post-dump', 'post-resume'] };
+export const RESTORE_SCRIPT: ActionScript = { path: ACTION_SCRIPT, actions: ['post-setup-namespaces', 'pre-resume'] };
 
 /** Hardware breakpoints never fire in this VM: CRIU must single-step the parasite (criu.md). */
 export const CRIU_ENV = { CRIU_FAULT: '130' };
@@ -187,7 +191,7 @@ export class Criu {
       imagesDir: req.imagesDir,
       netnsInode: ino,
       logFile,
-      actionScript: ACTION_SCRIPT,
+      actionScript: DUMP_SCRIPT,
       leaveAnonymousMemory: req.share !== undefined,
       pagesAfterThaw: this.options.pagesAfterThaw,
       externalMounts: [...CRUN_MASKED_FILES, ...(req.userns ? USERNS_HOST_MOUNTS : []), ...req.binds],
@@ -250,7 +254,7 @@ export class Criu {
       pidFile,
       netnsFd: NETNS_FD,
       logFile,
-      actionScript: ACTION_SCRIPT,
+      actionScript: RESTORE_SCRIPT,
       leaveAnonymousMemory: req.share !== undefined,
       ...(req.pagesFollow && { pagesReadyFile: PAGES_READY_FILE }),
       externalMounts: [...MASKED_FILE_SOURCES, ...(req.userns ? this.usernsSources() : []), ...req.binds],
