@@ -91,19 +91,29 @@ http.server.HTTPServer(('127.0.0.1', port), H).serve_forever()
 `;
 
 /**
- * Each tmpfs mount: where, its root's mode, owner and group, its options, and
- * how many entries it holds (not for /dev/shm, where Chromium's files come and go).
+ * Each tmpfs mount: where, its root's mode, owner and group, and its options;
+ * then each entry in it (not for /dev/shm, where Chromium's files come and go):
+ * its path, type, mode, owner, group, modification time and, for a link, its target.
  */
 const TMPFS_LISTER = `
-import os
+import os, stat
+def entry(path, st):
+    link = ' -> ' + os.readlink(path) if stat.S_ISLNK(st.st_mode) else ''
+    return f'{path} {stat.filemode(st.st_mode)} {st.st_uid} {st.st_gid} {int(st.st_mtime)}{link}'
 for line in open('/proc/self/mountinfo'):
     mount, sb = line.split(' - ')
     fstype, _, options = sb.split()
-    if fstype == 'tmpfs':
-        where = mount.split()[4]
-        st = os.stat(where)
-        entries = '-' if where == '/dev/shm' else len(os.listdir(where))
-        print(where, oct(st.st_mode & 0o7777), st.st_uid, st.st_gid, options, entries)
+    if fstype != 'tmpfs':
+        continue
+    where = mount.split()[4]
+    st = os.stat(where)
+    print(where, oct(st.st_mode & 0o7777), st.st_uid, st.st_gid, options)
+    entries = []
+    for top, dirs, files in os.walk(where) if where != '/dev/shm' else []:
+        dirs[:] = [d for d in dirs if not os.path.ismount(os.path.join(top, d))]
+        entries += [os.path.join(top, name) for name in dirs + files if not os.path.ismount(os.path.join(top, name))]
+    for path in sorted(entries):
+        print('  ' + entry(path, os.lstat(path)))
 `;
 
 /** Appends the name of every file created in /tmp/watched to /tmp/watched.log (inotify through libc). */
@@ -492,20 +502,27 @@ except OSError: print('held')"`)).trim(),
     for (const child of children) expect(await heldLocks(child), child.name).toEqual(before);
   });
 
-  it('keeps each tmpfs as it was: the empty ones, /dev with its nodes, and /dev/shm whose group the branch changed', async () => {
+  it('keeps each tmpfs as it was: the empty ones, /dev with its nodes and links, and /dev/shm whose group the branch changed', async () => {
     // An empty tmpfs whose root is as its mount makes it is saved without a tar (criu-patches/0016); one whose
-    // root's group differs is not, or the child would get the mount's.
+    // root's group differs is not, or the child would get the mount's. /dev, empty files (the host's nodes are
+    // bound over them, so what shows is the host's), directories and links, is archived by CRIU itself (0018).
     const tmpfsMounts = async (ws: Workspace) => {
       const res = await c.request('exec.run', { workspace: ws.id, argv: ['python3', '-c', TMPFS_LISTER] });
       if (res.exitCode !== 0) throw new Error(`listing the tmpfs mounts failed: ${res.stderr}`);
-      return res.stdout.trim().split('\n').sort().join('\n'); // a restore may mount them in another order
+      // A restore may mount them in another order; each entry stays under its mount.
+      return res.stdout
+        .trim()
+        .split(/\n(?! )/)
+        .sort()
+        .join('\n');
     };
     const group = (await sh(c, source, 'stat -c %g /dev/shm')).trim();
     await sh(c, source, 'chgrp 100 /dev/shm');
     try {
       const before = await tmpfsMounts(source);
       expect(before).toMatch(/^\/dev\/shm 0o1777 \d+ 100 /m);
-      expect(before.split('\n').length, before).toBeGreaterThanOrEqual(4); // /dev, /dev/shm and the two crun masks
+      expect(before.split('\n').filter((l) => l.startsWith('/')).length, before).toBeGreaterThanOrEqual(4); // /dev, /dev/shm and the two crun masks
+      expect(before).toMatch(/^ {2}\/dev\/ptmx lrwxrwxrwx \d+ \d+ \d+ -> pts\/ptmx$/m);
       const children = await fork(source, 'tmpfs mounts');
       for (const child of children) expect(await tmpfsMounts(child), child.name).toBe(before);
     } finally {
