@@ -22,7 +22,7 @@
 // interrupted (see BaselineFork.cleanup).
 import { mkdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { allSettled } from '../src/branches/fork.js';
+import { allSettled } from '../src/concurrency.js';
 import { snapshot } from '../src/host/btrfs.js';
 import { Criu, restorePidFile } from '../src/host/criu/criu.js';
 import type { CriuDumpStats } from '../src/protocol/entities.js';

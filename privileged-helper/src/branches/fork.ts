@@ -20,7 +20,8 @@
 import { mkdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { netnsPath } from '../host/netns.js';
+import { allSettled, forEachLimited } from '../concurrency.js';
+import { lockForRestore, netnsPath } from '../host/netns.js';
 import { BRANCH_HEADROOM_BYTES, mib, requireSpace } from '../host/space.js';
 import { isSameProcess } from '../host/proc.js';
 import { copiedBecause } from '../host/kernel-tier.js';
@@ -252,14 +253,21 @@ class ForkTransaction {
     if (!(await sourceAlive(this.source))) throw new GroveError('E_HOST', `the source '${this.source.name}' is not running after the dump`);
   }
 
+  /**
+   * Each step here is on the child's way to its first frame, and most of
+   * them start programs (~10 ms each in this VM): what does not depend on
+   * another runs at once with it.
+   */
   private async restoreChild(child: WorkspaceRecord, imagesDir: string, forkPoint: string): Promise<{ pid: number; pidStart: number }> {
-    const rootfs = await this.d.storage.createFrom(child, forkPoint);
-    await writeIdentity(rootfs, child, this.d.storage.owner(child));
+    const netns = netnsPath(this.d.runtime.netPlan(child).netns);
+    const root = this.makeRoot(child, forkPoint);
+    await allSettled([root, lockForRestore(netns)]);
     const { pid, stats } = await this.d.criu.restore({
       share: this.holder?.session,
       imagesDir,
-      rootfs,
-      netnsPath: netnsPath(this.d.runtime.netPlan(child).netns),
+      rootfs: await root,
+      netnsPath: netns,
+      netnsLocked: true,
       hostname: child.hostname,
       name: child.id,
       binds: this.d.storage.externalBinds(child),
@@ -268,10 +276,17 @@ class ForkTransaction {
       pagesFollow: true,
     });
     this.criuStats.restores[this.children.indexOf(child)] = stats;
-    await this.d.storage.bindExternals(child);
-    const proc = await this.d.runtime.adoptProcess(child, pid);
-    this.d.registry.setWorkspaceState(child.id, 'creating', proc);
+    const proc = this.d.runtime.adoptProcess(child, pid);
+    await allSettled([proc, this.d.storage.bindExternals(child)]);
+    this.d.registry.setWorkspaceState(child.id, 'creating', await proc);
     return proc;
+  }
+
+  /** The child's root: its files a snapshot of the fork point, mounted, and its own name in them. */
+  private async makeRoot(child: WorkspaceRecord, forkPoint: string): Promise<string> {
+    const rootfs = await this.d.storage.createFrom(child, forkPoint);
+    await writeIdentity(rootfs, child, this.d.storage.owner(child));
+    return rootfs;
   }
 
   private async expose(child: WorkspaceRecord): Promise<void> {
@@ -305,33 +320,4 @@ async function sourceAlive(ws: WorkspaceRecord): Promise<boolean> {
   const stat = await readFile(`/proc/${ws.pid}/stat`, 'utf8').catch(() => '');
   const state = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
   return state !== 'T' && state !== 't' && state !== 'Z';
-}
-
-/**
- * Runs `work` on each item, at most `limit` at once, in order. On a failure no
- * new item starts, and it throws once those started are done (as allSettled).
- */
-export async function forEachLimited<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  let failed = false;
-  const worker = async () => {
-    while (!failed && next < items.length) {
-      const item = items[next++]!;
-      await work(item).catch((err: unknown) => {
-        failed = true;
-        throw err;
-      });
-    }
-  };
-  await allSettled(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
-}
-
-/**
- * Like Promise.all, but waits for every task before failing: an unwind must not
- * start while a sibling's restore is still running (its tree would be left
- * behind, unrecorded).
- */
-export async function allSettled(tasks: Promise<unknown>[]): Promise<void> {
-  const failed = (await Promise.allSettled(tasks)).find((r): r is PromiseRejectedResult => r.status === 'rejected');
-  if (failed) throw failed.reason;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { forEachLimited } from '../../src/branches/fork.js';
+import { forEachLimited } from '../../src/concurrency.js';
 
 const tick = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -116,6 +116,12 @@ export interface RestoreRequest {
   userns: boolean;
   /** The dump may still be saving the pages (DumpRequest.pagesFollow): CRIU waits for them before it reads any. */
   pagesFollow?: boolean;
+  /**
+   * The caller locked the netns for the restore already (lockForRestore), at
+   * once with making the root (a fork's child): the lock is two programs
+   * started, ~30 ms here. A restore that fails opens it again all the same.
+   */
+  netnsLocked?: boolean;
 }
 
 /** What the action script needs to ask the kernel tier's holder (none: CRIU copies the memory). */
@@ -268,7 +274,7 @@ export class Criu {
       ...(this.launcher && placement.cpu && { GROVE_CPU_CGROUP: placement.cpu }),
       ...shareEnv(req.share),
     };
-    await lockForRestore(req.netnsPath);
+    if (!req.netnsLocked) await lockForRestore(req.netnsPath);
     const netnsFd = openSync(req.netnsPath, 'r');
     try {
       const [file, argv] = this.launcher ? this.launcher.onHost(placement.whileRestoring, [this.binary, ...args]) : [this.binary, args];
