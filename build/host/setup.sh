@@ -55,7 +55,7 @@ fi
 step "CRIU ≥ 4.2"
 "$repo/build/host/criu.sh"
 
-step "native helpers (grove-enter cages what belongs to a branch; grove-mount makes idmapped mounts; grove-share holds a fork's memory for the kernel tier; peercred.node reads a peer's credentials)"
+step "native helpers (grove-enter cages what belongs to a branch; grove-mount makes idmapped and caged bind mounts; grove-share holds a fork's memory for the kernel tier; peercred.node reads a peer's credentials)"
 build_native() { # SOURCE TARGET CC-ARGS...
   local src="$1" out="$2"; shift 2
   if [ ! -e "$out" ] || [ "$src" -nt "$out" ]; then

@@ -82,6 +82,8 @@ async function sourceLayout(overlayRoot: string): Promise<BaselineSource['overla
 
 export interface BaselineSetting {
   criuBinary: string;
+  /** native/grove-mount.c, which makes the copies' bind mounts as Grove's. */
+  groveMount: string;
   instance: string;
   subnet: string;
   /** A /30 index of the subnet that the helper will not hand out during the run. */
@@ -292,7 +294,7 @@ export class BaselineFork {
     for (const [i, b] of this.source.binds.entries()) {
       const at = copy.bindSources[i]!.source;
       await this.make(`directory ${at}`, () => mkdir(at, { recursive: true }), () => rm(at, { recursive: true, force: true }));
-      await this.make(`mount ${at}`, () => bindMount(path.join(copy.subvolume, b.dir), at), () => unmountWithRetry(at));
+      await this.make(`mount ${at}`, () => bindMount(this.s.groveMount, path.join(copy.subvolume, b.dir), at), () => unmountWithRetry(at));
     }
   }
 

@@ -28,6 +28,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { execa } from 'execa';
 import { HelperClient } from '../../main/src/helper-client/client.js';
+import { loadConfig } from '../src/config.js';
 import { pidNamespace } from '../src/host/proc.js';
 import { firstFrame } from '../src/host/rfb-probe.js';
 import type { Workspace } from '../src/protocol/entities.js';
@@ -53,7 +54,8 @@ export const RESULTS_DIR = path.join(import.meta.dirname, 'results');
 const BENCH_SUBNET = '10.217.0.0/16';
 /** The uncaged comparison instance's range (cage section). */
 const UNCAGED_SUBNET = '10.216.0.0/16';
-const CRIU = process.env.GROVE_CRIU ?? '/var/cache/grove/criu/sbin/criu';
+// The helper's own tools (GROVE_CRIU, GROVE_MOUNT, as the helper reads them).
+const { criu: CRIU, groveMount: GROVE_MOUNT } = loadConfig();
 
 export interface BenchOptions {
   quick: boolean;
@@ -100,6 +102,7 @@ class Session {
   baselineSetting(): BaselineSetting {
     return {
       criuBinary: CRIU,
+      groveMount: GROVE_MOUNT,
       instance: this.t.instance,
       subnet: BENCH_SUBNET,
       netIndex: 16383,

@@ -1,6 +1,7 @@
 // Overlay and bind mounts for branch roots (see workspaces/branch-storage.ts
 // for the layout and why each option is there).
 import { mkdir, rm } from 'node:fs/promises';
+import path from 'node:path';
 import { run } from './run.js';
 
 export interface OverlayLayers {
@@ -43,9 +44,9 @@ export async function mountOverlay(target: string, layers: OverlayLayers): Promi
   await run('mount', ['-t', 'overlay', '-o', overlayOptions(layers), '--', 'overlay', target]);
 }
 
-export async function bindMount(source: string, target: string): Promise<void> {
+/** A bind mount of `source` (not of the mounts under it) at `target`, with CAGE_FLAGS: grove-mount makes it in one program started (native/grove-mount.c). */
+export async function bindMount(groveMount: string, source: string, target: string): Promise<void> {
+  if (!path.isAbsolute(source) || !path.isAbsolute(target)) throw new Error(`bind mount paths must be absolute: ${source} ${target}`);
   await mkdir(target, { recursive: true, mode: 0o700 });
-  await run('mount', ['--bind', '--', source, target]);
-  // A bind takes its flags only from a remount.
-  await run('mount', ['-o', `remount,bind,${CAGE_FLAGS.join(',')}`, '--', target]);
+  await run(groveMount, ['bind', source, target]);
 }

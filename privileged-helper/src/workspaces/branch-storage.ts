@@ -134,7 +134,7 @@ export class BranchStorage {
     const root = this.rootfsPath(ws);
     for (const b of this.externalBinds(ws)) {
       const target = path.join(root, b.containerPath);
-      await this.ledger.make({ kind: 'mount', name: target, owner: ws.id }, () => bindMount(b.source, target));
+      await this.ledger.make({ kind: 'mount', name: target, owner: ws.id }, () => bindMount(this.groveMount, b.source, target));
     }
   }
 
@@ -164,7 +164,7 @@ export class BranchStorage {
       lower,
       ...EXTERNAL_BINDS.map((b) => {
         const seen = path.join(this.rootsDir, ws.id, b.dir);
-        return this.ledger.make({ kind: 'mount', name: seen, owner: ws.id }, () => bindMount(path.join(files, b.dir), seen));
+        return this.ledger.make({ kind: 'mount', name: seen, owner: ws.id }, () => bindMount(this.groveMount, path.join(files, b.dir), seen));
       }),
     ]);
     const lowerDir = await lower;
