@@ -276,9 +276,10 @@ class ForkTransaction {
       pagesFollow: true,
     });
     this.criuStats.restores[this.children.indexOf(child)] = stats;
-    const proc = this.d.runtime.adoptProcess(child, pid);
-    await allSettled([proc, this.d.storage.bindExternals(child)]);
-    this.d.registry.setWorkspaceState(child.id, 'creating', await proc);
+    const adopting = this.d.runtime.adoptProcess(child, pid);
+    await allSettled([adopting, this.d.storage.bindExternals(child)]);
+    const proc = await adopting;
+    this.d.registry.setWorkspaceState(child.id, 'creating', proc);
     return proc;
   }
 
