@@ -40,9 +40,14 @@ profile=/root/.config/grove-chromium
 # (no other X server can run in this container's pid namespace).
 rm -f /tmp/.X0-lock /tmp/.X11-unix/X0
 
+# No GLX: with it, Xvnc and every GTK app (which probes GLX at start) load
+# Mesa's software renderer and its 110 MiB libLLVM, whose relocated pages are
+# ~10 MiB of private memory and ~100 mappings in each, written into every
+# fork's child. Nothing here draws with OpenGL (Chromium runs --disable-gpu);
+# a program that needs it gets "extension GLX missing" (docs/fork-profile.md).
 log "starting Xvnc ${geometry}"
 Xvnc :0 -geometry "$geometry" -depth 24 -rfbport 5900 \
-  -SecurityTypes None -AlwaysShared -nolisten tcp &
+  -SecurityTypes None -AlwaysShared -nolisten tcp -extension GLX &
 xvnc_pid=$!
 
 # Bounded wait for the X socket (15 s).
@@ -120,13 +125,16 @@ rm -f "$profile"/SingletonLock "$profile"/SingletonSocket "$profile"/SingletonCo
 # browser process, and no spare renderer waits for the next site. Together
 # that is 2 processes, ~20 threads, ~1400 mappings and ~36 MiB less per fork
 # (docs/fork-profile.md); nothing a person sees changes, and the first visit
-# to a new site starts its renderer then.
+# to a new site starts its renderer then. The address bar's suggestions are
+# drawn by Chromium's native popup instead of a web page (WebUIOmniboxPopup,
+# WebUIOmniboxAimPopup): the web page needs a renderer of its own, loaded at
+# start whether or not anyone types, ~50 MiB and ~800 mappings.
 log "starting chromium ${start_url}"
 chromium \
   --no-zygote --no-sandbox --disable-dev-shm-usage --disable-gpu --in-process-gpu \
   --disable-background-networking --disable-component-update --disable-sync \
   --no-first-run --test-type --no-default-browser-check --password-store=basic \
-  --disable-features=Translate,MediaRouter,PersistentHistograms,SpareRendererForSitePerProcess \
+  --disable-features=Translate,MediaRouter,PersistentHistograms,SpareRendererForSitePerProcess,WebUIOmniboxPopup,WebUIOmniboxAimPopup \
   --enable-features=NetworkServiceInProcess2 \
   --user-data-dir="$profile" \
   --window-position=0,0 --window-size="$left,$height" \

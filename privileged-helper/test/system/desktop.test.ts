@@ -174,6 +174,24 @@ describe('computer use on a branch desktop', () => {
     expect(await activeWindow()).toMatch(/Chromium/);
   });
 
+  it("shows the address bar's suggestions in Chromium's own popup, with no renderer kept for it and no OpenGL loaded anywhere", async () => {
+    // Both would be ~60 MiB more in every fork's child (image/desktop/session.sh).
+    const firstSuggestion: Region = { x: 180, y: 95, width: 400, height: 20 };
+    const before = (await shot(firstSuggestion)).png.data;
+    await client.request('desktop.click', { workspace: ws.id, ...NOTE });
+    await client.request('desktop.key', { workspace: ws.id, keys: 'ctrl+l' });
+    await client.request('desktop.type', { workspace: ws.id, text: 'grove' });
+    let popupShown = false;
+    for (let i = 0; i < 50 && !popupShown; i++) popupShown = !(await shot(firstSuggestion)).png.data.equals(before);
+    expect(popupShown).toBe(true);
+    expect(await sh(client, ws, "pgrep -af -- '--top-chrome-[w]ebui'; true")).toBe(''); // [w]: not this shell's own command line
+    expect(await sh(client, ws, 'grep -ls libLLVM /proc/[0-9]*/maps; true')).toBe('');
+    await client.request('desktop.key', { workspace: ws.id, keys: 'Escape Escape' });
+    await client.request('desktop.click', { workspace: ws.id, ...NOTE });
+    expect(await activeWindow()).toMatch(/Chromium/);
+    expect(await pixel(MARKER.x, MARKER.y)).toEqual(GREEN);
+  });
+
   it('scrolls the page: the blue band below the first screen comes into view, and goes again', async () => {
     const after = await client.request('desktop.scroll', { workspace: ws.id, ...SCROLL_AT, dx: 0, dy: 10 });
     expect(after.cursor).toEqual(SCROLL_AT);
