@@ -5,7 +5,8 @@
 // injected one — removes everything made so far in reverse order, and checks
 // that the source is running on unharmed.
 //
-//   prepare  reserve the children (ids, names, networks) — the source is untouched
+//   prepare  reserve the children (ids, names) and make the networks of those restored first
+//            (the others' each at its turn, in restore) — the source is untouched
 //   dump     CRIU --leave-running --tcp-established; its post-dump action snapshots the
 //            source's root while the tree is still frozen (one instant for memory and files),
 //            and with the kernel tier captures its anonymous memory (host/share-holder.ts)
@@ -80,6 +81,8 @@ class ForkTransaction {
   private memory = '';
   /** The dump until every image is written, which is after the source runs again: CRIU's stats. */
   private dumped: Promise<ForkReport['criu']['dump']> = Promise.resolve(null);
+  /** How many children are restored at a time: as many as there are cores (bringUp). */
+  private readonly atOnce = os.availableParallelism();
 
   constructor(
     private readonly d: ForkDeps,
@@ -144,9 +147,9 @@ class ForkTransaction {
   private async bringUp(imagesDir: string, forkPoint: string): Promise<void> {
     const t0 = performance.now();
     let restored = t0;
-    const atOnce = os.availableParallelism();
     let ready = 0;
-    await forEachLimited(this.children, atOnce, async (child) => {
+    await forEachLimited(this.children, this.atOnce, async (child) => {
+      if (this.children.indexOf(child) >= this.atOnce) await this.prepareAtItsTurn(child);
       const proc = await this.restoreChild(child, imagesDir, forkPoint);
       restored = Math.max(restored, performance.now());
       this.faultAfter('restore');
@@ -155,7 +158,7 @@ class ForkTransaction {
       this.readyMs[this.children.indexOf(child)] = performance.now() - this.started;
       this.d.registry.setWorkspaceState(child.id, 'running', proc);
       this.d.workspaces.publish(child.id);
-      if (++ready === atOnce && this.children.length > atOnce) await this.releaseKsm();
+      if (++ready === this.atOnce && this.children.length > this.atOnce) await this.releaseKsm();
     });
     this.timings.restore = restored - t0;
     this.timings.expose = performance.now() - restored;
@@ -169,13 +172,22 @@ class ForkTransaction {
     for (const name of names) {
       this.children.push(this.d.workspaces.reserve({ name, image: this.source.image, parent: this.source, ports, madeBy: this.opts.madeBy }));
     }
-    // All at once (each is a handful of ip, nft and cgroup runs); every one has ended before a failure unwinds them.
-    const prepared = await Promise.allSettled(this.children.map((child) => this.d.runtime.prepareHost(child)));
-    const failed = prepared.find((p) => p.status === 'rejected');
-    if (failed) throw failed.reason;
+    // The networks of the children restored first, all at once (each a
+    // handful of ip, nft and cgroup runs, or one from the prepared pool);
+    // the others each at its turn (bringUp), so that a fan-out's later ones
+    // hold up neither the freeze nor the first children. allSettled: every
+    // one has ended before a failure unwinds them.
+    await allSettled(this.children.slice(0, this.atOnce).map((child) => this.d.runtime.prepareHost(child)));
     const imagesDir = path.join(this.d.scratchDir, this.id);
     await this.d.ledger.make({ kind: 'directory', name: imagesDir, owner: this.id }, () => mkdir(imagesDir, { recursive: true, mode: 0o700 }));
     return imagesDir;
+  }
+
+  /** The network and cgroups of a child restored after the first ones, made just before its restore. */
+  private async prepareAtItsTurn(child: WorkspaceRecord): Promise<void> {
+    const t0 = performance.now();
+    await this.d.runtime.prepareHost(child);
+    this.d.progress(this.id, 'prepare', `${child.name}'s network, made at its turn: ${Math.round(performance.now() - t0)} ms`, false);
   }
 
   /** Room for the dump (the source's memory) in the scratch space and for each child's first writes in the pool. */

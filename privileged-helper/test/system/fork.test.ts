@@ -360,6 +360,16 @@ describe('a failed fork', () => {
     },
   );
 
+  it('undoes the networks of children made at their turn (more children than it restores at once), and the source runs on', async () => {
+    const copies = os.availableParallelism() + 1; // the helper restores as many at once as there are cores
+    await expectUndone(async () => {
+      await expect(client.request('branch.fork', { workspace: source.id, copies, faultAt: 'commit' })).rejects.toMatchObject({
+        code: 'E_HOST',
+        message: expect.stringContaining("fault injected after stage 'commit'"),
+      });
+    });
+  });
+
   it("fails with the dump's error when CRIU dies saving the pages after the source runs again, while the children restore", async () => {
     // The children's restores start at the thaw and wait for the pages (criu-patches/0011); a dump that then fails must fail them.
     const t = instance();

@@ -2,7 +2,9 @@
 // keeps a few sets (netns with veth pair and firewall, cgroups) ready, made
 // for the ids the next branches will have; a fork's child takes one, and the
 // pool refills afterwards. What the pool holds is read from perf.get and
-// checked on the host itself.
+// checked on the host itself. A fork into more children than it restores at
+// once makes the later ones' networks at their turn (branches/fork.ts).
+import os from 'node:os';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Workspace } from '../../src/protocol/entities.js';
@@ -11,6 +13,7 @@ import { connect, createWorkspace, fullPool, instance, sh, track } from './suppo
 
 describe('networks prepared ahead', () => {
   let c: HelperClient;
+  let source: Workspace;
   const made: string[] = [];
 
   afterAll(async () => {
@@ -21,7 +24,7 @@ describe('networks prepared ahead', () => {
   it('keeps sets ready on the host, gives one to a fork’s child, and makes another', async () => {
     const t = instance();
     c = await connect('prepared');
-    const source: Workspace = await createWorkspace(c, 'prepared');
+    source = await createWorkspace(c, 'prepared');
     made.push(source.id);
     const ready = await fullPool(c);
     expect(ready.length).toBeGreaterThan(0);
@@ -35,10 +38,33 @@ describe('networks prepared ahead', () => {
     expect(child!.id).toBe(ready[0]); // the oldest ready set, id and all
     const running = await track(child!);
     // Its network is the branch's own now: address, firewall and route as if made for it on the spot.
-    expect(await sh(c, running, 'cat /proc/net/route | awk \'$2 == "00000000" { print $1 }\'')).toBe('eth0\n');
-    expect(await sh(c, running, 'python3 -c "import socket; s = socket.socket(); s.settimeout(3); print(s.connect_ex((\'1.1.1.1\', 80)))"')).toBe('111\n');
+    await expectOwnNetwork(running);
     const again = await fullPool(c);
     expect(again).not.toContain(child!.id);
     expect(again).toEqual(expect.arrayContaining(ready.slice(1)));
   });
+
+  it('makes the networks of the children restored after the first ones at their turn, once the source runs again', async () => {
+    const atOnce = os.availableParallelism(); // the helper restores as many children at once as there are cores
+    const stages: { stage: string; message: string }[] = [];
+    c.on('progress', (p) => {
+      if (p.job.startsWith('fork-')) stages.push({ stage: p.stage, message: p.message });
+    });
+    await c.subscribe(['progress']);
+    const { children } = await c.request('branch.fork', { workspace: source.id, copies: atOnce + 1 });
+    made.push(...children.map((w) => w.id));
+    const late = children[atOnce]!;
+    const thawed = stages.findIndex((s) => s.stage === 'thaw');
+    const madeLate = stages.flatMap((s, i) => (s.stage === 'prepare' && s.message.includes('made at its turn') ? [{ ...s, i }] : []));
+    expect(thawed).toBeGreaterThan(0);
+    expect(madeLate).toEqual([expect.objectContaining({ message: expect.stringMatching(new RegExp(`^${late.name}'s network, made at its turn: \\d+ ms$`)) })]);
+    expect(madeLate[0]!.i).toBeGreaterThan(thawed);
+    await expectOwnNetwork(await track(late));
+  });
+
+  /** A branch's own network: its default route out of eth0, and its firewall, which refuses the world. */
+  async function expectOwnNetwork(ws: Workspace): Promise<void> {
+    expect(await sh(c, ws, 'cat /proc/net/route | awk \'$2 == "00000000" { print $1 }\'')).toBe('eth0\n');
+    expect(await sh(c, ws, 'python3 -c "import socket; s = socket.socket(); s.settimeout(3); print(s.connect_ex((\'1.1.1.1\', 80)))"')).toBe('111\n');
+  }
 });
