@@ -13,7 +13,8 @@
 //             eager criu restore of the tree into it and into its own netns
 //   firstFrame  the RFB probe against each copy's containerAddress:VNC_PORT (the bench is root)
 //             directly (the host end of the veth is routed, and the firewall
-//             admits it); the stage ends with the last copy's first frame
+//             admits it), as soon as that copy is restored; the stage ends
+//             with the last copy's first frame
 //
 // Every object is registered for removal before it is made and removed in
 // reverse order: the restored tree is killed by pid only after its start time
@@ -141,6 +142,8 @@ export class BaselineFork {
   private stopped = false;
   /** Host pids of the restored trees' inits (each the init of its own pid namespace). */
   readonly restoredPids: number[] = [];
+  /** When each copy's first frame was out, from the start of run(), in the order they came. */
+  readonly readyMs: number[] = [];
 
   constructor(
     private readonly s: BaselineSetting,
@@ -209,10 +212,21 @@ export class BaselineFork {
     });
     t.sourceFrozen = (frozen as CriuDumpStats | null)?.sourceFrozenMs ?? t.dump;
 
-    await timed('restore', () => allSettled(this.copies.map((c) => this.restoreCopy(criu, c))));
-    await timed('firstFrame', () =>
-      allSettled(this.copies.map((c) => firstFrame({ host: c.net.containerAddress, port: VNC_PORT }, { timeoutMs: this.s.firstFrameTimeoutMs }))),
+    // Each copy is probed once it is restored, as Grove shows each child once
+    // its own first frame is out: the restore stage ends with the last restore.
+    const restoring = performance.now();
+    let restored = restoring;
+    await allSettled(
+      this.copies.map(async (c) => {
+        await this.restoreCopy(criu, c);
+        restored = Math.max(restored, performance.now());
+        if (this.stopped) throw new Error(`baseline fork ${this.tag} stopped before firstFrame`);
+        await firstFrame({ host: c.net.containerAddress, port: VNC_PORT }, { timeoutMs: this.s.firstFrameTimeoutMs });
+        this.readyMs.push(performance.now() - started);
+      }),
     );
+    t.restore = restored - restoring;
+    t.firstFrame = performance.now() - restored;
     t.total = performance.now() - started;
     return t;
   }

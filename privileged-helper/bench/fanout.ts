@@ -1,7 +1,7 @@
 // Fan-out: one source into N live copies in one go, for both sides —
 //   Grove: one branch.fork call with copies N;
 //   plain CRIU: one dump + N eager restores in parallel (BaselineFork).
-// Time is to the last copy's first frame. Memory is measured right then and
+// Time is to the first and to the last copy's first frame. Memory is measured right then and
 // again settleMs later (on Grove's side ksmd, paced by the helper, merges
 // pages in between): PSS summed over every process of the N copies' pid
 // namespaces, and the drop of the host's MemAvailable since just before the
@@ -14,9 +14,10 @@ import { memAvailableMiB, pssOfPidNamespaces } from './memory.js';
 import type { FanoutPoint, StageTimings } from './result-schema.js';
 import { round, roundAll } from './stats.js';
 
-/** Copies made by one fan-out: their stage timings and their inits' host pids. */
+/** Copies made by one fan-out: their stage timings, when the first was on screen, and their inits' host pids. */
 export interface Fanned {
   timings: StageTimings & { total: number };
+  firstMs: number;
   initPids: number[];
 }
 
@@ -33,7 +34,11 @@ export function groveFanout(client: HelperClient, source: string, copies: number
       const names = Array.from({ length: copies }, (_, i) => `bench-f${copies}-${i + 1}`);
       const report = await client.request('branch.fork', { workspace: source, copies, names });
       children = report.children.map((c) => c.id);
-      return { timings: { ...report.timings }, initPids: report.children.flatMap((c) => (c.pid === null ? [] : [c.pid])) };
+      return {
+        timings: { ...report.timings },
+        firstMs: Math.min(...report.readyMs),
+        initPids: report.children.flatMap((c) => (c.pid === null ? [] : [c.pid])),
+      };
     },
     async remove() {
       const failed: string[] = [];
@@ -52,7 +57,7 @@ export function criuFanout(setting: BaselineSetting, source: BaselineSource, cop
   return {
     async make() {
       const timings = await fork.run();
-      return { timings, initPids: [...fork.restoredPids] };
+      return { timings, firstMs: Math.min(...fork.readyMs), initPids: [...fork.restoredPids] };
     },
     async remove() {
       const failed = await fork.cleanup();
@@ -74,6 +79,7 @@ export async function measureFanout(copies: number, run: FanoutRun, settleMs: nu
   return {
     copies,
     totalMs: round(fanned.timings.total),
+    firstMs: round(fanned.firstMs),
     pssMiB: atFirstFrame.pssMiB,
     pssMiBSettled: settled.pssMiB,
     memAvailableDropMiB: atFirstFrame.dropMiB,

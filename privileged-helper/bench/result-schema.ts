@@ -26,6 +26,12 @@ export const FanoutPoint = z.strictObject({
   /** From the start of the fan-out to the last copy's first frame. */
   totalMs: Ms,
   /**
+   * From the start of the fan-out to the first copy's first frame: when a
+   * person has the first one on screen (absent in results from before it
+   * was measured).
+   */
+  firstMs: Ms.optional(),
+  /**
    * PSS summed over every process of every copy (each copy is its own pid
    * namespace), right after the last first frame.
    */

@@ -19,6 +19,13 @@ describe('bench report table', () => {
     expect(reportTable({ ...sampleResult(), computerUse: null })).not.toMatch(/Computer use through the helper/);
   });
 
+  it("prints each fan-out's first and last copy on screen, with a dash where a run did not measure the first", () => {
+    const r = sampleResult();
+    expect(reportTable(r)).toMatch(/grove 16\s+600\s+2000\s+1600/);
+    const older = r.grove.fanout.map(({ firstMs: _, ...point }) => point);
+    expect(reportTable({ ...r, grove: { ...r.grove, fanout: older } })).toMatch(/grove 16\s+—\s+2000\s+1600/);
+  });
+
   it('prints the cage comparison side by side', () => {
     const r = sampleResult();
     const table = reportTable({ ...r, targets: checkTargets(r) });

@@ -13,6 +13,7 @@ function side(total: number, layout: 'grove' | 'naive-overlay', perCopyMiB: numb
     fanout: [1, 4, 8, 16].map((copies) => ({
       copies,
       totalMs: total * (1 + copies / 4),
+      firstMs: total * 1.5,
       pssMiB: copies * perCopyMiB,
       pssMiBSettled: copies * perCopyMiB * 0.5,
       memAvailableDropMiB: copies * perCopyMiB,
