@@ -28,7 +28,7 @@ import { snapshot } from '../src/host/btrfs.js';
 import { Criu, restorePidFile } from '../src/host/criu/criu.js';
 import type { CriuDumpStats } from '../src/protocol/entities.js';
 import { bindMount, mountOverlay } from '../src/host/overlay.js';
-import { applyFirewall, createNetns, createVeth, deleteNetns, netnsPath, planNetwork, type NetPlan } from '../src/host/netns.js';
+import { createNetwork, deleteNetns, netnsPath, planNetwork, type NetPlan } from '../src/host/netns.js';
 import { inOwnUserNamespace, signalIfSame, startTime, waitGone } from '../src/host/proc.js';
 import { firstFrame } from '../src/host/rfb-probe.js';
 import { EXTERNAL_BINDS } from '../src/workspaces/branch-storage.js';
@@ -256,9 +256,7 @@ export class BaselineFork {
   }
 
   private async prepareNetwork(net: NetPlan): Promise<void> {
-    await this.make(`netns ${net.netns}`, () => createNetns(net.netns), () => deleteNetns(net.netns));
-    await createVeth(net);
-    await applyFirewall(net);
+    await this.make(`netns ${net.netns}`, () => createNetwork(net), () => deleteNetns(net.netns));
   }
 
   private async restoreCopy(criu: Criu, copy: Copy): Promise<void> {

@@ -1,4 +1,4 @@
-// The drop counters of a branch's firewall (see host/netns.ts applyFirewall):
+// The drop counters of a branch's firewall (see host/netns.ts firewallRules):
 // packets the branch tried to send anywhere but the gate.
 import { netnsExists } from '../host/netns.js';
 import { run } from '../host/run.js';

@@ -10,7 +10,7 @@ import { Forwarder, type ForwardTarget } from '../host/forwarder.js';
 import { applyLimits, cgroupDirs, cgroupName, createCgroups, DEFAULT_LIMITS, readUsage, type CgroupUsage } from '../host/cgroups.js';
 import type { ExecTarget } from '../exec/exec-service.js';
 import type { BranchLimits } from '../protocol/entities.js';
-import { applyFirewall, createNetns, createVeth, MAX_NET_INDEX, netnsPath, planNetwork, type NetPlan } from '../host/netns.js';
+import { createNetwork, MAX_NET_INDEX, netnsPath, planNetwork, type NetPlan } from '../host/netns.js';
 import { containerSpec } from '../host/oci-spec.js';
 import type { IdRange, IdRanges } from '../registry/id-ranges.js';
 import { startTime } from '../host/proc.js';
@@ -126,12 +126,13 @@ export class BranchRuntime {
 
   private async makeHostSet(slot: PreparedSlot, limits: BranchLimits): Promise<void> {
     const net = this.netPlan(slot);
-    await this.ledger.make({ kind: 'netns', name: net.netns, owner: slot.id }, () => createNetns(net.netns));
-    await this.ledger.make({ kind: 'veth', name: net.hostVeth, owner: slot.id }, () => createVeth(net));
-    await applyFirewall(net);
+    // Both recorded before the one run that makes them: whatever it leaves, the ledger removes.
+    await this.ledger.make({ kind: 'netns', name: net.netns, owner: slot.id }, () =>
+      this.ledger.make({ kind: 'veth', name: net.hostVeth, owner: slot.id }, () => createNetwork(net)),
+    );
     if (!this.config.cage) return;
     const name = this.cgroupName(slot);
-    await this.ledger.make({ kind: 'cgroup', name, owner: slot.id }, () => createCgroups(name, limits));
+    await this.ledger.make({ kind: 'cgroup', name, owner: slot.id }, async () => createCgroups(name, limits));
   }
 
   cgroupName(ws: { id: string }): string {
