@@ -172,8 +172,8 @@ class ForkTransaction {
     for (const name of names) {
       this.children.push(this.d.workspaces.reserve({ name, image: this.source.image, parent: this.source, ports, madeBy: this.opts.madeBy }));
     }
-    // The networks of the children restored first, all at once (each
-    // three ip and nft runs and the cgroups' writes, or one from the pool);
+    // The networks of the children restored first, all at once (three ip
+    // and nft runs and the cgroups' writes each, or a set from the pool);
     // the others each at its turn (bringUp), so that a fan-out's later ones
     // hold up neither the freeze nor the first children. allSettled: every
     // one has ended before a failure unwinds them.

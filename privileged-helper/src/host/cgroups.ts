@@ -92,7 +92,13 @@ export function createCgroups(name: string, limits: BranchLimits): void {
 export async function applyLimits(name: string, limits: BranchLimits): Promise<void> {
   const memsw = await exists(memswFile(name));
   const current = Number(await readOr(memoryLimitFile(name), '0'));
-  for (const [file, value] of limitWrites(name, limits, memsw, current)) await writeFile(file, value).catch((err: unknown) => Promise.reject(limitError(file, value, err)));
+  for (const [file, value] of limitWrites(name, limits, memsw, current)) {
+    try {
+      await writeFile(file, value);
+    } catch (err) {
+      throw limitError(file, value, err);
+    }
+  }
 }
 
 const memoryLimitFile = (name: string) => path.join(dir('memory', name), 'memory.limit_in_bytes');
