@@ -117,9 +117,20 @@ place_editor &
 mkdir -p "$profile"
 rm -f "$profile"/SingletonLock "$profile"/SingletonSocket "$profile"/SingletonCookie
 
-# PersistentHistograms is off: Chromium otherwise keeps a deleted, still-mapped
-# BrowserMetrics/*.pma file, and CRIU 4.2.1 restores such a ghost file in a
-# subdirectory under a wrong path ("Can't open file root"), failing the fork.
+# On Linux Chromium keeps its histograms in a 4 MiB file it maps shared,
+# $profile/BrowserMetrics/BrowserMetrics-*.pma, whatever --disable-features
+# says (it sets that file up before it reads features), and deletes it while
+# mapped when no one reports metrics: every dump then copied it whole as a
+# ghost file while the tree was frozen, and every restore wrote it back
+# (~13 ms and ~17 ms of a fork, docs/fork-profile.md). Where that directory
+# cannot be made, Chromium keeps its histograms in its own memory instead,
+# so a plain file stands in its place at every start (Chromium removes it
+# later, with the directory it would have been).
+if [ ! -f "$profile/BrowserMetrics" ]; then
+  rm -rf "$profile/BrowserMetrics"
+  : >"$profile/BrowserMetrics"
+fi
+
 # Fewer processes make every fork cheaper (each is seized, recorded and
 # written afresh into every child): the network service runs inside the
 # browser process, and no spare renderer waits for the next site. Together
@@ -134,7 +145,7 @@ chromium \
   --no-zygote --no-sandbox --disable-dev-shm-usage --disable-gpu --in-process-gpu \
   --disable-background-networking --disable-component-update --disable-sync \
   --no-first-run --test-type --no-default-browser-check --password-store=basic \
-  --disable-features=Translate,MediaRouter,PersistentHistograms,SpareRendererForSitePerProcess,WebUIOmniboxPopup,WebUIOmniboxAimPopup \
+  --disable-features=Translate,MediaRouter,SpareRendererForSitePerProcess,WebUIOmniboxPopup,WebUIOmniboxAimPopup \
   --enable-features=NetworkServiceInProcess2 \
   --user-data-dir="$profile" \
   --window-position=0,0 --window-size="$left,$height" \

@@ -194,6 +194,12 @@ describe('computer use on a branch desktop', () => {
     expect(await pixel(MARKER.x, MARKER.y)).toEqual(GREEN);
   });
 
+  it("keeps Chromium's histograms in its own memory, not in a file it deletes while it maps it", async () => {
+    // Such a file is copied whole into every dump and written back by every restore (image/desktop/session.sh).
+    expect(Number(await sh(client, ws, 'pgrep -c -x chromium'))).toBeGreaterThan(0);
+    expect(await sh(client, ws, 'grep -l BrowserMetrics /proc/[0-9]*/maps; true')).toBe('');
+  });
+
   it('scrolls the page: the blue band below the first screen comes into view, and goes again', async () => {
     const after = await client.request('desktop.scroll', { workspace: ws.id, ...SCROLL_AT, dx: 0, dy: 10 });
     expect(after.cursor).toEqual(SCROLL_AT);
