@@ -15,7 +15,7 @@ import type { DesktopAction, Region } from '../../src/protocol/desktop.js';
 import type { Workspace } from '../../src/protocol/entities.js';
 import { X_CATCH_UP_PY } from '../../src/desktop/x-catch-up.js';
 import { REPO } from './helper-process.js';
-import { blankEditor, connect, createWorkspace, darkPixels, EDITOR, EDITOR_TEXT, instance, sh, track } from './support.js';
+import { blankEditor, connect, createWorkspace, darkPixels, EDITOR, EDITOR_TEXT, instance, sh, track, waitFor } from './support.js';
 
 const GREEN = EMPTY_NOTE_RGB;
 const BLUE: Rgb = [40, 64, 160];
@@ -198,6 +198,13 @@ describe('computer use on a branch desktop', () => {
     // Such a file is copied whole into every dump and written back by every restore (image/desktop/session.sh).
     expect(Number(await sh(client, ws, 'pgrep -c -x chromium'))).toBeGreaterThan(0);
     expect(await sh(client, ws, 'grep -l BrowserMetrics /proc/[0-9]*/maps; true')).toBe('');
+  });
+
+  it('tells Chromium how it rates this machine for on-device AI models, so that it starts no service to measure it', async () => {
+    // Measured, that rating starts a service process three minutes in, which then stays in every fork (image/desktop/session.sh).
+    const rating = `python3 -c 'import json; print(json.load(open("/root/.config/grove-chromium/Local State"))["optimization_guide"]["on_device"]["performance_class"])' 2>/dev/null; true`;
+    await waitFor("Chromium's rating in its saved state", async () => (await sh(client, ws, rating)).trim() === '7', 60_000);
+    expect(await sh(client, ws, "pgrep -af -- 'on_device_[m]odel'; true")).toBe('');
   });
 
   it('scrolls the page: the blue band below the first screen comes into view, and goes again', async () => {
