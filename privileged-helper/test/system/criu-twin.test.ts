@@ -6,11 +6,12 @@
 // twin; a process with memory fork(2) leaves out gets no twin and is saved
 // the old way. A SysV shared memory segment, saved with its IPC namespace,
 // comes back whole. A restore told to wait for the word that the pages are
-// saved (criu-patches/0011) waits for it. (fidelity.test.ts has the same
+// saved (criu-patches/0011) waits for it; a dump told to say so (0021) says
+// it once the pages are saved. (fidelity.test.ts has the same
 // process in a forked desktop workspace.)
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
@@ -39,6 +40,7 @@ describe("CRIU's pages saved after the thaw", () => {
   /** Dumps a running rewriter with --pages-after-thaw, checks it runs on whole, then kills it. */
   async function dumpRewriter(
     mode: 'plain' | 'wipeonfork' | 'dontfork' | 'sysvshm' | 'reserved',
+    extraDumpArgs: string[] = [],
   ): Promise<{ pid: number; images: string; report: string; dumpLog: string; source: RewriterReport }> {
     const dir = await mkdtemp(path.join(tmpdir(), 'criu-twin-'));
     dirs.push(dir);
@@ -54,7 +56,7 @@ describe("CRIU's pages saved after the thaw", () => {
 
     const images = path.join(dir, 'images');
     await mkdir(images);
-    const dumpArgs = ['dump', '-t', String(pid), '-D', images, '-o', 'dump.log', '-v4', '--leave-running', '--pages-after-thaw', '--action-script', ACTION_SCRIPT];
+    const dumpArgs = ['dump', '-t', String(pid), '-D', images, '-o', 'dump.log', '-v4', '--leave-running', '--pages-after-thaw', '--action-script', ACTION_SCRIPT, ...extraDumpArgs];
     const thawed = path.join(dir, 'thawed');
     const dump = await execa(criu, dumpArgs, { env: { ...CRIU_ENV, GROVE_THAWED_FILE: thawed }, reject: false });
     const dumpLog = await readFile(path.join(images, 'dump.log'), 'utf8');
@@ -162,6 +164,18 @@ describe("CRIU's pages saved after the thaw", () => {
     // It waited before the first page of the task was read, not after.
     expect(log).toMatch(/The dump's private pages are saved \(waited \d+ ms\)/);
     expect(log.indexOf("The dump's private pages are saved")).toBeLessThan(log.indexOf('Opened local page read'));
+  });
+
+  it('says itself that the pages are saved, with a dump given --pages-ready-file: once they are, before the twins go, readable to all', async () => {
+    const { images, report, dumpLog } = await dumpRewriter('plain', ['--pages-ready-file', 'ready']);
+    expect(await readFile(path.join(images, 'ready'), 'utf8')).toBe('ok');
+    expect((await stat(path.join(images, 'ready'))).mode & 0o777).toBe(0o644); // a restore in a user namespace reads it
+    expect(existsSync(path.join(images, 'ready.criu'))).toBe(false);
+    const said = dumpLog.indexOf('Told the restores the pages are saved (ready)');
+    expect(said).toBeGreaterThan(dumpLog.lastIndexOf('Twin of'));
+    expect(said).toBeLessThan(dumpLog.indexOf('Killing the twins'));
+    const restore = startRestore(images, ['--pages-ready-file', 'ready']);
+    expect(await restoredReport(images, report, (await restore).exitCode)).toEqual(WHOLE);
   });
 
   it('refuses a --pages-ready-file that is not a plain name in the images dir', async () => {

@@ -66,16 +66,13 @@ async function reachedThrough(socket: string, candidates: Workspace[]): Promise<
   }
 }
 
-/**
- * A fork's CRIU dump in SCRATCH, as soon as one runs whose images dir passes
- * READY; null if none did within a minute.
- */
-async function dumpIn(scratch: string, ready: (images: string) => boolean = () => true): Promise<{ pid: number; images: string } | null> {
+/** A fork's CRIU dump in SCRATCH, as soon as one runs; null if none did within a minute. */
+async function dumpIn(scratch: string): Promise<{ pid: number; images: string } | null> {
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
     for (const dir of await readdir(scratch).catch(() => [])) {
       const images = `${scratch}/${dir}`;
-      if (!dir.startsWith('fork-') || dir.endsWith('.thaw') || !ready(images)) continue;
+      if (!dir.startsWith('fork-') || dir.endsWith('.thaw')) continue;
       const dump = (await commandsOf(images)).find((p) => p.argv[1] === 'dump');
       if (dump) return { pid: dump.pid, images };
     }
@@ -90,8 +87,15 @@ async function dumpIn(scratch: string, ready: (images: string) => boolean = () =
  * the pages; null if no dump got there within a minute.
  */
 async function stopDumpOnceThawed(scratch: string): Promise<{ pid: number; images: string } | null> {
-  const dump = await dumpIn(scratch, (images) => existsSync(`${thawSignalDir(images)}/grove-thawed`));
-  if (dump) process.kill(dump.pid, 'SIGSTOP');
+  const dump = await dumpIn(scratch);
+  if (!dump) return null;
+  // Found, it is watched through its signal file alone: looking for it among the processes takes longer than it saves its pages.
+  const thawed = `${thawSignalDir(dump.images)}/grove-thawed`;
+  while (!existsSync(thawed)) {
+    if (!existsSync(`/proc/${dump.pid}`)) return null;
+    await new Promise((r) => setImmediate(r));
+  }
+  process.kill(dump.pid, 'SIGSTOP');
   return dump;
 }
 

@@ -109,6 +109,12 @@ export interface ForkDumpInput extends CriuLogOptions, AnonymousMemoryOption {
    * baseline) saves them in the freeze.
    */
   pagesAfterThaw?: boolean;
+  /**
+   * With pagesAfterThaw: CRIU writes "ok" to this file in the images dir the
+   * moment the last page is saved (criu-patches/0021), for the restores
+   * that wait for it (ForkRestoreInput.pagesReadyFile).
+   */
+  pagesReadyFile?: string;
 }
 
 export function forkDumpArgs(input: ForkDumpInput): string[] {
@@ -139,6 +145,7 @@ export function forkDumpArgs(input: ForkDumpInput): string[] {
     ...actionScriptArgs(input.actionScript),
     ...anonymousMemoryArgs(input),
     ...(input.pagesAfterThaw ? ['--pages-after-thaw'] : []),
+    ...pagesReadyArgs(input.pagesReadyFile),
   ];
 }
 
@@ -188,8 +195,12 @@ export function forkRestoreArgs(input: ForkRestoreInput): string[] {
     ...mounts.flatMap((m) => ['--external', `mnt[${externalMountKey(m.containerPath)}]:${m.source}`]),
     ...actionScriptArgs(input.actionScript),
     ...anonymousMemoryArgs(input),
-    ...(input.pagesReadyFile !== undefined ? ['--pages-ready-file', plainName(input.pagesReadyFile)] : []),
+    ...pagesReadyArgs(input.pagesReadyFile),
   ];
+}
+
+function pagesReadyArgs(file: string | undefined): string[] {
+  return file === undefined ? [] : ['--pages-ready-file', plainName(file)];
 }
 
 function plainName(name: string): string {

@@ -80,9 +80,9 @@ export interface DumpRequest {
   userns: boolean;
   /**
    * Restores from these images start once the tree runs again
-   * (RestoreRequest.pagesFollow): the images are made readable then, and when
-   * the dump ends a file next to them tells those restores whether the pages
-   * were saved.
+   * (RestoreRequest.pagesFollow): the images are made readable then, CRIU
+   * writes a file next to them once the last page is saved, and when the dump
+   * ends the helper writes it again with whether the dump succeeded.
    */
   pagesFollow?: boolean;
 }
@@ -200,6 +200,7 @@ export class Criu {
       actionScript: DUMP_SCRIPT,
       leaveAnonymousMemory: req.share !== undefined,
       pagesAfterThaw: this.options.pagesAfterThaw,
+      ...(req.pagesFollow && { pagesReadyFile: PAGES_READY_FILE }),
       externalMounts: [...CRUN_MASKED_FILES, ...(req.userns ? USERNS_HOST_MOUNTS : []), ...req.binds],
     });
     const env = {
