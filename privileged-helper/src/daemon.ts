@@ -267,6 +267,10 @@ async function main(): Promise<void> {
   requireRootAndTools(config);
   if (process.argv.includes('--purge')) return purge(config);
   await requireFreeSubnet(config);
+  // Whatever started the helper: what it and its programs create is readable
+  // to all unless made otherwise (CRIU's images, which restores in a user
+  // namespace read: host/criu/criu.ts, openToRestores).
+  process.umask(0o022);
   return serve(config);
 }
 

@@ -214,7 +214,7 @@ export class Criu {
     const onThawed = () => {
       thawed = true;
       if (!(req.pagesFollow && req.userns)) return announce();
-      madeReadable = readableToAll(req.imagesDir);
+      madeReadable = openToRestores(req.imagesDir);
       madeReadable.then(announce, () => undefined);
     };
     const signals = thawSignalDir(req.imagesDir);
@@ -239,7 +239,7 @@ export class Criu {
       await rm(signals, { recursive: true, force: true });
     }
     // A restore in the tree's user namespace reads some images once it is in it, as ids the images' owner (host root) is not.
-    if (req.userns) await (madeReadable ?? readableToAll(req.imagesDir));
+    if (req.userns) await (madeReadable ?? openToRestores(req.imagesDir));
     return dumpStats(await readFile(path.join(req.imagesDir, 'stats-dump')).catch(() => Buffer.alloc(0)));
   }
 
@@ -368,17 +368,18 @@ function watchFor(dir: string, name: string, then: () => void): FSWatcher {
   return watcher;
 }
 
-/** Makes CRIU's images (a few hundred files, no links) readable by anyone who can reach them. */
-async function readableToAll(dir: string): Promise<void> {
+/**
+ * Opens the images' directories to restores in the tree's user namespace,
+ * which read them as ids that are not their owner's (host root). CRIU
+ * creates every image 0644 (its CR_FD_PERM under the helper's umask, 022:
+ * daemon.ts), all but its own log, so the directories are enough: a chmod of
+ * each of a desktop's ~280 images held the helper's file-system threads for
+ * 14-55 ms at the thaw, before a fork's children could start.
+ */
+async function openToRestores(dir: string): Promise<void> {
   await chmod(dir, 0o755);
   const entries = await readdir(dir, { withFileTypes: true });
-  await Promise.all(
-    entries.map((entry) => {
-      const at = path.join(dir, entry.name);
-      if (entry.isDirectory()) return readableToAll(at);
-      return entry.isFile() ? chmod(at, 0o644) : undefined;
-    }),
-  );
+  await Promise.all(entries.filter((e) => e.isDirectory()).map((e) => openToRestores(path.join(dir, e.name))));
 }
 
 /** Writes a small file by rename, so a reader sees all of it or nothing. */
