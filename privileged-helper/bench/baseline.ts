@@ -301,7 +301,7 @@ export class BaselineFork {
     if (!overlay) return;
     await this.make(`directory ${copy.rootfs}`, () => mkdir(copy.rootfs, { recursive: true }), () => rm(copy.rootfs, { recursive: true, force: true }));
     const layers = { lower: overlay.lower, upper: path.join(copy.subvolume, 'upper'), work: path.join(copy.subvolume, 'work') };
-    await this.make(`mount ${copy.rootfs}`, () => mountOverlay(copy.rootfs, layers), () => unmountWithRetry(copy.rootfs));
+    await this.make(`mount ${copy.rootfs}`, () => mountOverlay(this.s.groveMount, copy.rootfs, layers), () => unmountWithRetry(copy.rootfs));
     if (!this.source.userns) return;
     for (const [i, b] of this.source.binds.entries()) {
       const at = copy.bindSources[i]!.source;

@@ -1,18 +1,12 @@
 // Files as a tree in a user namespace sees them. Its processes run as the
 // host ids hostBase.. (registry/id-ranges.ts); the image its branches share is
 // owned by host root on disk, so each branch reads it through an idmapped
-// mount (native/grove-mount.c) that shows uid/gid N as hostBase+N. What the
+// mount (native/grove-mount.c, host/overlay.ts) that shows uid/gid N as hostBase+N. What the
 // branch writes lands in its own upper as the host ids it runs as, so its
 // own files (upper, home) are shifted on disk once, when they are made.
 import { lchown, lstat, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { IdRange } from '../registry/id-ranges.js';
-import { run } from './run.js';
-
-/** An idmapped (and nodev, nosuid) bind mount of `source` at `target` (an existing directory). */
-export async function idmapMount(groveMount: string, range: IdRange, source: string, target: string): Promise<void> {
-  await run(groveMount, ['idmap', String(range.hostBase), String(range.size), source, target]);
-}
 
 /** Shifts the ownership of `dir` and everything under it by hostBase (files the image's root owns become the tree's root's). */
 export async function shiftOwnership(dir: string, range: IdRange): Promise<void> {

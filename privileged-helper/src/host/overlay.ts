@@ -2,6 +2,7 @@
 // for the layout and why each option is there).
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
+import type { IdRange } from '../registry/id-ranges.js';
 import { run } from './run.js';
 
 export interface OverlayLayers {
@@ -21,32 +22,67 @@ export interface OverlayLayers {
  */
 export const OVERLAY_OPTIONS = ['index=on', 'nfs_export=on'] as const;
 
-/** A branch's files hold no device node or set-id program that works: devices live only in its own /dev (crun's tmpfs, behind the devices cgroup). */
-export const CAGE_FLAGS = ['nodev', 'nosuid'] as const;
-
+/** The overlay's own options (its mount flags are grove-mount's). */
 export function overlayOptions(layers: OverlayLayers): string {
   for (const dir of Object.values(layers)) {
     // The option string is comma- and colon-separated: such a path would change its meaning.
     if (!dir.startsWith('/') || /[,:\\]/.test(dir)) throw new Error(`unusable overlay layer path: ${dir}`);
   }
-  return [...CAGE_FLAGS, `lowerdir=${layers.lower}`, `upperdir=${layers.upper}`, `workdir=${layers.work}`, ...OVERLAY_OPTIONS].join(',');
+  return [`lowerdir=${layers.lower}`, `upperdir=${layers.upper}`, `workdir=${layers.work}`, ...OVERLAY_OPTIONS].join(',');
 }
 
 /**
- * Mounts the overlay at `target`. The workdir is emptied first: a workdir
- * copied along with its upper (a fork's snapshot) holds an index that refers
- * to the other upper, and the mount then fails with ESTALE.
+ * A mount of a branch's root that grove-mount makes (native/grove-mount.c),
+ * nodev and nosuid: a branch's files hold no device node or set-id program
+ * that works (devices live only in its own /dev, crun's tmpfs, behind the
+ * devices cgroup).
  */
-export async function mountOverlay(target: string, layers: OverlayLayers): Promise<void> {
-  await rm(layers.work, { recursive: true, force: true });
-  await mkdir(layers.work, { mode: 0o700 });
-  await mkdir(target, { recursive: true, mode: 0o755 });
-  await run('mount', ['-t', 'overlay', '-o', overlayOptions(layers), '--', 'overlay', target]);
+export type BranchMount =
+  /** `source` (not the mounts under it) at `target`, neither read-only nor noexec whatever its mount is. */
+  | { kind: 'bind'; source: string; target: string }
+  /** `source` as a tree in a user namespace of `range` sees it: what the image's root owns, its root owns. */
+  | { kind: 'idmap'; range: IdRange; source: string; target: string }
+  | { kind: 'overlay'; target: string; layers: OverlayLayers };
+
+/**
+ * Makes `mounts` in order, from one grove-mount run: a fork's child needs
+ * its root's mounts on its way to the screen, while the thawed source and
+ * the dump keep both cores busy and each program started costs 20-60 ms.
+ * The first that fails ends the run, those before it mounted.
+ */
+export async function makeMounts(groveMount: string, mounts: readonly BranchMount[]): Promise<void> {
+  const args = mounts.map(mountArgs); // every path checked before anything is touched
+  for (const m of mounts) await prepareTarget(m);
+  await run(groveMount, args.flatMap((a, i) => (i === 0 ? a : ['+', ...a])));
 }
 
-/** A bind mount of `source` (not of the mounts under it) at `target`, with CAGE_FLAGS: grove-mount makes it in one program started (native/grove-mount.c). */
+function mountArgs(m: BranchMount): string[] {
+  if (!path.isAbsolute(m.target)) throw new Error(`mount targets must be absolute: ${m.target}`);
+  if (m.kind === 'overlay') return ['overlay', overlayOptions(m.layers), m.target];
+  if (!path.isAbsolute(m.source)) throw new Error(`bind mount paths must be absolute: ${m.source} ${m.target}`);
+  if (m.kind === 'idmap') return ['idmap', String(m.range.hostBase), String(m.range.size), m.source, m.target];
+  return ['bind', m.source, m.target];
+}
+
+/**
+ * The target made; an overlay's workdir emptied: a workdir copied along with
+ * its upper (a fork's snapshot) holds an index that refers to the other
+ * upper, and the mount then fails with ESTALE.
+ */
+async function prepareTarget(m: BranchMount): Promise<void> {
+  if (m.kind === 'bind') return void (await mkdir(m.target, { recursive: true, mode: 0o700 }));
+  if (m.kind === 'idmap') return void (await mkdir(m.target, { recursive: true, mode: 0o755 }));
+  await rm(m.layers.work, { recursive: true, force: true });
+  await mkdir(m.layers.work, { mode: 0o700 });
+  await mkdir(m.target, { recursive: true, mode: 0o755 });
+}
+
+/** The overlay of `layers` at `target`. */
+export async function mountOverlay(groveMount: string, target: string, layers: OverlayLayers): Promise<void> {
+  await makeMounts(groveMount, [{ kind: 'overlay', target, layers }]);
+}
+
+/** A bind mount of `source` (not of the mounts under it) at `target`. */
 export async function bindMount(groveMount: string, source: string, target: string): Promise<void> {
-  if (!path.isAbsolute(source) || !path.isAbsolute(target)) throw new Error(`bind mount paths must be absolute: ${source} ${target}`);
-  await mkdir(target, { recursive: true, mode: 0o700 });
-  await run(groveMount, ['bind', source, target]);
+  await makeMounts(groveMount, [{ kind: 'bind', source, target }]);
 }

@@ -28,11 +28,10 @@
 // own copy.
 import { chown, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { allSettled } from '../concurrency.js';
 import { createSubvolume, deleteSubvolume, snapshot } from '../host/btrfs.js';
 import { isMounted } from '../host/mounts.js';
-import { idmapMount, rootOwner, shiftOwnership } from '../host/idmap.js';
-import { bindMount, mountOverlay } from '../host/overlay.js';
+import { rootOwner, shiftOwnership } from '../host/idmap.js';
+import { bindMount, makeMounts, type BranchMount } from '../host/overlay.js';
 import type { FileOwner } from '../host/rootfs-files.js';
 import type { IdRange } from '../registry/id-ranges.js';
 import type { PoolLayout } from '../host/pool.js';
@@ -153,22 +152,27 @@ export class BranchStorage {
     return new Set(lowers.map((l) => l.trim()).filter(Boolean));
   }
 
+  /**
+   * The branch's root mounted: the image as it sees it (in a user namespace,
+   * an idmapped mount of it), its files' binds and the overlay, from one
+   * grove-mount run (host/overlay.ts makeMounts).
+   */
   private async mount(ws: { id: string }, o: { binds: boolean }): Promise<string> {
     const files = this.filesPath(ws);
     const root = this.rootfsPath(ws);
     const image = (await readFile(path.join(files, 'lower'), 'utf8')).trim();
     await this.makeBranchDir(ws);
-    // Independent mounts, each a program or two started (~10 ms each here): made at once.
-    const lower = this.lowerAsSeen(ws, image);
-    await allSettled([
-      lower,
-      ...EXTERNAL_BINDS.map((b) => {
-        const seen = path.join(this.rootsDir, ws.id, b.dir);
-        return this.ledger.make({ kind: 'mount', name: seen, owner: ws.id }, () => bindMount(this.groveMount, path.join(files, b.dir), seen));
-      }),
-    ]);
-    const lowerDir = await lower;
-    await this.ledger.make({ kind: 'mount', name: root, owner: ws.id }, () => mountOverlay(root, { lower: lowerDir, upper: path.join(files, 'upper'), work: path.join(files, 'work') }));
+    const range = this.idRange(ws);
+    const lower = range ? path.join(this.rootsDir, ws.id, 'lower') : image;
+    const mounts: BranchMount[] = [
+      ...(range ? [{ kind: 'idmap', range, source: image, target: lower } as const] : []),
+      ...EXTERNAL_BINDS.map((b): BranchMount => ({ kind: 'bind', source: path.join(files, b.dir), target: path.join(this.rootsDir, ws.id, b.dir) })),
+      { kind: 'overlay', target: root, layers: { lower, upper: path.join(files, 'upper'), work: path.join(files, 'work') } },
+    ];
+    await this.ledger.makeAll(
+      mounts.map((m) => ({ kind: 'mount', name: m.target, owner: ws.id })),
+      () => makeMounts(this.groveMount, mounts),
+    );
     if (o.binds) await this.bindExternals(ws);
     return root;
   }
@@ -181,16 +185,6 @@ export class BranchStorage {
       await mkdir(dir, { recursive: true, mode: 0o700 });
       await chown(dir, owner?.uid ?? 0, owner?.gid ?? 0);
     });
-  }
-
-  /** The image as the branch reads it: itself, or in a user namespace an idmapped mount of it. */
-  private async lowerAsSeen(ws: { id: string }, image: string): Promise<string> {
-    const range = this.idRange(ws);
-    if (!range) return image;
-    const seen = path.join(this.rootsDir, ws.id, 'lower');
-    await mkdir(seen, { recursive: true, mode: 0o755 });
-    await this.ledger.make({ kind: 'mount', name: seen, owner: ws.id }, () => idmapMount(this.groveMount, range, image, seen));
-    return seen;
   }
 
   private async unmount(ws: { id: string }): Promise<void> {

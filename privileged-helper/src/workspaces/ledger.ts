@@ -24,7 +24,12 @@ export class HostLedger {
   ) {}
 
   async make<T>(obj: HostObject, create: () => Promise<T>): Promise<T> {
-    this.registry.recordObject(obj);
+    return this.makeAll([obj], create);
+  }
+
+  /** Several objects that one step makes (one program run makes them all), recorded in the order they are made. */
+  async makeAll<T>(objs: readonly HostObject[], create: () => Promise<T>): Promise<T> {
+    for (const obj of objs) this.registry.recordObject(obj);
     return create();
   }
 

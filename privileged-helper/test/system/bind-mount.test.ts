@@ -1,15 +1,16 @@
-// The bind mounts of a branch's directories (host/overlay.ts bindMount, made
-// by native/grove-mount.c in one program): caged (nodev, nosuid) whatever
-// the source's mount is, writable and executable even from a read-only,
-// noexec source, and without the mounts under the source. Against real
-// mounts on the host, each removed after the test, also when it fails.
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+// The mounts of a branch's root (host/overlay.ts, made by native/grove-mount.c):
+// bind mounts caged (nodev, nosuid) whatever the source's mount is, writable
+// and executable even from a read-only, noexec source, and without the mounts
+// under the source; an overlay, caged too; several from one program run, none
+// from a malformed one. Against real mounts on the host, each removed after
+// the test, also when it fails.
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { bindMount } from '../../src/host/overlay.js';
+import { bindMount, makeMounts } from '../../src/host/overlay.js';
 
 const { groveMount } = loadConfig();
 
@@ -67,6 +68,50 @@ describe('bind mounts of a branch directory', () => {
     const target = path.join(dir, 'b');
     mounts.push(target);
     await expect(bindMount(groveMount, path.join(dir, 'missing'), target)).rejects.toThrow(/open_tree .*missing/);
+    expect(await mountOptions(target)).toBeNull();
+  });
+
+  it('makes an idmapped mount, a bind and an overlay over the idmapped lower from one run, all caged, the overlay writing to its upper', async () => {
+    const dir = await scratch();
+    const [image, lower, upper, work, home, homeSeen, root] = ['image', 'lower', 'upper', 'work', 'home', 'home-seen', 'root'].map((d) => path.join(dir, d));
+    const range = { hostBase: 3_000_000, size: 65_536 };
+    for (const d of [image, upper, home]) await mkdir(d!);
+    await writeFile(path.join(image!, 'from-lower'), 'lower');
+    await writeFile(path.join(home!, 'in-home'), 'home');
+    await mkdir(path.join(work!, 'index'), { recursive: true }); // a stale workdir, as a fork's snapshot carries
+    mounts.push(lower!, homeSeen!, root!);
+
+    await makeMounts(groveMount, [
+      { kind: 'idmap', range, source: image!, target: lower! },
+      { kind: 'bind', source: home!, target: homeSeen! },
+      { kind: 'overlay', target: root!, layers: { lower: lower!, upper: upper!, work: work! } },
+    ]);
+
+    for (const m of [lower!, homeSeen!]) expect(await mountOptions(m)).toEqual(expect.arrayContaining(['rw', 'nodev', 'nosuid']));
+    expect((await stat(path.join(lower!, 'from-lower'))).uid).toBe(range.hostBase); // the image's root, as the tree's root
+    expect(await mountOptions(root!)).toEqual(expect.arrayContaining(['rw', 'nodev', 'nosuid']));
+    expect(await readFile(path.join(homeSeen!, 'in-home'), 'utf8')).toBe('home');
+    expect(await readFile(path.join(root!, 'from-lower'), 'utf8')).toBe('lower');
+    await writeFile(path.join(root!, 'written'), 'through the overlay');
+    expect(await readFile(path.join(upper!, 'written'), 'utf8')).toBe('through the overlay');
+    await expect(readFile(path.join(image!, 'written'), 'utf8')).rejects.toThrow(/ENOENT/);
+  });
+
+  it('mounts nothing from a run with a malformed operation, even after a good one', async () => {
+    const dir = await scratch();
+    const [source, target] = [path.join(dir, 'source'), path.join(dir, 'target')];
+    await mkdir(source);
+    await mkdir(target);
+    mounts.push(target);
+    for (const args of [['bind', source, target, '+', 'remount', target], ['bind', source, target, '+'], ['bind', source], ['idmap', '0', '5', source, target]]) {
+      const res = await execa(groveMount, args, { reject: false });
+      expect(res.exitCode, args.join(' ')).toBe(2);
+      expect(res.stderr).toMatch(/^usage: grove-mount/);
+      expect(await mountOptions(target)).toBeNull();
+    }
+    await expect(makeMounts(groveMount, [{ kind: 'bind', source, target }, { kind: 'overlay', target: 'relative', layers: { lower: source, upper: source, work: source } }])).rejects.toThrow(
+      /must be absolute: relative/,
+    );
     expect(await mountOptions(target)).toBeNull();
   });
 });

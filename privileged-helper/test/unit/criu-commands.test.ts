@@ -78,7 +78,7 @@ describe('CRIU arguments for a fork', () => {
 describe('overlay options for a branch root', () => {
   it('stack one lower under the branch’s upper, with the options CRIU needs for file handles', () => {
     expect(overlayOptions({ lower: '/pool/images/desktop-1', upper: '/pool/workspaces/b/upper', work: '/pool/workspaces/b/work' })).toBe(
-      'nodev,nosuid,lowerdir=/pool/images/desktop-1,upperdir=/pool/workspaces/b/upper,workdir=/pool/workspaces/b/work,index=on,nfs_export=on',
+      'lowerdir=/pool/images/desktop-1,upperdir=/pool/workspaces/b/upper,workdir=/pool/workspaces/b/work,index=on,nfs_export=on',
     );
   });
 
