@@ -11,7 +11,8 @@
 //            source's root while the tree is still frozen (one instant for memory and files),
 //            and with the kernel tier captures its anonymous memory (host/share-holder.ts)
 //   thaw     the source runs on (verified), while CRIU still saves its private pages (criu-patches/0007)
-//   restore  each child: a writable snapshot of the fork point (branch-storage.ts), its own identity,
+//   restore  each child: a writable snapshot of the fork point (branch-storage.ts; a fork into one
+//            took its child's in the freeze), its own identity,
 //            the tree restored into its own netns (as many at once as there are cores, first child first);
 //            they start at the thaw, and CRIU waits for the dump's pages before it reads any (0011);
 //            with the kernel tier its anonymous memory is attached from the capture, not copied
@@ -217,17 +218,26 @@ class ForkTransaction {
     return names;
   }
 
-  /** Resolves once the source runs again; the dump goes on saving its pages (this.dumped). */
+  /**
+   * Resolves once the source runs again; the dump goes on saving its pages
+   * (this.dumped). Its snapshot of the source's files is a read-only fork
+   * point that each child's files are a snapshot of, or, in a fork into one,
+   * the child's own files: a snapshot after the thaw commits a btrfs
+   * transaction on the child's way to the screen (50-90 ms while the thawed
+   * source and the dump keep both cores busy), one in the freeze costs the
+   * same either way.
+   */
   private async dump(imagesDir: string): Promise<string> {
-    const forkPoint = path.join(path.dirname(this.d.storage.filesPath(this.source)), `.fork-point-${this.id}`);
-    this.d.registry.recordObject({ kind: 'subvolume', name: forkPoint, owner: this.id });
+    const only = this.children.length === 1 ? this.children[0]! : null;
+    const forkPoint = only ? this.d.storage.filesPath(only) : path.join(path.dirname(this.d.storage.filesPath(this.source)), `.fork-point-${this.id}`);
+    this.d.registry.recordObject({ kind: 'subvolume', name: forkPoint, owner: only?.id ?? this.id });
     const share = await this.startSharing();
     const run = this.d.criu.dump({
       share,
       initPid: this.source.pid!,
       netnsPath: netnsPath(this.d.runtime.netPlan(this.source).netns),
       imagesDir,
-      snapshot: { from: this.d.storage.filesPath(this.source), to: forkPoint },
+      snapshot: { from: this.d.storage.filesPath(this.source), to: forkPoint, writable: only !== null },
       binds: this.d.storage.externalBinds(this.source).map((b) => b.containerPath),
       userns: this.d.runtime.idRange(this.source) !== null,
       pagesFollow: true,
@@ -295,9 +305,10 @@ class ForkTransaction {
     return proc;
   }
 
-  /** The child's root: its files a snapshot of the fork point, mounted, and its own name in them. */
+  /** The child's root: its files a snapshot of the fork point (or that itself, dump), mounted, and its own name in them. */
   private async makeRoot(child: WorkspaceRecord, forkPoint: string): Promise<string> {
-    const rootfs = await this.d.storage.createFrom(child, forkPoint);
+    const own = forkPoint === this.d.storage.filesPath(child);
+    const rootfs = await (own ? this.d.storage.mountOwnFiles(child) : this.d.storage.createFrom(child, forkPoint));
     await writeIdentity(rootfs, child, this.d.storage.owner(child));
     return rootfs;
   }

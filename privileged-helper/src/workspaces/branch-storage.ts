@@ -115,6 +115,11 @@ export class BranchStorage {
     return this.mount(ws, { binds: false });
   }
 
+  /** A branch whose own files were made already (a fork's only child: at the fork's instant), mounted like createFrom. */
+  async mountOwnFiles(ws: { id: string }): Promise<string> {
+    return this.mount(ws, { binds: false });
+  }
+
   /** Replaces the branch's files with a copy of `subvolume` (rollback), mounted like createFrom; its processes must be gone. */
   async replaceFiles(ws: { id: string }, subvolume: string): Promise<string> {
     await this.unmount(ws);

@@ -3,7 +3,8 @@
 # restore; CRIU runs it with CRTOOLS_SCRIPT_ACTION set, in another working
 # directory, so every path here is absolute and comes from the environment).
 #  post-dump: the tree is still frozen, so a snapshot taken now is the same
-#    instant as the memory images (GROVE_SNAPSHOT_FROM -> GROVE_SNAPSHOT_TO),
+#    instant as the memory images (GROVE_SNAPSHOT_FROM -> GROVE_SNAPSHOT_TO,
+#    read-only unless GROVE_SNAPSHOT_WRITABLE: a fork's only child's files),
 #    and so is the kernel tier's capture of its anonymous memory (into the
 #    holder at GROVE_SHARE_SOCKET; native/grove-share.c). A fork's images
 #    lack that memory, so a failed capture fails the dump; a checkpoint's
@@ -47,7 +48,9 @@ case "$CRTOOLS_SCRIPT_ACTION" in
       fi
     fi
     if [ -n "${GROVE_SNAPSHOT_TO:-}" ]; then
-      exec /usr/bin/btrfs subvolume snapshot -r -- "$GROVE_SNAPSHOT_FROM" "$GROVE_SNAPSHOT_TO" >/dev/null
+      readonly=-r
+      [ -z "${GROVE_SNAPSHOT_WRITABLE:-}" ] || readonly=
+      exec /usr/bin/btrfs subvolume snapshot $readonly -- "$GROVE_SNAPSHOT_FROM" "$GROVE_SNAPSHOT_TO" >/dev/null
     fi ;;
   post-resume)
     if [ -n "${GROVE_THAWED_FILE:-}" ]; then
