@@ -59,7 +59,7 @@ export async function makeMounts(groveMount: string, mounts: readonly BranchMoun
 function mountArgs(m: BranchMount): string[] {
   if (!path.isAbsolute(m.target)) throw new Error(`mount targets must be absolute: ${m.target}`);
   if (m.kind === 'overlay') return ['overlay', overlayOptions(m.layers), m.target];
-  if (!path.isAbsolute(m.source)) throw new Error(`bind mount paths must be absolute: ${m.source} ${m.target}`);
+  if (!path.isAbsolute(m.source)) throw new Error(`mount sources must be absolute: ${m.source}`);
   if (m.kind === 'idmap') return ['idmap', String(m.range.hostBase), String(m.range.size), m.source, m.target];
   return ['bind', m.source, m.target];
 }

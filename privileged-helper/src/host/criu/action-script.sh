@@ -48,9 +48,9 @@ case "$CRTOOLS_SCRIPT_ACTION" in
       fi
     fi
     if [ -n "${GROVE_SNAPSHOT_TO:-}" ]; then
-      readonly=-r
-      [ -z "${GROVE_SNAPSHOT_WRITABLE:-}" ] || readonly=
-      exec /usr/bin/btrfs subvolume snapshot $readonly -- "$GROVE_SNAPSHOT_FROM" "$GROVE_SNAPSHOT_TO" >/dev/null
+      ro=-r
+      [ -z "${GROVE_SNAPSHOT_WRITABLE:-}" ] || ro=
+      exec /usr/bin/btrfs subvolume snapshot $ro -- "$GROVE_SNAPSHOT_FROM" "$GROVE_SNAPSHOT_TO" >/dev/null
     fi ;;
   post-resume)
     if [ -n "${GROVE_THAWED_FILE:-}" ]; then
