@@ -52,6 +52,14 @@ describe('CRIU arguments for a fork', () => {
     for (const bad of ['../ready', 'a/b', '.hidden', '', 'x y']) expect(() => forkRestoreArgs({ ...restore, pagesReadyFile: bad })).toThrow(/plain file name/);
   });
 
+  it('has CRIU restore the UTS namespace under the child\'s own hostname, and takes no name a hostname cannot be (criu-patches/0022)', () => {
+    const restore = { imagesDir: '/i', workDir: '/i/w', rootfs: '/r', pidFile: '/p', netnsFd: 3, logFile: '/l' };
+    expect(forkRestoreArgs(restore)).not.toContain('--uts-hostname');
+    expect(forkRestoreArgs({ ...restore, hostname: 'web-2' }).join(' ')).toContain('--uts-hostname web-2');
+    expect(forkRestoreArgs({ ...restore, hostname: 'a'.repeat(64) })).toContain('a'.repeat(64));
+    for (const bad of ['', '-x', 'a b', '../x', 'a/b', 'x\n', 'a'.repeat(65), 'é']) expect(() => forkRestoreArgs({ ...restore, hostname: bad }), bad).toThrow(/bad hostname/);
+  });
+
   it('has CRIU run the action script for the actions named only, at dump and restore alike (criu-patches/0017)', () => {
     const script = { path: '/s/action.sh', actions: ['post-dump', 'post-resume'] };
     const dump = forkDumpArgs({ initPid: 42, imagesDir: '/i', netnsInode: 7, logFile: '/i/d.log', actionScript: script });

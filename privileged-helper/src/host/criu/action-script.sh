@@ -13,8 +13,6 @@
 #  post-resume (dump): the tree runs again and CRIU saves its private pages
 #    from the twins (criu-patches/0007): the dump's instant is fixed, which
 #    the helper waits for by watching for the file GROVE_THAWED_FILE.
-#  post-setup-namespaces: the restored UTS namespace exists and no task has run
-#    yet, so no process of the child ever sees the source's hostname.
 #  pre-resume: every socket is restored and no task runs yet; traffic may flow
 #    again (this opens netns.ts lockForRestore's lock), before CRIU takes the restored
 #    connections out of repair mode (criu-patches/0002). With the kernel
@@ -55,10 +53,6 @@ case "$CRTOOLS_SCRIPT_ACTION" in
   post-resume)
     if [ -n "${GROVE_THAWED_FILE:-}" ]; then
       : >"$GROVE_THAWED_FILE"
-    fi ;;
-  post-setup-namespaces)
-    if [ -n "${GROVE_HOSTNAME:-}" ]; then
-      exec /usr/bin/nsenter -t "$CRTOOLS_INIT_PID" -u -- /bin/hostname "$GROVE_HOSTNAME"
     fi ;;
   pre-resume)
     if [ -n "${GROVE_SHARE_SOCKET:-}" ]; then

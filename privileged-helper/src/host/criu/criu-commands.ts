@@ -168,10 +168,17 @@ export interface ForkRestoreInput extends CriuLogOptions, AnonymousMemoryOption 
    * (criu-patches/0011); anything else in it fails the restore.
    */
   pagesReadyFile?: string;
+  /**
+   * The restored tree's hostname in place of the dumped one, set by CRIU as it
+   * restores the UTS namespace (criu-patches/0022): no task of the tree ever
+   * sees its source's name.
+   */
+  hostname?: string;
 }
 
 export function forkRestoreArgs(input: ForkRestoreInput): string[] {
   if (!Number.isInteger(input.netnsFd) || input.netnsFd < 3) throw new Error(`bad netns fd ${input.netnsFd}`);
+  if (input.hostname !== undefined && !/^[A-Za-z0-9][A-Za-z0-9.-]{0,63}$/.test(input.hostname)) throw new Error(`bad hostname ${JSON.stringify(input.hostname)}`);
   assertAbsolute(input.imagesDir, input.workDir, input.rootfs, input.pidFile, input.logFile, input.actionScript?.path);
   const mounts = input.externalMounts ?? MASKED_FILE_SOURCES;
   return [
@@ -196,6 +203,7 @@ export function forkRestoreArgs(input: ForkRestoreInput): string[] {
     ...actionScriptArgs(input.actionScript),
     ...anonymousMemoryArgs(input),
     ...pagesReadyArgs(input.pagesReadyFile),
+    ...(input.hostname === undefined ? [] : ['--uts-hostname', input.hostname]),
   ];
 }
 

@@ -30,7 +30,7 @@ import {
 export const ACTION_SCRIPT = path.join(import.meta.dirname, 'action-script.sh');
 /** What action-script.sh acts on in a dump, and in a restore: CRIU runs it for nothing else. */
 export const DUMP_SCRIPT: ActionScript = { path: ACTION_SCRIPT, actions: ['post-dump', 'post-resume'] };
-export const RESTORE_SCRIPT: ActionScript = { path: ACTION_SCRIPT, actions: ['post-setup-namespaces', 'pre-resume'] };
+export const RESTORE_SCRIPT: ActionScript = { path: ACTION_SCRIPT, actions: ['pre-resume'] };
 
 /** Hardware breakpoints never fire in this VM: CRIU must single-step the parasite (criu.md). */
 export const CRIU_ENV = { CRIU_FAULT: '130' };
@@ -264,12 +264,12 @@ export class Criu {
       actionScript: RESTORE_SCRIPT,
       leaveAnonymousMemory: req.share !== undefined,
       ...(req.pagesFollow && { pagesReadyFile: PAGES_READY_FILE }),
+      hostname: req.hostname,
       externalMounts: [...MASKED_FILE_SOURCES, ...(req.userns ? this.usernsSources() : []), ...req.binds],
     });
     const placement = restorePlacement(req.cgroups);
     const env = {
       ...CRIU_ENV,
-      GROVE_HOSTNAME: req.hostname,
       GROVE_LOCKED_NETNS: req.netnsPath,
       GROVE_LOCK_TABLE: RESTORE_LOCK_TABLE,
       ...(this.launcher && placement.cpu && { GROVE_CPU_CGROUP: placement.cpu }),
