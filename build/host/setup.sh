@@ -13,15 +13,15 @@ step() { printf '\n==> %s\n' "$*" >&2; }
 grep -q 'VERSION_CODENAME=bookworm' /etc/os-release || echo "setup: warning: tested on Debian 12 (bookworm) only" >&2
 
 # Tools the helper runs, CRIU's build dependencies, libseccomp for grove-enter,
-# Chromium for the tests, and qemu with a static busybox for the kernel tier's
-# tests (kernel/test.sh).
+# libnftnl and libmnl for grove-netlock, Chromium for the tests, and qemu with
+# a static busybox for the kernel tier's tests (kernel/test.sh).
 packages=(
   btrfs-progs debootstrap crun iproute2 nftables util-linux procps psmisc xz-utils rsync diffutils
   chromium qemu-system-x86 busybox-static cpio
   build-essential pkgconf python3
   libbsd-dev libnet1-dev libnftables-dev libnl-3-dev libnl-route-3-dev libprotobuf-c-dev
   libprotobuf-dev protobuf-c-compiler protobuf-compiler uuid-dev libcap-dev
-  libseccomp-dev
+  libseccomp-dev libnftnl-dev libmnl-dev
 )
 step "Debian packages"
 missing=()
@@ -55,7 +55,7 @@ fi
 step "CRIU ≥ 4.2"
 "$repo/build/host/criu.sh"
 
-step "native helpers (grove-enter cages what belongs to a branch; grove-mount makes idmapped and caged bind mounts; grove-share holds a fork's memory for the kernel tier; peercred.node reads a peer's credentials)"
+step "native helpers (grove-enter cages what belongs to a branch; grove-mount makes idmapped and caged bind mounts; grove-netlock silences a netns while CRIU restores into it; grove-share holds a fork's memory for the kernel tier; peercred.node reads a peer's credentials)"
 build_native() { # SOURCE TARGET CC-ARGS...
   local src="$1" out="$2"; shift 2
   if [ ! -e "$out" ] || [ "$src" -nt "$out" ]; then
@@ -70,6 +70,7 @@ build_native() { # SOURCE TARGET CC-ARGS...
 }
 build_native "$repo/privileged-helper/native/grove-enter.c" "$GROVE_CACHE/bin/grove-enter" -lseccomp
 build_native "$repo/privileged-helper/native/grove-mount.c" "$GROVE_CACHE/bin/grove-mount"
+build_native "$repo/privileged-helper/native/grove-netlock.c" "$GROVE_CACHE/bin/grove-netlock" -lnftnl -lmnl
 build_native "$repo/privileged-helper/native/grove-share.c" "$GROVE_CACHE/bin/grove-share" -I"$repo/kernel/grove-share"
 build_native "$repo/privileged-helper/native/peercred.c" "$GROVE_CACHE/lib/peercred.node" \
   -shared -fPIC -DNODE_GYP_MODULE_NAME=peercred -I"$(dirname "$(command -v node)")/../include/node"

@@ -83,6 +83,8 @@ async function sourceLayout(overlayRoot: string): Promise<BaselineSource['overla
 
 export interface BaselineSetting {
   criuBinary: string;
+  /** native/grove-netlock.c, as the helper runs it. */
+  netlock: string;
   /** native/grove-mount.c, which makes the copies' bind mounts as Grove's. */
   groveMount: string;
   instance: string;
@@ -179,7 +181,7 @@ export class BaselineFork {
 
   private async measure(): Promise<BaselineTimings> {
     // Plain CRIU: no KSM launcher, and the pages are saved in the freeze.
-    const criu = new Criu(this.s.criuBinary, this.s.failedLogsDir, null, this.s.sysView, { pagesAfterThaw: false });
+    const criu = new Criu(this.s.criuBinary, this.s.failedLogsDir, null, this.s.sysView, { pagesAfterThaw: false, netlock: this.s.netlock });
     const t: BaselineTimings = { prepare: 0, dump: 0, sourceFrozen: 0, restore: 0, firstFrame: 0, total: 0 };
     const started = performance.now();
     const timed = async <T>(stage: string, work: () => Promise<T>): Promise<T> => {

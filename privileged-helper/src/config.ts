@@ -51,6 +51,8 @@ export interface HelperConfig {
   cage: boolean;
   /** native/grove-mount.c (built by build/host/setup.sh): idmapped mounts for branches in user namespaces. */
   groveMount: string;
+  /** native/grove-netlock.c (built by build/host/setup.sh): the lock that keeps a netns silent while CRIU restores into it. */
+  groveNetlock: string;
   /** The kernel tier's module and the files that say whether the host can load it (host/kernel-tier.ts). */
   kernelTier: KernelTierPaths;
   /** Lets branch.fork take a faultAt stage (tests of the fork's rollback). */
@@ -92,6 +94,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HelperConfig {
     recipesDir: path.resolve(import.meta.dirname, '../image'),
     groveEnter: env.GROVE_ENTER ?? path.join(cacheDir, 'bin/grove-enter'),
     groveMount: env.GROVE_MOUNT ?? path.join(cacheDir, 'bin/grove-mount'),
+    groveNetlock: env.GROVE_NETLOCK ?? path.join(cacheDir, 'bin/grove-netlock'),
     kernelTier: { module: env.GROVE_KERNEL_MODULE ?? builtModulePath(cacheDir), tool: env.GROVE_SHARE ?? path.join(cacheDir, 'bin/grove-share'), proc: '/proc', sys: '/sys' },
     cage: env.GROVE_BENCH_UNCAGED !== '1',
     allowFaultInjection: env.GROVE_FAULT_INJECTION === '1',

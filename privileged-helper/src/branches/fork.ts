@@ -23,7 +23,7 @@ import { mkdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { allSettled, forEachLimited } from '../concurrency.js';
-import { lockForRestore, netnsPath } from '../host/netns.js';
+import { netnsPath } from '../host/netns.js';
 import { BRANCH_HEADROOM_BYTES, mib, requireSpace } from '../host/space.js';
 import { isSameProcess } from '../host/proc.js';
 import { copiedBecause } from '../host/kernel-tier.js';
@@ -283,7 +283,7 @@ class ForkTransaction {
   private async restoreChild(child: WorkspaceRecord, imagesDir: string, forkPoint: string): Promise<{ pid: number; pidStart: number }> {
     const netns = netnsPath(this.d.runtime.netPlan(child).netns);
     const root = this.makeRoot(child, forkPoint);
-    await allSettled([root, lockForRestore(netns)]);
+    await allSettled([root, this.d.criu.lockForRestore(netns)]);
     const { pid, stats } = await this.d.criu.restore({
       share: this.holder?.session,
       imagesDir,

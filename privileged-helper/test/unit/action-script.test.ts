@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
 import { CGROUP_ROOT } from '../../src/host/cgroups.js';
 import { ACTION_SCRIPT, DUMP_SCRIPT, RESTORE_SCRIPT } from '../../src/host/criu/criu.js';
 
@@ -63,7 +64,7 @@ describe("CRIU's action script", () => {
   }, 30_000);
 
   it('fails the restore when the network lock cannot be opened (netns.ts lockForRestore)', async () => {
-    const res = await act('pre-resume', { GROVE_LOCKED_NETNS: path.join(dir, 'no-such-netns'), GROVE_LOCK_TABLE: 'grove_restore_lock' });
+    const res = await act('pre-resume', { GROVE_LOCKED_NETNS: path.join(dir, 'no-such-netns'), GROVE_LOCK_TABLE: 'grove_restore_lock', GROVE_NETLOCK_TOOL: loadConfig().groveNetlock });
     expect(res.exitCode).not.toBe(0);
     expect(res.stderr).toContain('no-such-netns');
   });

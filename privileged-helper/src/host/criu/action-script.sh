@@ -59,11 +59,12 @@ case "$CRTOOLS_SCRIPT_ACTION" in
       "$GROVE_SHARE_TOOL" attach "$GROVE_SHARE_SOCKET" "$CRTOOLS_INIT_PID" >/dev/null || exit 1
     fi
     # The lock opens (by an addition, which nftables commits at once:
-    # netns.ts) while the tree joins its cpu group: both are on the child's
-    # way to its first frame, and neither waits for the other.
+    # netns.ts, native/grove-netlock.c) while the tree joins its cpu group:
+    # both are on the child's way to its first frame, and neither waits for
+    # the other.
     opening=
     if [ -n "${GROVE_LOCKED_NETNS:-}" ]; then
-      /usr/bin/nsenter --net="$GROVE_LOCKED_NETNS" -- /usr/sbin/nft add rule inet "$GROVE_LOCK_TABLE" output accept &
+      "$GROVE_NETLOCK_TOOL" open "$GROVE_LOCKED_NETNS" "$GROVE_LOCK_TABLE" &
       opening=$!
     fi
     if [ -n "${GROVE_CPU_CGROUP:-}" ] && ! join_cpu_group "$CRTOOLS_INIT_PID"; then

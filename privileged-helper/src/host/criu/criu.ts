@@ -157,8 +157,13 @@ export class Criu {
     private readonly logsDir: string,
     private readonly launcher: Launcher | null,
     private readonly sysView: string | null,
-    private readonly options: { pagesAfterThaw: boolean },
+    private readonly options: { pagesAfterThaw: boolean; netlock: string },
   ) {}
+
+  /** Silences a netns for a restore into it, which opens it at pre-resume (host/netns.ts). */
+  async lockForRestore(netnsPath: string): Promise<void> {
+    await lockForRestore(this.options.netlock, netnsPath);
+  }
 
   /**
    * Dumps with --leave-running: the source is frozen only while CRIU works,
@@ -271,11 +276,12 @@ export class Criu {
     const env = {
       ...CRIU_ENV,
       GROVE_LOCKED_NETNS: req.netnsPath,
+      GROVE_NETLOCK_TOOL: this.options.netlock,
       GROVE_LOCK_TABLE: RESTORE_LOCK_TABLE,
       ...(this.launcher && placement.cpu && { GROVE_CPU_CGROUP: placement.cpu }),
       ...shareEnv(req.share),
     };
-    if (!req.netnsLocked) await lockForRestore(req.netnsPath);
+    if (!req.netnsLocked) await this.lockForRestore(req.netnsPath);
     const netnsFd = openSync(req.netnsPath, 'r');
     try {
       const [file, argv] = this.launcher ? this.launcher.onHost(placement.whileRestoring, [this.binary, ...args]) : [this.binary, args];
@@ -283,7 +289,7 @@ export class Criu {
       // A restore that succeeded ran its pre-resume action, which opened the lock.
       if (res.exitCode !== 0) throw await this.failure('restore', logFile, res.stderr);
     } catch (err) {
-      await unlockRestore(req.netnsPath);
+      await unlockRestore(this.options.netlock, req.netnsPath);
       throw err;
     } finally {
       closeSync(netnsFd);
