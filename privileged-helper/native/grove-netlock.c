@@ -199,60 +199,71 @@ static struct mnl_socket *open_in_netns(void)
 	return nl;
 }
 
+/* The transaction being built: one per run. */
+static struct transaction t;
+
+/* Commits t; an error other than `tolerated` (0: none) ends the run, saying `what`. */
+static int commit_or_fail(struct mnl_socket *nl, int tolerated, const char *what)
+{
+	int err = commit(nl, &t);
+
+	if (err && err != tolerated) {
+		errno = err;
+		fail(what);
+	}
+	return err;
+}
+
 static void lock(struct mnl_socket *nl)
 {
-	static struct transaction t;
-	int err;
-
 	/* A fresh netns (every fork's child) has no lock: a quick addition. */
 	begin(&t);
 	add_table(&t, NFT_MSG_NEWTABLE, NLM_F_CREATE | NLM_F_EXCL);
 	add_lock_chain(&t);
-	err = commit(nl, &t);
-	if (err != EEXIST)
-		goto done;
+	if (!commit_or_fail(nl, EEXIST, "cannot lock"))
+		return;
 	/* A branch restored into its own netns again has the one its last restore opened. */
 	begin(&t);
 	add_table(&t, NFT_MSG_DELTABLE, 0);
 	add_table(&t, NFT_MSG_NEWTABLE, NLM_F_CREATE);
 	add_lock_chain(&t);
-	err = commit(nl, &t);
-done:
-	errno = err;
-	if (err)
-		fail("cannot lock");
+	commit_or_fail(nl, 0, "cannot lock");
 }
+
+static void open_lock(struct mnl_socket *nl)
+{
+	begin(&t);
+	add_accept_rule(&t);
+	commit_or_fail(nl, 0, "cannot open the lock");
+}
+
+static void unlock(struct mnl_socket *nl)
+{
+	begin(&t);
+	add_table(&t, NFT_MSG_DELTABLE, 0);
+	commit_or_fail(nl, ENOENT, "cannot remove the lock");
+}
+
+static const struct {
+	const char *name;
+	void (*run)(struct mnl_socket *nl);
+} operations[] = { { "lock", lock }, { "open", open_lock }, { "unlock", unlock } };
 
 int main(int argc, char **argv)
 {
-	static struct transaction t;
 	struct mnl_socket *nl;
-	int err;
+	size_t op = 0;
 
 	if (argc != 4)
 		usage();
+	while (op < sizeof(operations) / sizeof(operations[0]) && strcmp(argv[1], operations[op].name))
+		op++;
 	netns = argv[2];
 	table = argv[3];
-	if (netns[0] != '/' || !valid_table(table))
-		usage();
-	if (strcmp(argv[1], "lock") && strcmp(argv[1], "open") && strcmp(argv[1], "unlock"))
+	if (op == sizeof(operations) / sizeof(operations[0]) || netns[0] != '/' || !valid_table(table))
 		usage();
 	nl = open_in_netns();
-	if (!strcmp(argv[1], "lock")) {
-		lock(nl);
-	} else if (!strcmp(argv[1], "open")) {
-		begin(&t);
-		add_accept_rule(&t);
-		errno = err = commit(nl, &t);
-		if (err)
-			fail("cannot open the lock");
-	} else {
-		begin(&t);
-		add_table(&t, NFT_MSG_DELTABLE, 0);
-		errno = err = commit(nl, &t);
-		if (err && err != ENOENT)
-			fail("cannot remove the lock");
-	}
+	operations[op].run(nl);
 	mnl_socket_close(nl);
 	return 0;
 }

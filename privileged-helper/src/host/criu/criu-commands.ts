@@ -14,6 +14,8 @@
 //    task has entered the restored root, where the path does not exist, and
 //    the restore then fails.
 
+import { NAME_PATTERN } from '../../protocol/names.js';
+
 /** Where crun bind-mounts the host's /dev/null over masked /proc files. */
 export const CRUN_MASKED_FILES = ['/proc/keys', '/proc/timer_list'] as const;
 
@@ -178,7 +180,8 @@ export interface ForkRestoreInput extends CriuLogOptions, AnonymousMemoryOption 
 
 export function forkRestoreArgs(input: ForkRestoreInput): string[] {
   if (!Number.isInteger(input.netnsFd) || input.netnsFd < 3) throw new Error(`bad netns fd ${input.netnsFd}`);
-  if (input.hostname !== undefined && !/^[A-Za-z0-9][A-Za-z0-9.-]{0,63}$/.test(input.hostname)) throw new Error(`bad hostname ${JSON.stringify(input.hostname)}`);
+  // A branch's hostname is its name (protocol/names.ts): nothing else reaches CRIU's command line.
+  if (input.hostname !== undefined && !NAME_PATTERN.test(input.hostname)) throw new Error(`bad hostname ${JSON.stringify(input.hostname)}`);
   assertAbsolute(input.imagesDir, input.workDir, input.rootfs, input.pidFile, input.logFile, input.actionScript?.path);
   const mounts = input.externalMounts ?? MASKED_FILE_SOURCES;
   return [

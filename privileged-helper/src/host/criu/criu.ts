@@ -118,8 +118,8 @@ export interface RestoreRequest {
   pagesFollow?: boolean;
   /**
    * The caller locked the netns for the restore already (lockForRestore), at
-   * once with making the root (a fork's child): the lock is two programs
-   * started, ~30 ms here. A restore that fails opens it again all the same.
+   * once with making the root (a fork's child), so the lock's program run is
+   * off the child's way. A restore that fails removes the lock all the same.
    */
   netnsLocked?: boolean;
 }
