@@ -3,6 +3,7 @@
 // object a helper makes carries its instance tag, so none touches another's.
 import path from 'node:path';
 import { z } from 'zod';
+import { cacheDirOf, groveSpawnPath } from './tool-paths.js';
 import { builtModulePath, type KernelTierPaths } from './host/kernel-tier.js';
 import { AUDIT_DAYS_KEPT, AUDIT_ROWS_KEPT, type AuditRetention } from './registry/registry.js';
 
@@ -53,6 +54,8 @@ export interface HelperConfig {
   groveMount: string;
   /** native/grove-netlock.c (built by build/host/setup.sh): the lock that keeps a netns silent while CRIU restores into it. */
   groveNetlock: string;
+  /** native/grove-spawn.c (built by build/host/setup.sh): starts the helper's programs (host/run.ts). */
+  groveSpawn: string;
   /** The kernel tier's module and the files that say whether the host can load it (host/kernel-tier.ts). */
   kernelTier: KernelTierPaths;
   /** Lets branch.fork take a faultAt stage (tests of the fork's rollback). */
@@ -64,7 +67,7 @@ export interface HelperConfig {
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): HelperConfig {
   const stateDir = env.GROVE_STATE_DIR ?? '/var/lib/grove';
   const runDir = env.GROVE_RUN_DIR ?? '/run/grove';
-  const cacheDir = env.GROVE_CACHE ?? '/var/cache/grove';
+  const cacheDir = cacheDirOf(env);
   const sizeGiB = Number(env.GROVE_POOL_SIZE_GIB ?? '40');
   if (!Number.isInteger(sizeGiB) || sizeGiB < 4) throw new Error('GROVE_POOL_SIZE_GIB must be an integer ≥ 4');
   const approvalTimeoutMs = Number(env.GROVE_APPROVAL_TIMEOUT_MS ?? 15 * 60_000);
@@ -95,6 +98,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HelperConfig {
     groveEnter: env.GROVE_ENTER ?? path.join(cacheDir, 'bin/grove-enter'),
     groveMount: env.GROVE_MOUNT ?? path.join(cacheDir, 'bin/grove-mount'),
     groveNetlock: env.GROVE_NETLOCK ?? path.join(cacheDir, 'bin/grove-netlock'),
+    groveSpawn: groveSpawnPath(env),
     kernelTier: { module: env.GROVE_KERNEL_MODULE ?? builtModulePath(cacheDir), tool: env.GROVE_SHARE ?? path.join(cacheDir, 'bin/grove-share'), proc: '/proc', sys: '/sys' },
     cage: env.GROVE_BENCH_UNCAGED !== '1',
     allowFaultInjection: env.GROVE_FAULT_INJECTION === '1',

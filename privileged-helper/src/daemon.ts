@@ -63,6 +63,7 @@ function requireRootAndTools(config: HelperConfig): void {
     [config.groveEnter, 'it starts what belongs to a branch inside its cage'],
     [config.groveMount, 'it makes the idmapped mounts of branches in user namespaces'],
     [config.groveNetlock, 'it keeps a branch\'s network silent while CRIU restores it'],
+    [config.groveSpawn, 'it starts the helper\'s programs'],
   ] as const) {
     if (!existsSync(tool)) throw new Error(`${tool} is missing: run build/host/setup.sh (${why})`);
   }

@@ -10,6 +10,7 @@
 import { mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CGROUP_ROOT } from './cgroups.js';
+import { programStarter } from './run.js';
 
 export function helperCgroupName(instance: string): string {
   return `grove-helper-${instance}`;
@@ -42,7 +43,7 @@ export async function detachFromStarter(instance: string, log: (line: string) =>
     const dir = path.join(CGROUP_ROOT, m.hierarchy, helperCgroupName(instance));
     try {
       await mkdir(dir, { recursive: true });
-      await writeFile(path.join(dir, 'cgroup.procs'), String(process.pid));
+      await joinCgroup(dir);
     } catch (err) {
       log(`could not leave the starter's ${m.hierarchy} cgroup ${m.path}: ${(err as Error).message}`);
     }
@@ -69,10 +70,15 @@ export async function preferHelperCpu(instance: string, log: (line: string) => v
   try {
     await mkdir(dir, { recursive: true });
     await writeFile(path.join(dir, 'cpu.shares'), String(HELPER_CPU_SHARES));
-    await writeFile(path.join(dir, 'cgroup.procs'), String(process.pid));
+    await joinCgroup(dir);
   } catch (err) {
     log(`could not give the helper its own cpu group ${dir}: ${(err as Error).message}; a busy branch will slow its forks`);
   }
+}
+
+/** Moves the helper into DIR, and grove-spawn, which starts its programs (host/run.ts), if it runs already. */
+async function joinCgroup(dir: string): Promise<void> {
+  for (const pid of [process.pid, programStarter().pid]) if (pid !== null) await writeFile(path.join(dir, 'cgroup.procs'), String(pid));
 }
 
 /** Removes the (stopped) helper's own groups: purge. */

@@ -35,6 +35,7 @@ export class Doctor {
       await present('grove-enter', this.config.groveEnter, 'grove-enter (branch processes caged: cgroups, capabilities, seccomp; KSM-mergeable)'),
       await present('grove-mount', this.config.groveMount, 'grove-mount (idmapped mounts: branches in user namespaces)'),
       await present('grove-netlock', this.config.groveNetlock, 'grove-netlock (a branch\'s network silent while CRIU restores it)'),
+      await present('grove-spawn', this.config.groveSpawn, 'grove-spawn (starts the helper\'s programs without stalling it)'),
       await limitsEnforced(),
       {
         name: 'criu',

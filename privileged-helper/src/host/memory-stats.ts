@@ -5,7 +5,7 @@
 // pure; the readers tolerate processes that exit while they are read.
 import { open, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { execa } from 'execa';
+import { run } from './run.js';
 import type { HostMemory } from '../protocol/entities.js';
 
 export interface ProcessMemory {
@@ -89,16 +89,16 @@ export async function readHostMemory(): Promise<HostMemoryCounters> {
 
 export async function readKsmd(): Promise<HostMemory['ksm']> {
   const read = async (name: string) => Number((await readFile(path.join('/sys/kernel/mm/ksm', name), 'utf8')).trim());
-  const [pagesShared, pagesSharing, pagesUnshared, fullScans, run] = await Promise.all(
+  const [pagesShared, pagesSharing, pagesUnshared, fullScans, scanning] = await Promise.all(
     ['pages_shared', 'pages_sharing', 'pages_unshared', 'full_scans', 'run'].map(read),
   );
-  return { pagesShared: pagesShared!, pagesSharing: pagesSharing!, pagesUnshared: pagesUnshared!, fullScans: fullScans!, run: run! };
+  return { pagesShared: pagesShared!, pagesSharing: pagesSharing!, pagesUnshared: pagesUnshared!, fullScans: fullScans!, run: scanning! };
 }
 
 let pageSize: Promise<number> | null = null;
 
 /** The kernel's page size (KSM counts pages); asked once. */
 export function pageBytes(): Promise<number> {
-  pageSize ??= execa('getconf', ['PAGESIZE']).then((r) => Number(r.stdout.trim()));
+  pageSize ??= run('getconf', ['PAGESIZE']).then((r) => Number(r.stdout.trim()));
   return pageSize;
 }

@@ -2,14 +2,13 @@
 // criu-commands.ts; this file adds the environment CRIU needs on this host,
 // hands the child's network namespace over as an inherited fd, and turns a
 // failure into an error that quotes CRIU's own log.
-import { execa } from 'execa';
-import { spawn } from 'node:child_process';
-import { closeSync, openSync, watch, type FSWatcher } from 'node:fs';
+import { watch, type FSWatcher } from 'node:fs';
 import { chmod, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { CriuDumpStats, CriuRestoreStats } from '../../protocol/entities.js';
 import { GroveError } from '../../protocol/wire.js';
 import type { Launcher } from '../launcher.js';
+import { run } from '../run.js';
 import { restorePlacement } from '../cgroups.js';
 import type { ShareSession } from '../share-holder.js';
 import { lockForRestore, RESTORE_LOCK_TABLE, unlockRestore } from '../netns.js';
@@ -52,8 +51,11 @@ const THAWED_FILE = 'grove-thawed';
 /** What a dump whose restores follow it leaves in the images dir once it ends: "ok", or why its pages were not saved. */
 const PAGES_READY_FILE = 'grove-pages-ready';
 
-/** The child's netns is passed to CRIU as this fd (stdio index 3). */
+/** The child's netns is passed to CRIU as this fd (run()'s fd3Path). */
 const NETNS_FD = 3;
+
+/** A CRIU run that takes longer is stuck: it is ended (SIGTERM, then SIGKILL). */
+const CRIU_TIMEOUT_MS = 120_000;
 
 export interface DumpRequest {
   initPid: number;
@@ -228,7 +230,7 @@ export class Criu {
     try {
       for (let attempt = 1; ; attempt++) {
         const watching = watchFor(signals, THAWED_FILE, onThawed);
-        const res = await execa(this.binary, args, { env: { ...CRIU_ENV, ...env, GROVE_THAWED_FILE: path.join(signals, THAWED_FILE) }, reject: false, timeout: 120_000 }).finally(() =>
+        const res = await run(this.binary, args, { env: { ...CRIU_ENV, ...env, GROVE_THAWED_FILE: path.join(signals, THAWED_FILE) }, allowFailure: true, timeoutMs: CRIU_TIMEOUT_MS }).finally(() =>
           watching.close(),
         );
         await rm(path.join(signals, THAWED_FILE), { force: true });
@@ -282,17 +284,14 @@ export class Criu {
       ...shareEnv(req.share),
     };
     if (!req.netnsLocked) await this.lockForRestore(req.netnsPath);
-    const netnsFd = openSync(req.netnsPath, 'r');
     try {
       const [file, argv] = this.launcher ? this.launcher.onHost(placement.whileRestoring, [this.binary, ...args]) : [this.binary, args];
-      const res = await runWithFd(file, argv, env, netnsFd);
+      const res = await run(file, argv, { env, fd3Path: req.netnsPath, allowFailure: true, timeoutMs: CRIU_TIMEOUT_MS });
       // A restore that succeeded ran its pre-resume action, which opened the lock.
       if (res.exitCode !== 0) throw await this.failure('restore', logFile, res.stderr);
     } catch (err) {
       await unlockRestore(this.options.netlock, req.netnsPath);
       throw err;
-    } finally {
-      closeSync(netnsFd);
     }
     const pid = Number((await readFile(pidFile, 'utf8')).trim());
     if (!Number.isInteger(pid) || pid <= 1) throw new GroveError('E_HOST', `criu restore wrote no pid to ${pidFile}`);
@@ -343,25 +342,6 @@ async function describePid(pid: CriuFailure['pid']): Promise<string> {
   const nspid = /^NSpid:\s+(.*)$/m.exec(await readFile(`/proc/${pid.host}/status`, 'utf8').catch(() => ''))?.[1]?.trim().split(/\s+/).at(-1);
   if (!cmdline) return ` (host pid ${pid.host}, gone since)`;
   return ` (process ${nspid ?? '?'} in the branch: ${cmdline.slice(0, 120)})`;
-}
-
-/**
- * Runs a program with an open file descriptor of ours as its fd 3. execa
- * cannot pass a raw descriptor through, so this one call uses spawn (still an
- * argument array, never a shell).
- */
-function runWithFd(file: string, args: string[], env: Record<string, string>, fd: number): Promise<{ exitCode: number; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(file, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe', fd] });
-    let stderr = '';
-    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk.slice(0, 65536)));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ exitCode: code ?? -1, stderr });
-    });
-  });
 }
 
 /** Calls `then` once, when the file NAME appears in DIR (inotify). */
