@@ -6,6 +6,7 @@
 // the C file. grove-spawn is started on the first request and again on the
 // first after it died; requests in flight when it dies fail.
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import type { Socket } from 'node:net';
 import { constants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
 import { GroveError } from '../protocol/wire.js';
@@ -121,11 +122,10 @@ export class ProgramStarter {
 
   /** Keeps the event loop alive while a program runs, and only then. */
   private holdOpen(busy: boolean): void {
-    const streams = this.child && [this.child.stdin, this.child.stdout];
-    for (const stream of streams ?? []) {
-      const handle = stream as unknown as { ref(): void; unref(): void };
-      if (busy) handle.ref();
-      else handle.unref();
+    // A child's pipes are sockets (libuv's socketpairs), which can be unreferenced.
+    for (const pipe of this.child ? [this.child.stdin as Socket, this.child.stdout as Socket] : []) {
+      if (busy) pipe.ref();
+      else pipe.unref();
     }
   }
 
