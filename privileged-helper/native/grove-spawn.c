@@ -147,11 +147,6 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-static int pipe_pair(int fds[2])
-{
-	return pipe2(fds, O_CLOEXEC);
-}
-
 /* Starts one request's program and adds it to the table; a program that cannot start gets its exit frame at once. */
 static void start(uint32_t id, uint32_t timeout_ms, const char *file, const char *cwd, const char *fd3_path, char **argv, char **env,
 		  const char *input, size_t input_len, int has_input)
@@ -161,7 +156,7 @@ static void start(uint32_t id, uint32_t timeout_ms, const char *file, const char
 	int failed = resolve(file, env, path);
 	if (!failed && fd3_path[0] && (fd3 = open(fd3_path, O_RDONLY | O_CLOEXEC)) < 0)
 		failed = errno;
-	if (!failed && (pipe_pair(out) || pipe_pair(err) || (has_input && pipe_pair(in))))
+	if (!failed && (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC) || (has_input && pipe2(in, O_CLOEXEC))))
 		failed = errno;
 	pid_t pid = 0;
 	if (!failed) {
@@ -256,7 +251,7 @@ static void handle_request(char *body, size_t len)
 		exit(1);
 	}
 	size_t count = 3 + (size_t)argc + envc;
-	char **strings = calloc(count + 2, sizeof *strings); /* and a NULL after argv and after env */
+	char **strings = calloc(count, sizeof *strings);
 	if (!strings)
 		die("calloc");
 	if (!split_strings(body + 24, strings_len, strings, count)) {

@@ -9,6 +9,7 @@ import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import type { Socket } from 'node:net';
 import { constants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
 import { GroveError } from '../protocol/wire.js';
 
 export interface ProgramRequest {
@@ -53,6 +54,8 @@ class Collected {
   private chunks: Buffer[] = [];
   private bytes = 0;
   private partial = '';
+  /** A character whose bytes came in two chunks is decoded once it is whole. */
+  private readonly decoder = new StringDecoder('utf8');
 
   constructor(private readonly onLine: ((line: string) => void) | undefined) {}
 
@@ -60,7 +63,7 @@ class Collected {
     if (this.bytes < MAX_OUTPUT_BYTES) this.chunks.push(chunk.subarray(0, MAX_OUTPUT_BYTES - this.bytes));
     this.bytes += chunk.length;
     if (!this.onLine) return;
-    const lines = (this.partial + chunk.toString('utf8')).split('\n');
+    const lines = (this.partial + this.decoder.write(chunk)).split('\n');
     this.partial = lines.pop() ?? '';
     for (const line of lines) this.onLine(line);
   }
@@ -114,9 +117,9 @@ export class ProgramStarter {
     child.stdin.on('error', () => undefined); // it died: its 'exit' fails what was in flight
     child.on('error', (err) => this.lost(child, `${this.binary} could not start: ${err.message} (run build/host/setup.sh)`));
     child.on('exit', (code, signal) => this.lost(child, `${this.binary} (which starts the helper's programs) exited: ${signal ?? `code ${code}`}`));
-    // An idle grove-spawn keeps no process alive: a command-line run of the helper's code ends when its work does.
+    // An idle grove-spawn keeps no process alive: a command-line run of the helper's code ends when its work does
+    // (its pipes are let go with the last program in flight: holdOpen).
     child.unref();
-    this.holdOpen(false);
     return child;
   }
 
@@ -155,8 +158,8 @@ export class ProgramStarter {
     if (!run) return;
     const kind = body.readUInt8(4);
     const payload = body.subarray(5);
-    if (kind === Kind.Stdout) return run.stdout.add(Buffer.from(payload));
-    if (kind === Kind.Stderr) return run.stderr.add(Buffer.from(payload));
+    if (kind === Kind.Stdout) return run.stdout.add(payload);
+    if (kind === Kind.Stderr) return run.stderr.add(payload);
     if (kind !== Kind.Exited) return;
     this.inFlight.delete(id);
     if (this.inFlight.size === 0) this.holdOpen(false);

@@ -169,6 +169,11 @@ describe('a branch is a cage', () => {
     for (const child of children) if ((await readFile(`/proc/${child}/cmdline`, 'utf8').catch(() => '')).split('\0').includes('--gate')) gates.push(Number(child));
     expect(gates).toHaveLength(1);
     expect(await hostCpuGroup(gates[0]!)).toBe(own);
+    // And grove-spawn, which starts its programs: started before the helper moved itself, it was moved with it.
+    const spawners = [];
+    for (const child of children) if ((await readFile(`/proc/${child}/cmdline`, 'utf8').catch(() => '')).split('\0')[0]!.endsWith('/grove-spawn')) spawners.push(Number(child));
+    expect(spawners).toHaveLength(1);
+    expect(await hostCpuGroup(spawners[0]!)).toBe(own);
     // The branches do not.
     expect(await cpuGroups(c, ws)).toEqual([`/grove-${t.instance}/${ws.id}`]);
   });

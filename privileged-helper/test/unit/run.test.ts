@@ -96,6 +96,14 @@ describe('run', () => {
     expect(lines).toContain('last');
   });
 
+  it('hands over a character whose bytes came apart whole', async () => {
+    const lines: string[] = [];
+    // "é" is two bytes: the pause makes grove-spawn send them in two frames.
+    const res = await run('sh', ['-c', "printf 'caf\\303'; sleep 0.2; printf '\\251\\n'"], { onLine: (l) => lines.push(l) });
+    expect(lines).toEqual(['café']);
+    expect(res.stdout).toBe('café');
+  });
+
   it('keeps large output whole, and many programs at once apart', async () => {
     expect((await run('head', ['-c', String(5 << 20), '/dev/zero'])).stdout.length).toBe(5 << 20);
     const results = await Promise.all(Array.from({ length: 40 }, (_, i) => run('sh', ['-c', `sleep 0.0${i % 10}; echo ${i}; echo e${i} >&2`])));
