@@ -82,6 +82,9 @@ class ForkTransaction {
   private memory = '';
   /** The dump until every image is written, which is after the source runs again: CRIU's stats. */
   private dumped: Promise<ForkReport['criu']['dump']> = Promise.resolve(null);
+  /** The dump keeps the source's pages in its twins for the restores (DumpRun.pagesInTwins), until they are released. */
+  private pagesInTwins = false;
+  private releaseTwins: () => Promise<void> = async () => undefined;
   /** How many children are restored at a time: as many as there are cores (bringUp). */
   private readonly atOnce = os.availableParallelism();
 
@@ -101,6 +104,7 @@ class ForkTransaction {
       const forkPoint = await this.stage('dump', () => this.dump(imagesDir));
       await this.stage('thaw', () => this.verifySourceRunning());
       await this.bringUp(imagesDir, forkPoint);
+      await this.releaseTwins();
       await this.recordDump();
       const children = await this.stage('commit', async () => this.commit());
       this.timings.total = performance.now() - this.started;
@@ -109,6 +113,7 @@ class ForkTransaction {
       return { fork: this.id, source: this.source.id, children, timings: this.timings, readyMs: this.readyMs, memory: this.memory, criu: this.criuStats, leftBehind: this.leftBehind() };
     } catch (err) {
       // CRIU writes into the images until it exits; a dump that failed is what made the restores fail.
+      await this.releaseTwins().catch(() => undefined); // the error to tell is the fork's
       const dumpFailure = await this.dumped.then(() => null, (e: unknown) => e);
       await this.unwind();
       throw dumpFailure ?? err;
@@ -219,8 +224,9 @@ class ForkTransaction {
   }
 
   /**
-   * Resolves once the source runs again; the dump goes on saving its pages
-   * (this.dumped). Its snapshot of the source's files is a read-only fork
+   * Resolves once the source runs again; the dump goes on saving its pages,
+   * or keeping them in its twins for the children's restores until bringUp is
+   * done (this.dumped). Its snapshot of the source's files is a read-only fork
    * point that each child's files are a snapshot of, or, in a fork into one,
    * the child's own files: a snapshot after the thaw commits a btrfs
    * transaction on the child's way to the screen (50-90 ms while the thawed
@@ -244,6 +250,8 @@ class ForkTransaction {
     });
     this.dumped = run.done;
     this.dumped.catch(() => undefined); // awaited by run(), also when something else failed first
+    this.pagesInTwins = run.pagesInTwins;
+    this.releaseTwins = run.releaseTwins;
     await run.thawed;
     return forkPoint;
   }
@@ -296,6 +304,7 @@ class ForkTransaction {
       cgroups: this.d.runtime.cgroups(child),
       userns: this.d.runtime.idRange(child) !== null,
       pagesFollow: true,
+      pagesFromTwins: this.pagesInTwins,
     });
     this.criuStats.restores[this.children.indexOf(child)] = stats;
     const adopting = this.d.runtime.adoptProcess(child, pid);

@@ -11,15 +11,15 @@
 // process in a forked desktop workspace.)
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { execa } from 'execa';
+import { execa, type ResultPromise } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { ACTION_SCRIPT, CRIU_ENV } from '../../src/host/criu/criu.js';
 import { NO_REPORT_YET, readRewriterReport, REWRITER, WHOLE, type RewriterReport } from './fixtures/rewriter.js';
-import { killIfThere, pidTaken, processesOf } from './host-processes.js';
+import { commandsOf, killIfThere, pidTaken, processesOf } from './host-processes.js';
 import { waitFor } from './support.js';
 
 const criu = loadConfig().criu;
@@ -29,19 +29,23 @@ const readReport = (file: string): Promise<RewriterReport | null> => readRewrite
 describe("CRIU's pages saved after the thaw", () => {
   const pids = new Set<number>();
   const dirs: string[] = [];
+  /** Dumps that keep twins (startTwinsDump): killed, their twins die with them (PTRACE_O_EXITKILL). */
+  const dumps = new Set<ResultPromise>();
 
   afterEach(async () => {
+    for (const dump of dumps) dump.kill('SIGKILL');
+    await Promise.all([...dumps].map((d) => d.catch(() => undefined)));
+    dumps.clear();
     for (const pid of pids) killIfThere(pid);
     await waitFor('the rewriters to end', async () => (await processesOf(REWRITER)).length === 0, 10_000);
     pids.clear();
     for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
   });
 
-  /** Dumps a running rewriter with --pages-after-thaw, checks it runs on whole, then kills it. */
-  async function dumpRewriter(
-    mode: 'plain' | 'wipeonfork' | 'dontfork' | 'sysvshm' | 'reserved',
-    extraDumpArgs: string[] = [],
-  ): Promise<{ pid: number; images: string; report: string; dumpLog: string; source: RewriterReport }> {
+  type RewriterMode = 'plain' | 'wipeonfork' | 'dontfork' | 'sysvshm' | 'reserved';
+
+  /** A rewriter in MODE, started and reporting, with an empty images dir next to its report. */
+  async function startRewriter(mode: RewriterMode): Promise<{ dir: string; pid: number; report: string; images: string }> {
     const dir = await mkdtemp(path.join(tmpdir(), 'criu-twin-'));
     dirs.push(dir);
     const report = path.join(dir, 'report.json');
@@ -53,9 +57,25 @@ describe("CRIU's pages saved after the thaw", () => {
     pids.add(pid);
     child.unref();
     await waitFor('the rewriter to report', async () => ((await readReport(report))?.rounds ?? 0) >= 20, 10_000);
-
     const images = path.join(dir, 'images');
     await mkdir(images);
+    return { dir, pid, report, images };
+  }
+
+  /** Kills the source and waits until its pid is free for a restore, whose rewriter finds the report file as the source held it. */
+  async function endSource(pid: number, report: string): Promise<void> {
+    killIfThere(pid);
+    await waitFor('the source and its session to end', async () => !(await pidTaken(pid)), 30_000);
+    // The restore opens the file the source held open, which must have the size it had then: cleared, not removed.
+    await writeFile(report, NO_REPORT_YET);
+  }
+
+  /** Dumps a running rewriter with --pages-after-thaw, checks it runs on whole, then kills it. */
+  async function dumpRewriter(
+    mode: RewriterMode,
+    extraDumpArgs: string[] = [],
+  ): Promise<{ pid: number; images: string; report: string; dumpLog: string; source: RewriterReport }> {
+    const { dir, pid, report, images } = await startRewriter(mode);
     const dumpArgs = ['dump', '-t', String(pid), '-D', images, '-o', 'dump.log', '-v4', '--leave-running', '--pages-after-thaw', '--action-script', ACTION_SCRIPT, ...extraDumpArgs];
     const thawed = path.join(dir, 'thawed');
     const dump = await execa(criu, dumpArgs, { env: { ...CRIU_ENV, GROVE_THAWED_FILE: thawed }, reject: false });
@@ -70,11 +90,7 @@ describe("CRIU's pages saved after the thaw", () => {
     const atDump = (await readReport(report))!.rounds;
     await waitFor('the source to run on', async () => ((await readReport(report))?.rounds ?? 0) > atDump + 40, 10_000);
     const source = (await readReport(report))!;
-
-    killIfThere(pid);
-    await waitFor('the source and its session to end', async () => !(await pidTaken(pid)), 30_000);
-    // The restore opens the file the source held open, which must have the size it had then: cleared, not removed.
-    await writeFile(report, NO_REPORT_YET);
+    await endSource(pid, report);
     return { pid, images, report, dumpLog, source };
   }
 
@@ -182,5 +198,82 @@ describe("CRIU's pages saved after the thaw", () => {
     const res = await execa(criu, ['restore', '-D', '/nonexistent', '--pages-ready-file', '../ready'], { env: CRIU_ENV, reject: false });
     expect(res.exitCode).not.toBe(0);
     expect(res.stderr).toContain('--pages-ready-file names a file in the images dir: ../ready');
+  });
+
+  // --pages-in-twins / --pages-from-twins (criu-patches/0023): a fork's restores read the pages from the twins, which the dump keeps until
+  // released. A twin is in its source's session, so a restore here (of the same pid, in the host's pid namespace) cannot be made while it
+  // lives: the restores that read a twin are in fidelity.test.ts, in forks of a desktop (each child in a pid namespace of its own).
+
+  /** A dump of a running rewriter that keeps the pages in its twin, started (through `wrap`, if given) and past saying they are ready. */
+  async function startTwinsDump(wrap: string[] = []) {
+    const { pid, report, images } = await startRewriter('wipeonfork');
+    const args = ['dump', '-t', String(pid), '-D', images, '-o', 'dump.log', '-v4', '--leave-running', '--pages-after-thaw', '--pages-ready-file', 'ready', '--pages-in-twins', 'release'];
+    const dump = execa(wrap[0] ?? criu, [...wrap.slice(1), ...(wrap.length ? [criu] : []), ...args], { env: CRIU_ENV, reject: false });
+    dumps.add(dump);
+    await waitFor('the dump to say the pages are ready', async () => existsSync(path.join(images, 'ready')) || dump.exitCode !== null, 30_000);
+    expect(dump.exitCode, await readFile(path.join(images, 'dump.log'), 'utf8').catch(() => '')).toBeNull(); // keeping the twin
+    const twins = (await processesOf(REWRITER)).filter((p) => p !== pid);
+    expect(twins).toHaveLength(1);
+    return { pid, report, images, dump, twin: twins[0]! };
+  }
+
+  const restoreLog = (images: string) => readFile(path.join(images, 'restore.log'), 'utf8');
+
+  it('keeps the pages in the twin until released, writing none of them, and images so made are refused by a restore that would read them there', async () => {
+    const { pid, images, dump, twin } = await startTwinsDump();
+    const pagesImages = (await readdir(images)).filter((f) => /^pages-\d+\.img$/.test(f));
+    const pageBytes = (await Promise.all(pagesImages.map(async (f) => (await stat(path.join(images, f))).size))).reduce((a, b) => a + b, 0);
+    expect(pagesImages.length).toBeGreaterThan(0);
+    expect(pageBytes).toBe(0);
+    expect(await readFile(path.join(images, 'ready'), 'utf8')).toBe('ok');
+    expect(await readFile(path.join(images, 'twins-list'), 'utf8')).toMatch(new RegExp(`^${pid} ${twin} \\d+\n$`));
+
+    const refused = await startRestore(images, ['--pages-ready-file', 'ready']);
+    expect(refused.exitCode).not.toBe(0);
+    expect(await restoreLog(images)).toContain('The dump left the pages in its twins: restore it with --pages-from-twins');
+    await new Promise((r) => setTimeout(r, 500));
+    expect(dump.exitCode).toBeNull(); // still keeping the twin for the restores to come
+    expect(await processesOf(REWRITER)).toEqual([pid, twin].sort((a, b) => a - b));
+
+    await writeFile(path.join(images, 'release'), 'done');
+    const ended = await dump;
+    const dumpLog = await readFile(path.join(images, 'dump.log'), 'utf8');
+    expect(ended.exitCode, dumpLog.slice(-2000)).toBe(0);
+    expect(dumpLog).toContain('The twins are released (release)');
+    expect(await processesOf(REWRITER)).toEqual([pid]); // the twin went with the dump; the source runs on
+  });
+
+  it('fails a restore whose twin is gone, saying so, before it makes a process', async () => {
+    // The source runs on: the restore fails before it would find the source's pid taken.
+    const { pid, images, dump, twin } = await startTwinsDump();
+    process.kill(twin, 'SIGKILL');
+    const restore = await startRestore(images, ['--pages-ready-file', 'ready', '--pages-from-twins']);
+    expect(restore.exitCode).not.toBe(0);
+    expect(await restoreLog(images)).toMatch(new RegExp(`The dump's twin ${twin} of task ${pid} is gone: its pages are lost`));
+    expect(await processesOf(REWRITER)).toEqual([pid]);
+    await writeFile(path.join(images, 'release'), 'done');
+    expect((await dump).exitCode).toBe(0);
+  });
+
+  it('ends with its caller, and the twin with it, if the caller dies before it released them', async () => {
+    // The dump's parent is a shell that does not exec it (a command follows); killing the shell is the caller's death.
+    const { pid, images, dump } = await startTwinsDump(['/bin/sh', '-c', '"$@"; exit $?', 'sh']);
+    dump.kill('SIGKILL');
+    await dump;
+    await waitFor('the twin to go', async () => (await processesOf(REWRITER)).every((p) => p === pid), 10_000);
+    await waitFor('the dump to end', async () => (await commandsOf(criu)).every((p) => !p.argv.includes(images)), 10_000);
+    expect(await processesOf(REWRITER)).toEqual([pid]); // the source runs on
+  });
+
+  it('refuses --pages-in-twins that is not a plain name in the images dir, or without the pages saved after the thaw and said ready', async () => {
+    const images = await mkdtemp(path.join(tmpdir(), 'criu-twin-'));
+    dirs.push(images);
+    const dump = (args: string[]) => execa(criu, ['dump', '-t', '1', '-D', images, ...args], { env: CRIU_ENV, reject: false });
+    const notPlain = await dump(['--pages-in-twins', '../release']);
+    expect(notPlain.exitCode).not.toBe(0);
+    expect(notPlain.stderr).toContain('--pages-in-twins names a file in the images dir: ../release');
+    const alone = await dump(['--pages-after-thaw', '--pages-in-twins', 'release']);
+    expect(alone.exitCode).not.toBe(0);
+    expect(alone.stderr).toContain('--pages-in-twins needs --pages-after-thaw and --pages-ready-file');
   });
 });

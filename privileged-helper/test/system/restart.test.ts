@@ -1,16 +1,18 @@
 // The helper restarted while a workspace runs: the workspace keeps running, is
 // adopted (same process, same host ports and desktop socket), and orphans are
 // removed. One whose processes ended meanwhile shows as exited. A checkpoint
-// it had not finished saving when it was killed is dropped, without a trace.
+// it had not finished saving when it was killed is dropped, without a trace,
+// and a fork's dump, with the twins it keeps, ends with it.
 // A helper that lacks a tool it needs, or whose subnet another network routes,
 // refuses to start before it makes anything.
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { readdir, readFile, readlink, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
 import { purge, startHelper, stopHelper, testInstance } from './helper-process.js';
+import { commandsOf } from './host-processes.js';
 import { leftovers, netnsNames } from './leftovers.js';
 import { banner, connect, createWorkspace, hostPort, httpGet, instance, sh, vncSocket, waitFor } from './support.js';
 
@@ -108,6 +110,41 @@ describe('helper restart', () => {
     }
   });
 
+  it("leaves neither a fork's dump nor the twins it keeps for the restores behind when it is killed while they read them", async () => {
+    // A fork's dump keeps a copy-on-write twin of each process of the source until the children are restored (criu-patches/0023);
+    // its caller's death ends it, and the twins with it.
+    const t = instance();
+    let client = await connect();
+    const ws = await createWorkspace(client, 'forked-midway');
+    try {
+      // 512 MiB in the source keep the children's restores reading from the twins for a second or more.
+      await sh(client, ws, `nohup python3 -c 'import os, time; held = os.urandom(512 << 20); print("held", flush=True); time.sleep(3600)' >/tmp/ballast.log 2>&1 &`);
+      await waitFor('the ballast to be held', async () => (await sh(client, ws, 'cat /tmp/ballast.log')) === 'held\n', 60_000);
+      const before = await processesInTree(ws.pid!);
+      expect(before.every((p) => p.state !== 't')).toBe(true);
+      const forking = client.request('branch.fork', { workspace: ws.id, copies: 2 });
+      forking.catch(() => undefined);
+      const scratch = `${t.runDir}/scratch`;
+      await waitFor("the children's restores to start", async () => (await commandsOf(scratch)).some((p) => p.argv[1] === 'restore'), 60_000);
+      expect((await processesInTree(ws.pid!)).filter((p) => p.state === 't').length).toBeGreaterThan(0); // the twins, stopped
+      client.close();
+
+      await stopHelper(t, 'SIGKILL');
+      await waitFor('the dump and its twins to go', async () => {
+        const dumping = (await commandsOf(scratch)).some((p) => p.argv[1] === 'dump');
+        return !dumping && (await processesInTree(ws.pid!)).length === before.length;
+      }, 30_000);
+      expect((await processesInTree(ws.pid!)).map((p) => p.pid)).toEqual(before.map((p) => p.pid));
+
+      await startHelper(t);
+      client = await connect();
+      expect(await client.request('workspace.get', { workspace: ws.id })).toMatchObject({ state: 'running', pid: ws.pid });
+    } finally {
+      await client.request('workspace.delete', { workspace: ws.id }).catch(() => undefined);
+      client.close();
+    }
+  });
+
   it('refuses to start without its cage tool, saying so, and makes nothing on the host', async () => {
     const broken = testInstance(`m${randomBytes(2).toString('hex').slice(0, 3)}`);
     broken.env.GROVE_ENTER = path.join(broken.runDir, 'no-grove-enter');
@@ -143,3 +180,16 @@ describe('helper restart', () => {
     }
   });
 });
+
+/** The processes in the pid namespace of host process PID (a workspace's init), with their state, by pid. */
+async function processesInTree(pid: number): Promise<{ pid: number; state: string }[]> {
+  const ns = await readlink(`/proc/${pid}/ns/pid`);
+  const found: { pid: number; state: string }[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry) || (await readlink(`/proc/${entry}/ns/pid`).catch(() => '')) !== ns) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    const state = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
+    if (state && state !== 'Z') found.push({ pid: Number(entry), state });
+  }
+  return found.sort((a, b) => a.pid - b.pid);
+}

@@ -52,6 +52,16 @@ describe('CRIU arguments for a fork', () => {
     for (const bad of ['../ready', 'a/b', '.hidden', '', 'x y']) expect(() => forkRestoreArgs({ ...restore, pagesReadyFile: bad })).toThrow(/plain file name/);
   });
 
+  it('keeps the pages in the twins, and reads them there, only when asked, with a plain name for the release (criu-patches/0023)', () => {
+    const dump = { initPid: 42, imagesDir: '/i', netnsInode: 7, logFile: '/i/d.log', pagesAfterThaw: true, pagesReadyFile: 'ready' };
+    expect(forkDumpArgs(dump)).not.toContain('--pages-in-twins');
+    expect(forkDumpArgs({ ...dump, twinsReleaseFile: 'grove-twins-release' }).join(' ')).toContain('--pages-in-twins grove-twins-release');
+    for (const bad of ['../release', 'a/b', '.hidden', '', 'x y']) expect(() => forkDumpArgs({ ...dump, twinsReleaseFile: bad })).toThrow(/plain file name/);
+    const restore = { imagesDir: '/i', workDir: '/i/w', rootfs: '/r', pidFile: '/p', netnsFd: 3, logFile: '/l' };
+    expect(forkRestoreArgs(restore)).not.toContain('--pages-from-twins');
+    expect(forkRestoreArgs({ ...restore, pagesFromTwins: true })).toContain('--pages-from-twins');
+  });
+
   it('has CRIU restore the UTS namespace under the child\'s own hostname, and takes no name a hostname cannot be (criu-patches/0022)', () => {
     const restore = { imagesDir: '/i', workDir: '/i/w', rootfs: '/r', pidFile: '/p', netnsFd: 3, logFile: '/l' };
     expect(forkRestoreArgs(restore)).not.toContain('--uts-hostname');

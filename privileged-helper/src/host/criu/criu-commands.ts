@@ -117,6 +117,13 @@ export interface ForkDumpInput extends CriuLogOptions, AnonymousMemoryOption {
    * that wait for it (ForkRestoreInput.pagesReadyFile).
    */
   pagesReadyFile?: string;
+  /**
+   * With pagesReadyFile: the private pages stay in the twins, not the
+   * images, for the restores to read there (ForkRestoreInput.pagesFromTwins),
+   * and CRIU keeps the twins until this file appears in the images dir
+   * (criu-patches/0023). Only pagemaps are written after the thaw.
+   */
+  twinsReleaseFile?: string;
 }
 
 export function forkDumpArgs(input: ForkDumpInput): string[] {
@@ -148,6 +155,7 @@ export function forkDumpArgs(input: ForkDumpInput): string[] {
     ...anonymousMemoryArgs(input),
     ...(input.pagesAfterThaw ? ['--pages-after-thaw'] : []),
     ...pagesReadyArgs(input.pagesReadyFile),
+    ...(input.twinsReleaseFile === undefined ? [] : ['--pages-in-twins', plainName(input.twinsReleaseFile)]),
   ];
 }
 
@@ -170,6 +178,8 @@ export interface ForkRestoreInput extends CriuLogOptions, AnonymousMemoryOption 
    * (criu-patches/0011); anything else in it fails the restore.
    */
   pagesReadyFile?: string;
+  /** The dump left the private pages in its twins (ForkDumpInput.twinsReleaseFile): CRIU reads them there. */
+  pagesFromTwins?: boolean;
   /**
    * The restored tree's hostname in place of the dumped one, set by CRIU as it
    * restores the UTS namespace (criu-patches/0022): no task of the tree ever
@@ -206,6 +216,7 @@ export function forkRestoreArgs(input: ForkRestoreInput): string[] {
     ...actionScriptArgs(input.actionScript),
     ...anonymousMemoryArgs(input),
     ...pagesReadyArgs(input.pagesReadyFile),
+    ...(input.pagesFromTwins ? ['--pages-from-twins'] : []),
     ...(input.hostname === undefined ? [] : ['--uts-hostname', input.hostname]),
   ];
 }

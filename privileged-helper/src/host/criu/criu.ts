@@ -51,11 +51,20 @@ const THAWED_FILE = 'grove-thawed';
 /** What a dump whose restores follow it leaves in the images dir once it ends: "ok", or why its pages were not saved. */
 const PAGES_READY_FILE = 'grove-pages-ready';
 
+/** What the helper leaves in the images dir once every restore has read the dump's twins: CRIU lets them go and ends. */
+const TWINS_RELEASE_FILE = 'grove-twins-release';
+
 /** The child's netns is passed to CRIU as this fd (run()'s fd3Path). */
 const NETNS_FD = 3;
 
 /** A CRIU run that takes longer is stuck: it is ended (SIGTERM, then SIGKILL). */
 const CRIU_TIMEOUT_MS = 120_000;
+
+/**
+ * A dump that keeps its twins for the restores lasts as long as they do (a
+ * fan-out under load: minutes); CRIU itself lets them go after 900 s.
+ */
+const TWINS_DUMP_TIMEOUT_MS = 960_000;
 
 export interface DumpRequest {
   initPid: number;
@@ -83,8 +92,9 @@ export interface DumpRequest {
   /**
    * Restores from these images start once the tree runs again
    * (RestoreRequest.pagesFollow): the images are made readable then, CRIU
-   * writes a file next to them once the last page is saved, and when the dump
-   * ends the helper writes it again with whether the dump succeeded.
+   * writes a file next to them once the last page is saved (or, with
+   * DumpRun.pagesInTwins, listed), and when the dump ends the helper writes
+   * it again with whether the dump succeeded.
    */
   pagesFollow?: boolean;
 }
@@ -97,8 +107,18 @@ export interface DumpRun {
    * dump is done. Rejects as `done` does if the dump fails before that.
    */
   thawed: Promise<void>;
-  /** Resolves with CRIU's stats, if it wrote them, once every image is written. */
+  /** Resolves with CRIU's stats, if it wrote them, once every image is written (with pagesInTwins: once the twins are released). */
   done: Promise<CriuDumpStats | null>;
+  /**
+   * The private pages stay in the dump's twins (copy-on-write copies of the
+   * source's processes, made in the freeze) instead of the images: restores
+   * read them there (RestoreRequest.pagesFromTwins), and the dump does not
+   * end until releaseTwins. A fork's images are read once and removed, so
+   * the pages are never written.
+   */
+  pagesInTwins: boolean;
+  /** Every restore that reads the twins is done: the dump lets them go and ends. Also before the thaw, and more than once. */
+  releaseTwins(): Promise<void>;
 }
 
 export interface RestoreRequest {
@@ -118,6 +138,8 @@ export interface RestoreRequest {
   userns: boolean;
   /** The dump may still be saving the pages (DumpRequest.pagesFollow): CRIU waits for them before it reads any. */
   pagesFollow?: boolean;
+  /** The dump kept the pages in its twins (DumpRun.pagesInTwins): CRIU reads them there. */
+  pagesFromTwins?: boolean;
   /**
    * The caller locked the netns for the restore already (lockForRestore), at
    * once with making the root (a fork's child), so the lock's program run is
@@ -175,17 +197,23 @@ export class Criu {
     if (req.share && req.alsoCapture) throw new Error('a dump captures for a fork or for a checkpoint, not both');
     let announce!: () => void;
     const runsAgain = new Promise<void>((resolve) => (announce = resolve));
-    const done = this.runDump(req, announce);
+    // Without the kernel tier: its capture holds the memory the twins would.
+    const pagesInTwins = req.pagesFollow === true && this.options.pagesAfterThaw && req.share === undefined;
+    const done = this.runDump(req, pagesInTwins, announce);
     const thawed = Promise.race([runsAgain, done.then(() => undefined)]);
     thawed.catch(() => undefined); // a caller may await only `done`
-    return { thawed, done };
+    // An empty file: made even where the images filled the scratch space.
+    const releaseTwins = async () => {
+      if (pagesInTwins) await writeFile(path.join(req.imagesDir, TWINS_RELEASE_FILE), '');
+    };
+    return { thawed, done, pagesInTwins, releaseTwins };
   }
 
   /** The dump, and with pagesFollow the word to its restores once it ends. */
-  private async runDump(req: DumpRequest, announce: () => void): Promise<CriuDumpStats | null> {
+  private async runDump(req: DumpRequest, pagesInTwins: boolean, announce: () => void): Promise<CriuDumpStats | null> {
     let outcome = 'the dump did not finish';
     try {
-      const stats = await this.dumpImages(req, announce);
+      const stats = await this.dumpImages(req, pagesInTwins, announce);
       outcome = 'ok';
       return stats;
     } catch (err) {
@@ -196,7 +224,7 @@ export class Criu {
     }
   }
 
-  private async dumpImages(req: DumpRequest, announce: () => void): Promise<CriuDumpStats | null> {
+  private async dumpImages(req: DumpRequest, pagesInTwins: boolean, announce: () => void): Promise<CriuDumpStats | null> {
     const { ino } = await stat(req.netnsPath);
     const logFile = path.join(req.imagesDir, 'dump.log');
     const args = forkDumpArgs({
@@ -208,6 +236,7 @@ export class Criu {
       leaveAnonymousMemory: req.share !== undefined,
       pagesAfterThaw: this.options.pagesAfterThaw,
       ...(req.pagesFollow && { pagesReadyFile: PAGES_READY_FILE }),
+      ...(pagesInTwins && { twinsReleaseFile: TWINS_RELEASE_FILE }),
       externalMounts: [...CRUN_MASKED_FILES, ...(req.userns ? USERNS_HOST_MOUNTS : []), ...req.binds],
     });
     const env = {
@@ -230,7 +259,7 @@ export class Criu {
     try {
       for (let attempt = 1; ; attempt++) {
         const watching = watchFor(signals, THAWED_FILE, onThawed);
-        const res = await run(this.binary, args, { env: { ...CRIU_ENV, ...env, GROVE_THAWED_FILE: path.join(signals, THAWED_FILE) }, allowFailure: true, timeoutMs: CRIU_TIMEOUT_MS }).finally(() =>
+        const res = await run(this.binary, args, { env: { ...CRIU_ENV, ...env, GROVE_THAWED_FILE: path.join(signals, THAWED_FILE) }, allowFailure: true, timeoutMs: pagesInTwins ? TWINS_DUMP_TIMEOUT_MS : CRIU_TIMEOUT_MS }).finally(() =>
           watching.close(),
         );
         await rm(path.join(signals, THAWED_FILE), { force: true });
@@ -271,6 +300,7 @@ export class Criu {
       actionScript: RESTORE_SCRIPT,
       leaveAnonymousMemory: req.share !== undefined,
       ...(req.pagesFollow && { pagesReadyFile: PAGES_READY_FILE }),
+      pagesFromTwins: req.pagesFromTwins,
       hostname: req.hostname,
       externalMounts: [...MASKED_FILE_SOURCES, ...(req.userns ? this.usernsSources() : []), ...req.binds],
     });
