@@ -29,6 +29,7 @@ import { isSameProcess } from '../host/proc.js';
 import { copiedBecause } from '../host/kernel-tier.js';
 import { ShareHolder } from '../host/share-holder.js';
 import { firstFrame } from '../host/rfb-probe.js';
+import type { DumpRun } from '../host/criu/criu.js';
 import type { ForkReport, ForkStage, Workspace } from '../protocol/entities.js';
 import type { Maker } from '../protocol/identity.js';
 import { GroveError } from '../protocol/wire.js';
@@ -82,9 +83,8 @@ class ForkTransaction {
   private memory = '';
   /** The dump until every image is written, which is after the source runs again: CRIU's stats. */
   private dumped: Promise<ForkReport['criu']['dump']> = Promise.resolve(null);
-  /** The dump keeps the source's pages in its twins for the restores (DumpRun.pagesInTwins), until they are released. */
-  private pagesInTwins = false;
-  private releaseTwins: () => Promise<void> = async () => undefined;
+  /** Whether the dump keeps the source's pages in its twins for the restores, and how to let them go (DumpRun). */
+  private twins: Pick<DumpRun, 'pagesInTwins' | 'releaseTwins'> = { pagesInTwins: false, releaseTwins: async () => undefined };
   /** How many children are restored at a time: as many as there are cores (bringUp). */
   private readonly atOnce = os.availableParallelism();
 
@@ -104,7 +104,7 @@ class ForkTransaction {
       const forkPoint = await this.stage('dump', () => this.dump(imagesDir));
       await this.stage('thaw', () => this.verifySourceRunning());
       await this.bringUp(imagesDir, forkPoint);
-      await this.releaseTwins();
+      await this.twins.releaseTwins();
       await this.recordDump();
       const children = await this.stage('commit', async () => this.commit());
       this.timings.total = performance.now() - this.started;
@@ -113,7 +113,7 @@ class ForkTransaction {
       return { fork: this.id, source: this.source.id, children, timings: this.timings, readyMs: this.readyMs, memory: this.memory, criu: this.criuStats, leftBehind: this.leftBehind() };
     } catch (err) {
       // CRIU writes into the images until it exits; a dump that failed is what made the restores fail.
-      await this.releaseTwins().catch(() => undefined); // the error to tell is the fork's
+      await this.twins.releaseTwins().catch(() => undefined); // the error to tell is the fork's
       const dumpFailure = await this.dumped.then(() => null, (e: unknown) => e);
       await this.unwind();
       throw dumpFailure ?? err;
@@ -250,8 +250,7 @@ class ForkTransaction {
     });
     this.dumped = run.done;
     this.dumped.catch(() => undefined); // awaited by run(), also when something else failed first
-    this.pagesInTwins = run.pagesInTwins;
-    this.releaseTwins = run.releaseTwins;
+    this.twins = run;
     await run.thawed;
     return forkPoint;
   }
@@ -304,7 +303,7 @@ class ForkTransaction {
       cgroups: this.d.runtime.cgroups(child),
       userns: this.d.runtime.idRange(child) !== null,
       pagesFollow: true,
-      pagesFromTwins: this.pagesInTwins,
+      pagesFromTwins: this.twins.pagesInTwins,
     });
     this.criuStats.restores[this.children.indexOf(child)] = stats;
     const adopting = this.d.runtime.adoptProcess(child, pid);

@@ -208,7 +208,8 @@ describe("CRIU's pages saved after the thaw", () => {
   async function startTwinsDump(wrap: string[] = []) {
     const { pid, report, images } = await startRewriter('wipeonfork');
     const args = ['dump', '-t', String(pid), '-D', images, '-o', 'dump.log', '-v4', '--leave-running', '--pages-after-thaw', '--pages-ready-file', 'ready', '--pages-in-twins', 'release'];
-    const dump = execa(wrap[0] ?? criu, [...wrap.slice(1), ...(wrap.length ? [criu] : []), ...args], { env: CRIU_ENV, reject: false });
+    const [file, ...argv] = [...wrap, criu, ...args];
+    const dump = execa(file!, argv, { env: CRIU_ENV, reject: false });
     dumps.add(dump);
     await waitFor('the dump to say the pages are ready', async () => existsSync(path.join(images, 'ready')) || dump.exitCode !== null, 30_000);
     expect(dump.exitCode, await readFile(path.join(images, 'dump.log'), 'utf8').catch(() => '')).toBeNull(); // keeping the twin
