@@ -30,7 +30,7 @@ import { copiedBecause } from '../host/kernel-tier.js';
 import { ShareHolder } from '../host/share-holder.js';
 import { firstFrame } from '../host/rfb-probe.js';
 import type { DumpRun } from '../host/criu/criu.js';
-import type { ForkReport, ForkStage, Workspace } from '../protocol/entities.js';
+import type { ForkFault, ForkReport, ForkStage, Workspace } from '../protocol/entities.js';
 import type { Maker } from '../protocol/identity.js';
 import { GroveError } from '../protocol/wire.js';
 import type { BranchDeps } from './branch-deps.js';
@@ -45,8 +45,8 @@ export interface ForkOptions {
   names?: string[];
   /** Who forks: the children are theirs (an agent may discard what it forked without asking). */
   madeBy: Maker;
-  /** Test switch: fail right after this stage (refused unless the helper allows fault injection). */
-  faultAt?: ForkStage;
+  /** Test switch: fail right after this stage, or stall (refused unless the helper allows fault injection). */
+  faultAt?: ForkFault;
 }
 
 export interface ForkDeps extends BranchDeps {
@@ -104,6 +104,7 @@ class ForkTransaction {
       const forkPoint = await this.stage('dump', () => this.dump(imagesDir));
       await this.stage('thaw', () => this.verifySourceRunning());
       await this.bringUp(imagesDir, forkPoint);
+      if (this.opts.faultAt === 'stall') await new Promise<never>(() => undefined); // only the helper's death ends it
       await this.twins.releaseTwins();
       await this.recordDump();
       const children = await this.stage('commit', async () => this.commit());

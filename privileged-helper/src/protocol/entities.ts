@@ -122,6 +122,13 @@ export type Version = z.infer<typeof Version>;
 export const ForkStage = z.enum(['prepare', 'dump', 'thaw', 'restore', 'expose', 'commit']);
 export type ForkStage = z.infer<typeof ForkStage>;
 
+/**
+ * Where a test may make a fork fail: right after one of its stages, or 'stall':
+ * hang once every child is up, with the dump still keeping its twins, as if the helper died there.
+ */
+export const ForkFault = z.enum([...ForkStage.options, 'stall']);
+export type ForkFault = z.infer<typeof ForkFault>;
+
 /** Where a test may make a rollback fail: after the branch's files were replaced, or instead of its restore. */
 export const RollbackStage = z.enum(['files', 'restore']);
 export type RollbackStage = z.infer<typeof RollbackStage>;

@@ -3,7 +3,7 @@
 // typed clients derive their signatures from it. Params objects are strict:
 // unknown fields are refused, not ignored.
 import { z } from 'zod';
-import { BranchLimits, CheckpointStage, DiscardStage, DoctorReport, EgressChange, EgressLogEntry, EgressPolicy, EgressStatus, ExecResult, ForkReport, ForkStage, Image, PerfReport, PoolSpace, PromoteStage, RollbackStage, SpaceReport, Version, Workspace } from './entities.js';
+import { BranchLimits, CheckpointStage, DiscardStage, DoctorReport, EgressChange, EgressLogEntry, EgressPolicy, EgressStatus, ExecResult, ForkFault, ForkReport, Image, PerfReport, PoolSpace, PromoteStage, RollbackStage, SpaceReport, Version, Workspace } from './entities.js';
 import { AgentRequestAction, AgentRequestKind, Approval, ApprovalId, AuditEntry, Grant, GrantId } from './approvals.js';
 import { MAX_TYPED_CHARS, MouseButton, Point, PointerState, Region, Screenshot, WaitCondition, WaitResult } from './desktop.js';
 import { Actor, Role } from './identity.js';
@@ -95,7 +95,7 @@ export const methods = {
       /** Names for the children (default: NAME-1, NAME-2, …). */
       names: z.array(Name).max(16).optional(),
       /** Tests only: fail right after this stage (the helper refuses it unless started with GROVE_FAULT_INJECTION=1). */
-      faultAt: ForkStage.optional(),
+      faultAt: ForkFault.optional(),
     }),
     result: ForkReport,
   },
