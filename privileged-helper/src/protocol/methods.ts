@@ -94,7 +94,7 @@ export const methods = {
       copies: z.number().int().min(1).max(16),
       /** Names for the children (default: NAME-1, NAME-2, …). */
       names: z.array(Name).max(16).optional(),
-      /** Tests only: fail right after this stage (the helper refuses it unless started with GROVE_FAULT_INJECTION=1). */
+      /** Tests only: fail right after this stage, or stall once the children are up (the helper refuses it unless started with GROVE_FAULT_INJECTION=1). */
       faultAt: ForkFault.optional(),
     }),
     result: ForkReport,

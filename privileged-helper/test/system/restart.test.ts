@@ -126,17 +126,18 @@ describe('helper restart', () => {
       await waitFor('both children to be up', async () => (await up()).length === 2, 60_000);
       children = await up();
       // The source runs on (its desktop may still be starting processes); its twins are the stopped ones.
-      const stopped = async () => (await processesInTree(ws.pid!)).filter((p) => p.state === 't');
-      expect((await stopped()).length).toBeGreaterThan(0);
+      const twins = (await processesInTree(ws.pid!)).filter((p) => p.state === 't').map((p) => p.pid);
+      expect(twins.length).toBeGreaterThan(0);
       const scratch = `${t.runDir}/scratch`;
       expect((await commandsOf(scratch)).some((p) => p.argv[1] === 'dump')).toBe(true);
       client.close();
 
       await stopHelper(t, 'SIGKILL');
       stalled = false;
+      // Gone, not merely no longer stopped: a twin its tracer let go would run on as a copy of its process.
       await waitFor('the dump and its twins to go', async () => {
         const dumping = (await commandsOf(scratch)).some((p) => p.argv[1] === 'dump');
-        return !dumping && (await stopped()).length === 0;
+        return !dumping && (await processesInTree(ws.pid!)).every((p) => !twins.includes(p.pid));
       }, 30_000);
       await startHelper(t);
       client = await connect();
