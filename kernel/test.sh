@@ -34,7 +34,7 @@ for lib in $(ldd "$criu" | grep -o '/[^ ]*'); do
 done
 # The helper's own pieces of a fork through the kernel tier.
 cc -static -O2 -Wall -Werror -I"$here/grove-share" -o "$work/root/grove-share" "$repo/privileged-helper/native/grove-share.c"
-cp "$repo/privileged-helper/src/host/criu/action-script.sh" "$work/root/action-script.sh"
+cc -static -O2 -Wall -Werror -o "$work/root/grove-action" "$repo/privileged-helper/native/grove-action.c"
 cp /bin/busybox "$work/root/bin/busybox"
 cp "$here/tests/init.sh" "$work/root/init"
 cp "$work/module/grove_share.ko" "$kernel"/modules/*.ko "$kernel/modules/load-order" "$work/root/modules/"

@@ -20,8 +20,8 @@
  * Restore time and memory of each are printed side by side (ratios: the
  * guest is emulated).
  *
- * The pieces are Grove's own: its CRIU (criu-patches/), its action script
- * (privileged-helper/src/host/criu/action-script.sh) and the snapshot
+ * The pieces are Grove's own: its CRIU (criu-patches/), its action program
+ * (privileged-helper/native/grove-action.c) and the snapshot
  * holder the helper runs for a fork (privileged-helper/native/grove-share.c).
  */
 #define _GNU_SOURCE
@@ -52,7 +52,7 @@
 #define EMPTY_HOLDER "/tmp/empty.sock"	/* holds no snapshot: every attach fails */
 #define CHECKPOINT "/tmp/images-checkpoint"	/* a checkpoint's dump: whole, and captured too */
 #define VERSION_HOLDER "/tmp/version.sock"	/* the holder of the checkpoint's capture */
-#define CAPTURED_MARK "/tmp/checkpoint.captured"	/* the action script's word that it captured */
+#define CAPTURED_MARK "/tmp/checkpoint.captured"	/* the action program's word that it captured */
 
 /* ---- the tree that is forked ------------------------------------------------ */
 
@@ -194,7 +194,7 @@ static void show_log(const char *images, const char *name)
 		fclose(f);
 }
 
-/* Runs Grove's CRIU with ARGV, its action script talking to the holder at
+/* Runs Grove's CRIU with ARGV, its action program talking to the holder at
  * HOLDER (none: no kernel tier), and for a checkpoint's dump leaving MARK
  * once it captured (none: a fork's); CRIU's exit code. */
 static int criu(char *const argv[], const char *holder, const char *mark)
@@ -282,7 +282,7 @@ static struct restored restore(const char *name, const char *images, const char 
 {
 	char log[64], pidfile[64], pid[32] = "";
 	char *argv[] = { "criu", "restore", "-D", (char *)images, "--restore-detached", "--manage-cgroups=ignore", "-v2",
-			 "-o", log, "--pidfile", pidfile, "--action-script", "/action-script.sh",
+			 "-o", log, "--pidfile", pidfile, "--action-script", "/grove-action",
 			 holder ? "--skip-private-anon-pages" : NULL, NULL };
 	struct restored r = { 0 };
 	long before = vmstat("nr_anon_pages");
@@ -396,7 +396,7 @@ static double dump(pid_t source, const char *images, const char *holder, const c
 {
 	char pid[16];
 	char *argv[] = { "criu", "dump", "-t", pid, "-D", (char *)images, "--leave-running", "--manage-cgroups=ignore",
-			 "-v2", "-o", "dump.log", "--action-script", "/action-script.sh",
+			 "-v2", "-o", "dump.log", "--action-script", "/grove-action",
 			 holder && !mark ? "--skip-private-anon-pages" : NULL, NULL };
 	double start;
 	int rc;

@@ -85,6 +85,8 @@ export interface BaselineSetting {
   criuBinary: string;
   /** native/grove-netlock.c, as the helper runs it. */
   netlock: string;
+  /** native/grove-action.c, as the helper has CRIU run it (the post-dump snapshot). */
+  action: string;
   /** native/grove-mount.c, which makes the copies' bind mounts as Grove's. */
   groveMount: string;
   instance: string;
@@ -181,7 +183,7 @@ export class BaselineFork {
 
   private async measure(): Promise<BaselineTimings> {
     // Plain CRIU: no KSM launcher, and the pages are saved in the freeze.
-    const criu = new Criu(this.s.criuBinary, this.s.failedLogsDir, null, this.s.sysView, { pagesAfterThaw: false, netlock: this.s.netlock });
+    const criu = new Criu(this.s.criuBinary, this.s.failedLogsDir, null, this.s.sysView, { pagesAfterThaw: false, action: this.s.action, netlock: this.s.netlock });
     const t: BaselineTimings = { prepare: 0, dump: 0, sourceFrozen: 0, restore: 0, firstFrame: 0, total: 0 };
     const started = performance.now();
     const timed = async <T>(stage: string, work: () => Promise<T>): Promise<T> => {

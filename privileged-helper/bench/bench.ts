@@ -54,8 +54,8 @@ export const RESULTS_DIR = path.join(import.meta.dirname, 'results');
 const BENCH_SUBNET = '10.217.0.0/16';
 /** The uncaged comparison instance's range (cage section). */
 const UNCAGED_SUBNET = '10.216.0.0/16';
-// The helper's own tools (GROVE_CRIU, GROVE_MOUNT, GROVE_NETLOCK, as the helper reads them).
-const { criu: CRIU, groveMount: GROVE_MOUNT, groveNetlock: GROVE_NETLOCK } = loadConfig();
+// The helper's own tools (GROVE_CRIU, GROVE_MOUNT, GROVE_NETLOCK, GROVE_ACTION, as the helper reads them).
+const { criu: CRIU, groveMount: GROVE_MOUNT, groveNetlock: GROVE_NETLOCK, groveAction: GROVE_ACTION } = loadConfig();
 
 export interface BenchOptions {
   quick: boolean;
@@ -103,6 +103,7 @@ class Session {
     return {
       criuBinary: CRIU,
       netlock: GROVE_NETLOCK,
+      action: GROVE_ACTION,
       groveMount: GROVE_MOUNT,
       instance: this.t.instance,
       subnet: BENCH_SUBNET,

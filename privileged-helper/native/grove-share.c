@@ -2,7 +2,7 @@
  * grove-share: a fork's memory through the kernel tier (kernel/grove-share,
  * docs/kernel-tier.md). The snapshots of a fork's source must outlive the
  * CRIU runs that make and use them, so one process holds them for the
- * fork, and CRIU's action script asks it over a Unix socket.
+ * fork, and CRIU's action program (grove-action.c) asks it over a Unix socket.
  *
  *   grove-share hold SOCKET
  *       listens on SOCKET (0600) and answers one request per connection;

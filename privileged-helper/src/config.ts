@@ -54,6 +54,8 @@ export interface HelperConfig {
   groveMount: string;
   /** native/grove-netlock.c (built by build/host/setup.sh): the lock that keeps a netns silent while CRIU restores into it. */
   groveNetlock: string;
+  /** native/grove-action.c (built by build/host/setup.sh): what CRIU runs at a dump's and a restore's actions. */
+  groveAction: string;
   /** native/grove-spawn.c (built by build/host/setup.sh): starts the helper's programs (host/run.ts). */
   groveSpawn: string;
   /** The kernel tier's module and the files that say whether the host can load it (host/kernel-tier.ts). */
@@ -98,6 +100,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HelperConfig {
     groveEnter: env.GROVE_ENTER ?? path.join(cacheDir, 'bin/grove-enter'),
     groveMount: env.GROVE_MOUNT ?? path.join(cacheDir, 'bin/grove-mount'),
     groveNetlock: env.GROVE_NETLOCK ?? path.join(cacheDir, 'bin/grove-netlock'),
+    groveAction: env.GROVE_ACTION ?? path.join(cacheDir, 'bin/grove-action'),
     groveSpawn: groveSpawnPath(env),
     kernelTier: { module: env.GROVE_KERNEL_MODULE ?? builtModulePath(cacheDir), tool: env.GROVE_SHARE ?? path.join(cacheDir, 'bin/grove-share'), proc: '/proc', sys: '/sys' },
     cage: env.GROVE_BENCH_UNCAGED !== '1',

@@ -64,6 +64,7 @@ function requireRootAndTools(config: HelperConfig): void {
     [config.groveMount, 'it makes the idmapped mounts of branches in user namespaces'],
     [config.groveNetlock, 'it keeps a branch\'s network silent while CRIU restores it'],
     [config.groveSpawn, 'it starts the helper\'s programs'],
+    [config.groveAction, 'CRIU runs it at every fork\'s, checkpoint\'s and rollback\'s freeze, thaw and resume'],
   ] as const) {
     if (!existsSync(tool)) throw new Error(`${tool} is missing: run build/host/setup.sh (${why})`);
   }
@@ -139,7 +140,7 @@ async function boot(config: HelperConfig) {
   }, config.allowFaultInjection);
   const sysView = path.join(config.rootsDir, 'sys'); // reachable from a restore's user namespace
   await ledger.make({ kind: 'mount', name: sysView, owner: null }, () => ensureSysView(sysView));
-  const criu = new Criu(config.criu, path.join(config.stateDir, 'logs'), launcher, sysView, { pagesAfterThaw: true, netlock: config.groveNetlock });
+  const criu = new Criu(config.criu, path.join(config.stateDir, 'logs'), launcher, sysView, { pagesAfterThaw: true, action: config.groveAction, netlock: config.groveNetlock });
   if ((await ensureKdatCache(config.criu)) === 'not written') log('CRIU could not write its kernel-probe cache: every CRIU run will probe the kernel again (~40 ms, more under load)');
   // Where CRIU writes a fork's or a checkpoint's images: a tmpfs of its own, whatever the run dir is on. Creating
   // a few hundred image files on ext4 (whose inode allocator looks for recently deleted inodes) cost ~150 ms of

@@ -19,7 +19,7 @@ interface Held {
   branch: string;
   holder: ShareHolder;
   capturedFile: string;
-  /** The dump made the capture (its action script created capturedFile). */
+  /** The dump made the capture (its action program created capturedFile). */
   kept: boolean;
 }
 

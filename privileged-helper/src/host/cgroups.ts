@@ -53,7 +53,7 @@ const dir = (c: Controller, name: string) => path.join(CGROUP_ROOT, c, name);
 /**
  * Where a restore runs while CRIU builds the tree: the branch's groups but its
  * cpu group, so CRIU works as the helper's own program does; the tree joins
- * the cpu group just before it resumes (criu/action-script.sh, pre-resume).
+ * the cpu group just before it resumes (native/grove-action.c, pre-resume).
  * Inside it, a restore competed with its source's busy loops as one branch
  * against another (docs/fork-profile.md, "A fork under full CPU load").
  */

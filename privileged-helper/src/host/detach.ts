@@ -54,7 +54,7 @@ export async function detachFromStarter(instance: string, log: (line: string) =>
  * The helper's cpu weight (cgroup v1 cpu.shares) against the instance's
  * branches, whose parent group has the default 1024. What the helper runs is
  * what a person waits for: a fork's CRIU dump and restores and the dozens of
- * short programs around them (action scripts, tar, nsenter, nft, btrfs).
+ * short programs around them (its action program, tar, nsenter, nft, btrfs).
  * With a branch keeping both cores busy, each of those programs waited for
  * the CPU as one equal against all the branches, and a fork took 30-70 s
  * instead of ~5 s (docs/fork-profile.md, "A fork under full CPU load"). The

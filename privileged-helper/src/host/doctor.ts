@@ -36,6 +36,7 @@ export class Doctor {
       await present('grove-mount', this.config.groveMount, 'grove-mount (idmapped mounts: branches in user namespaces)'),
       await present('grove-netlock', this.config.groveNetlock, 'grove-netlock (a branch\'s network silent while CRIU restores it)'),
       await present('grove-spawn', this.config.groveSpawn, 'grove-spawn (starts the helper\'s programs without stalling it)'),
+      await present('grove-action', this.config.groveAction, 'grove-action (what CRIU does at a fork\'s freeze, thaw and resume)'),
       await limitsEnforced(),
       {
         name: 'criu',

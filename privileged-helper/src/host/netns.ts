@@ -146,7 +146,7 @@ table inet grove {
  * connection being restored may send (data its peer had not taken yet) before
  * its peer socket exists, and would be reset. The lock is a table of its own,
  * dropped at the output hook before every other rule. The restore's action
- * script opens it just before the tasks resume (action-script.sh) by adding
+ * program opens it just before the tasks resume (native/grove-action.c) by adding
  * an accept rule, not by deleting the table: in nftables only additions are
  * quick (a batch that deletes a rule, a table or a hooked chain, or changes
  * its policy, took 13-50 ms here against ~7 ms, and this one is on the

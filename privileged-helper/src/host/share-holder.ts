@@ -1,12 +1,12 @@
 // The kernel tier's snapshot holder for one fork (native/grove-share.c). It is
-// started before the dump; CRIU's action script asks it to capture the source
+// started before the dump; CRIU's action program asks it to capture the source
 // at post-dump and to attach each child at pre-resume
-// (host/criu/action-script.sh); stopping it, when the fork is over, drops the
+// (native/grove-action.c); stopping it, when the fork is over, drops the
 // snapshots. Its socket is a Unix socket only root can reach.
 import { execa, type ResultPromise } from 'execa';
 import { GroveError } from '../protocol/wire.js';
 
-/** What CRIU's action script needs to reach a holder. */
+/** What CRIU's action program needs to reach a holder. */
 export interface ShareSession {
   socket: string;
   tool: string;

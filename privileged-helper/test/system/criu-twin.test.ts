@@ -17,12 +17,12 @@ import path from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { ACTION_SCRIPT, CRIU_ENV } from '../../src/host/criu/criu.js';
+import { CRIU_ENV } from '../../src/host/criu/criu.js';
 import { NO_REPORT_YET, readRewriterReport, REWRITER, WHOLE, type RewriterReport } from './fixtures/rewriter.js';
 import { commandsOf, killIfThere, pidTaken, processesOf } from './host-processes.js';
 import { waitFor } from './support.js';
 
-const criu = loadConfig().criu;
+const { criu, groveAction } = loadConfig();
 
 const readReport = (file: string): Promise<RewriterReport | null> => readRewriterReport(() => readFile(file, 'utf8').catch(() => 'null'));
 
@@ -76,7 +76,7 @@ describe("CRIU's pages saved after the thaw", () => {
     extraDumpArgs: string[] = [],
   ): Promise<{ pid: number; images: string; report: string; dumpLog: string; source: RewriterReport }> {
     const { dir, pid, report, images } = await startRewriter(mode);
-    const dumpArgs = ['dump', '-t', String(pid), '-D', images, '-o', 'dump.log', '-v4', '--leave-running', '--pages-after-thaw', '--action-script', ACTION_SCRIPT, ...extraDumpArgs];
+    const dumpArgs = ['dump', '-t', String(pid), '-D', images, '-o', 'dump.log', '-v4', '--leave-running', '--pages-after-thaw', '--action-script', groveAction, ...extraDumpArgs];
     const thawed = path.join(dir, 'thawed');
     const dump = await execa(criu, dumpArgs, { env: { ...CRIU_ENV, GROVE_THAWED_FILE: thawed }, reject: false });
     const dumpLog = await readFile(path.join(images, 'dump.log'), 'utf8');

@@ -1,19 +1,18 @@
 // The lock that keeps a netns silent while CRIU restores into it
 // (host/netns.ts lockForRestore, native/grove-netlock.c), opened by the
-// restore's action script at pre-resume, on a real netns: a UDP datagram to
-// the loopback is refused while it holds, goes through once the script opened
-// it, and is refused again when a second restore (a rollback) locks the same
+// restore's action program at pre-resume (native/grove-action.c), on a real
+// netns: a UDP datagram to the loopback is refused while it holds, goes
+// through once the action opened it, and is refused again when a second restore (a rollback) locks the same
 // netns; what the tool is asked wrongly changes nothing.
 import { randomBytes } from 'node:crypto';
 import { execa } from 'execa';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { ACTION_SCRIPT } from '../../src/host/criu/criu.js';
 import { lockForRestore, netnsPath, RESTORE_LOCK_TABLE, unlockRestore } from '../../src/host/netns.js';
 
 const SEND = 'import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("127.0.0.1", 9))';
 let netns = '';
-const { groveNetlock } = loadConfig();
+const { groveNetlock, groveAction } = loadConfig();
 
 /** Whether a datagram from inside the netns leaves its socket (a drop at output is EPERM to the sender). */
 async function sends(): Promise<boolean> {
@@ -22,8 +21,8 @@ async function sends(): Promise<boolean> {
   return res.exitCode === 0;
 }
 
-async function openAsTheActionScriptDoes(): Promise<void> {
-  await execa(ACTION_SCRIPT, [], { env: { CRTOOLS_SCRIPT_ACTION: 'pre-resume', GROVE_LOCKED_NETNS: netnsPath(netns), GROVE_LOCK_TABLE: RESTORE_LOCK_TABLE, GROVE_NETLOCK_TOOL: groveNetlock } });
+async function openAsTheActionDoes(): Promise<void> {
+  await execa(groveAction, [], { env: { CRTOOLS_SCRIPT_ACTION: 'pre-resume', GROVE_LOCKED_NETNS: netnsPath(netns), GROVE_LOCK_TABLE: RESTORE_LOCK_TABLE, GROVE_NETLOCK_TOOL: groveNetlock } });
 }
 
 async function lockTables(): Promise<string[]> {
@@ -41,17 +40,17 @@ describe('the restore lock', () => {
     await execa('ip', ['netns', 'del', netns], { reject: false });
   });
 
-  it('holds every packet until the action script opens it, and holds again for the next restore', async () => {
+  it('holds every packet until the pre-resume action opens it, and holds again for the next restore', async () => {
     expect(await sends()).toBe(true);
     await lockForRestore(groveNetlock, netnsPath(netns));
     expect(await sends()).toBe(false);
-    await openAsTheActionScriptDoes();
+    await openAsTheActionDoes();
     expect(await sends()).toBe(true);
     // A rollback restores into the same netns, whose opened lock is still there.
     await lockForRestore(groveNetlock, netnsPath(netns));
     expect(await sends()).toBe(false);
     expect(await lockTables()).toHaveLength(1);
-    await openAsTheActionScriptDoes();
+    await openAsTheActionDoes();
     expect(await sends()).toBe(true);
   });
 

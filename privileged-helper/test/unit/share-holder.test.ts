@@ -1,18 +1,17 @@
-// native/grove-share.c and the action script for real (built by
-// build/host/setup.sh). This host cannot load grove_share, so every capture
+// native/grove-share.c and the action program (native/grove-action.c) for
+// real (built by build/host/setup.sh). This host cannot load grove_share, so every capture
 // and attach is refused, and the tests check that the refusal is clear and
 // reaches CRIU as a failed action; the guest in kernel/test.sh runs the same
-// holder and script with the module (kernel/tests/fork_test.c).
+// holder and action program with the module (kernel/tests/fork_test.c).
 import { execa } from 'execa';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { ACTION_SCRIPT } from '../../src/host/criu/criu.js';
 import { ShareHolder } from '../../src/host/share-holder.js';
 
-const tool = loadConfig().kernelTier.tool;
+const { kernelTier: { tool }, groveAction } = loadConfig();
 const dir = mkdtempSync(path.join(tmpdir(), 'grove-share-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -47,12 +46,12 @@ describe('the kernel tier snapshot holder', () => {
     try {
       for (const action of ['post-dump', 'pre-resume']) {
         const env = { CRTOOLS_SCRIPT_ACTION: action, CRTOOLS_INIT_PID: String(process.pid), GROVE_SHARE_SOCKET: socket, GROVE_SHARE_TOOL: tool };
-        const run = await execa('sh', [ACTION_SCRIPT], { env, extendEnv: false, reject: false });
+        const run = await execa(groveAction, [], { env, extendEnv: false, reject: false });
         expect(run.exitCode, action).toBe(1);
         expect(run.stderr, action).toContain('cannot open /dev/grove-share');
       }
       // Without the kernel tier the same actions have nothing to do.
-      expect((await execa('sh', [ACTION_SCRIPT], { env: { CRTOOLS_SCRIPT_ACTION: 'pre-resume' }, extendEnv: false, reject: false })).exitCode).toBe(0);
+      expect((await execa(groveAction, [], { env: { CRTOOLS_SCRIPT_ACTION: 'pre-resume' }, extendEnv: false, reject: false })).exitCode).toBe(0);
     } finally {
       await holder.stop();
     }
@@ -65,7 +64,7 @@ describe('the kernel tier snapshot holder', () => {
     try {
       // The images of a checkpoint hold all its memory: the capture is for rollbacks to share, nothing depends on it.
       const env = { CRTOOLS_SCRIPT_ACTION: 'post-dump', CRTOOLS_INIT_PID: String(process.pid), GROVE_SHARE_SOCKET: socket, GROVE_SHARE_TOOL: tool, GROVE_SHARE_CAPTURED: captured };
-      const run = await execa('sh', [ACTION_SCRIPT], { env, extendEnv: false, reject: false });
+      const run = await execa(groveAction, [], { env, extendEnv: false, reject: false });
       expect(run.exitCode).toBe(0);
       expect(run.stderr).toContain('cannot open /dev/grove-share');
       expect(existsSync(captured)).toBe(false);

@@ -76,9 +76,9 @@ function anonymousMemoryArgs(input: AnonymousMemoryOption): string[] {
 
 /**
  * An action script and the actions it acts on: CRIU runs it for those only
- * (criu-patches/0017). Each run forks and execs CRIU's process (~5 ms here),
- * and a dump ran two that did nothing (network-lock, network-unlock) while
- * the tree was frozen.
+ * (criu-patches/0017). Each run starts a program from CRIU's process (~5 ms
+ * here even spawned, criu-patches/0025), and a dump ran two that did nothing
+ * (network-lock, network-unlock) while the tree was frozen.
  */
 export interface ActionScript {
   path: string;
@@ -98,7 +98,7 @@ export interface ForkDumpInput extends CriuLogOptions, AnonymousMemoryOption {
   imagesDir: string;
   /** Inode of the source's network namespace (`stat -L -c %i /run/netns/NAME`). */
   netnsInode: number;
-  /** The action script (takes the btrfs snapshot at post-dump). */
+  /** The action program (takes the btrfs snapshot at post-dump: native/grove-action.c). */
   actionScript?: ActionScript;
   /** Container paths bind-mounted from outside (default: crun's masked files). */
   externalMounts?: readonly string[];

@@ -22,14 +22,12 @@ import {
   MASKED_FILE_SOURCES,
   USERNS_HOST_MOUNTS,
   usernsHostMountSources,
-  type ActionScript,
   type ExternalMountSource,
 } from './criu-commands.js';
 
-export const ACTION_SCRIPT = path.join(import.meta.dirname, 'action-script.sh');
-/** What action-script.sh acts on in a dump, and in a restore: CRIU runs it for nothing else. */
-export const DUMP_SCRIPT: ActionScript = { path: ACTION_SCRIPT, actions: ['post-dump', 'post-resume'] };
-export const RESTORE_SCRIPT: ActionScript = { path: ACTION_SCRIPT, actions: ['pre-resume'] };
+/** What the action program (native/grove-action.c) acts on in a dump, and in a restore: CRIU runs it for nothing else. */
+export const DUMP_ACTIONS = ['post-dump', 'post-resume'] as const;
+export const RESTORE_ACTIONS = ['pre-resume'] as const;
 
 /** Hardware breakpoints never fire in this VM: CRIU must single-step the parasite (criu.md). */
 export const CRIU_ENV = { CRIU_FAULT: '130' };
@@ -41,7 +39,7 @@ const NEARLY_FULL_BYTES = 16 * MiB;
 const DUMP_ATTEMPTS = 3;
 
 /**
- * What the action script leaves at a dump's post-resume (GROVE_THAWED_FILE),
+ * What the action program leaves at a dump's post-resume (GROVE_THAWED_FILE),
  * in a directory of its own next to the images (thawSignalDir). Watched in
  * the images dir, each of the few hundred files CRIU makes there in the
  * freeze woke the helper (an inotify event each, ~5 ms of the freeze).
@@ -148,7 +146,7 @@ export interface RestoreRequest {
   netnsLocked?: boolean;
 }
 
-/** What the action script needs to ask the kernel tier's holder (none: CRIU copies the memory). */
+/** What the action program needs to ask the kernel tier's holder (none: CRIU copies the memory). */
 function shareEnv(share: ShareSession | undefined): Record<string, string> {
   return share ? { GROVE_SHARE_SOCKET: share.socket, GROVE_SHARE_TOOL: share.tool } : {};
 }
@@ -175,13 +173,14 @@ export class Criu {
    * restored tasks KSM-mergeable); null runs plain CRIU (the benchmark's baseline).
    * sysView: the host's /sys without submounts (host/sys-view.ts), for restores in a user namespace.
    * pagesAfterThaw: dumps save the private pages after the source runs again (ForkDumpInput.pagesAfterThaw).
+   * action: native/grove-action.c, which CRIU runs at the actions above; netlock: native/grove-netlock.c, which it starts.
    */
   constructor(
     private readonly binary: string,
     private readonly logsDir: string,
     private readonly launcher: Launcher | null,
     private readonly sysView: string | null,
-    private readonly options: { pagesAfterThaw: boolean; netlock: string },
+    private readonly options: { pagesAfterThaw: boolean; action: string; netlock: string },
   ) {}
 
   /** Silences a netns for a restore into it, which opens it at pre-resume (host/netns.ts). */
@@ -232,7 +231,7 @@ export class Criu {
       imagesDir: req.imagesDir,
       netnsInode: ino,
       logFile,
-      actionScript: DUMP_SCRIPT,
+      actionScript: { path: this.options.action, actions: DUMP_ACTIONS },
       leaveAnonymousMemory: req.share !== undefined,
       pagesAfterThaw: this.options.pagesAfterThaw,
       ...(req.pagesFollow && { pagesReadyFile: PAGES_READY_FILE }),
@@ -297,7 +296,7 @@ export class Criu {
       pidFile,
       netnsFd: NETNS_FD,
       logFile,
-      actionScript: RESTORE_SCRIPT,
+      actionScript: { path: this.options.action, actions: RESTORE_ACTIONS },
       leaveAnonymousMemory: req.share !== undefined,
       ...(req.pagesFollow && { pagesReadyFile: PAGES_READY_FILE }),
       pagesFromTwins: req.pagesFromTwins,
