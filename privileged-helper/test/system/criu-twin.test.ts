@@ -4,19 +4,20 @@
 // the thaw, and the restored process must find the memory of the freeze
 // instant, not a page of later. Memory fork(2) empties is copied into the
 // twin; a process with memory fork(2) leaves out gets no twin and is saved
-// the old way. A SysV shared memory segment, saved with its IPC namespace,
+// the old way, and so is one whose pids limit refuses the clone() that makes it. A SysV shared memory segment, saved with its IPC namespace,
 // comes back whole. A restore told to wait for the word that the pages are
 // saved (criu-patches/0011) waits for it; a dump told to say so (0021) says
 // it once the pages are saved. (fidelity.test.ts has the same
 // process in a forked desktop workspace.)
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
+import { CGROUP_ROOT } from '../../src/host/cgroups.js';
 import { CRIU_ENV } from '../../src/host/criu/criu.js';
 import { NO_REPORT_YET, readRewriterReport, REWRITER, WHOLE, type RewriterReport } from './fixtures/rewriter.js';
 import { commandsOf, killIfThere, pidTaken, processesOf } from './host-processes.js';
@@ -29,6 +30,8 @@ const readReport = (file: string): Promise<RewriterReport | null> => readRewrite
 describe("CRIU's pages saved after the thaw", () => {
   const pids = new Set<number>();
   const dirs: string[] = [];
+  /** pids cgroups made for a test, removed once the rewriters in them are gone. */
+  const cgroups: string[] = [];
   /** Dumps that keep twins (startTwinsDump): killed, their twins die with them (PTRACE_O_EXITKILL). */
   const dumps = new Set<ResultPromise>();
 
@@ -39,6 +42,9 @@ describe("CRIU's pages saved after the thaw", () => {
     for (const pid of pids) killIfThere(pid);
     await waitFor('the rewriters to end', async () => (await processesOf(REWRITER)).length === 0, 10_000);
     pids.clear();
+    for (const group of cgroups.splice(0)) {
+      await waitFor(`${group} to be removed`, async () => (await rmdir(group).then(() => true, (err: NodeJS.ErrnoException) => err.code === 'ENOENT')), 10_000);
+    }
     for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
   });
 
@@ -70,15 +76,18 @@ describe("CRIU's pages saved after the thaw", () => {
     await writeFile(report, NO_REPORT_YET);
   }
 
-  /** Dumps a running rewriter with --pages-after-thaw, checks it runs on whole, then kills it. */
+  /** Dumps a running rewriter with --pages-after-thaw, checks it runs on whole, then kills it; `around` runs just before and after the dump. */
   async function dumpRewriter(
     mode: RewriterMode,
     extraDumpArgs: string[] = [],
+    around: { before(pid: number): Promise<void>; after(): Promise<void> } = { before: async () => {}, after: async () => {} },
   ): Promise<{ pid: number; images: string; report: string; dumpLog: string; source: RewriterReport }> {
     const { dir, pid, report, images } = await startRewriter(mode);
+    await around.before(pid);
     const dumpArgs = ['dump', '-t', String(pid), '-D', images, '-o', 'dump.log', '-v4', '--leave-running', '--pages-after-thaw', '--action-script', groveAction, ...extraDumpArgs];
     const thawed = path.join(dir, 'thawed');
     const dump = await execa(criu, dumpArgs, { env: { ...CRIU_ENV, GROVE_THAWED_FILE: thawed }, reject: false });
+    await around.after();
     const dumpLog = await readFile(path.join(images, 'dump.log'), 'utf8');
     expect(dump.exitCode, dumpLog.slice(-2000)).toBe(0);
     // The post-resume action ran once the tree was thawed (what a checkpoint returns at), before the pages were saved.
@@ -146,6 +155,27 @@ describe("CRIU's pages saved after the thaw", () => {
   it('saves a process holding memory fork leaves out (MADV_DONTFORK) in the freeze, and that memory comes back too', async () => {
     const { dumpLog, restored } = await dumpAndRestore('dontfork');
     expect(dumpLog).toMatch(/No twin for \d+: fork does not copy/);
+    expect(dumpLog).not.toMatch(/Twin of \d+ is/);
+    expect(restored).toEqual(WHOLE);
+  });
+
+  it('saves in the freeze the pages of a process that may not clone (its pids limit), and that memory comes back', async () => {
+    // The twins are made by clone()s injected into the task (criu-patches/0007, 0026): refused, the task's pages are saved the old way.
+    const group = path.join(CGROUP_ROOT, 'pids', `grove-test-twin-${process.pid}`);
+    cgroups.push(group);
+    const limit = (max: string) => writeFile(path.join(group, 'pids.max'), max);
+    const { images, report, dumpLog, source } = await dumpRewriter('plain', [], {
+      before: async (pid) => {
+        await mkdir(group);
+        await writeFile(path.join(group, 'cgroup.procs'), String(pid));
+        await limit((await readFile(path.join(group, 'pids.current'), 'utf8')).trim());
+      },
+      after: () => limit('max'),
+    });
+    expect(source).toEqual(WHOLE);
+    const restore = await startRestore(images);
+    const restored = await restoredReport(images, report, restore.exitCode);
+    expect(dumpLog).toMatch(/No twin for \d+ \(clone: Resource temporarily unavailable\): its pages are saved in the freeze/);
     expect(dumpLog).not.toMatch(/Twin of \d+ is/);
     expect(restored).toEqual(WHOLE);
   });
