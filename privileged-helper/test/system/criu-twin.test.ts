@@ -4,7 +4,9 @@
 // the thaw, and the restored process must find the memory of the freeze
 // instant, not a page of later. Memory fork(2) empties is copied into the
 // twin; a process with memory fork(2) leaves out gets no twin and is saved
-// the old way, and so is one whose pids limit refuses the clone() that makes it. A SysV shared memory segment, saved with its IPC namespace,
+// the old way, and so is one whose pids limit refuses the clone() that makes it.
+// A thread inside a restartable sequence has it aborted before the twin is
+// made (0027), and goes on being aborted after. A SysV shared memory segment, saved with its IPC namespace,
 // comes back whole. A restore told to wait for the word that the pages are
 // saved (criu-patches/0011) waits for it; a dump told to say so (0021) says
 // it once the pages are saved. (fidelity.test.ts has the same
@@ -24,6 +26,8 @@ import { commandsOf, killIfThere, pidTaken, processesOf } from './host-processes
 import { waitFor } from './support.js';
 
 const { criu, groveAction } = loadConfig();
+/** A thread that is always inside a restartable sequence, built by the test that runs it. */
+const RSEQ_SPINNER = path.join(import.meta.dirname, 'fixtures', 'rseq-spinner.c');
 
 const readReport = (file: string): Promise<RewriterReport | null> => readRewriterReport(() => readFile(file, 'utf8').catch(() => 'null'));
 
@@ -178,6 +182,39 @@ describe("CRIU's pages saved after the thaw", () => {
     expect(dumpLog).toMatch(/No twin for \d+ \(clone: Resource temporarily unavailable\): its pages are saved in the freeze/);
     expect(dumpLog).not.toMatch(/Twin of \d+ is/);
     expect(restored).toEqual(WHOLE);
+  });
+
+  it("aborts the restartable sequence a thread is in before it runs the twin's clone there: the source and its restored copy are aborted at each preemption still", async () => {
+    // Run at another address without that, the kernel clears the sequence's descriptor and the thread goes on inside it with none (fixtures/rseq-spinner.c).
+    const dir = await mkdtemp(path.join(tmpdir(), 'criu-twin-rseq-'));
+    dirs.push(dir);
+    const spinner = path.join(dir, 'rseq-spinner');
+    await execa('cc', ['-O2', '-Wall', '-Werror', '-pthread', '-o', spinner, RSEQ_SPINNER]);
+    const report = path.join(dir, 'aborts');
+    const aborts = async () => Number((await readFile(report, 'utf8').catch(() => '')).trim() || 0);
+    const abortedOn = async (what: string) => {
+      await waitFor(`${what} to report`, async () => (await aborts()) > 0, 10_000);
+      const from = await aborts();
+      await waitFor(`${what} to be aborted again`, async () => (await aborts()) > from + 10, 10_000);
+    };
+    const child = spawn(spinner, [report], { detached: true, stdio: 'ignore' });
+    const pid = child.pid!;
+    pids.add(pid);
+    child.unref();
+    await abortedOn('the spinner');
+    const images = path.join(dir, 'images');
+    await mkdir(images);
+    const dump = await execa(criu, ['dump', '-t', String(pid), '-D', images, '-o', 'dump.log', '-v4', '--leave-running', '--pages-after-thaw'], { env: CRIU_ENV, reject: false });
+    const dumpLog = await readFile(path.join(images, 'dump.log'), 'utf8');
+    expect(dump.exitCode, dumpLog.slice(-2000)).toBe(0);
+    expect(dumpLog).toMatch(/Twin of \d+ is \d+/);
+    await abortedOn('the source');
+    killIfThere(pid);
+    await waitFor('the source to end', async () => !(await pidTaken(pid)), 30_000);
+    await writeFile(report, '0\n');
+    const restore = await startRestore(images);
+    expect(restore.exitCode, (await readFile(path.join(images, 'restore.log'), 'utf8')).slice(-2000)).toBe(0);
+    await abortedOn('the restored copy');
   });
 
   it('restores with --pages-ready-file only once the file says the pages are saved, and not at all when it says they are not', async () => {
