@@ -4,10 +4,10 @@
 // the thaw, and the restored process must find the memory of the freeze
 // instant, not a page of later. Memory fork(2) empties is copied into the
 // twin; a process with memory fork(2) leaves out gets no twin and is saved
-// the old way, and so is one whose pids limit refuses the clone() that makes it.
-// A thread inside a restartable sequence has it aborted before the twin is
-// made (0027), and goes on being aborted after. A SysV shared memory segment, saved with its IPC namespace,
-// comes back whole. A restore told to wait for the word that the pages are
+// the old way, and so is one whose pids limit refuses the clone() that
+// makes it. A thread inside a restartable sequence has it aborted before
+// the twin is made (0027), and goes on being aborted after. A SysV shared
+// memory segment, saved with its IPC namespace, comes back whole. A restore told to wait for the word that the pages are
 // saved (criu-patches/0011) waits for it; a dump told to say so (0021) says
 // it once the pages are saved. (fidelity.test.ts has the same
 // process in a forked desktop workspace.)
