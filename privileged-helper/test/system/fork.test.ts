@@ -372,10 +372,13 @@ describe('a failed fork', () => {
   it('undoes the networks of children made at their turn (more children than it restores at once), and the source runs on', async () => {
     const copies = os.availableParallelism() + 1; // the helper restores as many at once as there are cores
     await expectUndone(async () => {
-      await expect(client.request('branch.fork', { workspace: source.id, copies, faultAt: 'commit' })).rejects.toMatchObject({
-        code: 'E_HOST',
-        message: expect.stringContaining("fault injected after stage 'commit'"),
-      });
+      const failure = await client.request('branch.fork', { workspace: source.id, copies, faultAt: 'commit' }).then(
+        () => null,
+        (err: unknown) => err as GroveError,
+      );
+      // The message whole (an undo that failed says why in it), not a match that prints it cut short.
+      expect(failure?.message).toContain("fault injected after stage 'commit'");
+      expect(failure?.code).toBe('E_HOST');
     });
   });
 
