@@ -10,7 +10,7 @@ import { execa } from 'execa';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
-import type { Workspace } from '../../src/protocol/entities.js';
+import { ForkStage, type Workspace } from '../../src/protocol/entities.js';
 import type { GroveError } from '../../src/protocol/wire.js';
 import { thawSignalDir } from '../../src/host/criu/criu.js';
 import { commandsOf } from './host-processes.js';
@@ -354,32 +354,27 @@ describe('a failed fork', () => {
     expect(await fileIn(client, source, '/root/keep.txt')).toBe('original\n');
   }
 
-  it.each(['prepare', 'dump', 'thaw', 'restore', 'expose', 'commit'] as const)(
-    'undoes everything when it fails after %s, and the source runs on unchanged',
-    async (stage) => {
-      await expectUndone(async () => {
-        const failure = await client.request('branch.fork', { workspace: source.id, copies: 2, faultAt: stage }).then(
-          () => null,
-          (err: unknown) => err as GroveError,
-        );
-        // The message whole: an undo that failed says why in it.
-        expect(failure?.message).toContain(`fault injected after stage '${stage}'`);
-        expect(failure?.code).toBe('E_HOST');
-      });
-    },
-  );
-
-  it('undoes the networks of children made at their turn (more children than it restores at once), and the source runs on', async () => {
-    const copies = os.availableParallelism() + 1; // the helper restores as many at once as there are cores
+  /** A fork into `copies` made to fail after `stage` fails with that fault, and is undone. */
+  async function expectFaultUndone(copies: number, stage: ForkStage): Promise<void> {
     await expectUndone(async () => {
-      const failure = await client.request('branch.fork', { workspace: source.id, copies, faultAt: 'commit' }).then(
+      const failure = await client.request('branch.fork', { workspace: source.id, copies, faultAt: stage }).then(
         () => null,
         (err: unknown) => err as GroveError,
       );
       // The message whole (an undo that failed says why in it), not a match that prints it cut short.
-      expect(failure?.message).toContain("fault injected after stage 'commit'");
+      expect(failure?.message).toContain(`fault injected after stage '${stage}'`);
       expect(failure?.code).toBe('E_HOST');
     });
+  }
+
+  it.each(ForkStage.options)(
+    'undoes everything when it fails after %s, and the source runs on unchanged',
+    (stage) => expectFaultUndone(2, stage),
+  );
+
+  it('undoes the networks of children made at their turn (more children than it restores at once), and the source runs on', async () => {
+    // The helper restores as many at once as there are cores.
+    await expectFaultUndone(os.availableParallelism() + 1, 'commit');
   });
 
   it("fails with the dump's error when CRIU dies after the source runs again, while the children restore", async () => {
