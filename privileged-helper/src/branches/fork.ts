@@ -99,29 +99,41 @@ class ForkTransaction {
   }
 
   async run(): Promise<ForkReport> {
+    let report: ForkReport;
     try {
-      const imagesDir = await this.stage('prepare', () => this.prepare());
-      const forkPoint = await this.stage('dump', () => this.dump(imagesDir));
-      await this.stage('thaw', () => this.verifySourceRunning());
-      await this.bringUp(imagesDir, forkPoint);
-      if (this.opts.faultAt === 'stall') await new Promise<never>(() => undefined); // only the helper's death ends it
-      await this.twins.releaseTwins();
-      await this.recordDump();
-      const children = await this.stage('commit', async () => this.commit());
-      this.timings.total = performance.now() - this.started;
-      this.d.registry.recordFork({ fork: this.id, source: this.source, copies: children.length, timings: this.timings });
-      this.d.progress(this.id, 'done', `forked ${this.source.name} into ${children.length} in ${Math.round(this.timings.total)} ms`, true);
-      return { fork: this.id, source: this.source.id, children, timings: this.timings, readyMs: this.readyMs, memory: this.memory, criu: this.criuStats, leftBehind: this.leftBehind() };
+      report = await this.make();
     } catch (err) {
-      // CRIU writes into the images until it exits; a dump that failed is what made the restores fail.
-      await this.twins.releaseTwins().catch(() => undefined); // the error to tell is the fork's
-      const dumpFailure = await this.dumped.then(() => null, (e: unknown) => e);
-      await this.unwind();
-      throw dumpFailure ?? err;
-    } finally {
-      await this.holder?.stop();
-      await this.d.ledger.removeOwned(this.id);
+      throw await this.undo(err);
     }
+    await this.holder?.stop();
+    await this.d.ledger.removeOwned(this.id);
+    return report;
+  }
+
+  private async make(): Promise<ForkReport> {
+    const imagesDir = await this.stage('prepare', () => this.prepare());
+    const forkPoint = await this.stage('dump', () => this.dump(imagesDir));
+    await this.stage('thaw', () => this.verifySourceRunning());
+    await this.bringUp(imagesDir, forkPoint);
+    if (this.opts.faultAt === 'stall') await new Promise<never>(() => undefined); // only the helper's death ends it
+    await this.twins.releaseTwins();
+    await this.recordDump();
+    const children = await this.stage('commit', async () => this.commit());
+    this.timings.total = performance.now() - this.started;
+    this.d.registry.recordFork({ fork: this.id, source: this.source, copies: children.length, timings: this.timings });
+    this.d.progress(this.id, 'done', `forked ${this.source.name} into ${children.length} in ${Math.round(this.timings.total)} ms`, true);
+    return { fork: this.id, source: this.source.id, children, timings: this.timings, readyMs: this.readyMs, memory: this.memory, criu: this.criuStats, leftBehind: this.leftBehind() };
+  }
+
+  /** The fork's failure to tell once everything it made is undone, with each undo that failed. */
+  private async undo(err: unknown): Promise<unknown> {
+    await this.twins.releaseTwins().catch(() => undefined); // the error to tell is the fork's
+    // CRIU writes into the images until it exits; a dump that failed is what made the restores fail.
+    const failure = (await this.dumped.then(() => null, (e: unknown) => e)) ?? err;
+    const undoFailures = await this.unwind();
+    if (undoFailures.length === 0) return failure;
+    const told = `${(failure as Error).message}; undoing the fork failed too: ${undoFailures.join('; ')}`;
+    return failure instanceof GroveError ? new GroveError(failure.code, told, failure.details) : new Error(told, { cause: failure });
   }
 
   private async stage<T>(name: ForkStage, work: () => Promise<T>): Promise<T> {
@@ -335,15 +347,28 @@ class ForkTransaction {
     return this.children.map((c) => this.d.workspaces.get(c.id));
   }
 
-  /** Removes every child made so far, newest first, and checks the source survived. */
-  private async unwind(): Promise<void> {
-    for (const child of [...this.children].reverse()) await this.d.workspaces.destroy(child);
-    await this.d.ledger.removeOwned(this.id);
+  /**
+   * Removes every child made so far, newest first, and the fork's own
+   * objects, and checks the source survived. A child that cannot be discarded
+   * (it is left stopped, to be discarded again) does not keep the others:
+   * what failed is returned, to be told with the fork's failure.
+   */
+  private async unwind(): Promise<string[]> {
+    const failures: string[] = [];
+    const attempt = (work: () => Promise<void> | undefined) =>
+      Promise.resolve(work()).catch((err: unknown) => {
+        failures.push((err as Error).message);
+      });
+    for (const child of [...this.children].reverse()) await attempt(() => this.d.workspaces.destroy(child));
+    await attempt(() => this.holder?.stop());
+    await attempt(() => this.d.ledger.removeOwned(this.id));
+    const outcome = failures.length ? 'fork undone, but not whole' : 'fork undone';
     if (!(await sourceAlive(this.source))) {
-      this.d.progress(this.id, 'failed', `the source '${this.source.name}' is no longer running`, true);
+      this.d.progress(this.id, 'failed', `${outcome}; the source '${this.source.name}' is no longer running`, true);
     } else {
-      this.d.progress(this.id, 'failed', 'fork undone; the source runs on unchanged', true);
+      this.d.progress(this.id, 'failed', `${outcome}; the source runs on unchanged`, true);
     }
+    return failures;
   }
 }
 

@@ -1,6 +1,7 @@
 // Live forks of a running desktop, for real: CRIU dump + restore into new
 // namespaces, versions and rollback, promote, discard, depth, and every fault
 // injection stage leaving the source unharmed and nothing behind.
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { access, readdir, readFile } from 'node:fs/promises';
@@ -15,7 +16,7 @@ import type { GroveError } from '../../src/protocol/wire.js';
 import { thawSignalDir } from '../../src/host/criu/criu.js';
 import { commandsOf } from './host-processes.js';
 import { linkNames, mountPointsUnder, netnsNames, pidNamespaceOf, processesInPidNs } from './leftovers.js';
-import { onTmpfs } from '../../src/host/mounts.js';
+import { isMounted, onTmpfs } from '../../src/host/mounts.js';
 import { VNC_PORT } from '../../src/workspaces/runtime.js';
 import { connect, createWorkspace, fullPool, hostPort, httpGet, instance, sh, track, vncSocket, waitFor } from './support.js';
 import { launchBrowser, watchDesktop } from './vnc-viewer.js';
@@ -375,6 +376,39 @@ describe('a failed fork', () => {
   it('undoes the networks of children made at their turn (more children than it restores at once), and the source runs on', async () => {
     // The helper restores as many at once as there are cores.
     await expectFaultUndone(os.availableParallelism() + 1, 'commit');
+  });
+
+  it("goes on undoing the other children when one cannot be discarded, and says both the fork's failure and the undo's", async () => {
+    const t = instance();
+    const copies = os.availableParallelism() + 1;
+    const names = Array.from({ length: copies }, (_, i) => `held-${i + 1}`);
+    // Undone after the newest and before the oldest: an undo that stopped at it would leave the oldest behind.
+    const held = names.at(-2)!;
+    await expectUndone(async () => {
+      const forking = client.request('branch.fork', { workspace: source.id, copies, names, faultAt: 'commit' });
+      forking.catch(() => undefined);
+      // A person's shell whose working directory is in the child's files keeps them from being unmounted.
+      let root = '';
+      await waitFor(`${held}'s files to be mounted`, async () => {
+        const child = (await client.request('workspace.list', {})).find((w) => w.name === held);
+        root = child ? `${t.runDir}-roots/${child.id}/root` : '';
+        return root !== '' && (await isMounted(root));
+      }, 60_000);
+      const shell = spawn('sleep', ['600'], { cwd: root, stdio: 'ignore' });
+      try {
+        const failure = await forking.then(() => null, (err: unknown) => err as GroveError);
+        expect(failure?.code).toBe('E_HOST');
+        expect(failure?.message).toMatch(
+          new RegExp(`^fault injected after stage 'commit'; undoing the fork failed too: discarding '${held}' failed \\(.*busy.*\\); it is stopped, with its files: discard it again$`),
+        );
+        const left = (await client.request('workspace.list', {})).filter((w) => names.includes(w.name));
+        expect(left.map((w) => ({ name: w.name, state: w.state }))).toEqual([{ name: held, state: 'stopped' }]);
+      } finally {
+        shell.kill();
+      }
+      await once(shell, 'exit');
+      await client.request('workspace.delete', { workspace: held });
+    });
   });
 
   it("fails with the dump's error when CRIU dies after the source runs again, while the children restore", async () => {
