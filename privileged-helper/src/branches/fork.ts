@@ -37,6 +37,7 @@ import type { BranchDeps } from './branch-deps.js';
 import { refuseFaultsUnlessAllowed } from '../workspaces/faults.js';
 import type { WorkspaceRecord } from '../registry/registry.js';
 import { writeIdentity } from '../workspaces/workspace-service.js';
+import { undoAfter } from '../undo.js';
 
 export const MAX_COPIES = 16;
 
@@ -125,15 +126,23 @@ class ForkTransaction {
     return { fork: this.id, source: this.source.id, children, timings: this.timings, readyMs: this.readyMs, memory: this.memory, criu: this.criuStats, leftBehind: this.leftBehind() };
   }
 
-  /** The fork's failure to tell once everything it made is undone, with each undo that failed. */
+  /**
+   * Undoes the fork: every child made so far, newest first, and the fork's
+   * own objects. A child that cannot be discarded (left stopped, to be
+   * discarded again) does not keep the others; the error to tell is the
+   * fork's, with each undo that failed (undo.ts).
+   */
   private async undo(err: unknown): Promise<unknown> {
     await this.twins.releaseTwins().catch(() => undefined); // the error to tell is the fork's
     // CRIU writes into the images until it exits; a dump that failed is what made the restores fail.
     const failure = (await this.dumped.then(() => null, (e: unknown) => e)) ?? err;
-    const undoFailures = await this.unwind();
-    if (undoFailures.length === 0) return failure;
-    const told = `${(failure as Error).message}; undoing the fork failed too: ${undoFailures.join('; ')}`;
-    return failure instanceof GroveError ? new GroveError(failure.code, told, failure.details) : new Error(told, { cause: failure });
+    const told = await undoAfter(failure, [
+      ...[...this.children].reverse().map((child) => () => this.d.workspaces.destroy(child)),
+      () => this.holder?.stop(),
+      () => this.d.ledger.removeOwned(this.id),
+    ]);
+    await this.sayUndone(told === failure);
+    return told;
   }
 
   private async stage<T>(name: ForkStage, work: () => Promise<T>): Promise<T> {
@@ -155,7 +164,7 @@ class ForkTransaction {
    * in name order (the first is the one a person looks at first): each is
    * ready — running, its desktop shown — the moment its first frame is out,
    * not when the last sibling's is. The fork stays one transaction: a
-   * sibling that fails undoes them all (unwind).
+   * sibling that fails undoes them all (undo).
    *
    * Once the first ones are up and more are to come, ksmd may merge those
    * while the rest restore: the memory it frees is memory this VM gives
@@ -347,28 +356,11 @@ class ForkTransaction {
     return this.children.map((c) => this.d.workspaces.get(c.id));
   }
 
-  /**
-   * Removes every child made so far, newest first, and the fork's own
-   * objects, and checks the source survived. A child that cannot be discarded
-   * (it is left stopped, to be discarded again) does not keep the others:
-   * what failed is returned, to be told with the fork's failure.
-   */
-  private async unwind(): Promise<string[]> {
-    const failures: string[] = [];
-    const attempt = (work: () => Promise<void> | undefined) =>
-      Promise.resolve(work()).catch((err: unknown) => {
-        failures.push((err as Error).message);
-      });
-    for (const child of [...this.children].reverse()) await attempt(() => this.d.workspaces.destroy(child));
-    await attempt(() => this.holder?.stop());
-    await attempt(() => this.d.ledger.removeOwned(this.id));
-    const outcome = failures.length ? 'fork undone, but not whole' : 'fork undone';
-    if (!(await sourceAlive(this.source))) {
-      this.d.progress(this.id, 'failed', `${outcome}; the source '${this.source.name}' is no longer running`, true);
-    } else {
-      this.d.progress(this.id, 'failed', `${outcome}; the source runs on unchanged`, true);
-    }
-    return failures;
+  /** The fork's last progress event: how much of it was undone, and whether the source survived. */
+  private async sayUndone(whole: boolean): Promise<void> {
+    const outcome = whole ? 'fork undone' : 'fork undone, but not whole';
+    const source = (await sourceAlive(this.source)) ? 'the source runs on unchanged' : `the source '${this.source.name}' is no longer running`;
+    this.d.progress(this.id, 'failed', `${outcome}; ${source}`, true);
   }
 }
 

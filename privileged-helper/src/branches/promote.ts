@@ -16,6 +16,7 @@ import type { BranchRuntime } from '../workspaces/runtime.js';
 import type { WorkspaceService } from '../workspaces/workspace-service.js';
 import { refuseFaultsUnlessAllowed } from '../workspaces/faults.js';
 import type { VersionService } from './versions.js';
+import { undoAfter } from '../undo.js';
 
 export type OldMainFate = 'version' | 'discard' | 'keep';
 
@@ -63,8 +64,7 @@ export class PromoteService {
       await this.openBoth(branch.id, main.id);
       fault('open');
     } catch (err) {
-      await this.switchBack(main, leases, version?.id ?? null);
-      throw err;
+      throw await undoAfter(err, [() => this.switchBack(main, leases, version?.id ?? null)]);
     }
     if (oldMain !== 'keep') {
       await this.workspaces.destroy(this.workspaces.record(main.id));

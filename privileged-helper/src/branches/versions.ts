@@ -20,6 +20,7 @@ import { refuseFaultsUnlessAllowed } from '../workspaces/faults.js';
 import type { VersionRecord, WorkspaceRecord } from '../registry/registry.js';
 import { writeIdentity } from '../workspaces/workspace-service.js';
 import type { VersionCaptures } from './version-captures.js';
+import { undoAfter } from '../undo.js';
 
 export interface VersionDeps extends BranchDeps {
   versionsDir: string;
@@ -141,9 +142,7 @@ export class VersionService {
       await this.d.captures.settle(vid);
     } catch (err) {
       await dumped.catch(() => undefined); // CRIU writes into the scratch space until it exits
-      await this.d.captures.drop(vid);
-      await this.d.ledger.removeOwned(vid);
-      throw err;
+      throw await undoAfter(err, [() => this.d.captures.drop(vid), () => this.d.ledger.removeOwned(vid)]);
     }
     const record: VersionRecord = { id: vid, branchId: ws.id, treeId: ws.treeId, label: label ?? null, createdAt: new Date().toISOString(), orphanOf: null, saved: false };
     this.d.registry.insertVersion(record);
@@ -239,10 +238,13 @@ export class VersionService {
         await this.d.runtime.prepareHost(ws);
         return await this.restoreInto(ws, versionId, versionId, faultAt);
       } catch (err) {
-        await this.d.runtime.tearDown(ws);
-        await this.d.storage.replaceFiles(ws, aside.name);
-        await this.d.storage.bindExternals(ws);
-        throw err;
+        throw await undoAfter(err, [
+          async () => {
+            await this.d.runtime.tearDown(ws);
+            await this.d.storage.replaceFiles(ws, aside.name);
+            await this.d.storage.bindExternals(ws);
+          },
+        ]);
       }
     } finally {
       await this.d.ledger.remove(aside);

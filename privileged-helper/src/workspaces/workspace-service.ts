@@ -19,6 +19,7 @@ import type { HostLedger } from './ledger.js';
 import { notRunning, VNC_PORT, type BranchRuntime } from './runtime.js';
 import type { BranchStorage } from './branch-storage.js';
 import type { PreparedSlot } from './prepared-pool.js';
+import { undoAfter } from '../undo.js';
 
 /** A dev-server port is mapped for every workspace (its desktop is served on a socket: see BranchRuntime.vncSocketPath). */
 export const STANDARD_PORTS = [3000] as const;
@@ -106,8 +107,7 @@ export class WorkspaceService {
         await writeIdentity(await this.storage.createFromImage(ws, imagePath), ws, this.storage.owner(ws));
         return await this.startLocked(ws);
       } catch (err) {
-        await this.destroy(ws);
-        throw err;
+        throw await undoAfter(err, [() => this.destroy(ws)]);
       }
     });
   }
@@ -256,9 +256,12 @@ export class WorkspaceService {
       await this.runtime.prepareHost(ws);
       return await this.markRunning(ws, await this.runtime.bootContainer(ws));
     } catch (err) {
-      await this.runtime.tearDown(ws);
-      if (ws.state !== 'creating') this.registry.setWorkspaceState(ws.id, 'stopped', null);
-      throw err;
+      throw await undoAfter(err, [
+        async () => {
+          await this.runtime.tearDown(ws);
+          if (ws.state !== 'creating') this.registry.setWorkspaceState(ws.id, 'stopped', null);
+        },
+      ]);
     }
   }
 

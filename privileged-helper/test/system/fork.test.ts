@@ -399,7 +399,7 @@ describe('a failed fork', () => {
         const failure = await forking.then(() => null, (err: unknown) => err as GroveError);
         expect(failure?.code).toBe('E_HOST');
         expect(failure?.message).toMatch(
-          new RegExp(`^fault injected after stage 'commit'; undoing the fork failed too: discarding '${held}' failed \\(.*busy.*\\); it is stopped, with its files: discard it again$`),
+          new RegExp(`^fault injected after stage 'commit'; undoing it failed too: discarding '${held}' failed \\(.*busy.*\\); it is stopped, with its files: discard it again$`),
         );
         const left = (await client.request('workspace.list', {})).filter((w) => names.includes(w.name));
         expect(left.map((w) => ({ name: w.name, state: w.state }))).toEqual([{ name: held, state: 'stopped' }]);
