@@ -170,7 +170,7 @@ async function boot(config: HelperConfig) {
     allowFaultInjection: config.allowFaultInjection,
     progress: (job, stage, message, done) => bus.broadcast('progress', { job, stage, message, done }),
   });
-  await reconcile({ config, pool, registry, ledger, crun, workspaces, storage, log });
+  await reconcile({ config, pool, registry, ledger, crun, workspaces, storage, scratchDir, log });
   const exitWatch = new ExitWatch(registry, workspaces, log);
   const promotions = new PromoteService(registry, runtime, workspaces, versions, removed, config.allowFaultInjection);
   const audit = new AuditLog(registry, (entry) => bus.broadcast('audit', entry), log, config.audit);

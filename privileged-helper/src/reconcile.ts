@@ -24,6 +24,8 @@ export interface ReconcileDeps {
   crun: Crun;
   workspaces: WorkspaceService;
   storage: BranchStorage;
+  /** Where CRIU's images go (a tmpfs of the helper's): nothing in it outlives the helper that made it. */
+  scratchDir: string;
   log: (msg: string) => void;
 }
 
@@ -57,6 +59,20 @@ async function removeUnrecordedRoots(d: ReconcileDeps, recorded: Set<string>): P
   }
 }
 
+/**
+ * What a dump or a capture left in the scratch space that no record explains:
+ * a dump's thaw signal directory (host/criu/criu.ts), a capture's socket. The
+ * runs that used them died with the last helper.
+ */
+async function removeUnrecordedScratch(d: ReconcileDeps, recorded: Set<string>): Promise<void> {
+  for (const entry of await readdir(d.scratchDir).catch(() => [])) {
+    const sub = path.join(d.scratchDir, entry);
+    if (recorded.has(`directory:${sub}`) || (await hasMountAtOrBelow(sub))) continue;
+    d.log(`removing unrecorded ${sub}`);
+    await rm(sub, { recursive: true, force: true });
+  }
+}
+
 /** Objects named like ours that the registry has no record of (a crash between making and recording). */
 async function removeUnrecorded(d: ReconcileDeps): Promise<void> {
   const recorded = new Set(d.registry.objects().map((o) => `${o.kind}:${o.name}`));
@@ -81,6 +97,7 @@ async function removeUnrecorded(d: ReconcileDeps): Promise<void> {
     }
   }
   await removeUnrecordedRoots(d, recorded);
+  await removeUnrecordedScratch(d, recorded);
   for (const entry of await readdir(d.pool.workspaces)) {
     const sub = path.join(d.pool.workspaces, entry);
     if (!recorded.has(`subvolume:${sub}`)) {

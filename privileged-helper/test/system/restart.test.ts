@@ -101,6 +101,7 @@ describe('helper restart', () => {
       client = await connect();
       expect((await client.request('version.list', { workspace: ws.id })).map((v) => v.id)).toEqual([kept.id]);
       expect(existsSync(scratch)).toBe(false);
+      expect(await readdir(path.join(t.runDir, 'scratch'))).toEqual([]); // its thaw signal directory too
       expect(existsSync(path.join(t.stateDir, 'pool/versions', stalled.id))).toBe(false);
       await expect(client.request('branch.rollback', { workspace: ws.id, version: stalled.id })).rejects.toMatchObject({ code: 'E_NOT_FOUND' });
       const back = await client.request('branch.rollback', { workspace: ws.id, version: kept.id });
@@ -141,6 +142,7 @@ describe('helper restart', () => {
       }, 30_000);
       await startHelper(t);
       client = await connect();
+      expect(await readdir(scratch)).toEqual([]);
       for (const branch of [ws, ...children]) {
         expect(await client.request('workspace.get', { workspace: branch.id })).toMatchObject({ state: 'running', pid: branch.pid });
         expect(await sh(client, branch, 'echo alive')).toBe('alive\n');
