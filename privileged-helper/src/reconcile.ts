@@ -53,20 +53,13 @@ async function removeUnrecordedRoots(d: ReconcileDeps, recorded: Set<string>): P
     d.log(`removing unrecorded mount ${m}`);
     await unmount(m);
   }
-  for (const entry of await readdir(dir).catch(() => [])) {
-    const sub = path.join(dir, entry);
-    if (!recorded.has(`directory:${sub}`) && !(await hasMountAtOrBelow(sub))) await rm(sub, { recursive: true, force: true });
-  }
+  await removeUnrecordedEntries(d, dir, recorded);
 }
 
-/**
- * What a dump or a capture left in the scratch space that no record explains:
- * a dump's thaw signal directory (host/criu/criu.ts), a capture's socket. The
- * runs that used them died with the last helper.
- */
-async function removeUnrecordedScratch(d: ReconcileDeps, recorded: Set<string>): Promise<void> {
-  for (const entry of await readdir(d.scratchDir).catch(() => [])) {
-    const sub = path.join(d.scratchDir, entry);
+/** Each entry of `dir` that is no recorded directory, unless something is mounted at or below it. */
+async function removeUnrecordedEntries(d: ReconcileDeps, dir: string, recorded: Set<string>): Promise<void> {
+  for (const entry of await readdir(dir).catch(() => [])) {
+    const sub = path.join(dir, entry);
     if (recorded.has(`directory:${sub}`) || (await hasMountAtOrBelow(sub))) continue;
     d.log(`removing unrecorded ${sub}`);
     await rm(sub, { recursive: true, force: true });
@@ -97,7 +90,9 @@ async function removeUnrecorded(d: ReconcileDeps): Promise<void> {
     }
   }
   await removeUnrecordedRoots(d, recorded);
-  await removeUnrecordedScratch(d, recorded);
+  // What a dump or a capture left in the scratch space: a dump's thaw signal directory (host/criu/criu.ts), a capture's
+  // socket. The runs that used them died with the last helper.
+  await removeUnrecordedEntries(d, d.scratchDir, recorded);
   for (const entry of await readdir(d.pool.workspaces)) {
     const sub = path.join(d.pool.workspaces, entry);
     if (!recorded.has(`subvolume:${sub}`)) {

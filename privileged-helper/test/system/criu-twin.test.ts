@@ -7,10 +7,11 @@
 // the old way, and so is one whose pids limit refuses the clone() that
 // makes it. A thread inside a restartable sequence has it aborted before
 // the twin is made (0027), and goes on being aborted after. A SysV shared
-// memory segment, saved with its IPC namespace, comes back whole. A restore told to wait for the word that the pages are
-// saved (criu-patches/0011) waits for it; a dump told to say so (0021) says
-// it once the pages are saved. (fidelity.test.ts has the same
-// process in a forked desktop workspace.)
+// memory segment, saved with its IPC namespace, comes back whole. A restore
+// told to wait for the word that the pages are saved (criu-patches/0011)
+// waits for it; a dump told to say so (0021) says it once the pages are
+// saved. (fidelity.test.ts has the same process in a forked desktop
+// workspace.)
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
