@@ -9,7 +9,7 @@ import { HelperClient } from '../../../main/src/helper-client/client.js';
 import { criuErrors } from '../../src/host/criu/criu-errors.js';
 import { leftovers } from './leftovers.js';
 import { ensureAgentUsers, removeAgentUsers } from './agent-users.js';
-import { purge, startHelper, tail, testInstance, type TestInstance } from './helper-process.js';
+import { purge, startHelper, tail, tailIfDead, testInstance, type TestInstance } from './helper-process.js';
 
 let instance: TestInstance | null = null;
 
@@ -36,6 +36,8 @@ export async function teardown(): Promise<void> {
   await removeAgentUsers(instance.instance);
   const failures = criuFailures(instance);
   if (failures) process.stderr.write(`CRIU runs that failed during the tests (some on purpose), with their errors:\n${failures}\n`);
+  const deadHelper = tailIfDead(instance);
+  if (deadHelper) process.stderr.write(`The helper was no longer running at the end of the tests; the end of its log:\n${deadHelper}\n`);
   await purge(instance);
   const left = await leftovers(instance);
   rmSync(instance.pidFile, { force: true });

@@ -92,6 +92,17 @@ export async function purge(t: TestInstance): Promise<void> {
   if (res.exitCode !== 0) throw new Error(`purge failed: ${res.all}`);
 }
 
+/** The tail of the helper's log if it is no longer running (it died during the tests: its log says why), else null. */
+export function tailIfDead(t: TestInstance): string | null {
+  let pid: number;
+  try {
+    pid = Number(readFileSync(t.pidFile, 'utf8'));
+  } catch {
+    return null;
+  }
+  return alive(pid) ? null : tail(t.logFile, 60);
+}
+
 /** Running: an exited helper may stay a zombie (its starter script is gone, and not every init reaps orphans). */
 function alive(pid: number): boolean {
   try {
