@@ -172,7 +172,7 @@ async function boot(config: HelperConfig) {
   });
   await reconcile({ config, pool, registry, ledger, crun, workspaces, storage, scratchDir, log });
   const exitWatch = new ExitWatch(registry, workspaces, log);
-  const promotions = new PromoteService(registry, runtime, workspaces, versions, removed, config.allowFaultInjection);
+  const promotions = new PromoteService(registry, runtime, workspaces, versions, config.allowFaultInjection);
   const audit = new AuditLog(registry, (entry) => bus.broadcast('audit', entry), log, config.audit);
   const approvals = new ApprovalService({
     registry,

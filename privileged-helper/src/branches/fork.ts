@@ -74,6 +74,8 @@ export class ForkService {
 class ForkTransaction {
   private readonly id: string;
   private readonly children: WorkspaceRecord[] = [];
+  /** Each child's turn in the workspaces' lock, taken when it is reserved and given back when the fork is over (run). */
+  private readonly childTurns: (() => void)[] = [];
   private readonly started = performance.now();
   private readonly timings = { prepare: 0, dump: 0, sourceFrozen: 0, thaw: 0, restore: 0, expose: 0, firstFrame: 0, total: 0 };
   private readonly criuStats: ForkReport['criu'] = { dump: null, restores: [] };
@@ -99,16 +101,25 @@ class ForkTransaction {
     this.id = `fork-${d.registry.freshId()}`;
   }
 
+  /**
+   * The children are the fork's until it has committed or been undone: a
+   * child announced running (bringUp) is not yet one anybody else may act on.
+   * Without its turn held, the exit watch saw a child the undo had just killed
+   * as exited and tore it down at the same time as the undo did, and the two
+   * removals of its host objects raced (one found a netns the other was
+   * deleting): the undo failed and the child was left behind, stopped.
+   */
   async run(): Promise<ForkReport> {
-    let report: ForkReport;
     try {
-      report = await this.make();
-    } catch (err) {
-      throw await this.undo(err);
+      const report = await this.make().catch(async (err: unknown) => {
+        throw await this.undo(err);
+      });
+      await this.holder?.stop();
+      await this.d.ledger.removeOwned(this.id);
+      return report;
+    } finally {
+      for (const release of this.childTurns) release();
     }
-    await this.holder?.stop();
-    await this.d.ledger.removeOwned(this.id);
-    return report;
   }
 
   private async make(): Promise<ForkReport> {
@@ -198,7 +209,9 @@ class ForkTransaction {
     const names = this.opts.names ?? this.childNames();
     const ports = this.d.registry.ports(this.source.id).map((p) => p.containerPort);
     for (const name of names) {
-      this.children.push(this.d.workspaces.reserve({ name, image: this.source.image, parent: this.source, ports, madeBy: this.opts.madeBy }));
+      const child = this.d.workspaces.reserve({ name, image: this.source.image, parent: this.source, ports, madeBy: this.opts.madeBy });
+      this.children.push(child);
+      this.childTurns.push(await this.d.workspaces.lock.acquire(child.id));
     }
     // The networks of the children restored first, all at once (three ip
     // and nft runs and the cgroups' writes each, or a set from the pool);

@@ -26,7 +26,6 @@ export class PromoteService {
     private readonly runtime: BranchRuntime,
     private readonly workspaces: WorkspaceService,
     private readonly versions: VersionService,
-    private readonly removed: (id: string) => void,
     private readonly allowFaultInjection: boolean,
   ) {}
 
@@ -66,10 +65,7 @@ export class PromoteService {
     } catch (err) {
       throw await undoAfter(err, [() => this.switchBack(main, leases, version?.id ?? null)]);
     }
-    if (oldMain !== 'keep') {
-      await this.workspaces.destroy(this.workspaces.record(main.id));
-      this.removed(main.id);
-    }
+    if (oldMain !== 'keep') await this.workspaces.destroy(this.workspaces.record(main.id));
     // Announced after the switch, so no listener ever sees two main lines.
     if (oldMain === 'keep') this.workspaces.publish(main.id);
     return this.workspaces.publish(branch.id);

@@ -13,4 +13,15 @@ export class KeyedLock {
     next.then(clear, clear);
     return next;
   }
+
+  /**
+   * Takes the key's turn and keeps it until the returned function is called:
+   * for a span no one callback wraps (a fork holds each child it makes from
+   * the moment it is reserved until the fork has committed or been undone).
+   */
+  acquire(key: string): Promise<() => void> {
+    return new Promise((granted) => {
+      void this.run(key, () => new Promise<void>((release) => granted(release)));
+    });
+  }
 }

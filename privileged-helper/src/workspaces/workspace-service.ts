@@ -190,7 +190,6 @@ export class WorkspaceService {
     const { id } = this.record(ref);
     return this.lock.run(id, async () => {
       await this.destroy(this.record(id), faultAt);
-      this.events.removed(id);
       return { deleted: id };
     });
   }
@@ -223,7 +222,9 @@ export class WorkspaceService {
    * Removes a branch, every host object it has, and its record; its children
    * move up to its parent. Its record goes last: a failure on the way leaves
    * it stopped with its files (or failed, once they are gone), never half
-   * running, and discarding it again finishes the job.
+   * running, and discarding it again finishes the job. Its removal is
+   * announced here, whoever removes it: a discard, a promotion, or the undo
+   * of a fork that had already announced it running.
    */
   async destroy(ws: WorkspaceRecord, faultAt?: DiscardStage): Promise<void> {
     const fault = (stage: DiscardStage) => {
@@ -242,6 +243,7 @@ export class WorkspaceService {
       throw new GroveError('E_HOST', `discarding '${ws.name}' failed (${(err as Error).message}); ${left}: discard it again`);
     }
     for (const child of this.registry.deleteWorkspace(ws.id)) this.publish(child);
+    this.events.removed(ws.id);
   }
 
   publish(id: string): Workspace {

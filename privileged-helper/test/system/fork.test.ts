@@ -432,6 +432,37 @@ describe('a failed fork', () => {
     });
   });
 
+  it('keeps its children its own until it is over: a discard of one announced mid-fork waits, and the undo removes it alone', async () => {
+    // More children than it restores at once: the first are announced running while the last still restores.
+    const copies = os.availableParallelism() + 1;
+    const names = Array.from({ length: copies }, (_, i) => `own-${i + 1}`);
+    const watcher = await connect('fork-watcher');
+    try {
+      await watcher.subscribe(['workspace.changed']);
+      const announced = new Promise<string>((resolve) =>
+        watcher.on('workspace.changed', ({ workspace }) => {
+          if (workspace.name === names[0] && workspace.state === 'running') resolve(workspace.id);
+        }),
+      );
+      await expectUndone(async () => {
+        const forking = client.request('branch.fork', { workspace: source.id, copies, names, faultAt: 'commit' });
+        forking.catch(() => undefined);
+        // A discard racing the fork's undo of the same child (as the exit watch did, seeing it killed) made the undo fail.
+        const discarding = client.request('workspace.delete', { workspace: await announced });
+        discarding.catch(() => undefined);
+        const failure = await forking.then(() => null, (err: unknown) => err as GroveError);
+        expect(failure?.message).toBe("fault injected after stage 'commit'");
+        await expect(discarding).rejects.toMatchObject({ code: 'E_NOT_FOUND' });
+        // Both failures are in the helper's log, with their codes, not only in the replies.
+        const log = await readFile(instance().logFile, 'utf8');
+        expect(log).toContain(`branch.fork ${source.id} by person root (uid 0) failed: E_HOST: fault injected after stage 'commit'`);
+        expect(log).toMatch(/workspace\.delete [0-9a-f]{8} by person root \(uid 0\) failed: E_NOT_FOUND: no workspace/);
+      });
+    } finally {
+      watcher.close();
+    }
+  });
+
   it("fails with the dump's error when CRIU dies after the source runs again, while the children restore", async () => {
     // The children's restores start at the thaw, wait for the dump's word that the pages are listed (criu-patches/0011) and read
     // them from its twins (0023): a dump that then dies, its twins with it, must fail them, whichever of the two they were doing.

@@ -112,4 +112,36 @@ describe('KeyedLock', () => {
     const tails = (lock as unknown as { tails: Map<string, unknown> }).tails;
     expect(tails.size).toBe(0);
   });
+
+  it('acquire holds the key until released, after the tasks queued before it', async () => {
+    const lock = new KeyedLock();
+    const log: string[] = [];
+    const gate = deferred();
+    const before = lock.run('ws', async () => {
+      await gate.promise;
+      log.push('before');
+    });
+    const acquiring = lock.acquire('ws');
+    const after = lock.run('ws', async () => void log.push('after'));
+
+    await settle();
+    expect(log).toEqual([]);
+    gate.resolve();
+    const release = await acquiring;
+    await before;
+    await settle();
+    // Held: the task queued after the acquire waits.
+    expect(log).toEqual(['before']);
+    release();
+    await after;
+    expect(log).toEqual(['before', 'after']);
+  });
+
+  it('acquire of a free key is granted at once, and other keys are not held', async () => {
+    const lock = new KeyedLock();
+    const release = await lock.acquire('a');
+    await expect(lock.run('b', async () => 'b')).resolves.toBe('b');
+    release();
+    await expect(lock.run('a', async () => 'a')).resolves.toBe('a');
+  });
 });
