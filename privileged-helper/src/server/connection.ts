@@ -105,6 +105,11 @@ export class Connection implements EventListener {
         return result;
       } catch (err) {
         if (audited) this.services.audit.record(actor, method, target, 'error', String((err as Error).message));
+        // An operation that changes something, or any the host failed, says why in the log too: a failure that
+        // depends on timing is explained there, next to what the helper did around it.
+        if (audited || (err instanceof GroveError && HOST_FAILURES.has(err.code))) {
+          this.log(`${method}${target ? ` ${target}` : ''} by ${describeActor(actor)} failed: ${err instanceof GroveError ? err.code : 'E_INTERNAL'}: ${(err as Error).message}`);
+        }
         throw err;
       }
     });
@@ -129,6 +134,9 @@ export class Connection implements EventListener {
     this.outgoing.send(`${JSON.stringify(message)}\n`);
   }
 }
+
+/** Failures of the host rather than of the request: logged whatever the method. */
+const HOST_FAILURES = new Set(['E_HOST', 'E_NO_SPACE']);
 
 function parseJson(text: string): unknown {
   try {
