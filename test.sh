@@ -24,17 +24,33 @@ echo "pid $$ in $repo since $(date -u +%H:%M:%S) UTC" > "$lock.owner"
 
 build/host/setup.sh
 
-step "typecheck"
-npm run --silent typecheck
-step "lint"
-npm run --silent lint
-step "unit, renderer and system tests"
-npx vitest run
-step "kernel tier: grove_share under qemu, on Debian 12's 6.1 (kernel/test.sh)"
-kernel/test.sh
-step "kernel tier: grove_share under qemu, on the 6.12 Debian 12 also ships (kernel/test.sh 6.12)"
-kernel/test.sh 6.12
-step "kernel tier: the helper itself forks and rolls back through grove_share under qemu (kernel/helper-test.sh)"
-kernel/helper-test.sh
-step "end-to-end tests of the app (Playwright + Debian's Chromium, real helper)"
-npm run --silent test:e2e
+# Every stage runs, whatever the ones before it did, so that one run shows
+# all that is wrong; the summary at the end says which failed, and the run
+# fails if any did. Only a failed setup stops it: nothing can run without it.
+results=()
+stage() { # NAME COMMAND...
+  local name="$1" started=$SECONDS
+  shift
+  step "$name"
+  if "$@"; then
+    results+=("passed  $name ($((SECONDS - started)) s)")
+  else
+    results+=("FAILED  $name ($((SECONDS - started)) s, exit $?)")
+  fi
+}
+
+stage "typecheck" npm run --silent typecheck
+stage "lint" npm run --silent lint
+stage "unit, renderer and system tests" npx vitest run
+stage "kernel tier: grove_share under qemu, on Debian 12's 6.1 (kernel/test.sh)" kernel/test.sh
+stage "kernel tier: grove_share under qemu, on the 6.12 Debian 12 also ships (kernel/test.sh 6.12)" kernel/test.sh 6.12
+stage "kernel tier: the helper itself forks and rolls back through grove_share under qemu (kernel/helper-test.sh)" kernel/helper-test.sh
+stage "end-to-end tests of the app (Playwright + Debian's Chromium, real helper)" npm run --silent test:e2e
+
+step "summary"
+printf '  %s\n' "${results[@]}" >&2
+if printf '%s\n' "${results[@]}" | grep -q '^FAILED'; then
+  echo "test.sh: $(printf '%s\n' "${results[@]}" | grep -c '^FAILED') of ${#results[@]} stages failed" >&2
+  exit 1
+fi
+echo "test.sh: all ${#results[@]} stages passed" >&2
