@@ -26,6 +26,7 @@ export default defineConfig({
           name: 'system',
           include: ['{privileged-helper,main}/test/system/**/*.test.ts'],
           globalSetup: ['privileged-helper/test/system/global-setup.ts'],
+          setupFiles: ['privileged-helper/test/system/log-on-failure.ts'],
           fileParallelism: false,
           testTimeout: 180_000,
           hookTimeout: 1_800_000,
