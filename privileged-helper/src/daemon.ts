@@ -13,7 +13,7 @@ import { Doctor } from './host/doctor.js';
 import { KernelTier } from './host/kernel-tier.js';
 import { prepareSocketDir } from './host/forwarder.js';
 import { guardBranchAddresses, hostTableName } from './host/host-firewall.js';
-import { foreignRoutesIn } from './host/netns.js';
+import { foreignRoutesIn, nameserversIn } from './host/netns.js';
 import { ensurePool, unmountPool } from './host/pool.js';
 import { ExecService } from './exec/exec-service.js';
 import { ImageBuilder } from './images/image-builder.js';
@@ -75,6 +75,10 @@ async function requireFreeSubnet(config: HelperConfig): Promise<void> {
   const foreign = await foreignRoutesIn(config.subnet, config.instance);
   if (foreign.length > 0) {
     throw new Error(`GROVE_SUBNET ${config.subnet} is already routed on this host (${foreign.slice(0, 3).join('; ')}): give this helper a free 10.X.0.0/16`);
+  }
+  const resolvers = await nameserversIn(config.subnet);
+  if (resolvers.length > 0) {
+    throw new Error(`GROVE_SUBNET ${config.subnet} holds this host's name server ${resolvers.join(', ')}: give this helper a free 10.X.0.0/16`);
   }
 }
 

@@ -3,7 +3,7 @@
 // namespace (the workspace has no CAP_NET_ADMIN, so it cannot change it) lets
 // in only the host end of the veth (the helper's port forwarders) and lets out
 // nothing but replies: a workspace reaches neither its neighbours nor the world.
-import { access } from 'node:fs/promises';
+import { access, readFile } from 'node:fs/promises';
 import { GATE_ADDRESS, GATE_PORT } from '../egress/policy.js';
 import { run } from './run.js';
 
@@ -55,6 +55,17 @@ export async function foreignRoutesIn(subnet: string, instance: string): Promise
     .filter((r) => r.dst.split('.').slice(0, 2).join('.') === prefix && Number(r.dst.split('/')[1] ?? 32) >= 16)
     .filter((r) => !r.dev || !isOwnVeth(r.dev, instance))
     .map((r) => `${r.dst}${r.dev ? ` dev ${r.dev}` : ''}`);
+}
+
+/**
+ * The host's name servers (resolv.conf) inside `subnet`: the helper's host
+ * firewall refuses non-root connections into its subnet, so one there would
+ * leave every program but root's without DNS (this VM's resolver is 10.255.255.53).
+ */
+export async function nameserversIn(subnet: string, resolvConf = '/etc/resolv.conf'): Promise<string[]> {
+  const prefix = `${subnet.split('.').slice(0, 2).join('.')}.`;
+  const text = await readFile(resolvConf, 'utf8').catch(() => '');
+  return [...text.matchAll(/^\s*nameserver\s+(\d+\.\d+\.\d+\.\d+)/gm)].map((m) => m[1]!).filter((ip) => ip.startsWith(prefix));
 }
 
 export function netnsPath(netns: string): string {

@@ -1,5 +1,8 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { MAX_NET_INDEX, netnsPath, planNetwork } from '../../src/host/netns.js';
+import { MAX_NET_INDEX, nameserversIn, netnsPath, planNetwork } from '../../src/host/netns.js';
 
 /** An IPv4 dotted quad as a 32-bit unsigned integer, or NaN if it is not one. */
 function toInt(addr: string): number {
@@ -70,5 +73,20 @@ describe('planNetwork', () => {
 
   it('maps a namespace name to its bind-mount path', () => {
     expect(netnsPath(planNetwork('abcd', '0123abcd', SUBNET, 0).netns)).toBe('/run/netns/grove-abcd-0123abcd');
+  });
+});
+
+describe('nameserversIn', () => {
+  it("finds the host's IPv4 name servers inside a subnet, and only those", async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'grove-resolv-'));
+    const conf = path.join(dir, 'resolv.conf');
+    writeFileSync(conf, '# comment\nnameserver 10.255.255.53\nnameserver 192.0.2.1\nnameserver fd00::53\nsearch example\n');
+    try {
+      expect(await nameserversIn('10.255.0.0/16', conf)).toEqual(['10.255.255.53']);
+      expect(await nameserversIn('10.215.0.0/16', conf)).toEqual([]);
+      expect(await nameserversIn('10.25.0.0/16', conf)).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
