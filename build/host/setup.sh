@@ -12,12 +12,15 @@ step() { printf '\n==> %s\n' "$*" >&2; }
 [ "$(id -u)" -eq 0 ] || { echo "setup: run as root (Grove's helper manages btrfs, namespaces and containers)" >&2; exit 1; }
 grep -q 'VERSION_CODENAME=bookworm' /etc/os-release || echo "setup: warning: tested on Debian 12 (bookworm) only" >&2
 
-# Tools the helper runs, CRIU's build dependencies, libseccomp for grove-enter,
-# libnftnl and libmnl for grove-netlock, Chromium for the tests, and qemu with
-# a static busybox for the kernel tier's tests (kernel/test.sh).
+# Tools the helper runs (buildah and skopeo for images of one's own, umoci for
+# the benchmark's comparison), CRIU's build dependencies, libseccomp for
+# grove-enter, libnftnl and libmnl for grove-netlock, Chromium for the tests,
+# a real registry (docker-registry, htpasswd) for the image tests, and qemu
+# with a static busybox for the kernel tier's tests (kernel/test.sh).
 packages=(
   btrfs-progs debootstrap crun iproute2 nftables util-linux procps psmisc xz-utils rsync diffutils
-  chromium qemu-system-x86 busybox-static cpio
+  buildah skopeo umoci git zstd openssl
+  chromium qemu-system-x86 busybox-static cpio docker-registry apache2-utils
   build-essential pkgconf python3
   libbsd-dev libnet1-dev libnftables-dev libnl-3-dev libnl-route-3-dev libprotobuf-c-dev
   libprotobuf-dev protobuf-c-compiler protobuf-compiler uuid-dev libcap-dev

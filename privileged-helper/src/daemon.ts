@@ -16,7 +16,10 @@ import { guardBranchAddresses, hostTableName } from './host/host-firewall.js';
 import { foreignRoutesIn, nameserversIn } from './host/netns.js';
 import { ensurePool, unmountPool } from './host/pool.js';
 import { ExecService } from './exec/exec-service.js';
-import { ImageBuilder } from './images/image-builder.js';
+import { ImageService } from './images/image-service.js';
+import { RecipeBuilder } from './images/recipe-builder.js';
+import { OciStore } from './host/oci-store.js';
+import { FileCopy } from './files/file-copy.js';
 import { reconcile } from './reconcile.js';
 import { openDb } from './registry/db.js';
 import { IdRanges, type IdRange } from './registry/id-ranges.js';
@@ -114,7 +117,9 @@ async function boot(config: HelperConfig) {
   await mkdir(config.rootsDir, { recursive: true, mode: 0o711 });
   await chmod(config.rootsDir, 0o711);
   const storage: BranchStorage = new BranchStorage(pool, config.rootsDir, ledger, config.groveMount, (ws): IdRange | null => runtime.idRange(ws));
-  const images = new ImageBuilder(config, pool, registry, () => storage.lowersInUse());
+  const lowersInUse = () => storage.lowersInUse();
+  const ociStore = new OciStore({ graphRoot: pool.oci, runRoot: path.join(config.runDir, 'oci') });
+  const images = new ImageService({ registry, pool, recipes: new RecipeBuilder(config, pool, lowersInUse), store: ociStore, lowersInUse });
   const gate = new EgressGate({
     registry,
     approvals: approvalQueue,
@@ -175,6 +180,7 @@ async function boot(config: HelperConfig) {
     progress: (job, stage, message, done) => bus.broadcast('progress', { job, stage, message, done }),
   });
   await reconcile({ config, pool, registry, ledger, crun, workspaces, storage, scratchDir, log });
+  await images.reconcile(log);
   const exitWatch = new ExitWatch(registry, workspaces, log);
   const promotions = new PromoteService(registry, runtime, workspaces, versions, config.allowFaultInjection);
   const audit = new AuditLog(registry, (entry) => bus.broadcast('audit', entry), log, config.audit);
@@ -201,6 +207,7 @@ async function boot(config: HelperConfig) {
     registry,
     bus,
     images,
+    files: new FileCopy({ exec, poolDir: pool.root }),
     workspaces,
     runtime,
     storage,

@@ -10,7 +10,7 @@ import type { Crun } from './host/crun.js';
 import { hasMountAtOrBelow, mountPoints, unmount } from './host/mounts.js';
 import { deleteNetns, listNetns } from './host/netns.js';
 import type { PoolLayout } from './host/pool.js';
-import { removePartialStreams } from './images/image-builder.js';
+import { removePartialStreams } from './images/recipe-builder.js';
 import type { Registry } from './registry/registry.js';
 import type { BranchStorage } from './workspaces/branch-storage.js';
 import type { HostLedger } from './workspaces/ledger.js';

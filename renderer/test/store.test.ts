@@ -23,6 +23,7 @@ const ws = (id: string, name: string, parent: string | null, createdAt: string, 
   version: null,
   main,
   limits: { memoryBytes: 2 * 2 ** 30, pids: 2048, cpuWeight: 100 },
+  project: null,
   madeBy: null,
 });
 

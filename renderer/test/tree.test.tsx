@@ -35,6 +35,7 @@ function branches(n: number): Workspace[] {
     version: null,
     main: i === 0,
     limits: { memoryBytes: 2 * 2 ** 30, pids: 2048, cpuWeight: 100 },
+    project: null,
     madeBy: null,
   }));
 }

@@ -10,7 +10,12 @@ export function printDoctor(report: DoctorReport): void {
 
 export function printImage(img: Image): void {
   const size = img.sizeBytes === null ? '' : ` ${(img.sizeBytes / 2 ** 20).toFixed(0)} MiB`;
-  console.log(`${img.name}\t${img.state}${size}${img.builtAt ? `\tbuilt ${img.builtAt}` : ''}`);
+  const shared = img.sharedBytes ? `, ${(img.sharedBytes / 2 ** 20).toFixed(0)} MiB shared with other images` : '';
+  const layers = img.layers === null ? '' : `, ${img.layers} layer${img.layers === 1 ? '' : 's'}`;
+  const digest = img.digest ? `\t${img.digest.slice(0, 19)}` : '';
+  console.log(`${img.name}\t${img.state}${size}${layers}${shared}${digest}${img.builtAt ? `\tbuilt ${img.builtAt}` : ''}`);
+  if (img.source) console.log(`  from ${img.source}${img.reference ? `, stored as ${img.reference}` : ''}`);
+  if (img.missing.length > 0) console.log(`  not a desktop: it lacks ${img.missing.join(', ')}`);
 }
 
 function ports(w: Workspace): string {
@@ -25,6 +30,10 @@ export function printWorkspace(w: Workspace): void {
   console.log(`hostname: ${w.hostname}`);
   if (w.vncSocket) console.log(`desktop:  ${w.vncSocket} (VNC for root and the grove group, e.g. vncviewer ${w.vncSocket})`);
   for (const p of w.ports) console.log(`port:     ${p.hostAddress}:${p.hostPort} -> ${p.containerPort}`);
+  if (w.project) {
+    const git = w.project.commit ? ` (git ${w.project.commit.slice(0, 12)}${w.project.gitBranch ? ` on ${w.project.gitBranch}` : ''})` : '';
+    console.log(`project:  ${w.project.path} from ${w.project.hostPath}${git}`);
+  }
 }
 
 const gib = (bytes: number) => `${(bytes / 2 ** 30).toFixed(bytes % 2 ** 30 === 0 ? 0 : 2)} GiB`;

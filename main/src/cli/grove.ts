@@ -4,7 +4,7 @@
 // socket, what only a person may do becomes a request to a person.
 import { Option, type Command } from 'commander';
 import { GroveError } from '../helper-client/client.js';
-import { printDiff, printDoctor, printForkReport, printImage, printLimits, printSpace, printStats, printTree, printWorkspace, printWorkspaces } from './format.js';
+import { printDiff, printDoctor, printForkReport, printLimits, printSpace, printStats, printTree, printWorkspace, printWorkspaces } from './format.js';
 import { printEgressLog, printEgressStatus } from './format.js';
 import { parseRule } from '../../../privileged-helper/src/protocol/egress-rules.js';
 import type { EgressRule } from '../../../privileged-helper/src/protocol/entities.js';
@@ -15,6 +15,7 @@ import type { HelperClient } from '../helper-client/client.js';
 import { mayActAtOnce, withAllowListOn } from '../helper-client/requests.js';
 import { registerDesktopCommands } from './desktop-commands.js';
 import { registerMcpCommand } from './mcp-command.js';
+import { absolute, followCopies, registerCopyCommand, registerImageCommands } from './image-commands.js';
 import { chooseVersionsFate, describeDeletion, registerVersionCommands, watchVersions, withVersionsChoice, type VersionsChoice } from './version-commands.js';
 
 program
@@ -28,41 +29,21 @@ program
     }),
   );
 
-const image = program.command('image').description('workspace images');
-image
-  .command('build')
-  .argument('[name]', 'image to build', 'desktop')
-  .option('--rebuild', 'build again even if an up-to-date image exists')
-  .description('build an image (progress is shown as it goes)')
-  .action((name: string, opts: { rebuild?: boolean }) =>
-    withClient(async (c) => {
-      await c.subscribe(['progress']);
-      c.on('progress', (p) => {
-        if (p.image === name) process.stderr.write(`[${p.stage}] ${p.message}\n`);
-      });
-      const img = await c.request('image.build', { name: name as 'desktop', rebuild: opts.rebuild ?? false });
-      output(img, () => printImage(img));
-    }),
-  );
-image
-  .command('ls')
-  .description('list images')
-  .action(() =>
-    withClient(async (c) => {
-      const imgs = await c.request('image.list', {});
-      output(imgs, () => imgs.forEach(printImage));
-    }),
-  );
+registerImageCommands();
+registerCopyCommand();
 
 const ws = program.command('ws').description('workspaces');
 ws.command('create')
   .argument('<name>', 'a name: lower-case letters, digits, dashes')
-  .option('--image <image>', 'image to start from', 'desktop')
+  .option('--image <image>', 'image to start from (grove image ls)', 'desktop')
+  .option('--project <HOSTPATH[:PATH]>', 'copy a host folder or git repository into it, at PATH (default /root/work); its origin is kept')
   .addOption(new Option('-p, --port <port...>', 'extra container ports to map').argParser(collectPorts))
   .description('create and start a workspace; prints its id, desktop socket and host ports')
-  .action((name: string, opts: { image: string; port?: number[] }) =>
+  .action((name: string, opts: { image: string; project?: string; port?: number[] }) =>
     withClient(async (c) => {
-      const w = await c.request('workspace.create', { name, image: opts.image as 'desktop', ports: opts.port });
+      const project = opts.project === undefined ? undefined : projectOption(opts.project);
+      if (project) await followCopies(c, name);
+      const w = await c.request('workspace.create', { name, image: opts.image, ports: opts.port, project });
       output(w, () => printWorkspace(w));
     }),
   );
@@ -402,3 +383,9 @@ program.parseAsync().catch((err: unknown) => {
   process.stderr.write(`grove: ${(err as Error)?.stack ?? String(err)}\n`);
   process.exit(2);
 });
+
+/** --project HOSTPATH[:PATH]: the host folder (absolute) and where it goes in the workspace. */
+function projectOption(value: string): { hostPath: string; path?: string } {
+  const colon = value.lastIndexOf(':/');
+  return colon > 0 ? { hostPath: absolute(value.slice(0, colon)), path: value.slice(colon + 1) } : { hostPath: absolute(value) };
+}

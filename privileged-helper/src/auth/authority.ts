@@ -16,7 +16,11 @@ import { GroveError } from '../protocol/wire.js';
  * own-ask: agents may on branches they made themselves; on others they must ask.
  * person:  only persons, ever.
  */
-export type AgentRule = { rule: 'read' | 'allow' | 'person' } | { rule: 'ask' | 'own-ask'; kind: AgentRequestKind };
+export type AgentRule =
+  | { rule: 'read' | 'allow' }
+  /** `why`: what an agent is told, where "only a person may" does not say enough. */
+  | { rule: 'person'; why?: string }
+  | { rule: 'ask' | 'own-ask'; kind: AgentRequestKind };
 
 export interface Authority {
   agent: AgentRule;
@@ -28,6 +32,7 @@ const read: Authority = { agent: { rule: 'read' }, audit: false };
 const allow: Authority = { agent: { rule: 'allow' }, audit: true };
 const allowQuietly: Authority = { agent: { rule: 'allow' }, audit: false };
 const person: Authority = { agent: { rule: 'person' }, audit: true };
+const personBecause = (why: string): Authority => ({ agent: { rule: 'person', why }, audit: true });
 const ask = (kind: AgentRequestKind): Authority => ({ agent: { rule: 'ask', kind }, audit: true });
 const ownOrAsk = (kind: AgentRequestKind): Authority => ({ agent: { rule: 'own-ask', kind }, audit: true });
 
@@ -37,6 +42,9 @@ export const AUTHORITY = {
   'host.doctor': read,
   'image.list': read,
   'image.build': person,
+  'image.pull': person,
+  'image.push': person,
+  'image.remove': person,
   'workspace.create': person,
   'workspace.list': read,
   'workspace.get': read,
@@ -50,6 +58,8 @@ export const AUTHORITY = {
   'branch.rollback': allow,
   'branch.promote': ask('branch.promote'),
   'branch.diff': read,
+  'file.copyIn': allow,
+  'file.copyOut': personBecause('copying out of a branch onto the host is for persons only: what leaves the sandbox is a person\'s to decide'),
   'version.list': read,
   'version.delete': person,
   'exec.run': allow,
@@ -140,8 +150,10 @@ export function authorize(actor: Actor, method: MethodName, params: { workspace?
     case 'read':
     case 'allow':
       return { grant: null };
-    case 'person':
-      throw new GroveError('E_FORBIDDEN', `only a person may call ${method}; ${actor.user} connected as an agent${method.startsWith('approval.') ? ' (approving and denying is never an agent\'s)' : ''}`);
+    case 'person': {
+      const why = rule.why ?? `only a person may call ${method}${method.startsWith('approval.') ? " (approving and denying is never an agent's)" : ''}`;
+      throw new GroveError('E_FORBIDDEN', `${why}; ${actor.user} connected as an agent`);
+    }
     case 'ask':
     case 'own-ask': {
       const ref = typeof params.workspace === 'string' ? params.workspace : '';

@@ -17,7 +17,7 @@
 //    resize only resizes the host PTY.
 // Both belong to the connection that asked: when it goes away (at any moment,
 // before it was answered included) its terminals are hung up and its runs killed.
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import pty from 'node-pty';
 import { isSameProcess } from '../host/proc.js';
@@ -134,6 +134,23 @@ export class ExecService {
       sink.exit(session, exitCode, signal ? `signal ${signal}` : null);
     });
     return session;
+  }
+
+  /**
+   * How to start a program inside the branch whose stdin or stdout the caller
+   * joins to something on the host (a copy's tar, host/pipe-programs.ts): as
+   * a run is started, in a session of its own, with the branch's PATH only,
+   * and TOOL_ENV for grove-enter itself. End it with `end`, which takes what
+   * it started with it.
+   */
+  async inBranchCommand(target: ExecTarget, argv: readonly string[]): Promise<{ command: [string, string[]]; env: NodeJS.ProcessEnv }> {
+    await checkTarget(target);
+    return { command: this.enter(target, '/', true, ['env', '-i', CONTAINER_PATH, ...literalCommand(argv)]), env: { ...TOOL_ENV } };
+  }
+
+  /** Ends a program started from inBranchCommand, and whatever it started. */
+  end(child: ChildProcess): void {
+    if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) void killTree(child.pid);
   }
 
   /** The terminals open in a running branch (its init is `target`). */

@@ -27,6 +27,8 @@ export class Doctor {
       await tool('crun', ['--version']),
       await tool('nft', ['--version']),
       await tool('debootstrap', ['--version']),
+      await tool('buildah', ['--version']),
+      await tool('skopeo', ['--version']),
       await filesystem('btrfs'),
       await filesystem('overlay'),
       await present('userfaultfd', '/proc/sys/vm/unprivileged_userfaultfd', 'userfaultfd (CRIU lazy pages)'),

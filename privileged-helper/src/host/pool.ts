@@ -14,6 +14,10 @@ export interface PoolLayout {
   images: string;
   workspaces: string;
   versions: string;
+  /** Grove's local OCI storage (containers-storage, btrfs driver): every layer a subvolume snapshotted from the one below. */
+  oci: string;
+  /** Where what comes in is staged before it is unpacked (a pull's blobs, a build's context): emptied at start. */
+  incoming: string;
 }
 
 export function poolLayout(config: HelperConfig): PoolLayout {
@@ -23,6 +27,8 @@ export function poolLayout(config: HelperConfig): PoolLayout {
     images: path.join(root, 'images'),
     workspaces: path.join(root, 'workspaces'),
     versions: path.join(root, 'versions'),
+    oci: path.join(root, 'oci'),
+    incoming: path.join(root, 'incoming'),
   };
 }
 
@@ -39,6 +45,8 @@ export async function ensurePool(config: HelperConfig): Promise<PoolLayout> {
   await mkdir(layout.images, { recursive: true, mode: 0o700 });
   await mkdir(layout.workspaces, { recursive: true, mode: 0o700 });
   await mkdir(layout.versions, { recursive: true, mode: 0o700 });
+  await mkdir(layout.oci, { recursive: true, mode: 0o700 });
+  await mkdir(layout.incoming, { recursive: true, mode: 0o700 });
   return layout;
 }
 

@@ -6,12 +6,30 @@ import { Id, ImageName, Name, Port } from './names.js';
 
 export const ImageState = z.enum(['absent', 'building', 'ready', 'failed']);
 
+/** Where an image comes from: Grove's own desktop recipe, a Containerfile, or a registry or an archive. */
+export const ImageOrigin = z.enum(['recipe', 'containerfile', 'pull']);
+export type ImageOrigin = z.infer<typeof ImageOrigin>;
+
 export const Image = z.strictObject({
   name: ImageName,
   state: ImageState,
-  recipeHash: z.string().nullable(),
+  origin: ImageOrigin,
+  /** The Containerfile it was built from, or the reference it was pulled from (never with credentials). */
+  source: z.string().nullable(),
+  /** Its name in Grove's local OCI storage, which a Containerfile can start FROM (localhost/grove/NAME:latest); null until it is there. */
+  reference: z.string().nullable(),
+  /** The recipe's hash, or the OCI image's id (the digest of its config). */
+  id: z.string().nullable(),
+  /** The digest of its manifest (sha256:…), for OCI images. */
+  digest: z.string().nullable(),
+  /** How many layers it has (1 for the recipe's). */
+  layers: z.number().int().nullable(),
   builtAt: z.string().nullable(),
   sizeBytes: z.number().int().nullable(),
+  /** Bytes of its layers that another image has too (they are stored once). */
+  sharedBytes: z.number().int().nullable(),
+  /** What it lacks to be a workspace's desktop; empty when it has what it needs. */
+  missing: z.array(z.string()),
 });
 export type Image = z.infer<typeof Image>;
 
@@ -34,6 +52,26 @@ export const BranchLimits = z.strictObject({
   cpuWeight: z.number().int().min(1).max(10_000),
 });
 export type BranchLimits = z.infer<typeof BranchLimits>;
+
+/**
+ * A host folder copied into a workspace when it was made: where it came from
+ * (the git commit and branch it was at, for taking results home) and where it
+ * is in the workspace's branches.
+ */
+export const ProjectOrigin = z.strictObject({
+  hostPath: z.string(),
+  path: z.string(),
+  /** The repository's HEAD commit when it was copied (null: not a git repository). */
+  commit: z.string().nullable(),
+  /** The branch checked out then (null: not a repository, or a detached HEAD). */
+  gitBranch: z.string().nullable(),
+  copiedAt: z.string(),
+});
+export type ProjectOrigin = z.infer<typeof ProjectOrigin>;
+
+/** What a copy into or out of a branch moved. */
+export const CopyResult = z.strictObject({ bytes: z.number().int().nonnegative(), ms: z.number().int().nonnegative() });
+export type CopyResult = z.infer<typeof CopyResult>;
 
 export const Workspace = z.strictObject({
   id: Id,
@@ -68,6 +106,8 @@ export const Workspace = z.strictObject({
   madeBy: Maker.nullable(),
   /** Its resource limits (a fork starts with its source's). */
   limits: BranchLimits,
+  /** The project copied into the workspace when it was made (every branch of it has it). */
+  project: ProjectOrigin.nullable(),
 });
 export type Workspace = z.infer<typeof Workspace>;
 

@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { Approval, AuditEntry, Grant } from './approvals.js';
 import { DesktopAction } from './desktop.js';
-import { ImageName, Id } from './names.js';
+import { ImageName, Id, Name } from './names.js';
 import { EgressVerdict, PoolSpace, Version, Workspace } from './entities.js';
 
 export const events = {
@@ -15,6 +15,8 @@ export const events = {
     message: z.string(),
     done: z.boolean(),
     image: ImageName.optional(),
+    /** The branch a copy goes into or out of, by name. */
+    workspace: Name.optional(),
   }),
   'workspace.changed': z.strictObject({ workspace: Workspace }),
   'workspace.removed': z.strictObject({ id: Id }),

@@ -3,12 +3,13 @@
 // typed clients derive their signatures from it. Params objects are strict:
 // unknown fields are refused, not ignored.
 import { z } from 'zod';
-import { BranchLimits, CheckpointStage, DiscardStage, DoctorReport, EgressChange, EgressLogEntry, EgressPolicy, EgressStatus, ExecResult, ForkFault, ForkReport, Image, PerfReport, PoolSpace, PromoteStage, RollbackStage, SpaceReport, Version, Workspace } from './entities.js';
+import { BranchLimits, CheckpointStage, DiscardStage, DoctorReport, EgressChange, EgressLogEntry, EgressPolicy, EgressStatus, CopyResult, ExecResult, ForkFault, ForkReport, Image, PerfReport, PoolSpace, PromoteStage, RollbackStage, SpaceReport, Version, Workspace } from './entities.js';
 import { AgentRequestAction, AgentRequestKind, Approval, ApprovalId, AuditEntry, Grant, GrantId } from './approvals.js';
 import { MAX_TYPED_CHARS, MouseButton, Point, PointerState, Region, Screenshot, WaitCondition, WaitResult } from './desktop.js';
 import { Actor, Role } from './identity.js';
+import { ImageRef, RegistryRef } from './image-refs.js';
 import { TreeDiff } from './diff.js';
-import { Id, ImageName, Name, Port, WorkspaceRef } from './names.js';
+import { BranchPath, HostPath, Id, ImageName, Name, Port, WorkspaceRef } from './names.js';
 
 /** 2: identities from peer credentials, the approvals queue, the computer-use API. */
 export const PROTOCOL_VERSION = 2;
@@ -33,6 +34,10 @@ export type VersionsFate = z.infer<typeof VersionsFate>;
 
 export const ClientKind = z.enum(['cli', 'app', 'test']);
 
+/** A registry's user name and password or token, for one pull or push: used for that call, never kept or logged. */
+const RegistryCredentials = z.strictObject({ username: z.string().min(1).max(256), password: z.string().min(1).max(8192) });
+const BuildArgs = z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'bad build argument name').max(128), z.string().max(4096));
+
 export const methods = {
   hello: {
     params: z.strictObject({
@@ -54,16 +59,42 @@ export const methods = {
   },
   'host.doctor': { params: Empty, result: DoctorReport },
   'image.list': { params: Empty, result: z.array(Image) },
+  /**
+   * Builds an image: Grove's desktop from its recipe (no containerfile), or
+   * any image from a Containerfile with buildah; the files are read as the
+   * caller, and each step's output comes as progress events.
+   */
   'image.build': {
-    params: z.strictObject({ name: ImageName, rebuild: z.boolean().optional() }),
+    params: z.strictObject({
+      name: ImageName,
+      rebuild: z.boolean().optional(),
+      containerfile: HostPath.optional(),
+      /** The build context (default: the Containerfile's folder). */
+      context: HostPath.optional(),
+      buildArgs: BuildArgs.optional(),
+    }),
     result: Image,
   },
+  /** Pulls an image from a registry or an archive (archives are read as the caller). */
+  'image.pull': {
+    params: z.strictObject({ name: ImageName, ref: ImageRef, credentials: RegistryCredentials.optional() }),
+    result: Image,
+  },
+  /** Pushes an image to a registry. */
+  'image.push': {
+    params: z.strictObject({ name: ImageName, ref: RegistryRef, credentials: RegistryCredentials.optional() }),
+    result: z.strictObject({ ref: z.string(), digest: z.string() }),
+  },
+  /** Removes an image; refused while a branch or a version uses it. */
+  'image.remove': { params: z.strictObject({ name: ImageName }), result: z.strictObject({ removed: ImageName }) },
   'workspace.create': {
     params: z.strictObject({
       name: Name,
       image: ImageName.optional(),
       /** Container ports to map to 127.0.0.1 in addition to the dev port (3000); the desktop (5900) has its own socket. */
       ports: z.array(Port).max(16).optional(),
+      /** A host folder to copy into it (read as the caller), at `path` (default /root/work). */
+      project: z.strictObject({ hostPath: HostPath, path: BranchPath.optional() }).optional(),
     }),
     result: Workspace,
   },
@@ -128,6 +159,10 @@ export const methods = {
     result: TreeDiff,
   },
   /** Every version, orphans included, or one workspace's (a deleted workspace's orphans by its former name); oldest first. */
+  /** Copies a host file or folder (read as the caller) into a running branch: `to` is resolved inside the branch. */
+  'file.copyIn': { params: z.strictObject({ workspace: WorkspaceRef, from: HostPath, to: BranchPath }), result: CopyResult },
+  /** Copies a file or folder of a running branch to the host, written as the caller (persons only). */
+  'file.copyOut': { params: z.strictObject({ workspace: WorkspaceRef, from: BranchPath, to: HostPath }), result: CopyResult },
   'version.list': {
     params: z.strictObject({
       workspace: WorkspaceRef.optional(),

@@ -18,6 +18,22 @@ export const Id = z.string().regex(ID_PATTERN, 'an id is 8 lower-case hex digits
 /** A workspace may be addressed by its id or by its name. */
 export const WorkspaceRef = z.union([Id, Name]);
 
-export const ImageName = z.enum(['desktop']);
+/** An image's name in Grove: a Name. 'desktop' is Grove's own, built from its recipe. */
+export const ImageName = Name;
+export const DESKTOP_IMAGE = 'desktop';
+
+/** A path on the host, as a client names it: absolute, no NUL, bounded. */
+export const HostPath = z
+  .string()
+  .max(4096)
+  .refine((s) => s.startsWith('/'), 'a host path is absolute')
+  .refine((s) => !s.includes('\0'), 'NUL in a path');
+
+/** A path inside a branch: absolute, no NUL, bounded (resolved inside the branch's root, never on the host). */
+export const BranchPath = z
+  .string()
+  .max(4096)
+  .refine((s) => s.startsWith('/'), 'a path in a branch is absolute')
+  .refine((s) => !s.includes('\0'), 'NUL in a path');
 
 export const Port = z.number().int().min(1).max(65535);

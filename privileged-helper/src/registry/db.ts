@@ -179,6 +179,25 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE versions ADD COLUMN saved INTEGER NOT NULL DEFAULT 1;
   `,
+  // Images of one's own (a Containerfile, a registry, an archive) beside Grove's
+  // desktop recipe, and the project a workspace was made from.
+  `
+  ALTER TABLE images ADD COLUMN origin TEXT NOT NULL DEFAULT 'recipe';
+  ALTER TABLE images ADD COLUMN source TEXT;
+  ALTER TABLE images ADD COLUMN reference TEXT;
+  ALTER TABLE images ADD COLUMN digest TEXT;
+  ALTER TABLE images ADD COLUMN layers_json TEXT NOT NULL DEFAULT '[]';
+  ALTER TABLE images ADD COLUMN lower TEXT;
+  ALTER TABLE images ADD COLUMN missing_json TEXT NOT NULL DEFAULT '[]';
+  CREATE TABLE projects (
+    tree_id TEXT PRIMARY KEY,
+    host_path TEXT NOT NULL,
+    path TEXT NOT NULL,
+    git_commit TEXT,
+    git_branch TEXT,
+    copied_at TEXT NOT NULL
+  );
+  `,
 ];
 
 export type Db = Database.Database;

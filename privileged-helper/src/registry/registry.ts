@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 // Typed access to the registry. Rows are mapped to plain records here so no SQL
 // leaks out of this folder.
 import type { Db } from './db.js';
-import type { Image } from '../protocol/entities.js';
+import type { Image, ImageOrigin, ProjectOrigin } from '../protocol/entities.js';
 import type { WorkspaceState } from '../protocol/entities.js';
 import type { BranchLimits, EgressLogEntry, EgressPolicy, ForkRecord, ForkReport } from '../protocol/entities.js';
 import type { AgentRequestKind, AuditEntry } from '../protocol/approvals.js';
@@ -59,6 +59,60 @@ export interface HostObject {
   name: string;
   owner: string | null;
 }
+
+/** An image as the registry keeps it: what clients see of it, and where its files are. */
+export interface ImageRecord {
+  name: string;
+  state: Image['state'];
+  origin: ImageOrigin;
+  source: string | null;
+  reference: string | null;
+  /** The recipe's hash, or the OCI image's id. */
+  id: string | null;
+  digest: string | null;
+  /** Its layers, lowest first: each one's diff id and size as stored. */
+  layers: ImageLayer[];
+  builtAt: string | null;
+  sizeBytes: number | null;
+  /** The read-only subvolume its branches read from (their overlay's lower); null until it is ready. */
+  lower: string | null;
+  missing: string[];
+}
+
+export interface ImageLayer {
+  diffId: string;
+  size: number;
+}
+
+interface ImageRow {
+  name: string;
+  state: Image['state'];
+  origin: ImageOrigin;
+  source: string | null;
+  reference: string | null;
+  recipe_hash: string | null;
+  digest: string | null;
+  layers_json: string;
+  built_at: string | null;
+  size_bytes: number | null;
+  lower: string | null;
+  missing_json: string;
+}
+
+const toImage = (r: ImageRow): ImageRecord => ({
+  name: r.name,
+  state: r.state,
+  origin: r.origin,
+  source: r.source,
+  reference: r.reference,
+  id: r.recipe_hash,
+  digest: r.digest,
+  layers: JSON.parse(r.layers_json) as ImageLayer[],
+  builtAt: r.built_at,
+  sizeBytes: r.size_bytes,
+  lower: r.lower,
+  missing: JSON.parse(r.missing_json) as string[],
+});
 
 export interface WorkspaceRecord {
   id: string;
@@ -163,22 +217,55 @@ export class Registry {
   }
 
   // images
-  getImage(name: Image['name']): Image | null {
-    const row = this.db.prepare('SELECT * FROM images WHERE name = ?').get(name) as
-      | { name: Image['name']; state: Image['state']; recipe_hash: string | null; built_at: string | null; size_bytes: number | null }
-      | undefined;
-    return row
-      ? { name: row.name, state: row.state, recipeHash: row.recipe_hash, builtAt: row.built_at, sizeBytes: row.size_bytes }
-      : null;
+  getImage(name: string): ImageRecord | null {
+    const row = this.db.prepare('SELECT * FROM images WHERE name = ?').get(name) as ImageRow | undefined;
+    return row ? toImage(row) : null;
   }
 
-  putImage(img: Image): void {
+  listImages(): ImageRecord[] {
+    return (this.db.prepare('SELECT * FROM images ORDER BY name').all() as ImageRow[]).map(toImage);
+  }
+
+  putImage(img: ImageRecord): void {
     this.db
       .prepare(
-        `INSERT INTO images (name, state, recipe_hash, built_at, size_bytes) VALUES (@name, @state, @recipeHash, @builtAt, @sizeBytes)
-         ON CONFLICT(name) DO UPDATE SET state=@state, recipe_hash=@recipeHash, built_at=@builtAt, size_bytes=@sizeBytes`,
+        `INSERT INTO images (name, state, origin, source, reference, recipe_hash, digest, layers_json, built_at, size_bytes, lower, missing_json)
+         VALUES (@name, @state, @origin, @source, @reference, @id, @digest, @layersJson, @builtAt, @sizeBytes, @lower, @missingJson)
+         ON CONFLICT(name) DO UPDATE SET state=@state, origin=@origin, source=@source, reference=@reference, recipe_hash=@id, digest=@digest,
+           layers_json=@layersJson, built_at=@builtAt, size_bytes=@sizeBytes, lower=@lower, missing_json=@missingJson`,
       )
-      .run(img);
+      .run({
+        name: img.name,
+        state: img.state,
+        origin: img.origin,
+        source: img.source,
+        reference: img.reference,
+        id: img.id,
+        digest: img.digest,
+        layersJson: JSON.stringify(img.layers),
+        builtAt: img.builtAt,
+        sizeBytes: img.sizeBytes,
+        lower: img.lower,
+        missingJson: JSON.stringify(img.missing),
+      });
+  }
+
+  deleteImage(name: string): void {
+    this.db.prepare('DELETE FROM images WHERE name = ?').run(name);
+  }
+
+  // projects
+  setProject(treeId: string, p: ProjectOrigin): void {
+    this.db
+      .prepare('INSERT OR REPLACE INTO projects (tree_id, host_path, path, git_commit, git_branch, copied_at) VALUES (?, ?, ?, ?, ?, ?)')
+      .run(treeId, p.hostPath, p.path, p.commit, p.gitBranch, p.copiedAt);
+  }
+
+  project(treeId: string): ProjectOrigin | null {
+    const row = this.db.prepare('SELECT * FROM projects WHERE tree_id = ?').get(treeId) as
+      | { host_path: string; path: string; git_commit: string | null; git_branch: string | null; copied_at: string }
+      | undefined;
+    return row ? { hostPath: row.host_path, path: row.path, commit: row.git_commit, gitBranch: row.git_branch, copiedAt: row.copied_at } : null;
   }
 
   // workspaces

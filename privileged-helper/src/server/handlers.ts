@@ -2,7 +2,9 @@
 // params against the method's schema; the handler's result is validated on the
 // way out, so the contract holds in both directions.
 import type { ExecService } from '../exec/exec-service.js';
-import type { ImageBuilder } from '../images/image-builder.js';
+import type { ImageService } from '../images/image-service.js';
+import type { FileCopy } from '../files/file-copy.js';
+import { DEFAULT_PROJECT_PATH, projectOrigin } from '../files/project.js';
 import type { MethodName, Params, Result } from '../protocol/methods.js';
 import type { Registry } from '../registry/registry.js';
 import type { WorkspaceService } from '../workspaces/workspace-service.js';
@@ -28,7 +30,8 @@ import type { DesktopService, DesktopTarget } from '../desktop/desktop-service.j
 export interface Services {
   registry: Registry;
   bus: EventBus;
-  images: ImageBuilder;
+  images: ImageService;
+  files: FileCopy;
   workspaces: WorkspaceService;
   exec: ExecService;
   doctor: Doctor;
@@ -57,18 +60,38 @@ type Handler<M extends MethodName> = (params: Params<M>, ctx: CallContext) => Pr
 export type Handlers = { [M in Exclude<MethodName, 'hello' | 'events.subscribe'>]: Handler<M> };
 
 export function createHandlers(s: Services): Handlers {
+  /** An image operation's progress events: each line of its tools' output, the last one done. */
+  const imageProgress = (image: string, kind: string) => {
+    const job = `image-${kind}-${image}-${Date.now()}`;
+    return (stage: string, message: string) => s.bus.broadcast('progress', { job, stage, message, done: stage === 'done' || stage === 'cached', image });
+  };
+  /** A copy's progress events, at most two a second. */
+  const copyProgress = (workspace: string, what: string) => {
+    const job = `copy-${workspace}-${Date.now()}`;
+    return (bytes: number, total: number | null) =>
+      s.bus.broadcast('progress', { job, stage: 'copy', message: `${what}: ${mibText(bytes)}${total === null ? '' : ` of ${mibText(total)}`} copied`, done: false, workspace });
+  };
   const desktop = (ref: string): DesktopTarget => s.runtime.desktopTarget(s.workspaces.running(ref));
   const branchOrNull = (ref: string | undefined) => (ref === undefined ? null : s.workspaces.record(ref));
   return {
     'host.doctor': () => s.doctor.report(),
     'image.list': async () => s.images.list(),
-    'image.build': async (p) => {
-      const job = `image-build-${p.name}-${Date.now()}`;
-      return s.images.build(p.name, { rebuild: p.rebuild ?? false }, (stage, message) =>
-        s.bus.broadcast('progress', { job, stage, message, done: stage === 'done' || stage === 'cached', image: p.name }),
-      );
+    'image.build': (p, ctx) => s.images.build(p, ctx.actor, imageProgress(p.name, 'build')),
+    'image.pull': ({ credentials, ...p }, ctx) => s.images.pull({ ...p, credentials }, ctx.actor, imageProgress(p.name, 'pull')),
+    'image.push': ({ credentials, ...p }) => s.images.push({ ...p, credentials }, imageProgress(p.name, 'push')),
+    'image.remove': async (p) => {
+      await s.images.remove(p.name);
+      return { removed: p.name };
     },
-    'workspace.create': (p, ctx) => s.workspaces.create(p, ctx.actor),
+    'workspace.create': async ({ project, ...p }, ctx) => {
+      if (!project) return s.workspaces.create(p, ctx.actor);
+      // The project is looked at (and room for it checked) before anything is made.
+      const origin = await projectOrigin(ctx.actor, project.hostPath, project.path ?? DEFAULT_PROJECT_PATH, s.storage.workspacesDir);
+      return s.workspaces.create(p, ctx.actor, async (ws) => {
+        await s.files.copyIn(s.runtime.execTarget(ws), { branch: ws.name, from: origin.hostPath, to: origin.path, as: true }, ctx.actor, copyProgress(ws.name, origin.hostPath));
+        s.registry.setProject(ws.treeId, origin);
+      });
+    },
     'workspace.list': async () => s.workspaces.list(),
     'workspace.get': async (p) => s.workspaces.get(p.workspace),
     'workspace.start': (p) => s.workspaces.start(p.workspace),
@@ -91,6 +114,14 @@ export function createHandlers(s: Services): Handlers {
       if (fromRef === null) throw new GroveError('E_PRECONDITION', `'${to.name}' has no parent: name the branch to compare it with`);
       const from = s.workspaces.record(fromRef);
       return diffTrees(await s.storage.ensureMounted(from), await s.storage.ensureMounted(to));
+    },
+    'file.copyIn': async (p, ctx) => {
+      const ws = await s.workspaces.live(p.workspace);
+      return s.files.copyIn(s.runtime.execTarget(ws), { branch: ws.name, from: p.from, to: p.to }, ctx.actor, copyProgress(ws.name, p.from));
+    },
+    'file.copyOut': async (p, ctx) => {
+      const ws = await s.workspaces.live(p.workspace);
+      return s.files.copyOut(s.runtime.execTarget(ws), { branch: ws.name, from: p.from, to: p.to }, ctx.actor, copyProgress(ws.name, p.from));
     },
     'version.list': (p) => s.versions.list(p.workspace, p.sizes ?? false),
     'version.delete': async (p) => {
@@ -155,4 +186,8 @@ export function createHandlers(s: Services): Handlers {
     'desktop.type': (p) => s.desktop.type(desktop(p.workspace), p),
     'desktop.wait': (p) => s.desktop.wait(desktop(p.workspace), p),
   };
+}
+
+function mibText(bytes: number): string {
+  return `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 }

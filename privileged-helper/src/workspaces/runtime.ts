@@ -251,5 +251,6 @@ async function openPreferring(hostPort: number | null, target: ForwardTarget): P
 /** Why a branch cannot be used now, and for an exited one what can be done. */
 export function notRunning(ws: Pick<WorkspaceRecord, 'name' | 'state' | 'exitReason'>): string {
   if (ws.state === 'exited') return `workspace '${ws.name}' has exited (${ws.exitReason ?? 'its processes ended'}): start it again from its files, or roll it back to a version`;
+  if (ws.state === 'stopped') return `workspace '${ws.name}' is stopped, not running: start it first (grove ws start ${ws.name})`;
   return `workspace '${ws.name}' is ${ws.state}, not running`;
 }

@@ -6,10 +6,10 @@ import { access } from 'node:fs/promises';
 import { refuseFaultsUnlessAllowed } from './faults.js';
 import { isSameProcess } from '../host/proc.js';
 import { BRANCH_HEADROOM_BYTES, requireSpace } from '../host/space.js';
-import type { ImageBuilder } from '../images/image-builder.js';
+import type { ImageService } from '../images/image-service.js';
 import type { BranchLimits, DiscardStage, Workspace } from '../protocol/entities.js';
 import type { Maker } from '../protocol/identity.js';
-import { ID_PATTERN } from '../protocol/names.js';
+import { DESKTOP_IMAGE, ID_PATTERN } from '../protocol/names.js';
 import { GroveError } from '../protocol/wire.js';
 import type { Registry, WorkspaceRecord } from '../registry/registry.js';
 import { KeyedLock } from './keyed-lock.js';
@@ -38,7 +38,7 @@ export class WorkspaceService {
     private readonly ledger: HostLedger,
     private readonly runtime: BranchRuntime,
     private readonly storage: BranchStorage,
-    private readonly images: ImageBuilder,
+    private readonly images: Pick<ImageService, 'readyLower'>,
     private readonly events: WorkspaceEvents,
     private readonly allowFaultInjection = false,
   ) {}
@@ -94,20 +94,32 @@ export class WorkspaceService {
     });
   }
 
-  async create(input: { name: string; image?: 'desktop'; ports?: number[] }, madeBy: Maker): Promise<Workspace> {
+  /**
+   * Makes a workspace of the image and starts it; `then` (a project's copy)
+   * runs on it once it runs, still under its lock and inside the same undo:
+   * a workspace whose `then` fails is removed with everything it had.
+   */
+  async create(
+    input: { name: string; image?: string; ports?: number[] },
+    madeBy: Maker,
+    then?: (ws: WorkspaceRecord) => Promise<void>,
+  ): Promise<Workspace> {
     if (input.ports?.includes(VNC_PORT)) {
       throw new GroveError('E_INVALID_PARAMS', `port ${VNC_PORT} is the desktop: it is served on the branch's VNC socket, only to root and the person group, never on a host port`);
     }
-    const image = input.image ?? 'desktop';
-    const imagePath = this.images.readyPath(image);
+    const image = input.image ?? DESKTOP_IMAGE;
+    const imagePath = this.images.readyLower(image);
     await requireSpace(`workspace '${input.name}'`, [{ where: 'the pool', dir: this.storage.workspacesDir, bytes: BRANCH_HEADROOM_BYTES, why: 'room for its first writes' }]);
     const ws = this.reserve({ name: input.name, image, parent: null, ports: [...STANDARD_PORTS, ...(input.ports ?? [])], madeBy });
     return this.lock.run(ws.id, async () => {
       try {
         await writeIdentity(await this.storage.createFromImage(ws, imagePath), ws, this.storage.owner(ws));
-        return await this.startLocked(ws);
+        const started = await this.startLocked(ws);
+        if (!then) return started;
+        await then(this.record(ws.id));
+        return this.publish(ws.id);
       } catch (err) {
-        throw await undoAfter(err, [() => this.destroy(ws)]);
+        throw await undoAfter(err, [() => this.destroy(this.registry.findWorkspace(ws.id) ?? ws)]);
       }
     });
   }
@@ -117,7 +129,7 @@ export class WorkspaceService {
    * hostname and machine-id. A branch forked from `parent` joins its tree and
    * leases the same container ports. `madeBy` is kept with it (who may discard it without asking depends on it).
    */
-  reserve(input: { name: string; image: 'desktop'; parent: WorkspaceRecord | null; ports: number[]; madeBy: Maker }): WorkspaceRecord {
+  reserve(input: { name: string; image: string; parent: WorkspaceRecord | null; ports: number[]; madeBy: Maker }): WorkspaceRecord {
     if (ID_PATTERN.test(input.name)) throw new GroveError('E_INVALID_PARAMS', `'${input.name}' looks like an id; choose another name`);
     const prepared = this.runtime.takePrepared();
     try {
@@ -290,6 +302,7 @@ export class WorkspaceService {
       main: ws.isMain,
       madeBy: ws.madeBy,
       limits: this.runtime.limits(ws),
+      project: this.registry.project(ws.treeId),
     };
   }
 

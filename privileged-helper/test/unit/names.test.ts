@@ -84,10 +84,27 @@ describe('method params schemas', () => {
     expect(p.safeParse({ name: 'ok-name' }).success).toBe(true);
     expect(p.safeParse({ name: 'ok-name', image: 'desktop', ports: [8080] }).success).toBe(true);
     expect(p.safeParse({ name: '../x' }).success).toBe(false);
-    expect(p.safeParse({ name: 'ok-name', image: 'ubuntu' }).success).toBe(false);
+    expect(p.safeParse({ name: 'ok-name', image: 'my-tools' }).success).toBe(true);
+    expect(p.safeParse({ name: 'ok-name', image: '../desktop' }).success).toBe(false);
+    expect(p.safeParse({ name: 'ok-name', project: { hostPath: '/home/p/app', path: '/root/work' } }).success).toBe(true);
+    expect(p.safeParse({ name: 'ok-name', project: { hostPath: 'relative/app' } }).success).toBe(false);
+    expect(p.safeParse({ name: 'ok-name', project: { hostPath: '/a\0b' } }).success).toBe(false);
     expect(p.safeParse({ name: 'ok-name', ports: [0] }).success).toBe(false);
     expect(p.safeParse({ name: 'ok-name', ports: Array.from({ length: 17 }, (_, i) => 8000 + i) }).success).toBe(false);
     expect(p.safeParse({}).success).toBe(false);
+  });
+
+  it('takes image references of the transports Grove pulls from, and pushes to registries only', () => {
+    const pull = methods['image.pull'].params;
+    for (const ref of ['docker://127.0.0.1:5000/grove/tools:1', 'docker://reg.example/app@sha256:' + 'a'.repeat(64), 'oci-archive:/tmp/i.tar', 'docker-archive:/tmp/d.tar', 'oci:/tmp/layout']) {
+      expect(pull.safeParse({ name: 'tools', ref }).success, ref).toBe(true);
+    }
+    for (const ref of ['--insecure-policy', 'docker-daemon:x', 'oci-archive:relative.tar', 'docker://', 'docker:// spaced', 'dir:/tmp/x']) {
+      expect(pull.safeParse({ name: 'tools', ref }).success, ref).toBe(false);
+    }
+    const push = methods['image.push'].params;
+    expect(push.safeParse({ name: 'tools', ref: 'docker://127.0.0.1:5000/grove/tools:1' }).success).toBe(true);
+    expect(push.safeParse({ name: 'tools', ref: 'oci-archive:/etc/cron.d/x' }).success).toBe(false);
   });
 
   it.each([

@@ -3,7 +3,7 @@ import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MIGRATIONS, openDb, type Db } from '../../src/registry/db.js';
 import { closeTempRegistry, openTempRegistry, workspaceRecord, type TempRegistry } from './registry-fixture.js';
-import { AUDIT_ROWS_KEPT, Registry } from '../../src/registry/registry.js';
+import { AUDIT_ROWS_KEPT, Registry, type ImageRecord } from '../../src/registry/registry.js';
 import type { Actor } from '../../src/protocol/identity.js';
 
 let t: TempRegistry;
@@ -27,6 +27,23 @@ function reopen(): void {
 
 const workspace = workspaceRecord;
 
+/** The desktop image's record as first built, with what `over` changes. */
+const image = (over: Partial<ImageRecord> = {}): ImageRecord => ({
+  name: 'desktop',
+  state: 'absent',
+  origin: 'recipe',
+  source: null,
+  reference: null,
+  id: null,
+  digest: null,
+  layers: [],
+  builtAt: null,
+  sizeBytes: null,
+  lower: null,
+  missing: [],
+  ...over,
+});
+
 const person: Actor = { role: 'person', uid: 0, user: 'root', pid: 100, process: 'node', client: 'cli:grove-cli' };
 const agent: Actor = { role: 'agent', uid: 1001, user: 'alice', pid: 200, process: 'node', client: 'cli:grove-cli' };
 
@@ -47,7 +64,7 @@ describe('openDb', () => {
     reg.insertWorkspace(workspace());
     reg.setPort('0123abcd', 5900, 40001);
     reg.recordObject({ kind: 'netns', name: 'grove-t1-0123abcd', owner: '0123abcd' });
-    reg.putImage({ name: 'desktop', state: 'ready', recipeHash: 'abc', builtAt: '2024-01-01', sizeBytes: 123 });
+    reg.putImage(image({ state: 'ready', id: 'abc', builtAt: '2024-01-01', sizeBytes: 123 }));
     reg.audit({ actor: person, action: 'workspace.create', target: 'alpha', outcome: 'ok', detail: null });
 
     // Reopening would throw "table images already exists" if the migration ran again.
@@ -56,7 +73,7 @@ describe('openDb', () => {
     expect(reg.findWorkspace('alpha')).toEqual(workspace());
     expect(reg.ports('0123abcd')).toEqual([{ containerPort: 5900, hostPort: 40001 }]);
     expect(reg.objects()).toEqual([{ kind: 'netns', name: 'grove-t1-0123abcd', owner: '0123abcd' }]);
-    expect(reg.getImage('desktop')).toEqual({ name: 'desktop', state: 'ready', recipeHash: 'abc', builtAt: '2024-01-01', sizeBytes: 123 });
+    expect(reg.getImage('desktop')).toEqual(image({ state: 'ready', id: 'abc', builtAt: '2024-01-01', sizeBytes: 123 }));
     expect(db.prepare('SELECT COUNT(*) FROM audit').pluck().get()).toBe(1);
   });
 });
@@ -64,11 +81,41 @@ describe('openDb', () => {
 describe('images', () => {
   it('returns null for an unknown image and upserts a known one', () => {
     expect(reg.getImage('desktop')).toBeNull();
-    reg.putImage({ name: 'desktop', state: 'building', recipeHash: null, builtAt: null, sizeBytes: null });
-    expect(reg.getImage('desktop')).toEqual({ name: 'desktop', state: 'building', recipeHash: null, builtAt: null, sizeBytes: null });
-    reg.putImage({ name: 'desktop', state: 'ready', recipeHash: 'h1', builtAt: '2024-02-02T00:00:00Z', sizeBytes: 42 });
-    expect(reg.getImage('desktop')).toEqual({ name: 'desktop', state: 'ready', recipeHash: 'h1', builtAt: '2024-02-02T00:00:00Z', sizeBytes: 42 });
+    reg.putImage(image({ state: 'building' }));
+    expect(reg.getImage('desktop')).toEqual(image({ state: 'building' }));
+    reg.putImage(image({ state: 'ready', id: 'h1', builtAt: '2024-02-02T00:00:00Z', sizeBytes: 42 }));
+    expect(reg.getImage('desktop')).toEqual(image({ state: 'ready', id: 'h1', builtAt: '2024-02-02T00:00:00Z', sizeBytes: 42 }));
     expect(db.prepare('SELECT COUNT(*) FROM images').pluck().get()).toBe(1);
+  });
+
+  it('keeps an OCI image with its layers, lower and what it lacks, lists and deletes it', () => {
+    const built = image({
+      name: 'tools',
+      state: 'ready',
+      origin: 'containerfile',
+      source: '/home/p/Containerfile',
+      reference: 'localhost/grove/tools:latest',
+      id: 'c0ffee',
+      digest: 'sha256:beef',
+      layers: [{ diffId: 'sha256:aa', size: 10 }, { diffId: 'sha256:bb', size: 20 }],
+      lower: '/pool/images/tools-c0ffee',
+      missing: ['Xvnc (tigervnc-standalone-server)'],
+    });
+    reg.putImage(image({ state: 'ready' }));
+    reg.putImage(built);
+    expect(reg.getImage('tools')).toEqual(built);
+    expect(reg.listImages().map((i) => i.name)).toEqual(['desktop', 'tools']);
+    reg.deleteImage('tools');
+    expect(reg.getImage('tools')).toBeNull();
+  });
+});
+
+describe('projects', () => {
+  it("keeps a tree's project origin", () => {
+    expect(reg.project('0123abcd')).toBeNull();
+    const origin = { hostPath: '/home/p/app', path: '/root/work', commit: 'a'.repeat(40), gitBranch: 'main', copiedAt: '2026-12-06T00:00:00Z' };
+    reg.setProject('0123abcd', origin);
+    expect(reg.project('0123abcd')).toEqual(origin);
   });
 });
 

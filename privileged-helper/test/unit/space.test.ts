@@ -1,6 +1,6 @@
 import { tmpdir } from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { imageRoomBytes } from '../../src/images/image-builder.js';
+import { imageRoomBytes } from '../../src/images/recipe-builder.js';
 import { MiB, requireSpace, spaceAt } from '../../src/host/space.js';
 
 describe('free space before an operation', () => {

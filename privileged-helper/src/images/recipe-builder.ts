@@ -1,4 +1,4 @@
-// Builds images into the pool from the recipes shipped with the helper.
+// Builds Grove's desktop image into the pool from the recipe shipped with the helper.
 // An image is a read-only subvolume named after its recipe's hash, so a changed
 // recipe yields a new image and an unchanged one is never rebuilt. A finished
 // build is also kept as a `btrfs send` stream in the cache (outside the pool),
@@ -11,70 +11,49 @@ import type { HelperConfig } from '../config.js';
 import * as btrfs from '../host/btrfs.js';
 import type { PoolLayout } from '../host/pool.js';
 import { run } from '../host/run.js';
-import type { Image } from '../protocol/entities.js';
 import { GroveError } from '../protocol/wire.js';
-import type { Registry } from '../registry/registry.js';
+import type { ImageRecord } from '../registry/registry.js';
 import { MiB, requireSpace } from '../host/space.js';
 
-export type ImageName = Image['name'];
 export type ProgressFn = (stage: string, message: string) => void;
 
-export class ImageBuilder {
-  private readonly building = new Set<ImageName>();
-
+/** Grove's own desktop, from the recipe shipped with the helper (image/desktop/build.sh). */
+export class RecipeBuilder {
   constructor(
     private readonly config: HelperConfig,
     private readonly pool: PoolLayout,
-    private readonly registry: Registry,
     /** Image subvolumes that branches or versions read from (their overlay's lower): never removed. */
     private readonly lowersInUse: () => Promise<Set<string>>,
   ) {}
 
-  list(): Image[] {
-    return (['desktop'] as const).map((name) => this.status(name));
-  }
-
-  status(name: ImageName): Image {
-    if (this.building.has(name)) return { ...this.recorded(name), state: 'building' };
-    return this.recorded(name);
-  }
-
-  /** Path of a ready image's subvolume, or a clear error telling how to build it. */
-  readyPath(name: ImageName): string {
-    const img = this.registry.getImage(name);
-    if (!img || img.state !== 'ready' || !img.recipeHash) {
-      throw new GroveError('E_PRECONDITION', `image '${name}' is not built yet: run 'grove image build ${name}'`);
+  /** The image's subvolume as its recipe makes it now, built or received from the cache unless `current` is it already. */
+  async build(name: string, current: ImageRecord | null, opts: { rebuild: boolean }, progress: ProgressFn): Promise<ImageRecord> {
+    const hash = await this.recipeHash(name);
+    const target = this.subvolumePath(name, hash);
+    if (!opts.rebuild && current?.state === 'ready' && current.id === hash && (await btrfs.isSubvolume(target))) {
+      progress('cached', `image '${name}' is up to date`);
+      return { ...current, lower: target };
     }
-    return this.subvolumePath(name, img.recipeHash);
+    await requireSpace(`building the image '${name}'`, [{ where: 'the pool', dir: this.pool.images, bytes: imageRoomBytes(current?.sizeBytes), why: 'the image, unpacked' }]);
+    await this.produce(name, hash, target, opts.rebuild, progress);
+    await this.removeOtherVersions(name, hash);
+    return {
+      name,
+      state: 'ready',
+      origin: 'recipe',
+      source: null,
+      reference: null,
+      id: hash,
+      digest: null,
+      layers: [],
+      builtAt: new Date().toISOString(),
+      sizeBytes: await diskUsage(target),
+      lower: target,
+      missing: [],
+    };
   }
 
-  async build(name: ImageName, opts: { rebuild: boolean }, progress: ProgressFn): Promise<Image> {
-    if (this.building.has(name)) throw new GroveError('E_BUSY', `image '${name}' is already being built`);
-    this.building.add(name);
-    try {
-      const hash = await this.recipeHash(name);
-      const target = this.subvolumePath(name, hash);
-      const current = this.registry.getImage(name);
-      if (!opts.rebuild && current?.state === 'ready' && current.recipeHash === hash && (await btrfs.isSubvolume(target))) {
-        progress('cached', `image '${name}' is up to date`);
-        return current;
-      }
-      await requireSpace(`building the image '${name}'`, [{ where: 'the pool', dir: this.pool.images, bytes: imageRoomBytes(current?.sizeBytes), why: 'the image, unpacked' }]);
-      await this.produce(name, hash, target, opts.rebuild, progress);
-      const image: Image = { name, state: 'ready', recipeHash: hash, builtAt: new Date().toISOString(), sizeBytes: await diskUsage(target) };
-      this.registry.putImage(image);
-      await this.removeOtherVersions(name, hash);
-      progress('done', `image '${name}' is ready`);
-      return image;
-    } catch (err) {
-      this.registry.putImage({ ...this.recorded(name), state: 'failed' });
-      throw err;
-    } finally {
-      this.building.delete(name);
-    }
-  }
-
-  private async produce(name: ImageName, hash: string, target: string, rebuild: boolean, progress: ProgressFn): Promise<void> {
+  private async produce(name: string, hash: string, target: string, rebuild: boolean, progress: ProgressFn): Promise<void> {
     if ((await this.lowersInUse()).has(target)) {
       throw new GroveError('E_CONFLICT', `image '${name}' is in use by workspaces or versions: delete them before rebuilding it`);
     }
@@ -93,7 +72,7 @@ export class ImageBuilder {
     await rename(partial, stream);
   }
 
-  private async runRecipe(name: ImageName, target: string, progress: ProgressFn): Promise<void> {
+  private async runRecipe(name: string, target: string, progress: ProgressFn): Promise<void> {
     const scratch = path.join(this.pool.images, `.build-${name}`);
     await btrfs.deleteSubvolume(scratch);
     await btrfs.createSubvolume(scratch);
@@ -115,7 +94,7 @@ export class ImageBuilder {
   }
 
   /** Old versions of the image go, except those a branch or version still reads from. */
-  private async removeOtherVersions(name: ImageName, keepHash: string): Promise<void> {
+  private async removeOtherVersions(name: string, keepHash: string): Promise<void> {
     const prefix = `${name}-`;
     const inUse = await this.lowersInUse();
     for (const entry of await readdir(this.pool.images)) {
@@ -125,7 +104,7 @@ export class ImageBuilder {
   }
 
   /** Hash of every file of the recipe: any change to it makes a new image. */
-  private async recipeHash(name: ImageName): Promise<string> {
+  private async recipeHash(name: string): Promise<string> {
     const dir = this.recipeDir(name);
     const hash = createHash('sha256');
     for (const file of (await readdir(dir)).sort()) {
@@ -134,19 +113,15 @@ export class ImageBuilder {
     return hash.digest('hex').slice(0, 16);
   }
 
-  private recorded(name: ImageName): Image {
-    return this.registry.getImage(name) ?? { name, state: 'absent', recipeHash: null, builtAt: null, sizeBytes: null };
-  }
-
-  private recipeDir(name: ImageName): string {
+  private recipeDir(name: string): string {
     return path.join(this.config.recipesDir, name);
   }
 
-  private subvolumePath(name: ImageName, hash: string): string {
+  private subvolumePath(name: string, hash: string): string {
     return path.join(this.pool.images, `${name}-${hash}`);
   }
 
-  private streamPath(name: ImageName, hash: string): string {
+  private streamPath(name: string, hash: string): string {
     return path.join(this.config.cacheDir, 'images', `${name}-${hash}.btrfs`);
   }
 }
@@ -158,7 +133,7 @@ async function exists(file: string): Promise<boolean> {
   );
 }
 
-async function diskUsage(dir: string): Promise<number | null> {
+export async function diskUsage(dir: string): Promise<number | null> {
   const { stdout, exitCode } = await run('du', ['-sb', '--', dir], { allowFailure: true });
   return exitCode === 0 ? Number(stdout.split('\t')[0]) : null;
 }
