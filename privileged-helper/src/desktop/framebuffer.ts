@@ -57,7 +57,8 @@ export class Framebuffer {
     return (y * this.width + x) * BYTES_PER_PIXEL;
   }
 
-  private check(r: Rect): void {
+  /** Throws unless r lies inside the screen: checked before a rectangle's pixels are read, so a size the screen cannot explain is never read. */
+  check(r: Rect): void {
     if (!this.contains(r)) throw new Error(`rectangle ${r.width}x${r.height}+${r.x}+${r.y} is outside the ${this.width}x${this.height} screen`);
   }
 }

@@ -8,6 +8,17 @@ import type { ByteReader } from './byte-reader.js';
 
 const SECURITY_NONE = 1;
 
+/**
+ * What a branch's VNC server may announce, read as root: past these the
+ * session is dropped and the caller told why. A desktop's clipboard text is
+ * never read (Grove does not use it) but is skipped only up to this length;
+ * a screen is at most 8192 on a side and 16 million pixels (64 MiB of frame).
+ */
+export const MAX_CUT_TEXT_BYTES = 1 << 20;
+export const MAX_SCREEN_SIDE = 8192;
+export const MAX_SCREEN_PIXELS = 16 << 20;
+const MAX_NAME_BYTES = 4096;
+
 export const Encoding = {
   raw: 0,
   copyRect: 1,
@@ -64,8 +75,18 @@ export async function handshake(socket: net.Socket, reader: ByteReader): Promise
 
   socket.write(Buffer.from([1])); // ClientInit: shared
   const init = await reader.read(24); // width, height, pixel format (16), name length
-  const name = (await reader.read(init.readUInt32BE(20))).toString('utf8');
-  return { width: init.readUInt16BE(0), height: init.readUInt16BE(2), name };
+  const nameLength = init.readUInt32BE(20);
+  if (nameLength > MAX_NAME_BYTES) throw new Error(`the desktop announced a name of ${nameLength} bytes, over ${MAX_NAME_BYTES}`);
+  const name = (await reader.read(nameLength)).toString('utf8');
+  return { ...checkScreen(init.readUInt16BE(0), init.readUInt16BE(2)), name };
+}
+
+/** A screen size the helper will hold a framebuffer for; an error that says why otherwise. */
+export function checkScreen(width: number, height: number): { width: number; height: number } {
+  if (width === 0 || height === 0 || width > MAX_SCREEN_SIDE || height > MAX_SCREEN_SIDE || width * height > MAX_SCREEN_PIXELS) {
+    throw new Error(`the desktop announced a ${width}×${height} screen, outside what Grove takes (at most ${MAX_SCREEN_SIDE} a side, ${MAX_SCREEN_PIXELS} pixels)`);
+  }
+  return { width, height };
 }
 
 async function reason(reader: ByteReader): Promise<string> {
@@ -165,7 +186,9 @@ export async function readServerMessage(reader: ByteReader): Promise<ServerMessa
     case 3: {
       // ServerCutText: 3 padding, length, text
       const head = await reader.read(7);
-      await reader.read(head.readUInt32BE(3));
+      const length = head.readUInt32BE(3);
+      if (length > MAX_CUT_TEXT_BYTES) throw new Error(`the desktop announced clipboard text of ${length} bytes, over ${MAX_CUT_TEXT_BYTES}`);
+      await reader.read(length);
       return { type: 'other' };
     }
     case 150: // EndOfContinuousUpdates

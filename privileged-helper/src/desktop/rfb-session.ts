@@ -9,6 +9,7 @@ import { GroveError } from '../protocol/wire.js';
 import { ByteReader } from './byte-reader.js';
 import { BYTES_PER_PIXEL, Framebuffer, union } from './framebuffer.js';
 import {
+  checkScreen,
   clientFence,
   Encoding,
   FenceFlag,
@@ -199,6 +200,7 @@ export class RfbSession {
       const r = await readRectHeader(this.reader);
       switch (r.encoding) {
         case Encoding.raw:
+          fb.check(r);
           changed = union(changed, fb.putRaw(r, await this.reader.read(r.width * r.height * BYTES_PER_PIXEL)));
           cover(r);
           break;
@@ -209,6 +211,7 @@ export class RfbSession {
           break;
         }
         case Encoding.desktopSize:
+          checkScreen(r.width, r.height);
           fb.resize(r.width, r.height);
           resized = true;
           changed = union(changed, { x: 0, y: 0, width: r.width, height: r.height });
