@@ -17,12 +17,15 @@ import { callers } from './caller.js';
 import type { EventListener } from './event-bus.js';
 import type { Handlers, Services } from './handlers.js';
 import { Outgoing, OUTGOING_LIMIT_BYTES } from './outgoing.js';
+import { Turns } from './turns.js';
 
 export const HELPER_VERSION = '0.2.0';
 
 export class Connection implements EventListener {
   private readonly reader = new LineReader(MAX_MESSAGE_BYTES);
   private readonly outgoing: Outgoing;
+  /** While any request waits its turn, no more is read (turns.ts). */
+  private readonly turns: Turns;
   private greeted = false;
   private topics: Set<string> | 'all' | null = null;
 
@@ -33,6 +36,10 @@ export class Connection implements EventListener {
     private readonly handlers: Handlers,
     private readonly log: (msg: string) => void,
   ) {
+    this.turns = new Turns((waiting) => {
+      if (waiting) socket.pause();
+      else if (!socket.writableNeedDrain) socket.resume(); // a full socket resumes reading at its drain (outgoing.ts)
+    });
     this.outgoing = new Outgoing(socket, OUTGOING_LIMIT_BYTES, (unread) =>
       log(`disconnecting ${describeActor(actor)} [${actor.client || actor.process}, pid ${actor.pid}]: ${unread} bytes of replies and events unread, over the limit of ${OUTGOING_LIMIT_BYTES}`),
     );
@@ -45,6 +52,8 @@ export class Connection implements EventListener {
           void this.handleLine(item.text);
         }
       }
+      // A drain of the outgoing side resumes reading whatever waits here: one chunk, then no more.
+      if (this.turns.waitingCount > 0) socket.pause();
     });
     socket.on('error', () => socket.destroy());
     socket.on('close', () => {
@@ -69,8 +78,13 @@ export class Connection implements EventListener {
       const envelope = RequestEnvelope.safeParse(parseJson(text));
       if (!envelope.success) throw new GroveError('E_INVALID_REQUEST', `expected {id, method, params}: ${z.prettifyError(envelope.error)}`);
       id = envelope.data.id;
-      const result = await this.dispatch(envelope.data.method, envelope.data.params ?? {});
-      this.send({ id, result });
+      const done = await this.turns.take(envelope.data.method);
+      try {
+        const result = await this.dispatch(envelope.data.method, envelope.data.params ?? {});
+        this.send({ id, result });
+      } finally {
+        done();
+      }
     } catch (err) {
       this.send({ id, error: toGroveError(err, this.log).toBody() });
     }
