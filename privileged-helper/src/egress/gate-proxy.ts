@@ -15,6 +15,7 @@ import { formatRule } from '../protocol/egress-rules.js';
 import type { EgressVerdict } from '../protocol/entities.js';
 import type { Admission, GateBranch, ProxyTarget } from './gate-protocol.js';
 import { forbiddenReason, GATE_PORT, parseCidr, parseConnectTarget, parseProxyUrl, type Cidr } from './policy.js';
+import { canonicalAddress, parseAddress } from './address.js';
 
 export interface GateProxyOptions {
   /** Grove's branch subnet (e.g. 10.213.0.0/16): never a destination. */
@@ -166,8 +167,8 @@ export class GateProxy {
       refuse(403, `Grove gate: ${method} ${formatRule(target)} refused: ${detail}\n`, 'denied');
       return true;
     };
-    // No allow list and no person can open these: refused before anyone is asked.
-    if (net.isIP(target.host) && forbidden(target.host)) return null;
+    // No allow list and no person can open these: refused before anyone is asked (any literal form, address.ts).
+    if (parseAddress(target.host) && forbidden(target.host)) return null;
     const gone = new AbortController();
     client.on('close', () => gone.abort());
     const admission = await this.o.admit(branch.id, target, method, gone.signal);
@@ -187,7 +188,8 @@ export class GateProxy {
   }
 
   private async resolve(host: string): Promise<string> {
-    if (net.isIP(host)) return host;
+    const literal = canonicalAddress(host); // what was judged is what is connected to
+    if (literal) return literal;
     const fixed = this.o.staticHosts.get(host);
     if (fixed) return fixed;
     return (await dns.lookup(host)).address;
@@ -199,7 +201,7 @@ export function groveRanges(subnet: string): Cidr[] {
   const ranges = [parseCidr(subnet)];
   for (const [name, addrs] of Object.entries(os.networkInterfaces())) {
     for (const a of addrs ?? []) {
-      ranges.push({ address: a.address, prefix: a.family === 'IPv4' ? 32 : 128 });
+      ranges.push(parseCidr(`${a.address.replace(/%.*$/, '')}/${a.family === 'IPv4' ? 32 : 128}`));
       if (name.startsWith('gv') && a.cidr) ranges.push(parseCidr(a.cidr));
     }
   }

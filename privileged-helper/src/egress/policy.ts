@@ -5,6 +5,7 @@ import net from 'node:net';
 import type { EgressPolicy, EgressRule } from '../protocol/entities.js';
 import { formatRule, isHostPattern } from '../protocol/egress-rules.js';
 import type { ProxyTarget } from './gate-protocol.js';
+import { canonicalAddress, effective, formatAddress, inRange, parseAddress, parseRange, type Address, type Range } from './address.js';
 
 /** Inside every branch, the gate answers on this fixed address (DNAT'ed to the branch's own veth peer). */
 export const GATE_ADDRESS = '169.254.77.1';
@@ -115,74 +116,64 @@ export function parseHostsMap(text: string | undefined): Map<string, string> {
 
 // --- addresses the gate never connects to ---------------------------------------
 
-export interface Cidr {
-  address: string;
-  prefix: number;
-}
+/** A range of addresses (address.ts): what the gate refuses is a set of these. */
+export type Cidr = Range;
 
 export function parseCidr(text: string): Cidr {
-  const [address, prefix] = text.split('/');
-  if (!address || !net.isIP(address) || prefix === undefined) throw new Error(`not a CIDR: ${text}`);
-  return { address, prefix: Number(prefix) };
+  return parseRange(text);
 }
+
+const LOOPBACK_V4 = parseRange('127.0.0.0/8');
+const LOOPBACK_V6 = parseRange('::1/128');
+const UNSPECIFIED_V4 = parseRange('0.0.0.0/8');
+const UNSPECIFIED_V6 = parseRange('::/128');
+const LINK_LOCAL_V4 = parseRange('169.254.0.0/16');
+const LINK_LOCAL_V6 = parseRange('fe80::/10');
 
 /** Always refused: loopback, unspecified, link-local, multicast, broadcast (v4 and v6). */
 const ALWAYS_FORBIDDEN: Cidr[] = [
-  '0.0.0.0/8',
-  '127.0.0.0/8',
-  '169.254.0.0/16',
-  '224.0.0.0/4',
-  '240.0.0.0/4',
-  '::/128',
-  '::1/128',
-  'fe80::/10',
-  'ff00::/8',
-].map(parseCidr);
+  UNSPECIFIED_V4,
+  LOOPBACK_V4,
+  LINK_LOCAL_V4,
+  parseRange('224.0.0.0/4'),
+  parseRange('240.0.0.0/4'),
+  UNSPECIFIED_V6,
+  LOOPBACK_V6,
+  LINK_LOCAL_V6,
+  parseRange('ff00::/8'),
+];
 
 /**
  * Why the gate must refuse to connect to `ip`, or null. `extra` holds Grove's
  * own ranges (its branch subnet, every branch veth's /30, the host's own
  * addresses) so no branch reaches the helper's listeners or another branch.
+ * The literal is parsed in every form the kernel or a resolver takes, and
+ * judged by the address it reaches (address.ts).
  */
 export function forbiddenReason(ip: string, extra: Cidr[]): string | null {
-  const addr = normalizeIp(ip);
-  if (ALWAYS_FORBIDDEN.some((c) => inCidr(addr, c))) return `${ip} is a loopback, link-local or multicast address`;
-  if (extra.some((c) => inCidr(addr, c))) return `${ip} belongs to Grove or to this host`;
+  const parsed = parseAddress(ip);
+  if (!parsed) return null;
+  const reached = effective(parsed);
+  const shown = formatAddress(reached) === ip ? ip : `${ip} (${formatAddress(reached)})`;
+  if (ALWAYS_FORBIDDEN.some((c) => inRange(reached, c))) return `${shown} is ${what(reached)}`;
+  if (extra.some((c) => inRange(reached, c))) return `${shown} belongs to Grove or to this host`;
   return null;
 }
 
-/** An IPv4-mapped IPv6 address becomes its IPv4 form; IPv6 is expanded to 8 groups. */
+/** What a forbidden address is, in words for the person and the branch. */
+function what(a: Address): string {
+  if (inRange(a, LOOPBACK_V4) || inRange(a, LOOPBACK_V6)) return "this machine's loopback";
+  if (inRange(a, UNSPECIFIED_V4) || inRange(a, UNSPECIFIED_V6)) return 'the unspecified address (this machine)';
+  if (inRange(a, LINK_LOCAL_V4) || inRange(a, LINK_LOCAL_V6)) return 'a link-local address';
+  return 'a multicast or reserved address';
+}
+
+/** The address text as the kernel reaches it: IPv4 dotted (from any literal form, mapped IPv6 included), IPv6 in eight groups; a name as it is, in lower case. */
 export function normalizeIp(ip: string): string {
-  const lower = ip.toLowerCase();
-  const mapped = /^(?:0{0,4}:){0,5}(?:ffff:)((?:\d{1,3}\.){3}\d{1,3})$/.exec(lower.replace(/^::/, '0:0:0:0:0:'));
-  if (mapped) return mapped[1]!;
-  if (!net.isIPv6(lower)) return lower;
-  return expandV6(lower).map((g) => g.toString(16)).join(':');
+  return canonicalAddress(ip) ?? ip.toLowerCase();
 }
 
 export function inCidr(ip: string, cidr: Cidr): boolean {
-  const a = toBits(normalizeIp(ip));
-  const b = toBits(normalizeIp(cidr.address));
-  if (a === null || b === null || a.length !== b.length) return false;
-  return a.slice(0, cidr.prefix) === b.slice(0, cidr.prefix);
-}
-
-function toBits(ip: string): string | null {
-  if (net.isIPv4(ip)) return ip.split('.').map((o) => Number(o).toString(2).padStart(8, '0')).join('');
-  if (net.isIPv6(ip)) return expandV6(ip).map((g) => g.toString(2).padStart(16, '0')).join('');
-  return null;
-}
-
-function expandV6(ip: string): number[] {
-  let text = ip;
-  const v4 = /((?:\d{1,3}\.){3}\d{1,3})$/.exec(text);
-  if (v4) {
-    const o = v4[1]!.split('.').map(Number);
-    text = text.replace(v4[1]!, `${((o[0]! << 8) | o[1]!).toString(16)}:${((o[2]! << 8) | o[3]!).toString(16)}`);
-  }
-  const [head, tail] = text.includes('::') ? text.split('::') : [text, undefined];
-  const h = head ? head.split(':') : [];
-  const t = tail ? tail.split(':') : [];
-  const fill = tail === undefined ? [] : Array<string>(8 - h.length - t.length).fill('0');
-  return [...h, ...fill, ...t].map((g) => parseInt(g, 16));
+  const a = parseAddress(ip);
+  return a !== null && inRange(a, cidr);
 }

@@ -223,6 +223,16 @@ describe('egress: policy, gate and approvals', () => {
     await client.request('egress.set', { workspace: ws.id, remove: [{ host: '127.0.0.1' }, { host: hostSide }, { host: HOST_SIDE }] });
   });
 
+  it('refuses loopback in every form a branch may write it, whatever the allow list says, before its policy is asked', async () => {
+    await client.request('egress.set', { workspace: ws.id, allow: [{ host: '127.0.0.1' }] });
+    for (const host of ['[::ffff:7f00:1]', '[::ffff:127.0.0.1]', '2130706433', '0x7f.1', '[64:ff9b::7f00:1]']) {
+      const res = await fetchIn(client, ws, 'GET', `http://${host}:3000/`);
+      expect(res.status, host).toBe(403);
+      expect(res.body, host).toMatch(/(\(127\.0\.0\.1\) )?is this machine's loopback/);
+    }
+    await client.request('egress.set', { workspace: ws.id, remove: [{ host: '127.0.0.1' }] });
+  });
+
   it('holds requests in gate mode: approve passes, deny refuses, always lets the next through unasked', async () => {
     await client.request('egress.set', { workspace: ws.id, mode: 'gate', remove: [{ host: 'outside.test' }] });
     const seen = hits();
