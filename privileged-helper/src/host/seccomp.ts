@@ -76,6 +76,7 @@ const ALLOWED: readonly string[] = [
 const CLONE_NEW_ANY = 0x7e020000;
 const AF_NETLINK = 16;
 const AF_PACKET = 17;
+const AF_VSOCK = 40;
 const NETLINK_AUDIT = 9;
 
 /** Allowed only with these arguments (several rules for one call: any may match). */
@@ -83,14 +84,21 @@ const CONDITIONAL: readonly { name: string; args: readonly ArgRule[] }[] = [
   // Threads and processes, never with new namespaces: a user namespace would
   // give a process capabilities again (over the new namespace's mounts).
   { name: 'clone', args: [{ index: 0, op: 'masked_eq', value: CLONE_NEW_ANY, value2: 0 }] },
-  // Any socket but packet sockets (raw frames would skip the branch's firewall)
-  // and the kernel's audit log.
+  // Any socket but packet sockets (raw frames would skip the branch's firewall),
+  // vsock (it ignores network namespaces: the hypervisor's services, past the
+  // firewall and the gate) and the kernel's audit log. The families between
+  // packet and vsock one by one: libseccomp takes one comparison per argument.
   { name: 'socket', args: [{ index: 0, op: 'lt', value: AF_NETLINK }] },
-  { name: 'socket', args: [{ index: 0, op: 'gt', value: AF_PACKET }] },
   { name: 'socket', args: [{ index: 0, op: 'eq', value: AF_NETLINK }, { index: 2, op: 'ne', value: NETLINK_AUDIT }] },
+  ...familiesBetween(AF_PACKET, AF_VSOCK).map((family) => ({ name: 'socket', args: [{ index: 0, op: 'eq' as const, value: family }] })),
+  { name: 'socket', args: [{ index: 0, op: 'gt', value: AF_VSOCK }] },
   // personality: the usual persona and its queries only (0xffffffff asks).
   ...[0, 0x8, 0x20000, 0x20008, 0xffffffff].map((value) => ({ name: 'personality', args: [{ index: 0, op: 'eq' as const, value }] })),
 ];
+
+function familiesBetween(low: number, high: number): number[] {
+  return Array.from({ length: high - low - 1 }, (_, i) => low + 1 + i);
+}
 
 /** Refused with EPERM, so a program is told plainly that the sandbox says no. */
 const REFUSED: readonly string[] = [

@@ -91,11 +91,13 @@ describe('a branch is a cage', () => {
     expect((await sh(c, ws, 'touch /root/mine && stat -c %u:%g /root/mine /etc/passwd /usr/bin/chromium')).trim().split('\n')).toEqual(['0:0', '0:0', '0:0']);
   });
 
-  it('refuses mounts, device nodes, raw frames, kernel modules and new user namespaces', async () => {
+  it('refuses mounts, device nodes, raw frames, vsock, kernel modules and new user namespaces', async () => {
     const refusals: [string, string, RegExp][] = [
       ['mount', 'mount -t tmpfs none /mnt', /permission denied|not permitted/i],
       ['mknod of the pool loop device', 'mknod /tmp/loop0 b 7 0', /not permitted/i],
       ['a packet socket', `python3 -c 'import socket; socket.socket(socket.AF_PACKET, socket.SOCK_RAW)'`, /Errno (1|38)\]|PermissionError/],
+      // vsock ignores network namespaces: it would reach the hypervisor's services past the firewall and the gate.
+      ['a vsock socket', `python3 -c 'import socket; socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM)'`, /Errno (1|38)\]|PermissionError/],
       ['a raw IP socket', `python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_RAW, 1)'`, /PermissionError|Errno 1\]/],
       [
         'loading a module',

@@ -64,6 +64,12 @@ describe("the branches' seccomp filter", () => {
     expect(lines).toContain('allow read');
     expect(lines).toContain('allow clone 0 masked_eq 2114060288 0');
     expect(lines).toContain('allow socket 0 eq 16 2 ne 9');
+    // Every family but packet (17) and vsock (40): below netlink, 18-39 one by one, above vsock.
+    expect(lines).toContain('allow socket 0 lt 16');
+    expect(lines).toContain('allow socket 0 eq 18');
+    expect(lines).toContain('allow socket 0 eq 39');
+    expect(lines).toContain('allow socket 0 gt 40');
+    for (const admitsPacketOrVsock of ['allow socket 0 eq 17', 'allow socket 0 eq 40', 'allow socket 0 gt 17']) expect(lines).not.toContain(admitsPacketOrVsock);
     expect(lines).toContain('errno 1 mount');
     expect(lines.some((l) => l.endsWith(' clone3'))).toBe(false);
   });
