@@ -11,5 +11,10 @@
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 log="$1" pid_file="$2"
+# The log says which branches exist, who did what and why things failed:
+# root and the grove group may read it, nobody else.
+touch "$log"
+chmod 0640 "$log"
+chgrp grove "$log" 2>/dev/null || true
 setsid node --import "file://$repo/node_modules/tsx/dist/loader.mjs" "$repo/privileged-helper/src/daemon.ts" </dev/null >>"$log" 2>&1 &
 echo $! > "$pid_file"

@@ -47,6 +47,15 @@ ws.command('create')
       output(w, () => printWorkspace(w));
     }),
   );
+ws.command('show')
+  .argument('<workspace>', 'id or name')
+  .description('a branch: its state, desktop socket, host ports and the project it was made with')
+  .action((ref: string) =>
+    withClient(async (c) => {
+      const w = await c.request('workspace.get', { workspace: ref });
+      output(w, () => printWorkspace(w));
+    }),
+  );
 ws.command('start')
   .argument('<workspace>', 'id or name')
   .description('start a stopped workspace')
@@ -373,6 +382,12 @@ registerApprovalCommands(program);
 registerDesktopCommands(program);
 registerVersionCommands(program);
 registerMcpCommand(program);
+
+// A reader that stopped reading (`grove space | head -1`) is not a failure of grove's.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(0);
+  throw err;
+});
 
 program.parseAsync().catch((err: unknown) => {
   if (err instanceof GroveError) {

@@ -1,4 +1,6 @@
 // The grove CLI against the real helper, as an agent would use it.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import path from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
@@ -17,6 +19,16 @@ describe('grove CLI', () => {
     expect(report.checks.find((c: { name: string }) => c.name === 'pool').ok).toBe(true);
     // The test's helper was started detached from the test runner and left its cgroups.
     expect(report.checks.find((c: { name: string }) => c.name === 'helper')).toMatchObject({ ok: true, detail: 'runs in a session and cgroups of its own' });
+  });
+
+  it('ends quietly when its reader stops reading (grove doctor | head -0)', async () => {
+    const cli = spawn(path.join(REPO, 'main/bin/grove'), ['--socket', instance().socketPath, 'doctor'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    cli.stdout.destroy(); // gone before the first line: its first write fails with EPIPE
+    let stderr = '';
+    cli.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const [code] = (await once(cli, 'exit')) as [number | null];
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
   });
 
   it('creates, lists, execs into and removes a workspace', async () => {

@@ -1,0 +1,119 @@
+// A hostile branch and a hostile client against the root helper: what either
+// sends the helper is bounded, and the helper says so in words instead of
+// growing (issue 42: a fake VNC server announcing gigabytes of clipboard, a
+// thousand pipelined screenshots that are never read).
+import { execFileSync } from 'node:child_process';
+import { readFileSync, statSync } from 'node:fs';
+import net from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { HelperClient } from '../../../main/src/helper-client/client.js';
+import type { Workspace } from '../../src/protocol/entities.js';
+import { PROTOCOL_VERSION } from '../../src/protocol/methods.js';
+import { connect, createWorkspace, instance, sh } from './support.js';
+
+/** The helper's resident memory, MiB. */
+function helperRssMiB(): number {
+  const pid = Number(readFileSync(instance().pidFile, 'utf8'));
+  const kib = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
+  return kib / 1024;
+}
+
+/** The most the helper's RSS reached while `work` ran (sampled every 100 ms), minus what it was before. */
+async function rssGrowthDuring(work: () => Promise<unknown>): Promise<number> {
+  const before = helperRssMiB();
+  let peak = before;
+  let running = true;
+  const sampler = (async () => {
+    while (running) {
+      peak = Math.max(peak, helperRssMiB());
+      await sleep(100);
+    }
+  })();
+  try {
+    await work();
+  } finally {
+    running = false;
+    await sampler;
+  }
+  return peak - before;
+}
+
+/** An RFB 3.8 server on :5900 that sends one small frame, then announces ~4 GiB of clipboard text and streams it. */
+const FAKE_VNC = `
+import socket, struct, threading
+def serve(c):
+    try:
+        c.sendall(b'RFB 003.008\\n'); c.recv(12)
+        c.sendall(bytes([1, 1])); c.recv(1)
+        c.sendall(struct.pack('>I', 0)); c.recv(1)
+        c.sendall(struct.pack('>HH', 1280, 800) + bytes(16) + struct.pack('>I', 4) + b'evil')
+        c.recv(4096)
+        c.sendall(bytes([0, 0]) + struct.pack('>H', 1) + struct.pack('>HHHHi', 0, 0, 1, 1, 0) + bytes(4))
+        c.sendall(bytes([3, 0, 0, 0]) + struct.pack('>I', 0xfffffff0))
+        junk = bytes(1 << 20)
+        for _ in range(1536):
+            c.sendall(junk)
+    except OSError:
+        pass
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('0.0.0.0', 5900)); s.listen(8)
+print('listening', flush=True)
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+`;
+
+describe('a hostile branch and a hostile client', () => {
+  let client: HelperClient;
+  let ws: Workspace;
+
+  beforeAll(async () => {
+    client = await connect('hostile');
+    ws = await createWorkspace(client, 'hostile');
+  });
+
+  afterAll(async () => {
+    await client.request('workspace.delete', { workspace: ws.id }).catch(() => undefined);
+    client.close();
+  });
+
+  it("keeps its log from other users: root's and the grove group's only (0640)", async () => {
+    const st = statSync(instance().logFile);
+    expect(st.mode & 0o777).toBe(0o640);
+    expect(st.uid).toBe(0);
+    expect(st.gid).toBe(Number(execFileSync('getent', ['group', 'grove'], { encoding: 'utf8' }).split(':')[2]));
+  });
+
+  it('answers a thousand pipelined screenshots it is never asked to read one at a time, within +64 MiB', async () => {
+    await client.request('desktop.screenshot', { workspace: ws.id }); // the branch's VNC session, made once, is not what is measured
+    const growth = await rssGrowthDuring(async () => {
+      const s = net.connect(instance().agentSocketPath);
+      await new Promise((r) => s.once('connect', r));
+      s.pause(); // never reads a reply
+      const lines = [JSON.stringify({ id: 0, method: 'hello', params: { protocol: PROTOCOL_VERSION, client: { name: 'flood', kind: 'test' } } })];
+      for (let i = 1; i <= 1000; i++) lines.push(JSON.stringify({ id: i, method: 'desktop.screenshot', params: { workspace: ws.id } }));
+      s.write(`${lines.join('\n')}\n`);
+      await sleep(8000);
+      s.destroy();
+    });
+    expect(growth).toBeLessThan(64);
+    // The helper serves on.
+    expect((await client.request('workspace.list', {})).map((w) => w.id)).toContain(ws.id);
+  });
+
+  it("drops a branch's VNC server that announces gigabytes of clipboard, says so, and stays within +64 MiB", async () => {
+    await sh(client, ws, 'pkill -x Xvnc; for i in $(seq 50); do pgrep -x Xvnc >/dev/null || break; sleep 0.1; done');
+    await sh(client, ws, `cat > /tmp/fake-vnc.py <<'EOF'\n${FAKE_VNC}\nEOF\nsetsid python3 /tmp/fake-vnc.py >/tmp/fake-vnc.log 2>&1 < /dev/null & for i in $(seq 50); do grep -q listening /tmp/fake-vnc.log && break; sleep 0.1; done`);
+    let failure: Error | null = null;
+    const growth = await rssGrowthDuring(async () => {
+      failure = await client.request('desktop.screenshot', { workspace: ws.id }).then(
+        () => null,
+        (err: Error) => err,
+      );
+      await sleep(3000); // whatever the branch still sends in that time
+    });
+    expect(failure).toMatchObject({ code: 'E_HOST', message: expect.stringContaining('announced clipboard text of 4294967280 bytes') });
+    expect(growth).toBeLessThan(64);
+  });
+});
