@@ -16,6 +16,9 @@
 //      of a second helper instance (GROVE_BENCH_UNCAGED=1), side by side
 //      (cage.ts).
 //   6. a profile: where a fork's time goes, with CRIU's own stats (profile.ts).
+//   7. your own work: an image pulled, a project copied in, a branch of an
+//      image of your own forked, each against what one would do without Grove
+//      (own-work.ts).
 // `only` runs one section (e.g. computer-use: a check in a minute).
 // It writes JSON (result-schema.ts) and an SVG (plots.ts) to bench/results/,
 // and prints a table with each target next to the measured value; with
@@ -37,6 +40,7 @@ import { purge, startHelper, tail, testInstance, type TestInstance } from '../te
 import { leftovers } from '../test/system/leftovers.js';
 import { measureCage } from './cage.js';
 import { measureProfile } from './profile.js';
+import { measureOwnWork } from './own-work.js';
 import { measureComputerUse } from './computer-use.js';
 import { BaselineFork, readBaselineSource, type BaselineSetting, type BaselineSource } from './baseline.js';
 import { criuFanout, fits, groveFanout, measureFanout, type FanoutRun } from './fanout.js';
@@ -76,6 +80,7 @@ function plan(quick: boolean) {
     readRounds: quick ? 200 : 1000,
     settleMs: 30_000,
     computerUseSamples: quick ? 20 : 50,
+    ownWorkRounds: quick ? 1 : 3,
   };
 }
 type Plan = ReturnType<typeof plan>;
@@ -226,6 +231,7 @@ async function measure(s: Session, p: Plan, quick: boolean, sections: BenchSecti
   const chain = runs('read-latency') ? await groveReadLatency(s, p, source) : { reads: [], depthForks: [], errors: [] };
   const cage = runs('cage') ? await cageCost(s, p) : null;
   const profile = runs('profile') ? await measureProfile(c, CRIU, source, p.forks, log) : null;
+  const ownWork = runs('own-work') ? await measureOwnWork({ client: c, desktop: source, poolDir: path.join(s.t.stateDir, 'pool'), workDir: '/var/tmp', rounds: p.ownWorkRounds, proceed: () => s.proceed(), log, desktopUp: (ws) => desktopUp(c, ws) }) : null;
 
   const grove: Side = { ...side(forks.grove), errors: [...forks.groveErrors, ...chain.errors], fanout: fan.grove.points, fanoutSkipped: fan.grove.skipped, readLatency: chain.reads };
   const criu: Side = { ...side(forks.criu), errors: forks.criuErrors, fanout: fan.criu.points, fanoutSkipped: fan.criu.skipped, readLatency: naiveReads };
@@ -246,6 +252,7 @@ async function measure(s: Session, p: Plan, quick: boolean, sections: BenchSecti
     computerUse,
     cage,
     profile,
+    ownWork,
     notes: NOTES,
   };
   return BenchResult.parse({ ...measured, targets: checkTargets(measured) });
@@ -260,6 +267,7 @@ const NOTES = [
   'readLatency.us = µs per open+read+close of a small inherited file (warm); bigRead* = one sequential read after POSIX_FADV_DONTNEED on that file.',
   'computerUse: through the helper\'s socket like an agent. screenshotMs = desktop.screenshot of the whole screen, request to reply (PNG, base64); actionToFrameMs = from sending desktop.key (a letter into the start page\'s note) until a second VNC client (the bench\'s own) receives the frame with the page\'s new colour; pngEncodeMs = the helper\'s PNG encoder on one full-screen frame, in process.',
   'cage: caged = a fresh desktop of this run’s helper; uncaged = a second helper instance with GROVE_BENCH_UNCAGED=1 (Docker’s default capabilities, no no_new_privs, no seccomp, no cgroups) and a desktop of its own from the same image; one fork each in turn. forkToFirstFrameMs is the helper’s fork report total; childPssMiB sums PSS over the child’s pid namespace right after its first frame.',
+  'ownWork: pull = image.pull of a ~500 MiB image (Debian shared libraries, FROM scratch) from a docker-registry on loopback with TLS and basic auth, against skopeo copy to an OCI layout + umoci unpack of it into the pool; project = file.copyIn (the path a --project copy takes) of 20,000 files, 300 MiB (random, so incompressible) into the running desktop, against cp -a of it into the pool, after a sync each; fork = the report\'s fork → first frame of a branch of an image built FROM grove/desktop against the desktop, alternating.',
   'Percentiles interpolate linearly between ranks; with 3-5 samples p95 is close to the maximum.',
 ];
 

@@ -1,6 +1,6 @@
 // The benchmark's printout for people: the same numbers as the JSON, side by
 // side, with each of the targets (issues 6 and 10) next to what was measured.
-import type { BenchResult, BenchSection, ProfileCheckpoint, ProfileFork, Side } from './result-schema.js';
+import type { BenchResult, BenchSection, OwnWorkPair, ProfileCheckpoint, ProfileFork, Side } from './result-schema.js';
 import { median } from './stats.js';
 
 const STAGES = ['prepare', 'dump', 'sourceFrozen', 'thaw', 'restore', 'expose', 'firstFrame', 'total'];
@@ -14,6 +14,7 @@ export function reportTable(r: BenchResult): string {
     ...computerUseSection(r),
     ...cageSection(r),
     ...profileSection(r),
+    ...ownWorkSection(r),
     ...targetSection(r),
     '',
   ].join('\n');
@@ -91,6 +92,21 @@ function cageSection(r: BenchResult): string[] {
 }
 
 /** p50 of each measure over forks of one copy, with and without the kdat cache; then 1/2/4 copies. */
+function ownWorkSection(r: BenchResult): string[] {
+  const o = r.ownWork;
+  if (!o) return [];
+  const line = (what: string, p: OwnWorkPair, other: string) =>
+    row([what, num(p.groveP50), `${other} ${num(p.otherP50)}`, p.ratio === null ? '—' : `${p.ratio.toFixed(2)}×`], 34);
+  return [
+    '',
+    'Your own work (ms, p50): Grove, what it is compared with, and their ratio',
+    line(`pull ${Math.round(o.pull.imageMiB)} MiB from a registry`, o.pull, 'skopeo+umoci'),
+    line(`copy in ${o.project.files} files, ${Math.round(o.project.mib)} MiB`, o.project, 'cp -a'),
+    line('fork → first frame, own image', o.fork, 'desktop'),
+    ...o.errors.map((e) => `  failed: ${e}`),
+  ];
+}
+
 function profileSection(r: BenchResult): string[] {
   const p = r.profile;
   if (!p) return [];

@@ -8,8 +8,8 @@
 import { z } from 'zod';
 import { ForkReport } from '../src/protocol/entities.js';
 
-/** 3: the computer-use section and `sections`; 4: the cage section (caged vs uncaged); 5: the profile section. */
-export const RESULT_SCHEMA = 'grove-bench@5' as const;
+/** 3: the computer-use section and `sections`; 4: the cage section (caged vs uncaged); 5: the profile section; 6: own work. */
+export const RESULT_SCHEMA = 'grove-bench@6' as const;
 
 const Ms = z.number().nonnegative();
 const MaybeMs = Ms.nullable();
@@ -159,8 +159,30 @@ export const Profile = z.strictObject({
 });
 export type Profile = z.infer<typeof Profile>;
 
+/** Grove against what a person would do without it, one sample each in turn (own-work.ts): `ratio` = Grove's p50 / the other's. */
+export const OwnWorkPair = z.strictObject({
+  groveMs: z.array(Ms),
+  otherMs: z.array(Ms),
+  groveP50: MaybeMs,
+  otherP50: MaybeMs,
+  ratio: z.number().nullable(),
+});
+export type OwnWorkPair = z.infer<typeof OwnWorkPair>;
+
+/** Your own work in a workspace (issue 41): pulling an image, copying a project in, forking a branch of your own image. */
+export const OwnWork = z.strictObject({
+  /** image.pull against skopeo copy + umoci unpack of the same image from the same registry. */
+  pull: OwnWorkPair.extend({ imageMiB: z.number() }),
+  /** A copy into a running branch against cp -a of the same folder. */
+  project: OwnWorkPair.extend({ files: z.number().int(), mib: z.number() }),
+  /** Fork → first frame of a branch of an image built FROM grove/desktop (grove*) against the desktop's (other*). */
+  fork: OwnWorkPair,
+  errors: z.array(z.string()),
+});
+export type OwnWork = z.infer<typeof OwnWork>;
+
 /** The parts of the benchmark a run can measure (`--only` picks one). */
-export const BenchSection = z.enum(['fork', 'fanout', 'read-latency', 'computer-use', 'cage', 'profile']);
+export const BenchSection = z.enum(['fork', 'fanout', 'read-latency', 'computer-use', 'cage', 'profile', 'own-work']);
 export type BenchSection = z.infer<typeof BenchSection>;
 
 /** A target (issue 6, 10 or 11) next to what this run measured; met is null when nothing was measured. */
@@ -206,6 +228,8 @@ export const BenchResult = z.strictObject({
   cage: CageCost.nullable(),
   /** Null when the run left the section out. */
   profile: Profile.nullable(),
+  /** Null when the run left the section out (and in results from before it). */
+  ownWork: OwnWork.nullable().default(null),
   targets: z.array(TargetCheck),
   notes: z.array(z.string()),
 });

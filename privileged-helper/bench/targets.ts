@@ -21,6 +21,10 @@ const CHECKPOINT_RETURN_MS = 200;
 const HEAP_FORK_MS = 2000;
 /** Issue 11: the cage may cost at most this much fork latency and memory. */
 const CAGE_OVERHEAD = 0.1;
+/** Issue 41: a pull at most this many times skopeo + umoci; a project copy at least this fast as cp -a; a fork of one's own image within 10 % of the desktop's. */
+const PULL_RATIO = 1.2;
+const COPY_SPEED = 0.8;
+const OWN_FORK_OVERHEAD = 0.1;
 
 export function checkTargets(r: Measured): TargetCheck[] {
   const fan = r.grove.fanout.find((f) => f.copies === FANOUT_COPIES);
@@ -42,6 +46,18 @@ export function checkTargets(r: Measured): TargetCheck[] {
     check(`${FANOUT_COPIES} live branches, PSS at first frame`, '≤ 2.5 GiB', fan?.pssMiB ?? null, (x) => x <= FANOUT_PSS_MIB, gib, fanMissing),
     check('checkpoint returns p50', `≤ ${CHECKPOINT_RETURN_MS} ms`, checkpointReturn(r), (x) => x <= CHECKPOINT_RETURN_MS, ms, 'not measured (--only profile measures it)'),
     check('fork with a 1 GiB heap p50', `≤ ${HEAP_FORK_MS / 1000} s`, median(r.profile?.heap.map((f) => f.timings.total)), (x) => x <= HEAP_FORK_MS, ms, 'not measured (--only profile measures it)'),
+    ...ownWorkTargets(r),
+  ];
+}
+
+function ownWorkTargets(r: Measured): TargetCheck[] {
+  const o = r.ownWork;
+  const missing = 'not measured (--only own-work measures it)';
+  const copySpeed = o?.project.ratio ? 1 / o.project.ratio : null;
+  return [
+    check('image pull vs skopeo copy + umoci unpack (p50)', `≤ ${PULL_RATIO}×`, o?.pull.ratio ?? null, (x) => x <= PULL_RATIO, times, missing),
+    check('project copy speed vs cp -a (p50)', `≥ ${COPY_SPEED * 100} %`, copySpeed, (x) => x >= COPY_SPEED, (x) => `${Math.round(x * 100)} %`, missing),
+    check('fork of an image of your own vs the desktop (p50)', `within ${OWN_FORK_OVERHEAD * 100} %`, o?.fork.ratio ?? null, (x) => x <= 1 + OWN_FORK_OVERHEAD, times, missing),
   ];
 }
 
@@ -77,4 +93,5 @@ function check(
 }
 
 const ms = (x: number) => `${Math.round(x)} ms`;
+const times = (x: number) => `${x.toFixed(2)}×`;
 const gib = (x: number) => `${(x / 1024).toFixed(2)} GiB`;

@@ -41,7 +41,7 @@ function side(total: number, layout: 'grove' | 'naive-overlay', perCopyMiB: numb
 
 export function sampleResult(): BenchResult {
   return BenchResult.parse({
-    schema: 'grove-bench@5',
+    schema: 'grove-bench@6',
     startedAt: '2026-11-30T12:00:00.000Z',
     finishedAt: '2026-11-30T12:20:00.000Z',
     quick: false,
@@ -73,6 +73,12 @@ export function sampleResult(): BenchResult {
       parallel: [profiled(1, true, 310, 180), profiled(2, true, 330, 260)],
       heap: [profiled(1, true, 900, 1800), profiled(1, true, 1000, 2000)],
       checkpoints: [{ returnMs: 300, savedMs: 900 }, { returnMs: 340, savedMs: 1000 }, { returnMs: 320, savedMs: 950 }],
+      errors: [],
+    },
+    ownWork: {
+      pull: { imageMiB: 500, groveMs: [11_000, 12_000, 13_000], otherMs: [10_000, 10_500, 11_000], groveP50: 12_000, otherP50: 10_500, ratio: 1.143 },
+      project: { files: 20_000, mib: 300, groveMs: [2000, 2100, 2200], otherMs: [1800, 1800, 1900], groveP50: 2100, otherP50: 1800, ratio: 1.167 },
+      fork: { groveMs: [390, 400, 410], otherMs: [380, 390, 400], groveP50: 400, otherP50: 390, ratio: 1.026 },
       errors: [],
     },
     targets: [],

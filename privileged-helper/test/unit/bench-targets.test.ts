@@ -21,7 +21,13 @@ describe('bench targets', () => {
       '16 live branches, PSS at first frame',
       'checkpoint returns p50',
       'fork with a 1 GiB heap p50',
+      'image pull vs skopeo copy + umoci unpack (p50)',
+      'project copy speed vs cp -a (p50)',
+      'fork of an image of your own vs the desktop (p50)',
     ]);
+    expect(checks[13]).toEqual({ name: 'image pull vs skopeo copy + umoci unpack (p50)', target: '≤ 1.2×', measured: '1.14×', met: true });
+    expect(checks[14]).toEqual({ name: 'project copy speed vs cp -a (p50)', target: '≥ 80 %', measured: '86 %', met: true });
+    expect(checks[15]).toEqual({ name: 'fork of an image of your own vs the desktop (p50)', target: 'within 10 %', measured: '1.03×', met: true });
     expect(checks[12]).toEqual({ name: 'fork with a 1 GiB heap p50', target: '≤ 2 s', measured: '3100 ms', met: false });
     expect(checks[11]).toEqual({ name: 'checkpoint returns p50', target: '≤ 200 ms', measured: '320 ms', met: false });
     expect(checks[8]).toEqual({ name: 'caged vs uncaged fork → first frame p50', target: 'within 10 %', measured: '1050 ms vs 1000 ms (+5.0 %)', met: true });
@@ -45,6 +51,9 @@ describe('bench targets', () => {
     r.computerUse!.actionToFrameMs.p50 = 101;
     r.cage!.caged.forkToFirstFrameMs.p50 = 1101; // +10.1 %
     r.cage!.caged.childPssMiB.p50 = 450; // +9.8 %
+    r.ownWork!.pull.ratio = 1.21;
+    r.ownWork!.project.ratio = 1.25; // 80 %: met
+    r.ownWork!.fork.ratio = 1.1;
     expect(verdicts(r)).toEqual({
       'fork → first frame p50': false,
       'speed-up over plain CRIU (p50)': false,
@@ -59,18 +68,22 @@ describe('bench targets', () => {
       '16 live branches, PSS at first frame': false,
       'checkpoint returns p50': false,
       'fork with a 1 GiB heap p50': false,
+      'image pull vs skopeo copy + umoci unpack (p50)': false,
+      'project copy speed vs cp -a (p50)': true,
+      'fork of an image of your own vs the desktop (p50)': true,
     });
   });
 
   it('judges only computer use after --only computer-use', () => {
     const r = sampleResult();
     const empty = { ...r.grove, forkToFirstFrameMs: { p50: null, p95: null }, sourceFrozenMs: { p50: null, p95: null }, fanout: [], readLatency: [] };
-    const checks = checkTargets({ ...r, sections: ['computer-use'], grove: empty, ratio: null, cage: null, profile: null });
+    const checks = checkTargets({ ...r, sections: ['computer-use'], grove: empty, ratio: null, cage: null, profile: null, ownWork: null });
     expect(checks.filter((t) => t.met !== null).map((t) => t.name)).toEqual(['screenshot p50 (whole screen)', 'key press → changed frame p50']);
     const withoutComputerUse = checkTargets({ ...r, computerUse: null });
     expect(withoutComputerUse.find((t) => t.name === 'key press → changed frame p50')).toMatchObject({ measured: 'not measured', met: null });
-    expect(checkTargets({ ...r, cage: null }).at(-4)).toMatchObject({ measured: 'not measured', met: null });
-    expect(checkTargets({ ...r, profile: null }).at(-1)).toMatchObject({ measured: 'not measured (--only profile measures it)', met: null });
+    expect(checkTargets({ ...r, cage: null }).at(-7)).toMatchObject({ measured: 'not measured', met: null });
+    expect(checkTargets({ ...r, profile: null }).at(-4)).toMatchObject({ measured: 'not measured (--only profile measures it)', met: null });
+    expect(checkTargets({ ...r, ownWork: null }).at(-1)).toMatchObject({ measured: 'not measured (--only own-work measures it)', met: null });
   });
 
   it('says what a quick run did not measure instead of judging it', () => {
