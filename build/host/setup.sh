@@ -19,7 +19,7 @@ grep -q 'VERSION_CODENAME=bookworm' /etc/os-release || echo "setup: warning: tes
 # with a static busybox for the kernel tier's tests (kernel/test.sh).
 packages=(
   btrfs-progs debootstrap crun iproute2 nftables util-linux procps psmisc xz-utils rsync diffutils
-  buildah skopeo umoci git zstd openssl
+  buildah skopeo umoci git zstd openssl bubblewrap
   chromium qemu-system-x86 busybox-static cpio docker-registry apache2-utils
   build-essential pkgconf python3
   libbsd-dev libnet1-dev libnftables-dev libnl-3-dev libnl-route-3-dev libprotobuf-c-dev
@@ -58,7 +58,7 @@ fi
 step "CRIU ≥ 4.2"
 "$repo/build/host/criu.sh"
 
-step "native helpers (grove-enter cages what belongs to a branch; grove-mount makes idmapped and caged bind mounts; grove-netlock silences a netns while CRIU restores into it; grove-spawn starts the helper's programs; grove-action is what CRIU runs at a fork's actions; grove-share holds a fork's memory for the kernel tier; peercred.node reads a peer's credentials)"
+step "native helpers (grove-enter cages what belongs to a branch; grove-mount makes idmapped and caged bind mounts; grove-netlock silences a netns while CRIU restores into it; grove-spawn starts the helper's programs; grove-action is what CRIU runs at a fork's actions; grove-share holds a fork's memory for the kernel tier; peercred.node reads a peer's credentials; inroot.node opens a branch's files inside its root)"
 build_native() { # SOURCE TARGET CC-ARGS...
   local src="$1" out="$2"; shift 2
   if [ ! -e "$out" ] || [ "$src" -nt "$out" ]; then
@@ -80,6 +80,8 @@ build_native "$repo/privileged-helper/native/grove-action.c" "$GROVE_CACHE/bin/g
 build_native "$repo/privileged-helper/native/grove-share.c" "$GROVE_CACHE/bin/grove-share" -I"$repo/kernel/grove-share"
 build_native "$repo/privileged-helper/native/peercred.c" "$GROVE_CACHE/lib/peercred.node" \
   -shared -fPIC -DNODE_GYP_MODULE_NAME=peercred -I"$(dirname "$(command -v node)")/../include/node"
+build_native "$repo/privileged-helper/native/inroot.c" "$GROVE_CACHE/lib/inroot.node" \
+  -shared -fPIC -DNODE_GYP_MODULE_NAME=inroot -I"$(dirname "$(command -v node)")/../include/node"
 
 step "kernel tier: grove_share.ko for this kernel (kernel/, docs/kernel-tier.md)"
 headers="/lib/modules/$(uname -r)/build"

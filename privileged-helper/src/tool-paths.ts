@@ -11,3 +11,8 @@ export function cacheDirOf(env: NodeJS.ProcessEnv): string {
 export function groveSpawnPath(env: NodeJS.ProcessEnv): string {
   return env.GROVE_SPAWN ?? path.join(cacheDirOf(env), 'bin/grove-spawn');
 }
+
+/** native/inroot.c: opens a branch's files inside its root (host/in-root.ts). */
+export function inrootAddonPath(env: NodeJS.ProcessEnv): string {
+  return env.GROVE_INROOT ?? path.join(cacheDirOf(env), 'lib/inroot.node');
+}

@@ -26,16 +26,20 @@
 //            both sides (no NUL in the first 8 KiB, valid UTF-8) and at most
 //            maxTextBytes; at most maxFiles of them, then `truncated` is set.
 //
-// Safety: the trees belong to workspaces (untrusted, possibly running). rsync
-// never follows their symlinks (-l), and file contents are read only through
-// descriptors opened with O_NOFOLLOW whose real path (/proc/self/fd) is checked
-// to be inside the root, then copied into a private temp directory for diff(1),
-// so a symlink swapped in mid-scan cannot make this root process read host files.
+// Safety: the trees belong to workspaces (untrusted, possibly running), and a
+// branch may swap a folder for a link (renameat2 RENAME_EXCHANGE) while the
+// helper walks it. rsync runs in a sandbox of its own (bubblewrap: a private
+// mount namespace holding only the two trees, read-only, and /usr; no
+// capability but reading), so a link it is raced into follows leads nowhere
+// on the host. Every file the helper itself looks at or reads is opened with
+// openat2(RESOLVE_IN_ROOT) (host/in-root.ts): inside its tree whatever the
+// links say, never as the helper's controlling terminal, never blocking on a
+// fifo; contents are copied into a private temp directory for diff(1).
 // Names that are not valid UTF-8 are reported with U+FFFD and get no text diff.
-import { constants } from 'node:fs';
-import { lstat, mkdir, mkdtemp, open, readlink, realpath, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
+import { mkdir, mkdtemp, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { kindInRoot, openFileInRoot } from '../host/in-root.js';
 import { run } from '../host/run.js';
 import type { TreeDiff } from '../protocol/diff.js';
 import { GroveError } from '../protocol/wire.js';
@@ -112,10 +116,9 @@ export async function diffTrees(
   const rootA = await checkRoot(a, 'from');
   const rootB = await checkRoot(b, 'to');
 
-  const args = [...RSYNC_FLAGS, ...DIFF_EXCLUDES.map((p) => `--exclude=${p}`), `${rootB}/`, `${rootA}/`];
-  const res = await run('rsync', args, { allowFailure: true });
-  // 24: some files vanished during the scan (a running workspace); not an error.
-  if (res.exitCode !== 0 && res.exitCode !== 24) {
+  const args = [...RSYNC_FLAGS, ...DIFF_EXCLUDES.map((p) => `--exclude=${p}`), '/to/', '/from/'];
+  const res = await run('bwrap', [...sandboxWith({ '/from': rootA, '/to': rootB }), '--', 'rsync', ...args], { allowFailure: true });
+  if (res.exitCode !== 0 && !changedDuringScan(res.exitCode, res.stderr)) {
     const output = res.stderr.trim().split('\n').slice(-6).join('\n');
     throw new GroveError('E_HOST', `rsync (diff of ${rootA} and ${rootB}): exit ${res.exitCode}${output ? `: ${output}` : ''}`);
   }
@@ -140,12 +143,12 @@ export async function diffTrees(
     const isNew = flags.slice(2) === '+++++++++';
     if (type === 'd') {
       // A new directory is not listed, but one replacing a non-directory removes it.
-      if (isNew && (await typeIn(rootA, rel.slice(0, -1))) === 'other') removed.push(rel.slice(0, -1));
+      if (isNew && kindInRoot(rootA, rel.slice(0, -1)) === 'other') removed.push(rel.slice(0, -1));
       continue;
     }
     if (isNew) {
       // rsync replaces a different type in place without a "*deleting" line.
-      const before = await typeIn(rootA, rel);
+      const before = kindInRoot(rootA, rel);
       if (before === 'other') changed.push(rel);
       else {
         if (before === 'dir') removed.push(`${rel}/`);
@@ -172,6 +175,39 @@ export async function diffTrees(
 
   const { textDiffs, truncated } = await textDiffsOf(rootA, rootB, added, changed, maxTextBytes, maxFiles);
   return { added, changed, removed, textDiffs, truncated };
+}
+
+/**
+ * Whether rsync failed only because a running branch changed under it: 24,
+ * files vanished; 23 when every error is a folder that became a link (rsync
+ * refuses to follow it: ELOOP) or went (ENOENT) between its look and its
+ * opendir. The diff is then of what rsync saw.
+ */
+function changedDuringScan(exitCode: number, stderr: string): boolean {
+  if (exitCode === 24) return true;
+  if (exitCode !== 23) return false;
+  const errors = stderr.split('\n').filter((l) => l.startsWith('rsync: ') || l.startsWith('rsync error: '));
+  const raced = (l: string) => /failed: (Too many levels of symbolic links \(40\)|No such file or directory \(2\))$/.test(l);
+  return errors.every((l) => l.startsWith('rsync error: some files/attrs were not transferred') || raced(l));
+}
+
+/**
+ * bubblewrap's arguments for a sandbox holding only `trees` (read-only, at the
+ * given places) and the host's /usr for the tools; its own pid, ipc, uts,
+ * network and cgroup namespaces (no user namespace: the trees' files belong to
+ * the branches' host ids), and of root's capabilities only reading.
+ */
+function sandboxWith(trees: Record<string, string>): string[] {
+  return [
+    '--ro-bind', '/usr', '/usr',
+    '--symlink', 'usr/bin', '/bin',
+    '--symlink', 'usr/lib', '/lib',
+    '--symlink', 'usr/lib64', '/lib64',
+    ...Object.entries(trees).flatMap(([at, tree]) => ['--ro-bind', tree, at]),
+    '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-net', '--unshare-cgroup-try',
+    '--die-with-parent', '--new-session',
+    '--cap-drop', 'ALL', '--cap-add', 'CAP_DAC_READ_SEARCH',
+  ];
 }
 
 async function checkRoot(dir: string, which: string): Promise<string> {
@@ -206,41 +242,10 @@ function byCodeUnit(x: string, y: string): number {
   return x < y ? -1 : x > y ? 1 : 0;
 }
 
-async function typeIn(root: string, rel: string): Promise<'none' | 'dir' | 'other'> {
-  try {
-    return (await lstat(root + rel)).isDirectory() ? 'dir' : 'other';
-  } catch {
-    return 'none';
-  }
-}
-
-/**
- * Opens a regular file of the tree for reading without following a symlink at
- * any point: O_NOFOLLOW for the last component, and the descriptor's real path
- * must still be inside the root (a parent swapped for a symlink is caught).
- * Null when it is not a regular file inside the root (any more).
- */
-async function openInside(root: string, rel: string): Promise<FileHandle | null> {
-  let fh: FileHandle;
-  try {
-    fh = await open(root + rel, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch {
-    return null;
-  }
-  try {
-    const real = await readlink(`/proc/self/fd/${fh.fd}`);
-    if (real.startsWith(`${root}/`) && (await fh.stat()).isFile()) return fh;
-  } catch {
-    // fall through: treated as not a file of the tree
-  }
-  await fh.close();
-  return null;
-}
-
 /** Whether a file has the same bytes in both trees (false if either cannot be read as a regular file). */
 async function sameContent(rootA: string, rootB: string, rel: string): Promise<boolean> {
-  const fa = await openInside(rootA, rel);
-  const fb = fa && (await openInside(rootB, rel));
+  const fa = await openFileInRoot(rootA, rel);
+  const fb = fa && (await openFileInRoot(rootB, rel));
   try {
     if (!fa || !fb) return false;
     const [sa, sb] = await Promise.all([fa.stat(), fb.stat()]);
@@ -262,7 +267,7 @@ async function sameContent(rootA: string, rootB: string, rel: string): Promise<b
 
 /** The file's bytes if it is a regular file of at most maxBytes that is text; otherwise null. */
 async function readText(root: string, rel: string, maxBytes: number): Promise<Buffer | null> {
-  const fh = await openInside(root, rel);
+  const fh = await openFileInRoot(root, rel);
   if (!fh) return null;
   try {
     const { size } = await fh.stat();

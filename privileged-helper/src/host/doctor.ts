@@ -7,6 +7,7 @@ import type { DoctorCheck, DoctorReport } from '../protocol/entities.js';
 import { CGROUP_ROOT, CONTROLLERS } from './cgroups.js';
 import { starterTies } from './detach.js';
 import type { KernelTier } from './kernel-tier.js';
+import { inrootAddonPath } from '../tool-paths.js';
 import { isMounted } from './mounts.js';
 import { KDAT_CACHE } from './criu/kdat-cache.js';
 import { run } from './run.js';
@@ -29,6 +30,7 @@ export class Doctor {
       await tool('debootstrap', ['--version']),
       await tool('buildah', ['--version']),
       await tool('skopeo', ['--version']),
+      await tool('bwrap', ['--version']),
       await filesystem('btrfs'),
       await filesystem('overlay'),
       await present('userfaultfd', '/proc/sys/vm/unprivileged_userfaultfd', 'userfaultfd (CRIU lazy pages)'),
@@ -39,6 +41,7 @@ export class Doctor {
       await present('grove-netlock', this.config.groveNetlock, 'grove-netlock (a branch\'s network silent while CRIU restores it)'),
       await present('grove-spawn', this.config.groveSpawn, 'grove-spawn (starts the helper\'s programs without stalling it)'),
       await present('grove-action', this.config.groveAction, 'grove-action (what CRIU does at a fork\'s freeze, thaw and resume)'),
+      await present('inroot', inrootAddonPath(process.env), "inroot.node (a branch's files opened inside its root, whatever links it plants)"),
       await limitsEnforced(),
       {
         name: 'criu',

@@ -2,15 +2,17 @@
 // sends the helper is bounded, and the helper says so in words instead of
 // growing (issue 42: a fake VNC server announcing gigabytes of clipboard, a
 // thousand pipelined screenshots that are never read).
-import { execFileSync } from 'node:child_process';
-import { readFileSync, statSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Workspace } from '../../src/protocol/entities.js';
 import { PROTOCOL_VERSION } from '../../src/protocol/methods.js';
-import { connect, createWorkspace, instance, sh } from './support.js';
+import { REPO } from './helper-process.js';
+import { connect, createWorkspace, instance, sh, track, waitFor } from './support.js';
 
 /** The helper's resident memory, MiB. */
 function helperRssMiB(): number {
@@ -64,6 +66,17 @@ while True:
     threading.Thread(target=serve, args=(c,), daemon=True).start()
 `;
 
+/** Swaps two names (renameat2 RENAME_EXCHANGE) as fast as it can for as many seconds as it is told. */
+const SWAPPER = `
+import ctypes, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+a, b = (p.encode() for p in sys.argv[1:3])
+end, n = time.time() + float(sys.argv[3]), 0
+while time.time() < end:
+    n += libc.renameat2(-100, a, -100, b, 2) == 0
+print(f'swapped {n} times')
+`;
+
 describe('a hostile branch and a hostile client', () => {
   let client: HelperClient;
   let ws: Workspace;
@@ -100,6 +113,38 @@ describe('a hostile branch and a hostile client', () => {
     expect(growth).toBeLessThan(64);
     // The helper serves on.
     expect((await client.request('workspace.list', {})).map((w) => w.id)).toContain(ws.id);
+  });
+
+  it('never opens a host file through links a branch swaps in while it diffs the branch', async () => {
+    const canary = mkdtempSync('/var/tmp/grove-canary-');
+    writeFileSync(path.join(canary, 'secret'), 'host secret\n', { mode: 0o600 });
+    const watch = spawn('python3', [path.join(REPO, 'privileged-helper/test/system/fixtures/inotify-watch.py'), canary], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let seen = '';
+    watch.stdout.on('data', (d: Buffer) => (seen += d.toString()));
+    try {
+      await waitFor('the canary watch', async () => seen.includes('watching'), 10_000);
+      const fork = await client.request('branch.fork', { workspace: ws.id, copies: 1, names: ['hostile-race'] });
+      const child = await track(fork.children[0]!);
+      try {
+        // /race/d: a folder with a file of its own; /race/l: a link to the host's canary folder. The swap makes each
+        // path now a folder, now a link, between any two steps the helper takes.
+        await sh(client, child, `mkdir -p /race/d && printf 'branch file' > /race/d/secret && ln -sfn ${canary} /race/l`);
+        const swapper = client.request('exec.run', { workspace: child.id, argv: ['python3', '-c', SWAPPER, '/race/d', '/race/l', '10'], timeoutMs: 60_000 });
+        const contents = new Set<string>();
+        for (let i = 0; i < 15; i++) {
+          const diff = await client.request('branch.diff', { workspace: child.id });
+          for (const d of diff.textDiffs) contents.add(d.diff);
+        }
+        expect((await swapper).stdout).toMatch(/^swapped \d+ times/);
+        expect([...contents].join('\n')).not.toContain('host secret');
+        expect(seen.replace('watching\n', '')).toBe(''); // not one open, read or change
+      } finally {
+        await client.request('workspace.delete', { workspace: child.id });
+      }
+    } finally {
+      watch.kill();
+      rmSync(canary, { recursive: true, force: true });
+    }
   });
 
   it("drops a branch's VNC server that announces gigabytes of clipboard, says so, and stays within +64 MiB", async () => {
