@@ -2,16 +2,19 @@
 // process (the same code as `grove app --web`, on 127.0.0.1 with a per-launch
 // secret). The window is sandboxed and isolated, has no Node, cannot navigate
 // away or open windows, and gets no permissions; its preload exposes one
-// read-only fact. Everything the app does goes through the controller's API.
+// read-only fact and the system's folder dialog (PICK_FOLDER). Everything
+// else the app does goes through the controller's API.
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { app, BrowserWindow, session, shell } from 'electron';
+import { app, BrowserWindow, dialog, ipcMain, session, shell, type IpcMainInvokeEvent } from 'electron';
 
 type StartApp = (opts: { socketPath?: string; rendererDir?: string }) => Promise<{ web: { url: string; launchUrl: string }; stop(): Promise<void> }>;
 
 // Built by `npm run build:electron` next to this file (an esbuild bundle of main/src/app/start.ts).
 const CONTROLLER = path.join(__dirname, 'controller.mjs');
 const RENDERER = path.join(__dirname, '..', '..', 'renderer', 'dist');
+/** The preload's one call (preload.cts names it too). */
+const PICK_FOLDER = 'grove:pick-folder';
 const CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'none'";
 
 let stopController: (() => Promise<void>) | null = null;
@@ -27,6 +30,7 @@ async function main(): Promise<void> {
   stopController = () => running.stop();
   controllerOrigin = new URL(running.web.url).origin;
 
+  ipcMain.handle(PICK_FOLDER, pickFolder);
   session.defaultSession.setPermissionRequestHandler((_wc, _permission, callback) => callback(false));
   session.defaultSession.setPermissionCheckHandler(() => false);
   session.defaultSession.webRequest.onHeadersReceived((details, callback) => {
@@ -64,6 +68,14 @@ app.on('web-contents-created', (_event, contents) => {
     return { action: 'deny' };
   });
 });
+
+/** A folder the person picks in the system's dialog, for the app's own page only; null if they cancel. */
+async function pickFolder(event: IpcMainInvokeEvent): Promise<string | null> {
+  const win = BrowserWindow.fromWebContents(event.sender);
+  if (!win || !sameOrigin(event.senderFrame?.url ?? '')) return null;
+  const picked = await dialog.showOpenDialog(win, { title: 'Choose a folder', properties: ['openDirectory'] });
+  return picked.canceled ? null : (picked.filePaths[0] ?? null);
+}
 
 function sameOrigin(url: string): boolean {
   try {

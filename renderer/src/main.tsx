@@ -11,6 +11,7 @@ const theme: Theme = saved === 'dark' || saved === 'light' ? saved : matchMedia(
 const store = createAppStore(api, theme);
 api.onLink((link) => store.getState().setLink(link));
 api.on('state', (s) => store.getState().applyState(s));
+api.on('image.output', (e) => store.getState().addImageOutput(e));
 store.subscribe((s, prev) => {
   if (s.theme !== prev.theme) localStorage.setItem('grove.theme', s.theme);
 });

@@ -39,11 +39,20 @@ export function mount(ui: ReactNode, state: AppState, api: Api): Mounted {
   };
 }
 
-/** Types into a controlled input as a person does (React listens for input events). */
-export function typeInto(input: HTMLInputElement, text: string): void {
+/** Types into a controlled input or text area as a person does (React listens for input events). */
+export function typeInto(input: HTMLInputElement | HTMLTextAreaElement, text: string): void {
+  const proto = input instanceof HTMLTextAreaElement ? HTMLTextAreaElement.prototype : HTMLInputElement.prototype;
   act(() => {
-    Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value')!.set!.call(input, text);
+    Object.getOwnPropertyDescriptor(proto, 'value')!.set!.call(input, text);
     input.dispatchEvent(new Event('input', { bubbles: true }));
+  });
+}
+
+/** Picks an option of a controlled select as a person does. */
+export function choose(select: HTMLSelectElement, value: string): void {
+  act(() => {
+    Object.getOwnPropertyDescriptor(HTMLSelectElement.prototype, 'value')!.set!.call(select, value);
+    select.dispatchEvent(new Event('change', { bubbles: true }));
   });
 }
 

@@ -24,7 +24,7 @@ import {
   Version,
   Workspace,
 } from '../../../privileged-helper/src/protocol/entities.js';
-import { Id, ImageName, Name, WorkspaceRef } from '../../../privileged-helper/src/protocol/names.js';
+import { Id, ImageName, WorkspaceRef } from '../../../privileged-helper/src/protocol/names.js';
 
 export { Actor, AgentRequestKind, Approval, ApprovalState, EgressChange, EgressLogEntry, EgressMode, EgressPolicy, EgressRule, EgressStatus, Grant, Image, Maker, OPEN_STATES, TreeDiff, Version, Workspace };
 export type { ApprovalAction, HeldConnection } from '../../../privileged-helper/src/protocol/approvals.js';
@@ -46,6 +46,8 @@ export type Connection = z.infer<typeof Connection>;
 
 export const OperationKind = z.enum([
   'image.build',
+  'image.pull',
+  'image.remove',
   'workspace.create',
   'workspace.start',
   'workspace.stop',
@@ -112,6 +114,26 @@ export type AgentAction = z.infer<typeof AgentAction>;
 /** How many recently decided requests the state keeps, and how many agent actions per branch. */
 export const MAX_DECIDED = 20;
 export const MAX_AGENT_ACTIONS = 8;
+/** How many lines of an image's last build or pull the controller keeps (and the renderer shows). */
+export const MAX_IMAGE_LOG_LINES = 2000;
+
+/** One line of an image operation's output (buildah's, skopeo's, or the helper's own words). */
+export const ImageLogLine = z.strictObject({
+  /** Grows across every image's log: which of two copies of a line is newer. */
+  seq: z.number().int(),
+  stage: z.string(),
+  message: z.string(),
+  at: z.string(),
+});
+export type ImageLogLine = z.infer<typeof ImageLogLine>;
+
+/** The output of an image's latest build or pull (or a push with the CLI: a new one starts a new log), oldest line first. */
+export const ImageLog = z.strictObject({
+  /** The helper's job: one build, pull or push. */
+  job: z.string(),
+  lines: z.array(ImageLogLine).max(MAX_IMAGE_LOG_LINES),
+});
+export type ImageLog = z.infer<typeof ImageLog>;
 
 export const AppState = z.strictObject({
   connection: Connection,
@@ -142,11 +164,29 @@ const Empty = z.strictObject({});
 const ByBranch = z.strictObject({ workspace: WorkspaceRef });
 const TermSize = { cols: z.number().int().min(1).max(1000), rows: z.number().int().min(1).max(500) };
 const Session = z.string().regex(/^s[0-9]+$/);
+/** The helper reads at most this much of a Containerfile. */
+const MAX_CONTAINERFILE_CHARS = 1 << 20;
 
 export const requests = {
   'state.get': { params: Empty, result: AppState },
-  'image.build': { params: z.strictObject({ name: ImageName }), result: Image },
-  'workspace.create': { params: z.strictObject({ name: Name }), result: Workspace },
+  /**
+   * Builds an image: Grove's desktop from its recipe, or one from a
+   * Containerfile, named by its host path or typed in the app
+   * (`containerfileText`: the controller writes it to a private temporary
+   * folder for the build, which is also the context unless one is given).
+   */
+  'image.build': {
+    params: helper['image.build'].params
+      .extend({ containerfileText: z.string().min(1).max(MAX_CONTAINERFILE_CHARS).optional() })
+      .refine((p) => p.containerfile === undefined || p.containerfileText === undefined, 'a Containerfile is either typed or named by its path, not both'),
+    result: Image,
+  },
+  /** From a registry or an archive; a registry that wants credentials: `grove image pull`, which reads the person's auth.json. */
+  'image.pull': { params: helper['image.pull'].params.omit({ credentials: true }), result: Image },
+  'image.remove': helper['image.remove'],
+  /** The output of each image's latest build or pull, by image name (kept live by image.output events). */
+  'image.logs': { params: Empty, result: z.record(ImageName, ImageLog) },
+  'workspace.create': { params: helper['workspace.create'].params.omit({ ports: true }), result: Workspace },
   'workspace.start': { params: ByBranch, result: Workspace },
   'workspace.stop': { params: ByBranch, result: Workspace },
   'branch.discard': { params: ByBranch, result: z.strictObject({ deleted: z.string() }) },
@@ -180,6 +220,8 @@ export const requests = {
 export const events = {
   /** The whole app state, sent on connect and after every change (coalesced). */
   state: AppState,
+  /** A line of an image's build or pull as it comes (whoever started it). */
+  'image.output': z.strictObject({ image: ImageName, job: z.string(), line: ImageLogLine }),
   'terminal.output': z.strictObject({ session: Session, data: z.string() }),
   'terminal.exit': z.strictObject({ session: Session, exitCode: z.number().int(), signal: z.string().nullable() }),
 } as const;

@@ -1,10 +1,10 @@
 // Words for what the helper reports, shared by the controller (its activity
-// log) and the renderer (the queue, the tree): one phrasing of a destination,
-// a request or a person, wherever it is shown. Free of Node imports: the
+// log) and the renderer (the queue, the tree, the images): one phrasing of a
+// destination, a request, a person, an image or a project, wherever it is shown. Free of Node imports: the
 // renderer bundles it. (Allow-list rules and policy changes have theirs in
 // the helper's protocol, egress-rules.ts, shared with the CLI.)
 import { formatRule } from '../../../privileged-helper/src/protocol/egress-rules.js';
-import type { Actor, AgentRequestKind, HeldConnection, Maker } from './contract.js';
+import type { Actor, AgentRequestKind, HeldConnection, Image, Maker, Workspace } from './contract.js';
 
 /** host:port of a connection, the way a person reads a destination. */
 export function destination(c: Pick<HeldConnection, 'host' | 'port'>): string {
@@ -37,4 +37,15 @@ export function actorName(who: Pick<Maker, 'role' | 'user'>): string {
  */
 export function isSelf(by: Pick<Actor, 'pid' | 'uid'>, self: Pick<Actor, 'pid' | 'uid'> | null): boolean {
   return self !== null && by.pid === self.pid && by.uid === self.uid;
+}
+
+/** Why a workspace cannot start from an image, in words ('not a desktop: it lacks Xvnc, openbox'); null when it can. */
+export function notADesktop(img: Pick<Image, 'missing'>): string | null {
+  return img.missing.length === 0 ? null : `not a desktop: it lacks ${img.missing.join(', ')}`;
+}
+
+/** Where a branch's project came from: '/var/tmp/app (git 1a2b3c4d5e6f on main)'. */
+export function projectOrigin(p: NonNullable<Workspace['project']>): string {
+  const git = p.commit ? ` (git ${p.commit.slice(0, 12)}${p.gitBranch ? ` on ${p.gitBranch}` : ''})` : '';
+  return `${p.hostPath}${git}`;
 }

@@ -10,7 +10,10 @@ export function toldByItsEvents(method: string): boolean {
 }
 
 const CALLS: Partial<Record<MethodName, { done: string; doing: string }>> = {
-  'image.build': { done: 'build the desktop image', doing: 'building the image' },
+  'image.build': { done: 'build image', doing: 'building an image' },
+  'image.pull': { done: 'pull image', doing: 'pulling an image' },
+  'image.push': { done: 'push image', doing: 'pushing an image' },
+  'image.remove': { done: 'remove image', doing: 'removing an image' },
   'workspace.create': { done: 'create workspace', doing: 'creating a workspace' },
   'workspace.start': { done: 'start', doing: 'starting it' },
   'workspace.stop': { done: 'stop', doing: 'stopping it' },

@@ -11,13 +11,15 @@ import { GroveError, HelperClient, PERSON_SOCKET } from '../helper-client/client
 import { describeEgressChange, formatRule } from '../../../privileged-helper/src/protocol/egress-rules.js';
 import type { EventPayload } from '../../../privileged-helper/src/protocol/events.js';
 import { describeActor, type Actor } from '../../../privileged-helper/src/protocol/identity.js';
-import type { ActivityEntry, AppState, Approval, Connection, EgressPolicy, Image, Operation, OperationKind, PoolSpace, RequestName, RequestParams, RequestResult, Version, Workspace } from '../api/contract.js';
-import { REQUEST_VERB, isSelf } from '../api/words.js';
+import type { ActivityEntry, AppState, Approval, Connection, EgressPolicy, EventData, Image, Operation, OperationKind, PoolSpace, RequestName, RequestParams, RequestResult, Version, Workspace } from '../api/contract.js';
+import { REQUEST_VERB, isSelf, notADesktop, projectOrigin } from '../api/words.js';
 import { ActivityLog, CONTROLLER, HELPER, YOU, attribute, type Who } from './activity.js';
 import { AgentWatch } from './agent-watch.js';
 import { ApprovalBook } from './approval-book.js';
 import { approvalLines, decisionAction, describeApproval } from './approval-log.js';
 import { callDone, toldByItsEvents } from './calls.js';
+import { buildImage } from './image-build.js';
+import { ImageLogs } from './image-logs.js';
 
 const MAX_OPERATIONS = 50;
 /** Verdicts the policy repeats for one destination are logged once per this window (Chromium retries a lot). */
@@ -45,6 +47,7 @@ export class Controller {
   private readonly activity = new ActivityLog();
   private readonly book = new ApprovalBook();
   private readonly agents = new AgentWatch();
+  private readonly imageLogs = new ImageLogs();
   private readonly policyLogged = new Map<string, number>();
   private opSeq = 0;
   private readonly emitter = new EventEmitter();
@@ -90,6 +93,12 @@ export class Controller {
     return () => this.emitter.off('change', listener);
   }
 
+  /** Every line of every image's build or pull, as it comes (not coalesced: the log panel follows it live). */
+  onImageOutput(listener: (e: EventData<'image.output'>) => void): () => void {
+    this.emitter.on('image.output', listener);
+    return () => this.emitter.off('image.output', listener);
+  }
+
   /** The desktop socket of a running branch (a Unix socket the helper serves to root and the grove group), or null. */
   vncSocket(branchId: string): string | null {
     const b = this.branches.get(branchId);
@@ -108,10 +117,26 @@ export class Controller {
     switch (method) {
       case 'state.get':
         return this.snapshot();
-      case 'image.build':
-        return this.operation('image.build', 'desktop', 'build the desktop image', () => c.request('image.build', { name: 'desktop' }), (img) => `image ${img.state}`);
-      case 'workspace.create':
-        return this.operation('workspace.create', p.name as string, 'create workspace', () => c.request('workspace.create', { name: p.name as string }), (w) => `created ${w.name} (${w.id})`);
+      case 'image.build': {
+        const build = p as RequestParams<'image.build'>;
+        return this.operation('image.build', build.name, 'build image', () => buildImage(c, build), describeImage);
+      }
+      case 'image.pull': {
+        const pull = p as RequestParams<'image.pull'>;
+        return this.operation('image.pull', pull.name, 'pull image', () => c.request('image.pull', pull), describeImage);
+      }
+      case 'image.remove': {
+        const name = p.name as string;
+        const removed = await this.operation('image.remove', name, 'remove image', () => c.request('image.remove', { name }), () => 'removed');
+        this.imageLogs.forget(name);
+        return removed;
+      }
+      case 'image.logs':
+        return this.imageLogs.snapshot();
+      case 'workspace.create': {
+        const create = p as RequestParams<'workspace.create'>;
+        return this.operation('workspace.create', create.name, 'create workspace', () => c.request('workspace.create', create), describeCreated);
+      }
       case 'workspace.start':
         return this.operation('workspace.start', this.nameOf(ws), 'start', () => c.request('workspace.start', { workspace: ws }), () => 'running');
       case 'workspace.stop':
@@ -367,6 +392,13 @@ export class Controller {
     this.changed();
   }
 
+  /** Reads the images again: one was built, pulled or removed by another client (no event tells that). */
+  private async readImages(): Promise<void> {
+    if (!this.client || this.connection.status !== 'connected') return;
+    this.images = await this.client.request('image.list', {});
+    this.changed();
+  }
+
   /** Reads everything again (after an action: not every change has an event, e.g. a rollback's versions). */
   async refresh(): Promise<void> {
     if (this.client && this.connection.status === 'connected') await this.readAll(this.client);
@@ -417,6 +449,7 @@ export class Controller {
     const branch = this.branchIdOf(e.target);
     if (e.actor?.role === 'agent' && branch && !e.action.startsWith('desktop.')) this.agents.call(branch, e, e.actor);
     const mine = e.actor !== null && isSelf(e.actor, this.self); // logged as it was done, with its outcome
+    if (!mine && e.action.startsWith('image.')) void this.readImages().catch(() => undefined);
     if (mine || (e.outcome === 'ok' && toldByItsEvents(e.action))) return this.changed();
     const target = e.target === null ? null : this.nameOf(branch ?? e.target);
     this.log(attribute(e.actor, this.self), callDone(e.action), target, e.outcome === 'ok' ? 'ok' : 'failed', e.detail ?? '');
@@ -449,21 +482,49 @@ export class Controller {
     this.log(HELPER, `outside access ${e.verdict}`, this.nameOf(e.workspace), e.verdict === 'failed' ? 'failed' : 'info', `${dest} · by ${e.decidedBy}`);
   }
 
+  /**
+   * A step of a long operation. An image's lines go to its log, whoever
+   * started it. The operation started here gets each stage; a tool's output
+   * streamed line by line (a build, a copy) keeps only its newest line per
+   * stage there: the whole of it is the image's log.
+   */
   private onProgress(e: EventPayload<'progress'>): void {
-    const kind: OperationKind | null = e.image ? 'image.build' : e.job.startsWith('fork-') ? 'branch.fork' : null;
-    // Attach to the oldest running operation of that kind (the helper runs one per branch at a time).
-    const op = kind ? this.operations.find((o) => o.kind === kind && o.status === 'running') : undefined;
-    if (op) {
-      this.operations = this.operations.map((o) =>
-        o.id === op.id ? { ...o, stages: [...o.stages, { stage: e.stage, message: e.message, at: now() }] } : o,
-      );
-      this.changed();
+    if (e.image) {
+      const line = this.imageLogs.add(e.image, e.job, e.stage, e.message);
+      this.emitter.emit('image.output', { image: e.image, job: e.job, line });
     }
+    const op = this.operationOf(e);
+    if (!op) return;
+    const streamed = e.image !== undefined || e.workspace !== undefined;
+    const stage = { stage: e.stage, message: e.message, at: now() };
+    const stages = (o: Operation) => (streamed && o.stages.at(-1)?.stage === e.stage ? [...o.stages.slice(0, -1), stage] : [...o.stages, stage]);
+    this.operations = this.operations.map((o) => (o.id === op.id ? { ...o, stages: stages(o) } : o));
+    this.changed();
+  }
+
+  /** The running operation a progress event is about: by image or branch name; a fork's, the oldest fork (the helper runs one per branch at a time). */
+  private operationOf(e: EventPayload<'progress'>): Operation | undefined {
+    const running = this.operations.filter((o) => o.status === 'running');
+    if (e.image) return running.find((o) => IMAGE_TAKEN_IN.has(o.kind) && o.target === e.image);
+    if (e.workspace) return running.find((o) => o.kind === 'workspace.create' && o.target === e.workspace);
+    if (e.job.startsWith('fork-')) return running.find((o) => o.kind === 'branch.fork');
+    return undefined;
   }
 }
 
 export interface TerminalOwner {
   terminal(session: string): TerminalListener;
+}
+
+/** Operations that stream an image's output (its progress events name the image). */
+const IMAGE_TAKEN_IN: ReadonlySet<OperationKind> = new Set(['image.build', 'image.pull']);
+
+function describeImage(img: Image): string {
+  return notADesktop(img) ?? `${img.state}${img.layers === null ? '' : `, ${img.layers} layer${img.layers === 1 ? '' : 's'}`}`;
+}
+
+function describeCreated(w: Workspace): string {
+  return `created ${w.name} (${w.id}) from ${w.image}${w.project ? `, with ${projectOrigin(w.project)} in ${w.project.path}` : ''}`;
 }
 
 function describePolicy(p: EgressPolicy): string {

@@ -146,7 +146,7 @@ export async function startWebServer(controller: Controller, opts: WebOptions = 
   };
 }
 
-/** One renderer connection: validated requests in, results, state and terminal output out. */
+/** One renderer connection: validated requests in, results, state, image output and terminal output out. */
 function serveApi(controller: Controller, ws: WebSocket): void {
   const sessions = new Set<string>();
   const send = <E extends EventName>(event: E, data: EventData<E>) => {
@@ -165,6 +165,7 @@ function serveApi(controller: Controller, ws: WebSocket): void {
     },
   };
   const off = controller.onChange(() => send('state', controller.snapshot()));
+  const offImages = controller.onImageOutput((e) => send('image.output', e));
   send('state', controller.snapshot());
   ws.on('message', (raw: Buffer) => {
     let id = -1;
@@ -187,6 +188,7 @@ function serveApi(controller: Controller, ws: WebSocket): void {
   });
   ws.on('close', () => {
     off();
+    offImages();
     for (const session of sessions) void controller.handle('terminal.close', { session }, owner).catch(() => undefined);
   });
 }

@@ -8,168 +8,23 @@ import https from 'node:https';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import type { Actor, AppState, Approval, Grant, Workspace } from '../../src/api/contract.js';
+import type { Workspace } from '../../src/api/contract.js';
 import { Controller } from '../../src/app/controller.js';
 import { startWebServer, type WebServer } from '../../src/app/server.js';
+import { FakeHelper, PERF, connectRenderer, until } from './app-fake-helper.js';
 import { ALICE, APP, BOB, CONNECTION, DISCARD, PROMOTE, approval, audit, branch, decided, desktopAction, grant } from './app-fixtures.js';
 
 const W = (id: string, name: string): Workspace => branch(id, name);
-
-/** The method an approved agent request runs as. */
-const CARRIED_OUT_AS: Partial<Record<Approval['action']['kind'], string>> = { 'branch.promote': 'branch.promote', 'branch.discard': 'workspace.delete', 'workspace.stop': 'workspace.stop', 'egress.policy': 'egress.set' };
-
-/** A helper that speaks just enough of protocol 2: the app connects as APP. */
-class FakeHelper {
-  server: net.Server | null = null;
-  sockets = new Set<net.Socket>();
-  workspaces: Workspace[] = [];
-  /** What approval.list answers (open and lately closed). */
-  approvals: Approval[] = [];
-  grants: Grant[] = [];
-  pool = { freeBytes: 9 * 2 ** 30, totalBytes: 16 * 2 ** 30, low: false };
-  calls: string[] = [];
-  params: Record<string, unknown>[] = [];
-  private seq = 0;
-  constructor(
-    readonly socketPath: string,
-    public epoch: string,
-  ) {}
-
-  async listen(): Promise<void> {
-    rmSync(this.socketPath, { force: true });
-    this.server = net.createServer((s) => {
-      this.sockets.add(s);
-      s.on('close', () => this.sockets.delete(s));
-      let buf = '';
-      s.on('data', (d) => {
-        buf += d.toString();
-        let i;
-        while ((i = buf.indexOf('\n')) >= 0) {
-          const req = JSON.parse(buf.slice(0, i)) as { id: number; method: string; params: Record<string, unknown> };
-          buf = buf.slice(i + 1);
-          this.calls.push(req.method);
-          this.params.push(req.params);
-          s.write(`${JSON.stringify(this.answer(req))}\n`);
-        }
-      });
-    });
-    await new Promise<void>((r) => this.server!.listen(this.socketPath, r));
-  }
-
-  answer(req: { id: number; method: string; params: Record<string, unknown> }): unknown {
-    const ok = (result: unknown) => ({ id: req.id, result });
-    switch (req.method) {
-      case 'hello':
-        return ok({ protocol: 2, helperVersion: 'fake', epoch: this.epoch, capabilities: [], identity: APP });
-      case 'events.subscribe':
-        return ok({ seq: 0 });
-      case 'workspace.list':
-        return ok(this.workspaces);
-      case 'version.list':
-      case 'image.list':
-        return ok([]);
-      case 'approval.list':
-        return ok(this.approvals);
-      case 'grant.list':
-        return ok(this.grants);
-      case 'space.pool':
-        return ok(this.pool);
-      case 'workspace.stop':
-        return { id: req.id, error: { code: 'E_BUSY', message: 'a fork holds it' } };
-      case 'approval.approve':
-      case 'approval.deny': {
-        const open = this.approvals.find((a) => a.id === req.params.id && a.state === 'pending');
-        if (!open) return { id: req.id, error: { code: 'E_NOT_FOUND', message: `no pending request '${String(req.params.id)}'` } };
-        const approve = req.method === 'approval.approve';
-        // As the helper does: the decision is published at once (under the caller's identity);
-        // an approved request is carried out in the asker's name (audited so) before the call returns.
-        let after = decided(open, APP, approve, (req.params.note as string | undefined) ?? null, req.params.always === true);
-        this.emit('approval.changed', after, APP);
-        if (approve) {
-          if (open.requestedBy) this.emit('audit', audit(++this.seq, open.requestedBy, CARRIED_OUT_AS[open.action.kind]!, open.workspace, 'ok', 'approved by person root (uid 0)'), APP);
-          after = { ...after, state: 'done', outcome: `${open.workspaceName}: done` };
-          this.emit('approval.changed', after, APP);
-        }
-        this.approvals = this.approvals.map((a) => (a === open ? after : a));
-        return ok(after);
-      }
-      case 'grant.set': {
-        const g = grant('g00000001', req.params.kind as Grant['kind']);
-        this.grants = [...this.grants, g];
-        this.emit('grant.changed', { grant: g, revoked: false }, APP);
-        return ok(g);
-      }
-      case 'egress.set':
-        return ok({ mode: req.params.mode ?? 'deny', allow: req.params.allow ?? [], holdMutating: req.params.holdMutating ?? false });
-      case 'perf.get':
-        return ok(PERF);
-      default:
-        return { id: req.id, error: { code: 'E_UNKNOWN_METHOD', message: req.method } };
-    }
-  }
-
-  /** An event, stamped with who caused it (none: the helper acted by itself). */
-  emit(event: string, data: unknown, by?: Actor): void {
-    const line = `${JSON.stringify(by ? { event, seq: ++this.seq, data, by } : { event, seq: ++this.seq, data })}\n`;
-    for (const s of this.sockets) s.write(line);
-  }
-
-  async stop(): Promise<void> {
-    for (const s of this.sockets) s.destroy();
-    await new Promise<void>((r) => this.server!.close(() => r()));
-  }
-}
-
-/** What perf.get answers: no forks yet, no branch running. */
-const PERF = {
-  forks: [],
-  branches: [],
-  host: { totalBytes: 2 ** 34, availableBytes: 2 ** 33, pageBytes: 4096, ksm: { pagesShared: 0, pagesSharing: 0, pagesUnshared: 0, fullScans: 3, run: 1 } },
-  pool: { freeBytes: 2 ** 33, totalBytes: 2 ** 34, low: false },
-  prepared: { ready: [], kept: 2 },
-  at: '2026-11-30T10:00:00.000Z',
-};
 
 let dir: string;
 let helper: FakeHelper;
 let controller: Controller;
 let web: WebServer;
 
-async function until<T>(fn: () => T | undefined | false, ms = 5000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error('timed out');
-    await sleep(20);
-  }
-}
-
-/** A renderer: the API socket with the cookie, collecting state events. */
-async function renderer(secret: string): Promise<{ ws: WebSocket; states: AppState[]; call: (method: string, params: unknown) => Promise<{ result?: unknown; error?: { code: string; message: string } }> }> {
-  const ws = new WebSocket(`${web.url.replace('http', 'ws')}api`, { headers: { cookie: `grove_token=${secret}` } });
-  const states: AppState[] = [];
-  const waiting = new Map<number, (f: { result?: unknown; error?: { code: string; message: string } }) => void>();
-  ws.on('message', (m: Buffer) => {
-    const f = JSON.parse(m.toString()) as { event?: string; data?: AppState; id?: number };
-    if (f.event === 'state') states.push(f.data!);
-    else if (f.id !== undefined) waiting.get(f.id)?.(f as never);
-  });
-  await new Promise((r, j) => {
-    ws.once('open', r);
-    ws.once('error', j);
-  });
-  let id = 0;
-  const call = (method: string, params: unknown) =>
-    new Promise<{ result?: unknown; error?: { code: string; message: string } }>((resolve) => {
-      waiting.set(++id, resolve);
-      ws.send(JSON.stringify({ id, method, params }));
-    });
-  return { ws, states, call };
-}
+/** A renderer connected to this test's web server. */
+const renderer = (secret: string) => connectRenderer(web, secret);
 
 beforeEach(async () => {
   dir = mkdtempSync(path.join(os.tmpdir(), 'grove-app-'));

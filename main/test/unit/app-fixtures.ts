@@ -1,7 +1,7 @@
 // Objects of the helper's protocol as the app's tests (controller and
-// renderer) use them: branches, identities, requests in the approvals queue,
-// grants, desktop actions. Valid against the helper's schemas.
-import type { Actor, Approval, ApprovalAction, Grant, Workspace } from '../../src/api/contract.js';
+// renderer) use them: branches, images, identities, requests in the approvals
+// queue, grants, desktop actions. Valid against the helper's schemas.
+import type { Actor, Approval, ApprovalAction, Grant, Image, Workspace } from '../../src/api/contract.js';
 import type { AuditEntry } from '../../../privileged-helper/src/protocol/approvals.js';
 import type { DesktopAction } from '../../../privileged-helper/src/protocol/desktop.js';
 
@@ -30,6 +30,23 @@ export const branch = (id: string, name: string, over: Partial<Workspace> = {}):
   madeBy: { role: 'person', uid: 0, user: 'root' },
   limits: { memoryBytes: 2 * 2 ** 30, pids: 2048, cpuWeight: 100 },
   project: null,
+  ...over,
+});
+
+/** A ready image built from a Containerfile FROM grove/desktop (a desktop: it lacks nothing). */
+export const image = (name: string, over: Partial<Image> = {}): Image => ({
+  name,
+  state: 'ready',
+  origin: 'containerfile',
+  source: `/home/me/${name}/Containerfile`,
+  reference: `localhost/grove/${name}:latest`,
+  id: 'c0ffee'.padEnd(64, '0'),
+  digest: `sha256:${'ab12'.repeat(16)}`,
+  layers: 2,
+  builtAt: '2026-01-01T00:10:00.000Z',
+  sizeBytes: 1200 * 2 ** 20,
+  sharedBytes: 1100 * 2 ** 20,
+  missing: [],
   ...over,
 });
 

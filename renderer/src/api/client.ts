@@ -132,7 +132,7 @@ export function humanError(err: unknown): string {
     case 'E_NOT_FOUND':
       return `That no longer exists: ${message}.`;
     case 'E_CONFLICT':
-      return `That cannot be done in the branch's current state: ${message}.`;
+      return `That cannot be done now: ${message}.`;
     case 'E_BUSY':
       return `Another operation is still running on this branch; try again when it finishes. (${message})`;
     case 'E_PRECONDITION':

@@ -1,21 +1,23 @@
-import { useEffect, useState, type FormEvent } from 'react';
+import { useEffect, useState } from 'react';
 import type { Workspace } from '../../../main/src/api/contract.js';
 import { NONE, branchById, isLive, type View } from '../store/app.js';
 import { actorName } from '../../../main/src/api/words.js';
 import { ApprovalsView, useApprovalCount } from './Approvals.js';
+import { BranchOrigin } from './BranchOrigin.js';
 import { BranchTree } from './BranchTree.js';
+import { CreateForm } from './CreateForm.js';
 import { NetworkPanel } from './Egress.js';
 import { useApp } from './context.js';
+import { ImagesView } from './Images.js';
 import { ActivityLog, CompareGrid, DesktopPanel, DiffPanel, Empty, Operations } from './Panels.js';
 import { PerformancePanel } from './Performance.js';
 import { PoolBanner } from './PoolBanner.js';
 import { Terminal } from './Terminal.js';
 
-const NAME = /^[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?$/;
-
 export function App() {
   const theme = useApp((s) => s.theme);
   const server = useApp((s) => s.server);
+  const view = useApp((s) => s.view);
   useEffect(() => {
     document.documentElement.dataset.theme = theme;
   }, [theme]);
@@ -29,7 +31,9 @@ export function App() {
       {server === null ? (
         <Empty title="Connecting to Grove…" body="Waiting for the app's controller." />
       ) : !hasBranches ? (
-        image?.state === 'ready' ? (
+        view === 'images' ? (
+          <FirstImages />
+        ) : image?.state === 'ready' ? (
           <CreateFirst />
         ) : (
           <BuildImage state={image?.state ?? 'absent'} />
@@ -116,39 +120,34 @@ function BuildImage({ state }: { state: string }) {
 }
 
 function CreateFirst() {
+  const setView = useApp((s) => s.setView);
   return (
-    <Empty title="Create your first workspace" body="A workspace is a whole Linux desktop for an agent to work in. Give it a name; you can fork it into branches once it runs.">
+    <Empty
+      title="Create your first workspace"
+      body="A workspace is a whole Linux desktop for an agent to work in. Give it a name, and optionally a project folder to copy in; you can fork it into branches once it runs."
+    >
       <CreateForm autoFocus />
+      <p>
+        <button className="link" onClick={() => setView('images')}>
+          Start from an image of your own: build or pull one…
+        </button>
+      </p>
     </Empty>
   );
 }
 
-function CreateForm({ autoFocus = false, onDone }: { autoFocus?: boolean; onDone?: () => void }) {
-  const act = useApp((s) => s.act);
-  const selectWhenPresent = useApp((s) => s.selectWhenPresent);
-  const [name, setName] = useState('');
-  const [busy, setBusy] = useState(false);
-  const valid = NAME.test(name);
-  const submit = async (e: FormEvent) => {
-    e.preventDefault();
-    if (!valid) return;
-    setBusy(true);
-    const w = await act('workspace.create', { name });
-    setBusy(false);
-    if (w) {
-      selectWhenPresent(w.id);
-      setName('');
-      onDone?.();
-    }
-  };
+/** The Images view before there is any branch (no tabs yet), with the way back. */
+function FirstImages() {
+  const setView = useApp((s) => s.setView);
   return (
-    <form className="create-form" onSubmit={(e) => void submit(e)}>
-      <input aria-label="workspace name" placeholder="name, e.g. my-app" value={name} autoFocus={autoFocus} onChange={(e) => setName(e.target.value.toLowerCase())} disabled={busy} />
-      <button className="primary" type="submit" disabled={!valid || busy}>
-        {busy ? 'Creating… (about a minute)' : 'Create workspace'}
-      </button>
-      {name && !valid && <div className="hint">1-32 lower-case letters, digits and inner dashes.</div>}
-    </form>
+    <div className="first-images">
+      <div className="panel-bar">
+        <button className="link" onClick={() => setView('desktop')}>
+          ← Create a workspace
+        </button>
+      </div>
+      <ImagesView />
+    </div>
   );
 }
 
@@ -192,6 +191,7 @@ function ActionBar() {
     <div className="actionbar" data-testid="actions">
       <div className="action-title">
         <b>{branch.name}</b> <span className="muted">{branch.id}</span>
+        <BranchOrigin branch={branch} />
       </div>
       <div className="action-group">
         <input type="number" min={1} max={16} value={copies} aria-label="copies" onChange={(e) => setCopies(Math.max(1, Math.min(16, Number(e.target.value) || 1)))} />
@@ -291,6 +291,7 @@ const TABS: [View, string][] = [
   ['activity', 'Activity'],
   ['approvals', 'Requests'],
   ['performance', 'Performance'],
+  ['images', 'Images'],
 ];
 
 function Tabs() {
@@ -322,6 +323,7 @@ function ViewContent() {
   if (view === 'approvals') return <ApprovalsView />;
   if (view === 'activity') return <ActivityLog />;
   if (view === 'performance') return <PerformancePanel />;
+  if (view === 'images') return <ImagesView />;
   if (!focus || !branch) return <Empty title="No branch selected" body="Pick a branch in the tree (arrow keys move, Enter opens its desktop)." />;
   switch (view) {
     case 'desktop':

@@ -209,6 +209,8 @@ function opTitle(kind: string): string {
   return (
     {
       'image.build': 'Building image',
+      'image.pull': 'Pulling image',
+      'image.remove': 'Removing image',
       'workspace.create': 'Creating',
       'workspace.start': 'Starting',
       'workspace.stop': 'Stopping',

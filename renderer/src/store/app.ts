@@ -3,13 +3,14 @@
 // (selection, focus, view, theme, confirmations, errors). A vanilla zustand
 // store so tests can drive it without React.
 import { createStore, type StoreApi } from 'zustand/vanilla';
-import type { AgentRequestKind, AppState, EgressChange, EgressPolicy, EgressRule, EgressStatus, PerfReport, RequestName, RequestParams, RequestResult, Workspace } from '../../../main/src/api/contract.js';
+import type { AgentRequestKind, AppState, EgressChange, EgressPolicy, EgressRule, EgressStatus, EventData, ImageLog, PerfReport, RequestName, RequestParams, RequestResult, Workspace } from '../../../main/src/api/contract.js';
 import { humanError, type Api } from '../api/client.js';
 import { parseRule as parseRuleOrThrow } from '../../../privileged-helper/src/protocol/egress-rules.js';
 import { layoutTree, type TreeLayout } from '../tree/layout.js';
 import { grantFor, isPending } from './approvals.js';
+import { appendLine, mergeLog } from './image-logs.js';
 
-export type View = 'desktop' | 'compare' | 'terminal' | 'diff' | 'network' | 'activity' | 'approvals' | 'performance';
+export type View = 'desktop' | 'compare' | 'terminal' | 'diff' | 'network' | 'activity' | 'approvals' | 'performance' | 'images';
 /** approve: once, for a held connection. always: a held connection's destination joins the branch's allow list. */
 export type Decision = 'approve' | 'always' | 'deny';
 export type Theme = 'light' | 'dark';
@@ -59,6 +60,8 @@ export interface UiState {
   granting: GrantChange[];
   /** Fork history and memory as last read (while the Performance panel is open). */
   perf: PerfReport | null;
+  /** The output of each image's latest build or pull, by image name (read when the Images view opens, then followed). */
+  imageLogs: Record<string, ImageLog>;
 
   applyState(state: AppState): void;
   setLink(link: Link): void;
@@ -79,6 +82,10 @@ export interface UiState {
   setEgress(branchId: string, change: EgressChange): Promise<EgressPolicy | undefined>;
   /** Reads fork history and memory per branch. */
   loadPerf(): Promise<PerfReport | undefined>;
+  /** Reads every image's log from the controller. */
+  loadImageLogs(): Promise<void>;
+  /** A line of an image's build or pull, as the controller sends it. */
+  addImageOutput(e: EventData<'image.output'>): void;
   /** Approves or denies a request in the queue (always: a held connection's destination for good), with an optional note. */
   decide(requestId: string, decision: Decision, note?: string): Promise<boolean>;
   /** Lets agents do one kind of request in a workspace (tree) without asking (on), or makes them ask again (off). */
@@ -118,6 +125,7 @@ export function createAppStore(api: Api, initialTheme: Theme = 'light'): AppStor
     deciding: [],
     granting: [],
     perf: null,
+    imageLogs: {},
 
     applyState(state) {
       const prev = get();
@@ -235,6 +243,20 @@ export function createAppStore(api: Api, initialTheme: Theme = 'light'): AppStor
       const perf = await get().act('perf.get', {});
       if (perf) set({ perf });
       return perf;
+    },
+
+    async loadImageLogs() {
+      const read = await get().act('image.logs', {});
+      if (!read) return;
+      const logs = { ...get().imageLogs };
+      for (const [name, log] of Object.entries(read)) logs[name] = mergeLog(logs[name], log);
+      set({ imageLogs: logs });
+    },
+
+    addImageOutput(e) {
+      const known = get().imageLogs[e.image];
+      const next = appendLine(known, e.job, e.line);
+      if (next !== known) set({ imageLogs: { ...get().imageLogs, [e.image]: next } });
     },
 
     async decide(requestId, decision, note) {
