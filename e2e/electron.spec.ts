@@ -38,10 +38,11 @@ test('the Electron shell opens the app in a sandboxed, isolated window', async (
   try {
     const win = await app.firstWindow();
     await expect(win.getByTestId('link-status')).toHaveText('live');
-    // No Node in the page (nodeIntegration off, sandboxed), and the preload's one fact crosses the context bridge.
+    // No Node in the page (nodeIntegration off, sandboxed); the preload's one fact and its folder dialog cross the context bridge.
     expect(await win.evaluate(() => typeof (globalThis as { process?: unknown }).process)).toBe('undefined');
     expect(await win.evaluate(() => typeof (globalThis as { require?: unknown }).require)).toBe('undefined');
     expect(await win.evaluate(() => (globalThis as { groveShell?: { kind: string } }).groveShell?.kind)).toBe('electron');
+    expect(await win.evaluate(() => typeof (globalThis as { groveShell?: { pickFolder?: unknown } }).groveShell?.pickFolder)).toBe('function');
     // window.open is refused.
     expect(await win.evaluate(() => window.open('https://example.com') === null)).toBe(true);
   } finally {

@@ -86,7 +86,7 @@ async function startController(socketPath: string): Promise<ChildProcess> {
   }
 }
 
-const E2E_NAME = /^e2e(-[0-9]+|-gate)*$/;
+const E2E_NAME = /^e2e(-[0-9]+|-gate|-own)*$/;
 
 async function startAgainst(socketPath: string): Promise<() => Promise<void>> {
   const client = await HelperClient.connect({ socketPath, name: 'e2e-setup', kind: 'test' });
