@@ -34,7 +34,9 @@ export class PromoteService {
     const branch = this.workspaces.record(ref);
     const main = this.registry.listWorkspaces().find((w) => w.treeId === branch.treeId && w.isMain);
     if (!main || main.id === branch.id) return this.workspaces.lock.run(branch.id, () => this.becomeMain(branch.id));
-    return this.workspaces.lock.run(main.id, () => this.workspaces.lock.run(branch.id, () => this.swap(branch.id, main.id, oldMain, faultAt)));
+    // Both turns in the one order every two-branch operation takes them (by id), so none waits on another in a circle.
+    const [first, second] = [main.id, branch.id].sort();
+    return this.workspaces.lock.run(first!, () => this.workspaces.lock.run(second!, () => this.swap(branch.id, main.id, oldMain, faultAt)));
   }
 
   /** A tree without a main line (it was discarded): the branch becomes it, and serves its desktop on the main line's socket. */

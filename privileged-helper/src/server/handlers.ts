@@ -113,15 +113,27 @@ export function createHandlers(s: Services): Handlers {
       const fromRef = p.other ?? to.parentId;
       if (fromRef === null) throw new GroveError('E_PRECONDITION', `'${to.name}' has no parent: name the branch to compare it with`);
       const from = s.workspaces.record(fromRef);
-      return diffTrees(await s.storage.ensureMounted(from), await s.storage.ensureMounted(to));
+      // Read turns of both (by id, as promote takes its two): no rollback unmounts either while the diff reads it.
+      const [first, second] = [from.id, to.id].sort();
+      return s.workspaces.lock.read(first!, () =>
+        s.workspaces.lock.read(second!, async () => diffTrees(await s.storage.ensureMounted(from), await s.storage.ensureMounted(to))),
+      );
     },
+    // A copy reads the branch under its read turn (a rollback waits for it); live() first, outside the turn: a branch
+    // found exited is marked so under its exclusive turn.
     'file.copyIn': async (p, ctx) => {
-      const ws = await s.workspaces.live(p.workspace);
-      return s.files.copyIn(s.runtime.execTarget(ws), { branch: ws.name, from: p.from, to: p.to }, ctx.actor, copyProgress(ws.name, p.from));
+      const { id } = await s.workspaces.live(p.workspace);
+      return s.workspaces.lock.read(id, () => {
+        const ws = s.workspaces.running(id);
+        return s.files.copyIn(s.runtime.execTarget(ws), { branch: ws.name, from: p.from, to: p.to }, ctx.actor, copyProgress(ws.name, p.from));
+      });
     },
     'file.copyOut': async (p, ctx) => {
-      const ws = await s.workspaces.live(p.workspace);
-      return s.files.copyOut(s.runtime.execTarget(ws), { branch: ws.name, from: p.from, to: p.to }, ctx.actor, copyProgress(ws.name, p.from));
+      const { id } = await s.workspaces.live(p.workspace);
+      return s.workspaces.lock.read(id, () => {
+        const ws = s.workspaces.running(id);
+        return s.files.copyOut(s.runtime.execTarget(ws), { branch: ws.name, from: p.from, to: p.to }, ctx.actor, copyProgress(ws.name, p.from));
+      });
     },
     'version.list': (p) => s.versions.list(p.workspace, p.sizes ?? false),
     'version.delete': async (p) => {

@@ -1,14 +1,36 @@
 // Serialises operations per key (a workspace id): a stop that arrives while a
-// start is running waits for it instead of racing it.
+// start is running waits for it instead of racing it. Reads (a diff, a copy:
+// they only look at the branch's files) may run side by side, but never with
+// an operation that changes its mounts (a rollback unmounts what a diff's
+// sandbox holds, and failed "target is busy").
 export class KeyedLock {
+  /** The last exclusive operation queued for each key. */
   private readonly tails = new Map<string, Promise<unknown>>();
+  /** Reads queued since it, for each key: the next exclusive operation waits for them too. */
+  private readonly reads = new Map<string, Set<Promise<unknown>>>();
 
   run<T>(key: string, task: () => Promise<T>): Promise<T> {
-    const previous = this.tails.get(key) ?? Promise.resolve();
-    const next = previous.catch(() => undefined).then(task);
+    const before = [this.tails.get(key), ...(this.reads.get(key) ?? [])].filter((p): p is Promise<unknown> => p !== undefined);
+    const next = Promise.allSettled(before).then(task);
     this.tails.set(key, next);
+    this.reads.delete(key);
     const clear = () => {
       if (this.tails.get(key) === next) this.tails.delete(key);
+    };
+    next.then(clear, clear);
+    return next;
+  }
+
+  /** Runs `task` once the exclusive operations queued before it are done, beside other reads. */
+  read<T>(key: string, task: () => Promise<T>): Promise<T> {
+    const previous = this.tails.get(key) ?? Promise.resolve();
+    const next = previous.catch(() => undefined).then(task);
+    const reads = this.reads.get(key) ?? new Set<Promise<unknown>>();
+    reads.add(next);
+    this.reads.set(key, reads);
+    const clear = () => {
+      reads.delete(next);
+      if (reads.size === 0 && this.reads.get(key) === reads) this.reads.delete(key);
     };
     next.then(clear, clear);
     return next;

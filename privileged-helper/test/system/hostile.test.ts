@@ -147,6 +147,33 @@ describe('a hostile branch and a hostile client', () => {
     }
   });
 
+  it('lets a rollback wait for the diffs reading the branch, and the diffs for the rollback, instead of failing either', async () => {
+    const fork = await client.request('branch.fork', { workspace: ws.id, copies: 1, names: ['hostile-rollback'] });
+    const child = await track(fork.children[0]!);
+    try {
+      await sh(client, child, 'echo before > /root/mark');
+      const version = await client.request('branch.checkpoint', { workspace: child.id, label: 'before the diffs' });
+      await sh(client, child, 'echo after > /root/mark');
+      let diffing = true;
+      const diffs = (async () => {
+        let n = 0;
+        while (diffing) {
+          await client.request('branch.diff', { workspace: child.id });
+          n++;
+        }
+        return n;
+      })();
+      await sleep(500);
+      const rolled = await client.request('branch.rollback', { workspace: child.id, version: version.id });
+      diffing = false;
+      expect(rolled.state).toBe('running');
+      expect(await diffs).toBeGreaterThan(0);
+      expect(await sh(client, child, 'cat /root/mark')).toBe('before\n');
+    } finally {
+      await client.request('workspace.delete', { workspace: child.id });
+    }
+  });
+
   it("drops a branch's VNC server that announces gigabytes of clipboard, says so, and stays within +64 MiB", async () => {
     await sh(client, ws, 'pkill -x Xvnc; for i in $(seq 50); do pgrep -x Xvnc >/dev/null || break; sleep 0.1; done');
     await sh(client, ws, `cat > /tmp/fake-vnc.py <<'EOF'\n${FAKE_VNC}\nEOF\nsetsid python3 /tmp/fake-vnc.py >/tmp/fake-vnc.log 2>&1 < /dev/null & for i in $(seq 50); do grep -q listening /tmp/fake-vnc.log && break; sleep 0.1; done`);

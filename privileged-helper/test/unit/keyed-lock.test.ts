@@ -145,3 +145,52 @@ describe('KeyedLock', () => {
     await expect(lock.run('a', async () => 'a')).resolves.toBe('a');
   });
 });
+
+describe('KeyedLock reads', () => {
+  it('runs reads side by side, and an exclusive task only once the reads before it are done', async () => {
+    const lock = new KeyedLock();
+    const log: string[] = [];
+    const r1 = deferred();
+    const r2 = deferred();
+    const a = lock.read('ws', async () => {
+      log.push('read1:start');
+      await r1.promise;
+      log.push('read1:end');
+    });
+    const b = lock.read('ws', async () => {
+      log.push('read2:start');
+      await r2.promise;
+      log.push('read2:end');
+    });
+    const w = lock.run('ws', async () => void log.push('write'));
+    const after = lock.read('ws', async () => void log.push('read3'));
+    await settle();
+    expect(log).toEqual(['read1:start', 'read2:start']);
+    r2.resolve();
+    await b;
+    await settle();
+    expect(log).not.toContain('write');
+    r1.resolve();
+    await Promise.all([a, w, after]);
+    expect(log).toEqual(['read1:start', 'read2:start', 'read2:end', 'read1:end', 'write', 'read3']);
+  });
+
+  it('lets a read wait for an exclusive task queued before it, and forgets the key after', async () => {
+    const lock = new KeyedLock();
+    const gate = deferred();
+    const log: string[] = [];
+    const w = lock.run('ws', async () => {
+      await gate.promise;
+      log.push('write');
+    });
+    const r = lock.read('ws', async () => void log.push('read'));
+    await settle();
+    expect(log).toEqual([]);
+    gate.resolve();
+    await Promise.all([w, r]);
+    expect(log).toEqual(['write', 'read']);
+    await settle();
+    const internals = lock as unknown as { tails: Map<string, unknown>; reads: Map<string, unknown> };
+    expect(internals.tails.size + internals.reads.size).toBe(0);
+  });
+});
