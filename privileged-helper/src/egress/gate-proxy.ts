@@ -29,6 +29,9 @@ export interface GateProxyOptions {
   log(msg: string): void;
 }
 
+/** Connections to the gate one branch may hold open at once (each costs the gate's process descriptors and memory). */
+export const MAX_CONNECTIONS_PER_BRANCH = 256;
+
 interface Listener {
   branch: GateBranch;
   server: http.Server;
@@ -48,10 +51,20 @@ export class GateProxy {
     const sockets = new Set<Duplex>();
     const server = http.createServer({ requestTimeout: 0, headersTimeout: 30_000 });
     this.listeners.set(branch.id, { branch, server, sockets });
+    let refusedSaidAt = 0;
     server.on('connection', (s: net.Socket) => {
+      if (s.remoteAddress !== branch.containerAddress) return void s.destroy(); // only the branch itself is served
+      if (sockets.size >= MAX_CONNECTIONS_PER_BRANCH) {
+        s.end('HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+        s.destroySoon();
+        if (Date.now() - refusedSaidAt > 60_000) {
+          refusedSaidAt = Date.now();
+          this.o.log(`egress gate of ${branch.name}: refusing connections: ${sockets.size} open (at most ${MAX_CONNECTIONS_PER_BRANCH} a branch)`);
+        }
+        return;
+      }
       sockets.add(s);
       s.on('close', () => sockets.delete(s));
-      if (s.remoteAddress !== branch.containerAddress) s.destroy(); // only the branch itself is served
     });
     server.on('request', (req, res) => void this.onRequest(branch, req, res));
     server.on('connect', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => void this.onConnect(branch, req, socket, head));

@@ -5,6 +5,7 @@
 //   a Unix socket         a branch's desktop (VNC without a password): root:GROUP 0660
 //                         in a root:GROUP 0750 directory, so the kernel refuses
 //                         everyone else at connect(2)
+import { readFileSync } from 'node:fs';
 import { chmod, chown, mkdir, rm } from 'node:fs/promises';
 import net from 'node:net';
 import { GroveError } from '../protocol/wire.js';
@@ -20,27 +21,55 @@ export interface SocketDir {
   gid: number;
 }
 
+/**
+ * Connections one forwarder relays at once: anyone on the machine may open a
+ * branch's published port, and each connection costs the helper two
+ * descriptors. Past it, a new connection is closed at once (and said in the
+ * helper's log, once a minute).
+ */
+export const MAX_CONNECTIONS_PER_FORWARDER = 256;
+/** Connections all forwarders relay at once: well below the helper's descriptor limit (maxTotalConnections). */
+let totalOpen = 0;
+
 export class Forwarder {
   private readonly sockets = new Set<net.Socket>();
+  private refusedSaidAt = 0;
 
   private constructor(
     private readonly server: net.Server,
     /** The TCP port it listens on; null for a Unix socket. */
     readonly hostPort: number | null,
-    target: ForwardTarget,
+    private readonly target: ForwardTarget,
+    private readonly log: (msg: string) => void,
   ) {
-    server.on('connection', (client) => this.relay(client, target));
+    server.on('connection', (client) => this.admit(client));
+  }
+
+  private admit(client: net.Socket): void {
+    const open = this.sockets.size / 2;
+    if (open >= MAX_CONNECTIONS_PER_FORWARDER || totalOpen >= maxTotalConnections()) {
+      client.destroy();
+      if (Date.now() - this.refusedSaidAt > 60_000) {
+        this.refusedSaidAt = Date.now();
+        const where = this.hostPort === null ? 'the desktop socket' : `127.0.0.1:${this.hostPort}`;
+        this.log(`${where} -> ${this.target.host}:${this.target.port}: refusing connections: ${open} open here, ${totalOpen} in all (at most ${MAX_CONNECTIONS_PER_FORWARDER} here, ${maxTotalConnections()} in all)`);
+      }
+      return;
+    }
+    totalOpen++;
+    client.once('close', () => totalOpen--);
+    this.relay(client, this.target);
   }
 
   /** Listens on 127.0.0.1:hostPort (0 = any free port). */
-  static async tcp(hostPort: number, target: ForwardTarget): Promise<Forwarder> {
+  static async tcp(hostPort: number, target: ForwardTarget, log: (msg: string) => void): Promise<Forwarder> {
     const server = net.createServer();
     await listening(server, () => server.listen({ host: '127.0.0.1', port: hostPort, exclusive: true }));
-    return new Forwarder(server, (server.address() as net.AddressInfo).port, target);
+    return new Forwarder(server, (server.address() as net.AddressInfo).port, target, log);
   }
 
   /** Listens on a Unix socket at socketPath, root:gid 0660 (its directory is the helper's: see prepareSocketDir). */
-  static async unix(socketPath: string, gid: number, target: ForwardTarget): Promise<Forwarder> {
+  static async unix(socketPath: string, gid: number, target: ForwardTarget, log: (msg: string) => void): Promise<Forwarder> {
     const server = net.createServer();
     try {
       await listening(server, () => {
@@ -59,7 +88,7 @@ export class Forwarder {
       server.close();
       throw new GroveError('E_HOST', `cannot serve the desktop on ${socketPath}: ${(err as Error).message}`);
     }
-    return new Forwarder(server, null, target);
+    return new Forwarder(server, null, target, log);
   }
 
   private relay(client: net.Socket, target: ForwardTarget): void {
@@ -94,6 +123,17 @@ export async function prepareSocketDir(dir: SocketDir): Promise<void> {
   await mkdir(dir.path, { recursive: true, mode: 0o700 });
   await chown(dir.path, 0, dir.gid);
   await chmod(dir.path, 0o750);
+}
+
+let totalLimit: number | null = null;
+
+/** A quarter of the helper's soft limit on open descriptors (each relayed connection holds two), at most 8192. */
+function maxTotalConnections(): number {
+  if (totalLimit === null) {
+    const soft = Number(/^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1] ?? 1024);
+    totalLimit = Math.min(8192, Math.floor(soft / 4));
+  }
+  return totalLimit;
 }
 
 function listening(server: net.Server, listen: () => void): Promise<void> {

@@ -42,7 +42,7 @@ export class BranchRuntime {
     /** The person group: it may open the branches' desktop sockets. */
     private readonly personGid: number,
     private readonly ids: IdRanges,
-    log: (msg: string) => void,
+    private readonly log: (msg: string) => void,
   ) {
     this.pool = new PreparedPool(PREPARED_AHEAD, {
       allocate: () => this.allocateSlot(),
@@ -215,9 +215,9 @@ export class BranchRuntime {
     const net = this.netPlan(ws);
     const opened: Forwarder[] = [];
     this.forwarders.set(ws.id, opened);
-    opened.push(await Forwarder.unix(this.vncSocketPath(ws), this.personGid, { host: net.containerAddress, port: VNC_PORT }));
+    opened.push(await Forwarder.unix(this.vncSocketPath(ws), this.personGid, { host: net.containerAddress, port: VNC_PORT }, this.log));
     for (const lease of this.registry.ports(ws.id)) {
-      const forwarder = await openPreferring(lease.hostPort, { host: net.containerAddress, port: lease.containerPort });
+      const forwarder = await openPreferring(lease.hostPort, { host: net.containerAddress, port: lease.containerPort }, this.log);
       opened.push(forwarder);
       this.registry.setPort(ws.id, lease.containerPort, forwarder.hostPort);
     }
@@ -237,15 +237,15 @@ export class BranchRuntime {
   }
 }
 
-async function openPreferring(hostPort: number | null, target: ForwardTarget): Promise<Forwarder> {
+async function openPreferring(hostPort: number | null, target: ForwardTarget, log: (msg: string) => void): Promise<Forwarder> {
   if (hostPort !== null) {
     try {
-      return await Forwarder.tcp(hostPort, target);
+      return await Forwarder.tcp(hostPort, target, log);
     } catch {
       // taken by something else meanwhile: fall through to a fresh port
     }
   }
-  return Forwarder.tcp(0, target);
+  return Forwarder.tcp(0, target, log);
 }
 
 /** Why a branch cannot be used now, and for an exited one what can be done. */

@@ -1,8 +1,10 @@
 // The gate's request parsing: what a forward-proxy request line or a CONNECT
 // authority names as its destination, and which headers are forwarded.
 import { describe, expect, it } from 'vitest';
-import { forwardHeaders } from '../../src/egress/gate-proxy.js';
-import { parseConnectTarget, parseProxyUrl } from '../../src/egress/policy.js';
+import { once } from 'node:events';
+import net from 'node:net';
+import { forwardHeaders, GateProxy, MAX_CONNECTIONS_PER_BRANCH } from '../../src/egress/gate-proxy.js';
+import { GATE_PORT, parseConnectTarget, parseProxyUrl } from '../../src/egress/policy.js';
 
 describe('parseProxyUrl (plain HTTP through the gate)', () => {
   it('takes host, port and path from an absolute URL', () => {
@@ -53,5 +55,39 @@ describe('forwardHeaders', () => {
         'content-length': '3',
       }),
     ).toEqual({ host: 'outside.test', 'user-agent': 'probe', 'content-length': '3' });
+  });
+});
+
+describe('the gate holds at most its limit of connections from one branch', () => {
+  it('answers 503 past it, and says so once', async () => {
+    const said: string[] = [];
+    const gate = new GateProxy({
+      subnet: '10.215.0.0/16',
+      staticHosts: new Map(),
+      admit: () => new Promise(() => undefined), // every request is held: its connection stays open
+      outcome: () => undefined,
+      log: (m) => said.push(m),
+    });
+    await gate.open({ id: 'abcd0123', name: 'flooder', treeId: 'abcd0123', hostAddress: '127.0.0.1', containerAddress: '127.0.0.1' });
+    const sockets: net.Socket[] = [];
+    try {
+      for (let i = 0; i < MAX_CONNECTIONS_PER_BRANCH; i++) {
+        const s = net.connect(GATE_PORT, '127.0.0.1');
+        s.on('error', () => undefined);
+        sockets.push(s);
+        await once(s, 'connect');
+      }
+      await new Promise((r) => setTimeout(r, 200));
+      const extra = net.connect(GATE_PORT, '127.0.0.1');
+      sockets.push(extra);
+      let answer = '';
+      extra.on('data', (d: Buffer) => (answer += d.toString()));
+      await once(extra, 'close');
+      expect(answer).toMatch(/^HTTP\/1\.1 503 /);
+      expect(said).toEqual([`egress gate of flooder: refusing connections: ${MAX_CONNECTIONS_PER_BRANCH} open (at most ${MAX_CONNECTIONS_PER_BRANCH} a branch)`]);
+    } finally {
+      for (const s of sockets) s.destroy();
+      await gate.close('abcd0123');
+    }
   });
 });
