@@ -187,6 +187,7 @@ export function printEgressLog(entries: EgressLogEntry[]): void {
   }
   for (const e of entries) {
     const what = e.url ?? dest(e.host, e.port);
-    console.log(`${e.at}\t${e.workspaceName}\t${e.method} ${what}\t${e.verdict}\tby ${e.decidedBy}${e.detail ? `\t${e.detail}` : ''}`);
+    const times = e.count > 1 ? ` ×${e.count} (within a minute)` : '';
+    console.log(`${e.at}\t${e.workspaceName}\t${e.method} ${what}\t${e.verdict}${times}\tby ${e.decidedBy}${e.detail ? `\t${e.detail}` : ''}`);
   }
 }

@@ -236,7 +236,7 @@ export class EgressGate {
       this.record(branch, target, method, info.id, d.verdict, d.by, detail);
       return d;
     });
-    this.o.registry.insertEgressLog({ ...logFields(branch, target, method, info.id), verdict: 'held', decidedBy: 'policy', detail: reason });
+    this.o.registry.logEgress({ ...logFields(branch, target, method, info.id), verdict: 'held', decidedBy: 'policy', detail: reason });
     return { info, decision: recorded };
   }
 
@@ -250,7 +250,7 @@ export class EgressGate {
   private record(branch: GateBranch, target: ProxyTarget, method: string, request: string | null, verdict: EgressVerdict, by: string, detail: string | null) {
     const entry = { ...logFields(branch, target, method, request), verdict, decidedBy: by, detail };
     try {
-      this.o.registry.insertEgressLog(entry);
+      this.o.registry.logEgress(entry);
     } catch (err) {
       this.o.log(`egress log: ${(err as Error).message}`);
     }

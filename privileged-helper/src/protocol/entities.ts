@@ -402,6 +402,8 @@ export const EgressLogEntry = z.strictObject({
   /** 'policy', 'timeout', 'gate', or the person who decided ('person:alice'). */
   decidedBy: z.string(),
   detail: z.string().nullable(),
+  /** How many identical denials this row stands for (a branch denying in a loop is one row a minute). */
+  count: z.number().int().positive(),
 });
 export type EgressLogEntry = z.infer<typeof EgressLogEntry>;
 

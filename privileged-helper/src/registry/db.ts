@@ -198,6 +198,11 @@ export const MIGRATIONS: readonly string[] = [
     copied_at TEXT NOT NULL
   );
   `,
+  // A loop of identical denials is one row a minute with a count; each branch
+  // keeps its newest rows only (registry.ts logEgress).
+  `
+  ALTER TABLE egress_log ADD COLUMN count INTEGER NOT NULL DEFAULT 1;
+  `,
 ];
 
 export type Db = Database.Database;

@@ -60,6 +60,10 @@ export interface HostObject {
   owner: string | null;
 }
 
+/** Egress log rows each branch keeps (its newest, give or take PRUNE_EVERY); a branch's log stays bounded. */
+export const EGRESS_ROWS_PER_BRANCH = 10_000;
+const PRUNE_EVERY = 100;
+
 /** An image as the registry keeps it: what clients see of it, and where its files are. */
 export interface ImageRecord {
   name: string;
@@ -201,7 +205,11 @@ const toWorkspace = (r: WorkspaceRow): WorkspaceRecord => ({
 });
 
 export class Registry {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    /** Egress log rows each branch keeps (its newest). */
+    private readonly egressRowsPerBranch = EGRESS_ROWS_PER_BRANCH,
+  ) {}
 
   /** A new 8-hex-digit id, unused by any branch or version, nor by a gone tree whose versions are kept, nor HELD (for branches to come). */
   freshId(held: ReadonlySet<string> = new Set()): string {
@@ -413,20 +421,49 @@ export class Registry {
     this.setEgressPolicy(toId, this.egressPolicy(fromId));
   }
 
-  insertEgressLog(entry: Omit<EgressLogEntry, 'seq'>): number {
-    const res = this.db
-      .prepare(
-        `INSERT INTO egress_log (at, workspace_id, workspace_name, request_id, host, port, method, url, verdict, decided_by, detail)
-         VALUES (@at, @workspace, @workspaceName, @request, @host, @port, @method, @url, @verdict, @decidedBy, @detail)`,
-      )
-      .run(entry);
-    return Number(res.lastInsertRowid);
+  /**
+   * Records an egress attempt. A denial like one recorded for the same branch,
+   * destination and reason in the last minute adds to that row's count
+   * instead: a branch that loops on a denied address makes one row a minute,
+   * not thousands. Each branch keeps its newest egressRowsPerBranch rows.
+   */
+  logEgress(entry: Omit<EgressLogEntry, 'seq' | 'count'>): number {
+    return this.db.transaction(() => {
+      if (entry.verdict === 'denied') {
+        const since = new Date(Date.parse(entry.at) - 60_000).toISOString();
+        const same = this.db
+          .prepare(
+            `SELECT seq FROM egress_log WHERE workspace_id = ? AND host = ? AND port = ? AND method = ? AND verdict = 'denied'
+             AND IFNULL(detail, '') = IFNULL(?, '') AND at >= ? ORDER BY seq DESC LIMIT 1`,
+          )
+          .pluck()
+          .get(entry.workspace, entry.host, entry.port, entry.method, entry.detail, since) as number | undefined;
+        if (same !== undefined) {
+          this.db.prepare('UPDATE egress_log SET count = count + 1 WHERE seq = ?').run(same);
+          return same;
+        }
+      }
+      const res = this.db
+        .prepare(
+          `INSERT INTO egress_log (at, workspace_id, workspace_name, request_id, host, port, method, url, verdict, decided_by, detail)
+           VALUES (@at, @workspace, @workspaceName, @request, @host, @port, @method, @url, @verdict, @decidedBy, @detail)`,
+        )
+        .run(entry);
+      const seq = Number(res.lastInsertRowid);
+      // Pruned every PRUNE_EVERY rows, not at each: the look for the cut walks the branch's rows.
+      if (seq % PRUNE_EVERY === 0) {
+        this.db
+          .prepare('DELETE FROM egress_log WHERE workspace_id = ? AND seq <= (SELECT seq FROM egress_log WHERE workspace_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)')
+          .run(entry.workspace, entry.workspace, this.egressRowsPerBranch);
+      }
+      return seq;
+    })();
   }
 
   /** The newest `limit` entries (of one branch, or all), oldest first. */
   egressLog(workspaceId: string | null, limit: number): EgressLogEntry[] {
     const cols = `seq, at, workspace_id AS workspace, workspace_name AS workspaceName, request_id AS request, host, port, method, url,
-                  verdict, decided_by AS decidedBy, detail`;
+                  verdict, decided_by AS decidedBy, detail, count`;
     const rows =
       workspaceId === null
         ? this.db.prepare(`SELECT ${cols} FROM egress_log ORDER BY seq DESC LIMIT ?`).all(limit)

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDb, type Db } from '../../src/registry/db.js';
-import { Registry, type WorkspaceRecord } from '../../src/registry/registry.js';
+import { EGRESS_ROWS_PER_BRANCH, Registry, type WorkspaceRecord } from '../../src/registry/registry.js';
 
 let dir: string;
 let db: Db;
@@ -81,12 +81,53 @@ describe('egress policy in the registry', () => {
       decidedBy: 'policy',
       detail: null,
     };
-    reg.insertEgressLog(entry);
-    reg.insertEgressLog({ ...entry, workspace: 'ffffffff', verdict: 'denied' });
+    reg.logEgress(entry);
+    reg.logEgress({ ...entry, workspace: 'ffffffff', verdict: 'denied' });
     reg.deleteWorkspace('aaaaaaaa');
     expect(reg.egressPolicy('aaaaaaaa').mode).toBe('deny');
-    expect(reg.egressLog('aaaaaaaa', 10)).toEqual([{ ...entry, seq: 1 }]);
+    expect(reg.egressLog('aaaaaaaa', 10)).toEqual([{ ...entry, seq: 1, count: 1 }]);
     expect(reg.egressLog(null, 10).map((e) => e.verdict)).toEqual(['allowed', 'denied']);
     expect(reg.egressLog(null, 1).map((e) => e.verdict)).toEqual(['denied']);
+  });
+});
+
+describe('egress log bounds', () => {
+  const denial = (at: string, over: Partial<{ host: string; detail: string | null; verdict: 'denied' | 'allowed' }> = {}) => ({
+    at,
+    workspace: 'bbbbbbbb',
+    workspaceName: 'looper',
+    request: null,
+    host: over.host ?? 'blocked.test',
+    port: 443,
+    method: 'CONNECT',
+    url: null,
+    verdict: over.verdict ?? ('denied' as const),
+    decidedBy: 'policy',
+    detail: over.detail ?? 'blocked.test:443 is not on looper\'s allow list',
+  });
+
+  it('counts identical denials within a minute on one row, and starts a new row after it', () => {
+    for (let i = 0; i < 3000; i++) reg.logEgress(denial(new Date(Date.UTC(2026, 0, 1, 0, 0, i % 50)).toISOString()));
+    reg.logEgress(denial('2026-01-01T00:00:30.000Z', { host: 'other.test' }));
+    reg.logEgress(denial('2026-01-01T00:02:00.000Z'));
+    reg.logEgress(denial('2026-01-01T00:02:01.000Z', { verdict: 'allowed' }));
+    reg.logEgress(denial('2026-01-01T00:02:02.000Z', { verdict: 'allowed' }));
+    const log = reg.egressLog('bbbbbbbb', 100);
+    expect(log.map((e) => [e.host, e.verdict, e.count])).toEqual([
+      ['blocked.test', 'denied', 3000],
+      ['other.test', 'denied', 1],
+      ['blocked.test', 'denied', 1],
+      ['blocked.test', 'allowed', 1],
+      ['blocked.test', 'allowed', 1],
+    ]);
+  });
+
+  it("keeps a branch's newest rows only (pruned every hundred rows)", () => {
+    const small = new Registry(db, 50);
+    for (let i = 0; i < 300; i++) small.logEgress(denial('2026-01-01T00:00:00.000Z', { verdict: 'allowed', host: `h${i}.test` }));
+    const log = small.egressLog('bbbbbbbb', 1000);
+    expect(log).toHaveLength(50); // pruned at the 300th
+    expect(log[0]!.host).toBe('h250.test');
+    expect(EGRESS_ROWS_PER_BRANCH).toBe(10_000);
   });
 });
