@@ -272,7 +272,8 @@ export class BaselineFork {
       hostname: `bench-criu-${copy.name}`,
       name: `baseline-${copy.name}`,
       binds: copy.bindSources,
-      cgroups: [], // plain CRIU: no launcher, so no cgroups of Grove's
+      cgroups: [],
+        mergeable: true, // plain CRIU: no launcher, so no cgroups of Grove's
       userns: this.source.userns,
     });
     const settled = restored.catch(() => undefined);

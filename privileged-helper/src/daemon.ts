@@ -110,7 +110,7 @@ async function boot(config: HelperConfig) {
   const exec = new ExecService(launcher);
   const desktop = new DesktopService({
     publish: (action) => bus.broadcast('desktop.action', action),
-    exec: (t, req) => exec.run({ pid: t.pid, pidStart: t.pidStart, cgroups: runtime.cgroups(t) }, req, null),
+    exec: (t, req) => exec.run(runtime.execTarget(workspaces.running(t.id)), req, null),
     log,
   });
   const ids = new IdRanges(db);

@@ -24,6 +24,7 @@ const ws = (id: string, name: string, parent: string | null, createdAt: string, 
   main,
   limits: { memoryBytes: 2 * 2 ** 30, pids: 2048, cpuWeight: 100 },
   project: null,
+  sensitive: false,
   madeBy: null,
 });
 

@@ -36,6 +36,7 @@ function branches(n: number): Workspace[] {
     main: i === 0,
     limits: { memoryBytes: 2 * 2 ** 30, pids: 2048, cpuWeight: 100 },
     project: null,
+    sensitive: false,
     madeBy: null,
   }));
 }

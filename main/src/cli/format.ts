@@ -30,6 +30,7 @@ export function printWorkspace(w: Workspace): void {
   console.log(`hostname: ${w.hostname}`);
   if (w.vncSocket) console.log(`desktop:  ${w.vncSocket} (VNC for root and the grove group, e.g. vncviewer ${w.vncSocket})`);
   for (const p of w.ports) console.log(`port:     ${p.hostAddress}:${p.hostPort} -> ${p.containerPort}`);
+  if (w.sensitive) console.log('memory:   kept out of KSM (sensitive: no page sharing with other workspaces)');
   if (w.project) {
     const git = w.project.commit ? ` (git ${w.project.commit.slice(0, 12)}${w.project.gitBranch ? ` on ${w.project.gitBranch}` : ''})` : '';
     console.log(`project:  ${w.project.path} from ${w.project.hostPath}${git}`);

@@ -37,13 +37,14 @@ ws.command('create')
   .argument('<name>', 'a name: lower-case letters, digits, dashes')
   .option('--image <image>', 'image to start from (grove image ls)', 'desktop')
   .option('--project <HOSTPATH[:PATH]>', 'copy a host folder or git repository into it, at PATH (default /root/work); its origin is kept')
+  .option('--sensitive', 'keep its memory out of KSM: no page-content side channel with other workspaces (its forks inherit it)')
   .addOption(new Option('-p, --port <port...>', 'extra container ports to map').argParser(collectPorts))
   .description('create and start a workspace; prints its id, desktop socket and host ports')
-  .action((name: string, opts: { image: string; project?: string; port?: number[] }) =>
+  .action((name: string, opts: { image: string; project?: string; sensitive?: boolean; port?: number[] }) =>
     withClient(async (c) => {
       const project = opts.project === undefined ? undefined : projectOption(opts.project);
       if (project) await followCopies(c, name);
-      const w = await c.request('workspace.create', { name, image: opts.image, ports: opts.port, project });
+      const w = await c.request('workspace.create', { name, image: opts.image, ports: opts.port, project, sensitive: opts.sensitive });
       output(w, () => printWorkspace(w));
     }),
   );

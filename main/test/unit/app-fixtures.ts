@@ -30,6 +30,7 @@ export const branch = (id: string, name: string, over: Partial<Workspace> = {}):
   madeBy: { role: 'person', uid: 0, user: 'root' },
   limits: { memoryBytes: 2 * 2 ** 30, pids: 2048, cpuWeight: 100 },
   project: null,
+  sensitive: false,
   ...over,
 });
 

@@ -336,6 +336,7 @@ class ForkTransaction {
       name: child.id,
       binds: this.d.storage.externalBinds(child),
       cgroups: this.d.runtime.cgroups(child),
+      mergeable: !child.sensitive,
       userns: this.d.runtime.idRange(child) !== null,
       pagesFollow: true,
       pagesFromTwins: this.twins.pagesInTwins,

@@ -286,6 +286,7 @@ export class VersionService {
         name: `${ws.id}-${Date.now()}`,
         binds: this.d.storage.externalBinds(ws),
         cgroups: this.d.runtime.cgroups(ws),
+        mergeable: !ws.sensitive,
         userns: this.d.runtime.idRange(ws) !== null,
       });
     const share = this.d.captures.session(versionId);

@@ -54,6 +54,8 @@ export interface ExecTarget {
   pid: number;
   pidStart?: number | null;
   cgroups: readonly string[];
+  /** What it starts may be merged by KSM (false in a sensitive workspace). */
+  mergeable: boolean;
 }
 
 export interface SessionSink {
@@ -193,7 +195,7 @@ export class ExecService {
   private enter(target: ExecTarget, cwd: string, setsid: boolean, command: readonly string[]): [string, string[]] {
     if (command.length === 0) throw new Error('empty command');
     if (!cwd.startsWith('/')) throw new GroveError('E_INVALID_PARAMS', `working directory must be absolute: ${cwd}`);
-    return this.launcher.inBranch({ initPid: target.pid, cgroups: target.cgroups, cwd, setsid }, command);
+    return this.launcher.inBranch({ initPid: target.pid, cgroups: target.cgroups, cwd, setsid, mergeable: target.mergeable }, command);
   }
 
   private owned(session: string, owner: object): Session {

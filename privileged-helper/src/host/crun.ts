@@ -33,9 +33,9 @@ export class Crun {
   }
 
   /** Starts the container; its init is forked by crun inside `cgroups` (and KSM-mergeable), so it inherits both. */
-  async start(containerId: string, bundleDir: string, cgroups: readonly string[]): Promise<number> {
+  async start(containerId: string, bundleDir: string, cgroups: readonly string[], mergeable: boolean): Promise<number> {
     const pidFile = path.join(bundleDir, 'init.pid'); // absolute: crun resolves relative paths against the bundle
-    const [file, args] = this.launcher.onHost(cgroups, this.argv(['run', '--detach', '--bundle', bundleDir, '--pid-file', pidFile, containerId]).flat());
+    const [file, args] = this.launcher.onHost(cgroups, mergeable, this.argv(['run', '--detach', '--bundle', bundleDir, '--pid-file', pidFile, containerId]).flat());
     // stdin a pipe, never /dev/null: in a user namespace crun hands its stdio to the container's root (fchown).
     await run(file, args, { timeoutMs: 30_000, input: '' });
     const state = await this.state(containerId);

@@ -19,6 +19,8 @@ export interface EnterOptions {
   cwd: string;
   /** A session of its own inside the branch's pid namespace (not for terminals: their session is the host pty's). */
   setsid: boolean;
+  /** Its memory may be merged by KSM with other branches' (false for a workspace marked sensitive). */
+  mergeable: boolean;
 }
 
 export class Launcher {
@@ -34,9 +36,9 @@ export class Launcher {
     await writeFile(this.rulesFile, enterSeccompRules(), { mode: 0o600 });
   }
 
-  /** argv on the host, inside the branch's cgroups, with all its memory KSM-mergeable. */
-  onHost(cgroups: readonly string[], argv: readonly string[]): [string, string[]] {
-    return [this.binary, [...cgroups.flatMap((d) => ['--cgroup', d]), '--ksm', '--', ...argv]];
+  /** argv on the host, inside the branch's cgroups, with all its memory KSM-mergeable unless it is a sensitive workspace's. */
+  onHost(cgroups: readonly string[], mergeable: boolean, argv: readonly string[]): [string, string[]] {
+    return [this.binary, [...cgroups.flatMap((d) => ['--cgroup', d]), ...(mergeable ? ['--ksm'] : []), '--', ...argv]];
   }
 
   /** argv inside a running branch, caged like the branch's own processes. */
@@ -48,7 +50,7 @@ export class Launcher {
       [
         '--target', String(o.initPid),
         ...o.cgroups.flatMap((d) => ['--cgroup', d]),
-        '--ksm',
+        ...(o.mergeable ? ['--ksm'] : []),
         '--caps', caps,
         '--seccomp', this.rulesFile,
         '--cwd', o.cwd,

@@ -108,6 +108,8 @@ export const Workspace = z.strictObject({
   limits: BranchLimits,
   /** The project copied into the workspace when it was made (every branch of it has it). */
   project: ProjectOrigin.nullable(),
+  /** Its memory is never merged by KSM with other workspaces' (no page-content side channel); a whole tree's mark. */
+  sensitive: z.boolean(),
 });
 export type Workspace = z.infer<typeof Workspace>;
 

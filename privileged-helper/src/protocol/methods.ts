@@ -95,6 +95,8 @@ export const methods = {
       ports: z.array(Port).max(16).optional(),
       /** A host folder to copy into it (read as the caller), at `path` (default /root/work). */
       project: z.strictObject({ hostPath: HostPath, path: BranchPath.optional() }).optional(),
+      /** Keep its memory out of KSM: no page-content side channel with other workspaces (its forks inherit it). */
+      sensitive: z.boolean().optional(),
     }),
     result: Workspace,
   },

@@ -203,6 +203,10 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE egress_log ADD COLUMN count INTEGER NOT NULL DEFAULT 1;
   `,
+  // A workspace marked sensitive keeps its memory out of KSM (no page-content side channel with other workspaces).
+  `
+  ALTER TABLE workspaces ADD COLUMN sensitive INTEGER NOT NULL DEFAULT 0;
+  `,
 ];
 
 export type Db = Database.Database;

@@ -141,6 +141,8 @@ export interface WorkspaceRecord {
   madeBy: Maker | null;
   /** Why it exited (state 'exited' only). */
   exitReason: string | null;
+  /** Its workspace keeps its memory out of KSM (every branch of the tree has the same mark). */
+  sensitive: boolean;
 }
 
 export interface VersionRecord {
@@ -183,6 +185,7 @@ interface WorkspaceRow {
   is_main: number;
   made_by_json: string | null;
   exit_reason: string | null;
+  sensitive: number;
 }
 
 const toWorkspace = (r: WorkspaceRow): WorkspaceRecord => ({
@@ -202,6 +205,7 @@ const toWorkspace = (r: WorkspaceRow): WorkspaceRecord => ({
   isMain: r.is_main === 1,
   madeBy: r.made_by_json === null ? null : Maker.parse(JSON.parse(r.made_by_json)),
   exitReason: r.exit_reason,
+  sensitive: r.sensitive === 1,
 });
 
 export class Registry {
@@ -291,10 +295,10 @@ export class Registry {
   insertWorkspace(ws: WorkspaceRecord): void {
     this.db
       .prepare(
-        `INSERT INTO workspaces (id, name, image, state, hostname, machine_id, net_index, created_at, pid, pid_start, parent_id, tree_id, version_id, is_main, made_by_json)
-         VALUES (@id, @name, @image, @state, @hostname, @machineId, @netIndex, @createdAt, @pid, @pidStart, @parentId, @treeId, @versionId, @isMain, @madeBy)`,
+        `INSERT INTO workspaces (id, name, image, state, hostname, machine_id, net_index, created_at, pid, pid_start, parent_id, tree_id, version_id, is_main, made_by_json, sensitive)
+         VALUES (@id, @name, @image, @state, @hostname, @machineId, @netIndex, @createdAt, @pid, @pidStart, @parentId, @treeId, @versionId, @isMain, @madeBy, @sensitive)`,
       )
-      .run({ ...ws, isMain: ws.isMain ? 1 : 0, madeBy: ws.madeBy === null ? null : JSON.stringify(ws.madeBy) });
+      .run({ ...ws, isMain: ws.isMain ? 1 : 0, madeBy: ws.madeBy === null ? null : JSON.stringify(ws.madeBy), sensitive: ws.sensitive ? 1 : 0 });
   }
 
   setWorkspaceState(id: string, state: WorkspaceState, proc: { pid: number; pidStart: number } | null): void {

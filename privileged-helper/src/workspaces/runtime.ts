@@ -161,7 +161,7 @@ export class BranchRuntime {
   /** Where exec enters a running branch. */
   execTarget(ws: WorkspaceRecord): ExecTarget {
     if (ws.pid === null) throw new GroveError('E_CONFLICT', notRunning(ws));
-    return { pid: ws.pid, pidStart: ws.pidStart, cgroups: this.cgroups(ws) };
+    return { pid: ws.pid, pidStart: ws.pidStart, cgroups: this.cgroups(ws), mergeable: !ws.sensitive };
   }
 
   /** Boots the branch's root filesystem in a fresh crun container. */
@@ -170,7 +170,7 @@ export class BranchRuntime {
     const spec = containerSpec({ rootfs: this.storage.rootfsPath(ws), hostname: ws.hostname, netnsPath: netnsPath(this.netPlan(ws).netns), caged: this.config.cage, idRange: this.idRange(ws) });
     await this.ledger.make({ kind: 'bundle', name: bundle, owner: ws.id }, () => this.crun.writeBundle(bundle, spec));
     const containerId = this.containerId(ws);
-    const pid = await this.ledger.make({ kind: 'container', name: containerId, owner: ws.id }, () => this.crun.start(containerId, bundle, this.cgroups(ws)));
+    const pid = await this.ledger.make({ kind: 'container', name: containerId, owner: ws.id }, () => this.crun.start(containerId, bundle, this.cgroups(ws), !ws.sensitive));
     return this.adoptProcess(ws, pid);
   }
 

@@ -100,7 +100,7 @@ export class WorkspaceService {
    * a workspace whose `then` fails is removed with everything it had.
    */
   async create(
-    input: { name: string; image?: string; ports?: number[] },
+    input: { name: string; image?: string; ports?: number[]; sensitive?: boolean },
     madeBy: Maker,
     then?: (ws: WorkspaceRecord) => Promise<void>,
   ): Promise<Workspace> {
@@ -110,7 +110,7 @@ export class WorkspaceService {
     const image = input.image ?? DESKTOP_IMAGE;
     const imagePath = this.images.readyLower(image);
     await requireSpace(`workspace '${input.name}'`, [{ where: 'the pool', dir: this.storage.workspacesDir, bytes: BRANCH_HEADROOM_BYTES, why: 'room for its first writes' }]);
-    const ws = this.reserve({ name: input.name, image, parent: null, ports: [...STANDARD_PORTS, ...(input.ports ?? [])], madeBy });
+    const ws = this.reserve({ name: input.name, image, parent: null, ports: [...STANDARD_PORTS, ...(input.ports ?? [])], madeBy, sensitive: input.sensitive });
     return this.lock.run(ws.id, async () => {
       try {
         await writeIdentity(await this.storage.createFromImage(ws, imagePath), ws, this.storage.owner(ws));
@@ -129,7 +129,7 @@ export class WorkspaceService {
    * hostname and machine-id. A branch forked from `parent` joins its tree and
    * leases the same container ports. `madeBy` is kept with it (who may discard it without asking depends on it).
    */
-  reserve(input: { name: string; image: string; parent: WorkspaceRecord | null; ports: number[]; madeBy: Maker }): WorkspaceRecord {
+  reserve(input: { name: string; image: string; parent: WorkspaceRecord | null; ports: number[]; madeBy: Maker; sensitive?: boolean }): WorkspaceRecord {
     if (ID_PATTERN.test(input.name)) throw new GroveError('E_INVALID_PARAMS', `'${input.name}' looks like an id; choose another name`);
     const prepared = this.runtime.takePrepared();
     try {
@@ -156,6 +156,8 @@ export class WorkspaceService {
       pid: null,
       pidStart: null,
       exitReason: null,
+      // A fork is as sensitive as its tree.
+      sensitive: input.parent?.sensitive ?? input.sensitive ?? false,
       parentId: input.parent?.id ?? null,
       treeId: input.parent?.treeId ?? id,
       versionId: input.parent?.versionId ?? null,
@@ -303,6 +305,7 @@ export class WorkspaceService {
       madeBy: ws.madeBy,
       limits: this.runtime.limits(ws),
       project: this.registry.project(ws.treeId),
+      sensitive: ws.sensitive,
     };
   }
 

@@ -174,6 +174,25 @@ describe('a hostile branch and a hostile client', () => {
     }
   });
 
+  it('keeps a sensitive workspace out of KSM, and its forks too, while others merge', async () => {
+    const mergeAny = (pid: number) => /ksm_merge_any: (\w+)/.exec(readFileSync(`/proc/${pid}/ksm_stat`, 'utf8'))?.[1];
+    const sensitive = await track(await client.request('workspace.create', { name: 'hostile-sensitive', sensitive: true }));
+    try {
+      expect(sensitive.sensitive).toBe(true);
+      expect(mergeAny(sensitive.pid!)).toBe('no');
+      expect(mergeAny(ws.pid!)).toBe('yes');
+      const fork = await client.request('branch.fork', { workspace: sensitive.id, copies: 1 });
+      const child = await track(fork.children[0]!);
+      expect(child.sensitive).toBe(true);
+      expect(mergeAny(child.pid!)).toBe('no');
+      // What is started in it from outside is not mergeable either.
+      expect(await sh(client, child, 'grep ksm_merge_any /proc/self/ksm_stat')).toBe('ksm_merge_any: no\n');
+      await client.request('workspace.delete', { workspace: child.id });
+    } finally {
+      await client.request('workspace.delete', { workspace: sensitive.id });
+    }
+  });
+
   it("drops a branch's VNC server that announces gigabytes of clipboard, says so, and stays within +64 MiB", async () => {
     await sh(client, ws, 'pkill -x Xvnc; for i in $(seq 50); do pgrep -x Xvnc >/dev/null || break; sleep 0.1; done');
     await sh(client, ws, `cat > /tmp/fake-vnc.py <<'EOF'\n${FAKE_VNC}\nEOF\nsetsid python3 /tmp/fake-vnc.py >/tmp/fake-vnc.log 2>&1 < /dev/null & for i in $(seq 50); do grep -q listening /tmp/fake-vnc.log && break; sleep 0.1; done`);

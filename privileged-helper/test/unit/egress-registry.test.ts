@@ -38,6 +38,7 @@ function branch(id: string, parentId: string | null, netIndex: number): Workspac
     versionId: null,
     isMain: parentId === null,
     exitReason: null,
+    sensitive: false,
   };
 }
 

@@ -15,7 +15,7 @@ const launcher = new Launcher(loadConfig().groveEnter, path.join(dir, 'seccomp.r
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 function inBranch(script: string, opts: { setsid?: boolean; fd?: number } = {}): { code: number | null; out: string; err: string } {
-  const [file, args] = launcher.inBranch({ initPid: process.pid, cgroups: [], cwd: '/tmp', setsid: opts.setsid ?? true }, ['sh', '-c', script]);
+  const [file, args] = launcher.inBranch({ initPid: process.pid, cgroups: [], cwd: '/tmp', setsid: opts.setsid ?? true, mergeable: true }, ['sh', '-c', script]);
   const res = spawnSync(file, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe', ...(opts.fd === undefined ? [] : [opts.fd])] });
   return { code: res.status, out: res.stdout, err: res.stderr };
 }
@@ -61,11 +61,11 @@ describe('grove-enter', () => {
     const group = path.join(CGROUP_ROOT, 'pids', `grove-unit-${process.pid}`);
     mkdirSync(group);
     try {
-      const [file, args] = launcher.onHost([group], ['cat', '/proc/self/cgroup']);
+      const [file, args] = launcher.onHost([group], true, ['cat', '/proc/self/cgroup']);
       expect(execFileSync(file, args, { encoding: 'utf8' })).toContain(`pids:/grove-unit-${process.pid}`);
       writeFileSync(path.join(group, 'pids.max'), '4');
       // A fork bomb inside the group stops at its limit.
-      const [f2, a2] = launcher.onHost([group], ['sh', '-c', 'for i in 1 2 3 4 5 6; do sleep 2 & done; wait']);
+      const [f2, a2] = launcher.onHost([group], true, ['sh', '-c', 'for i in 1 2 3 4 5 6; do sleep 2 & done; wait']);
       expect(spawnSync(f2, a2, { encoding: 'utf8' }).stderr).toMatch(/fork|Resource temporarily unavailable|Cannot/i);
     } finally {
       // The sleeps that did start may still be in the group: it can go once they have ended.
@@ -76,7 +76,7 @@ describe('grove-enter', () => {
 
   it('exits as the program did', () => {
     expect(inBranch('exit 7').code).toBe(7);
-    const [file, args] = launcher.inBranch({ initPid: process.pid, cgroups: [], cwd: '/', setsid: true }, ['sh', '-c', 'kill -TERM $$']);
+    const [file, args] = launcher.inBranch({ initPid: process.pid, cgroups: [], cwd: '/', setsid: true, mergeable: true }, ['sh', '-c', 'kill -TERM $$']);
     expect(spawnSync(file, args).signal).toBe('SIGTERM');
   });
 });

@@ -44,6 +44,7 @@ export function workspaceRecord(over: Partial<WorkspaceRecord> = {}): WorkspaceR
     versionId: null,
     isMain: true,
     exitReason: null,
+    sensitive: false,
     madeBy: { role: 'person', uid: 0, user: 'root' },
     ...over,
   };

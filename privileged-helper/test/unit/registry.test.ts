@@ -239,8 +239,11 @@ describe('ports', () => {
     const old = new Database(legacy);
     for (const m of MIGRATIONS.slice(0, before)) old.exec(m);
     old.pragma(`user_version = ${before}`);
+    // As the helper of then wrote it (today's insert names columns that came later).
+    old
+      .prepare("INSERT INTO workspaces (id, name, image, state, hostname, machine_id, net_index, created_at, tree_id) VALUES ('0123abcd', 'alpha', 'desktop', 'creating', 'alpha', ?, 0, ?, '0123abcd')")
+      .run('f'.repeat(32), '2024-01-01T00:00:00.000Z');
     const oldReg = new Registry(old);
-    oldReg.insertWorkspace(workspace());
     oldReg.setPort('0123abcd', 5900, 40001);
     oldReg.setPort('0123abcd', 3000, 40000);
     old.close();

@@ -132,6 +132,8 @@ export interface RestoreRequest {
   binds: readonly ExternalMountSource[];
   /** The restored branch's cgroups: CRIU runs inside them (but the cpu group: restorePlacement), so the tree it restores is counted there. */
   cgroups: readonly string[];
+  /** The restored tree's memory may be merged by KSM (false for a sensitive workspace's). */
+  mergeable: boolean;
   /** The dump was of a tree in a user namespace (DumpRequest.userns): crun's host mounts are bound again. */
   userns: boolean;
   /** The dump may still be saving the pages (DumpRequest.pagesFollow): CRIU waits for them before it reads any. */
@@ -314,7 +316,7 @@ export class Criu {
     };
     if (!req.netnsLocked) await this.lockForRestore(req.netnsPath);
     try {
-      const [file, argv] = this.launcher ? this.launcher.onHost(placement.whileRestoring, [this.binary, ...args]) : [this.binary, args];
+      const [file, argv] = this.launcher ? this.launcher.onHost(placement.whileRestoring, req.mergeable, [this.binary, ...args]) : [this.binary, args];
       const res = await run(file, argv, { env, fd3Path: req.netnsPath, allowFailure: true, timeoutMs: CRIU_TIMEOUT_MS });
       // A restore that succeeded ran its pre-resume action, which opened the lock.
       if (res.exitCode !== 0) throw await this.failure('restore', logFile, res.stderr);
