@@ -8,6 +8,7 @@ import { GroveError } from '../protocol/wire.js';
 import { makeFilesystem } from './btrfs.js';
 import { isMounted, unmount } from './mounts.js';
 import { run } from './run.js';
+import { backedBy } from './space.js';
 
 export interface PoolLayout {
   root: string;
@@ -47,6 +48,7 @@ export async function ensurePool(config: HelperConfig): Promise<PoolLayout> {
   await mkdir(layout.versions, { recursive: true, mode: 0o700 });
   await mkdir(layout.oci, { recursive: true, mode: 0o700 });
   await mkdir(layout.incoming, { recursive: true, mode: 0o700 });
+  if (config.pool.device === null) backedBy(layout.root, path.dirname(config.pool.loopFile));
   return layout;
 }
 

@@ -20,10 +20,27 @@ export interface Space {
   totalBytes: number;
 }
 
-/** What an unprivileged writer could still write there (statfs's available blocks). */
+/** Filesystems kept in a sparse file of another (the pool's loop file): root → the folder of its file. */
+const backing = new Map<string, string>();
+
+/**
+ * Says that the filesystem mounted at `root` lives in a sparse file in
+ * `fileDir`: a write into it may take as much of that filesystem, so its
+ * free space is the lesser of the two (a full host disk is then an
+ * E_NO_SPACE before an operation, never a failing write in one).
+ */
+export function backedBy(root: string, fileDir: string): void {
+  backing.set(root, fileDir);
+}
+
+/** What an unprivileged writer could still write there (statfs's available blocks; the backing filesystem's too, see backedBy). */
 export async function spaceAt(dir: string): Promise<Space> {
   const s = await statfs(dir);
-  return { freeBytes: s.bavail * s.bsize, totalBytes: s.blocks * s.bsize };
+  const own = { freeBytes: s.bavail * s.bsize, totalBytes: s.blocks * s.bsize };
+  const root = [...backing.keys()].find((r) => dir === r || dir.startsWith(`${r}/`));
+  if (root === undefined) return own;
+  const host = await statfs(backing.get(root)!);
+  return { ...own, freeBytes: Math.min(own.freeBytes, host.bavail * host.bsize) };
 }
 
 export interface SpaceNeed {

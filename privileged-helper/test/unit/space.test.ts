@@ -1,7 +1,8 @@
 import { tmpdir } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { imageRoomBytes } from '../../src/images/recipe-builder.js';
-import { MiB, requireSpace, spaceAt } from '../../src/host/space.js';
+import { statfs } from 'node:fs/promises';
+import { backedBy, MiB, requireSpace, spaceAt } from '../../src/host/space.js';
 
 describe('free space before an operation', () => {
   it('lets an operation that fits through', async () => {
@@ -22,5 +23,18 @@ describe('free space before an operation', () => {
   it('plans an image build from the size of its last build, or a guess before the first', () => {
     expect(imageRoomBytes(1000 * MiB)).toBe(1512 * MiB);
     expect(imageRoomBytes(null)).toBe(2560 * MiB);
+  });
+});
+
+describe('free space of a pool in a sparse file', () => {
+  it('is the lesser of the pool and the disk its file is on', async () => {
+    const own = await statfs('/dev/shm');
+    const host = await statfs('/');
+    backedBy('/dev/shm', '/');
+    const seen = await spaceAt('/dev/shm');
+    expect(seen.freeBytes).toBe(Math.min(own.bavail * own.bsize, host.bavail * host.bsize));
+    expect(seen.totalBytes).toBe(own.blocks * own.bsize);
+    // Only below the pool's root.
+    expect((await spaceAt('/')).freeBytes).toBe(host.bavail * host.bsize);
   });
 });
