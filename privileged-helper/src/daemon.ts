@@ -20,6 +20,7 @@ import { ImageService } from './images/image-service.js';
 import { RecipeBuilder } from './images/recipe-builder.js';
 import { OciStore } from './host/oci-store.js';
 import { FileCopy } from './files/file-copy.js';
+import { Exporter } from './files/export.js';
 import { reconcile } from './reconcile.js';
 import { openDb } from './registry/db.js';
 import { IdRanges, type IdRange } from './registry/id-ranges.js';
@@ -203,11 +204,13 @@ async function boot(config: HelperConfig) {
     grant: (treeId, kind) => registry.findGrant(treeId, kind),
   };
   const space = new SpaceService(pool, registry, (w) => storage.filesPath(w));
+  const files = new FileCopy({ exec, poolDir: pool.root });
   const services = {
     registry,
     bus,
     images,
-    files: new FileCopy({ exec, poolDir: pool.root }),
+    files,
+    exporter: new Exporter(files),
     workspaces,
     runtime,
     storage,

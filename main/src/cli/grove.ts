@@ -15,7 +15,7 @@ import type { HelperClient } from '../helper-client/client.js';
 import { mayActAtOnce, withAllowListOn } from '../helper-client/requests.js';
 import { registerDesktopCommands } from './desktop-commands.js';
 import { registerMcpCommand } from './mcp-command.js';
-import { absolute, followCopies, registerCopyCommand, registerImageCommands } from './image-commands.js';
+import { absolute, followCopies, registerCopyCommand, registerExportCommand, registerImageCommands } from './image-commands.js';
 import { chooseVersionsFate, describeDeletion, registerVersionCommands, watchVersions, withVersionsChoice, type VersionsChoice } from './version-commands.js';
 
 program
@@ -31,6 +31,7 @@ program
 
 registerImageCommands();
 registerCopyCommand();
+registerExportCommand();
 
 const ws = program.command('ws').description('workspaces');
 ws.command('create')

@@ -153,3 +153,33 @@ export function registerCopyCommand(): Command {
       }),
     );
 }
+
+export function registerExportCommand(): Command {
+  return program
+    .command('export')
+    .argument('<branch>', 'id or name')
+    .option('--git <repo>', 'a git repository on this machine that has the commit the project was copied at')
+    .option('--branch <name>', 'the new branch to make there (with --git)')
+    .option('--patch <file>', 'write a patch git am takes, instead of a commit')
+    .option('-m, --message <text>', 'the commit message')
+    .option('--force', 'replace an existing branch of that name (never the one checked out)')
+    .description(
+      "(persons) a branch's changes to its project since the workspace was made, as one commit on the commit it was copied at: " +
+        "a new branch of your repository (its checkout, index and current branch are never touched), or a patch",
+    )
+    .action((ref: string, opts: { git?: string; branch?: string; patch?: string; message?: string; force?: boolean }) =>
+      withClient(async (c) => {
+        if ((opts.git === undefined) === (opts.patch === undefined)) throw new GroveError('E_INVALID_PARAMS', 'give --git REPO --branch NAME, or --patch FILE');
+        if (opts.git !== undefined && opts.branch === undefined) throw new GroveError('E_INVALID_PARAMS', '--git needs --branch NAME');
+        const to = opts.git !== undefined ? { kind: 'git' as const, repo: absolute(opts.git), branch: opts.branch!, force: opts.force } : { kind: 'patch' as const, file: absolute(opts.patch!) };
+        const done = await c.request('branch.export', { workspace: ref, to, message: opts.message });
+        output(done, () =>
+          console.log(
+            done.branch
+              ? `${done.commit}\ton ${done.parent.slice(0, 12)} as branch ${done.branch}, ${done.files} file${done.files === 1 ? '' : 's'}`
+              : `${done.commit}\ton ${done.parent.slice(0, 12)}, ${done.files} file${done.files === 1 ? '' : 's'}, patch in ${done.patch}`,
+          ),
+        );
+      }),
+    );
+}

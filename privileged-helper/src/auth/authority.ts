@@ -60,6 +60,7 @@ export const AUTHORITY = {
   'branch.diff': read,
   'file.copyIn': allow,
   'file.copyOut': personBecause('copying out of a branch onto the host is for persons only: what leaves the sandbox is a person\'s to decide'),
+  'branch.export': personBecause("writing a branch's work into a repository on the host is a person's to do: ask a person to export it"),
   'version.list': read,
   'version.delete': person,
   'exec.run': allow,

@@ -19,16 +19,22 @@ export async function asCaller(caller: Caller, argv: readonly string[]): Promise
   if (argv.length === 0) throw new Error('empty command');
   const drop = ['--inh-caps=-all', '--bounding-set=-mknod', '--no-new-privs'];
   if (caller.uid === 0) return [SETPRIV, [...drop, '--', ...argv]];
-  const gid = await primaryGid(caller.uid);
+  const gid = (await passwdOf(caller.uid))?.gid ?? null;
   const groups = gid === null ? ['--regid', String(caller.uid), '--clear-groups'] : ['--regid', String(gid), '--init-groups'];
   return [SETPRIV, ['--reuid', String(caller.uid), ...groups, ...drop, '--', ...argv]];
 }
 
-/** The uid's primary gid from the passwd database; null for a uid it does not know. */
-async function primaryGid(uid: number): Promise<number | null> {
+/** The caller's home folder (where their tools' own settings are, e.g. git's), or / for a uid the host does not know. */
+export async function callerHome(caller: Caller): Promise<string> {
+  return (await passwdOf(caller.uid))?.home || '/';
+}
+
+/** The uid's entry in the passwd database: primary gid and home; null for a uid it does not know. */
+async function passwdOf(uid: number): Promise<{ gid: number; home: string } | null> {
   if (!Number.isInteger(uid) || uid < 0) throw new GroveError('E_INTERNAL', `bad uid ${uid}`);
   const { stdout, exitCode } = await run('getent', ['passwd', String(uid)], { allowFailure: true });
   if (exitCode !== 0) return null;
-  const gid = Number(stdout.split(':')[3]);
-  return Number.isInteger(gid) ? gid : null;
+  const fields = stdout.trim().split(':');
+  const gid = Number(fields[3]);
+  return Number.isInteger(gid) ? { gid, home: fields[5] ?? '/' } : null;
 }

@@ -69,6 +69,19 @@ export const ProjectOrigin = z.strictObject({
 });
 export type ProjectOrigin = z.infer<typeof ProjectOrigin>;
 
+/** A branch's work taken home (branch.export): the commit made, on its parent (the project's origin), in a branch or a patch. */
+export const ExportResult = z.strictObject({
+  commit: z.string(),
+  parent: z.string(),
+  /** Files the commit changes, adds or deletes. */
+  files: z.number().int().nonnegative(),
+  /** The repository's new branch (a git export). */
+  branch: z.string().nullable(),
+  /** The patch file written (a patch export). */
+  patch: z.string().nullable(),
+});
+export type ExportResult = z.infer<typeof ExportResult>;
+
 /** What a copy into or out of a branch moved. */
 export const CopyResult = z.strictObject({ bytes: z.number().int().nonnegative(), ms: z.number().int().nonnegative() });
 export type CopyResult = z.infer<typeof CopyResult>;

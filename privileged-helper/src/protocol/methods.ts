@@ -3,7 +3,7 @@
 // typed clients derive their signatures from it. Params objects are strict:
 // unknown fields are refused, not ignored.
 import { z } from 'zod';
-import { BranchLimits, CheckpointStage, DiscardStage, DoctorReport, EgressChange, EgressLogEntry, EgressPolicy, EgressStatus, CopyResult, ExecResult, ForkFault, ForkReport, Image, PerfReport, PoolSpace, PromoteStage, RollbackStage, SpaceReport, Version, Workspace } from './entities.js';
+import { BranchLimits, CheckpointStage, DiscardStage, DoctorReport, EgressChange, EgressLogEntry, EgressPolicy, EgressStatus, CopyResult, ExecResult, ExportResult, ForkFault, ForkReport, Image, PerfReport, PoolSpace, PromoteStage, RollbackStage, SpaceReport, Version, Workspace } from './entities.js';
 import { AgentRequestAction, AgentRequestKind, Approval, ApprovalId, AuditEntry, Grant, GrantId } from './approvals.js';
 import { MAX_TYPED_CHARS, MouseButton, Point, PointerState, Region, Screenshot, WaitCondition, WaitResult } from './desktop.js';
 import { Actor, Role } from './identity.js';
@@ -160,11 +160,27 @@ export const methods = {
     }),
     result: TreeDiff,
   },
-  /** Every version, orphans included, or one workspace's (a deleted workspace's orphans by its former name); oldest first. */
   /** Copies a host file or folder (read as the caller) into a running branch: `to` is resolved inside the branch. */
   'file.copyIn': { params: z.strictObject({ workspace: WorkspaceRef, from: HostPath, to: BranchPath }), result: CopyResult },
   /** Copies a file or folder of a running branch to the host, written as the caller (persons only). */
   'file.copyOut': { params: z.strictObject({ workspace: WorkspaceRef, from: BranchPath, to: HostPath }), result: CopyResult },
+  /**
+   * A branch's changes to its project since the workspace was made, as one
+   * commit on the commit it was copied at: on a new branch of a repository,
+   * or as a patch file (both written as the caller; persons only).
+   */
+  'branch.export': {
+    params: z.strictObject({
+      workspace: WorkspaceRef,
+      to: z.discriminatedUnion('kind', [
+        z.strictObject({ kind: z.literal('git'), repo: HostPath, branch: z.string().min(1).max(200), force: z.boolean().optional() }),
+        z.strictObject({ kind: z.literal('patch'), file: HostPath }),
+      ]),
+      message: z.string().min(1).max(20_000).optional(),
+    }),
+    result: ExportResult,
+  },
+  /** Every version, orphans included, or one workspace's (a deleted workspace's orphans by its former name); oldest first. */
   'version.list': {
     params: z.strictObject({
       workspace: WorkspaceRef.optional(),

@@ -4,6 +4,7 @@
 import type { ExecService } from '../exec/exec-service.js';
 import type { ImageService } from '../images/image-service.js';
 import type { FileCopy } from '../files/file-copy.js';
+import type { Exporter } from '../files/export.js';
 import { DEFAULT_PROJECT_PATH, projectOrigin } from '../files/project.js';
 import type { MethodName, Params, Result } from '../protocol/methods.js';
 import type { Registry } from '../registry/registry.js';
@@ -32,6 +33,7 @@ export interface Services {
   bus: EventBus;
   images: ImageService;
   files: FileCopy;
+  exporter: Exporter;
   workspaces: WorkspaceService;
   exec: ExecService;
   doctor: Doctor;
@@ -133,6 +135,14 @@ export function createHandlers(s: Services): Handlers {
       return s.workspaces.lock.read(id, () => {
         const ws = s.workspaces.running(id);
         return s.files.copyOut(s.runtime.execTarget(ws), { branch: ws.name, from: p.from, to: p.to }, ctx.actor, copyProgress(ws.name, p.from));
+      });
+    },
+    'branch.export': async (p, ctx) => {
+      const { id } = await s.workspaces.live(p.workspace);
+      return s.workspaces.lock.read(id, () => {
+        const ws = s.workspaces.running(id);
+        const branch = { name: ws.name, id: ws.id, madeBy: ws.madeBy };
+        return s.exporter.export(s.runtime.execTarget(ws), { branch, origin: s.registry.project(ws.treeId), to: p.to, message: p.message }, ctx.actor);
       });
     },
     'version.list': (p) => s.versions.list(p.workspace, p.sizes ?? false),

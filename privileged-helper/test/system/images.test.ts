@@ -263,6 +263,50 @@ describe('images of your own, projects, and files in and out', () => {
       expect(fork.children[0]!.project).toEqual(ws.project);
     });
 
+    it("exports the branch's changes as one commit on the origin, as a new branch or a patch, never touching the checkout", async () => {
+      const git = (...args: string[]) => execa('git', ['-C', repo, ...args]).then((r) => r.stdout);
+      const origin = ws.project!.commit!;
+      await sh(client, ws, `cd /root/work && printf "print('changed')\\n" > app.py && rm src/lib.txt && printf '\\000\\001bin' > data.bin && ln -s app.py link.py && echo '*.log' > .gitignore && echo noise > run.log`);
+      // The person's repository is dirty: its work tree, index and HEAD stay exactly as they are.
+      await writeFile(path.join(repo, 'uncommitted.txt'), 'mine\n');
+      const before = { head: await git('rev-parse', 'HEAD'), branch: await git('symbolic-ref', 'HEAD'), status: await git('status', '--porcelain'), index: await readFile(path.join(repo, '.git/index')) };
+      const done = await client.request('branch.export', { workspace: ws.id, to: { kind: 'git', repo, branch: 'from-grove' }, message: 'Work from the branch' });
+      expect(done).toMatchObject({ parent: origin, files: 5, branch: 'from-grove', patch: null });
+      expect(await git('log', '-1', '--format=%P|%an|%s', 'from-grove')).toBe(`${origin}|root|Work from the branch`);
+      expect((await git('show', '--name-status', '--format=', 'from-grove')).split('\n').sort()).toEqual(['A\t.gitignore', 'A\tdata.bin', 'A\tlink.py', 'D\tsrc/lib.txt', 'M\tapp.py']);
+      expect(await git('ls-tree', 'from-grove', 'link.py')).toMatch(/^120000 blob /); // a symlink, as git records one
+      expect({ head: await git('rev-parse', 'HEAD'), branch: await git('symbolic-ref', 'HEAD'), status: await git('status', '--porcelain'), index: await readFile(path.join(repo, '.git/index')) }).toEqual(before);
+      // An existing branch is refused, and replaced only when asked.
+      expect(await failure(client.request('branch.export', { workspace: ws.id, to: { kind: 'git', repo, branch: 'from-grove' } }))).toMatchObject({ code: 'E_CONFLICT' });
+      expect(await failure(client.request('branch.export', { workspace: ws.id, to: { kind: 'git', repo, branch: 'from-grove', force: true } }))).toBeNull();
+      // A patch that git am applies on the origin, and nothing written into the repository for it.
+      const objects = async () => (await execa('find', [path.join(repo, '.git/objects'), '-type', 'f'])).stdout.split('\n').length;
+      const objectsBefore = await objects();
+      const patch = path.join(work, 'branch.patch');
+      await client.request('branch.export', { workspace: ws.id, to: { kind: 'patch', file: patch } });
+      expect(await objects()).toBe(objectsBefore);
+      const clone = path.join(work, 'am-clone');
+      await execa('git', ['clone', '-q', repo, clone]);
+      await execa('git', ['-C', clone, 'checkout', '-q', origin]);
+      await execa('git', ['-C', clone, '-c', 'user.name=t', '-c', 'user.email=t@example.test', 'am', '-q', patch]);
+      expect(await readFile(path.join(clone, 'app.py'), 'utf8')).toBe("print('changed')\n");
+      await rm(path.join(repo, 'uncommitted.txt'));
+    });
+
+    it('refuses an export to a folder that is no repository, one without the origin, a branch without a project, and an agent', async () => {
+      const other = path.join(work, 'other-repo');
+      await mkdir(other);
+      await execa('git', ['-C', other, 'init', '-q']);
+      expect(await failure(client.request('branch.export', { workspace: ws.id, to: { kind: 'git', repo: work, branch: 'x' } }))).toMatchObject({ code: 'E_INVALID_PARAMS', message: expect.stringContaining('is not a git repository') });
+      expect(await failure(client.request('branch.export', { workspace: ws.id, to: { kind: 'git', repo: other, branch: 'x' } }))).toMatchObject({ code: 'E_PRECONDITION', message: expect.stringContaining('which the project was copied at') });
+      const plain = await create('img-plain', 'desktop');
+      expect(await failure(client.request('branch.export', { workspace: plain.id, to: { kind: 'patch', file: path.join(work, 'x.patch') } }))).toMatchObject({ code: 'E_PRECONDITION', message: expect.stringContaining('has no project to export') });
+      const [name] = agentUserNames(instance().instance);
+      const agent = await testUser(name!);
+      const res = JSON.parse((await runAs(agent.name, CALL, [instance().agentSocketPath, 'branch.export', JSON.stringify({ workspace: ws.id, to: { kind: 'patch', file: '/tmp/agent.patch' } }), 'call', 'test'])).stdout) as { error?: { code: string; message: string } };
+      expect(res.error).toMatchObject({ code: 'E_FORBIDDEN', message: expect.stringContaining("a branch's work into a repository on the host is a person's to do") });
+    });
+
     it('refuses a project that is missing, a file, or bigger than the pool, before anything is made', async () => {
       const names = async () => (await client.request('workspace.list', {})).map((w) => w.name);
       expect(await failure(client.request('workspace.create', { name: 'proj-bad', project: { hostPath: path.join(work, 'nowhere') } }))).toMatchObject({ code: 'E_NOT_FOUND' });
