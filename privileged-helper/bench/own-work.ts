@@ -116,7 +116,8 @@ async function forks(s: OwnWorkSetting, work: string, errors: string[]): Promise
     await s.desktopUp(own);
     const ownMs: number[] = [];
     const desktopMs: number[] = [];
-    for (let i = 0; i < s.rounds * 2; i++) {
+    // Forks vary more than copies do: four times the rounds, alternating, so both sides see the same load.
+    for (let i = 0; i < s.rounds * 4; i++) {
       for (const [source, into] of [[own, ownMs], [s.desktop, desktopMs]] as const) {
         s.proceed();
         await timed(into, errors, `fork of ${source.name}`, async () => {
@@ -126,7 +127,7 @@ async function forks(s: OwnWorkSetting, work: string, errors: string[]): Promise
         });
         await sleep(1000);
       }
-      s.log(`own work: fork ${i + 1}/${s.rounds * 2}: own image ${ms(ownMs.at(-1))}, desktop ${ms(desktopMs.at(-1))}`);
+      s.log(`own work: fork ${i + 1}/${s.rounds * 4}: own image ${ms(ownMs.at(-1))}, desktop ${ms(desktopMs.at(-1))}`);
     }
     return pair(ownMs, desktopMs);
   } finally {
