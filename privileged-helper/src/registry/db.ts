@@ -207,6 +207,17 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE workspaces ADD COLUMN sensitive INTEGER NOT NULL DEFAULT 0;
   `,
+  // An operation that a helper killed mid-way leaves half done (a rollback, a
+  // promotion, a discard): what it was doing, so the next start finishes or
+  // undoes it (reconcile.ts). One at a time per branch, as its lock allows.
+  `
+  CREATE TABLE pending_ops (
+    workspace_id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    detail_json TEXT NOT NULL,
+    started_at TEXT NOT NULL
+  );
+  `,
 ];
 
 export type Db = Database.Database;
