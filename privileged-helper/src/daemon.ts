@@ -147,7 +147,7 @@ async function boot(config: HelperConfig) {
       else desktop.forget(workspace.id);
     },
     removed,
-  }, config.allowFaultInjection);
+  });
   const sysView = path.join(config.rootsDir, 'sys'); // reachable from a restore's user namespace
   await ledger.make({ kind: 'mount', name: sysView, owner: null }, () => ensureSysView(sysView));
   const criu = new Criu(config.criu, path.join(config.stateDir, 'logs'), launcher, sysView, { pagesAfterThaw: true, action: config.groveAction, netlock: config.groveNetlock });
@@ -165,7 +165,6 @@ async function boot(config: HelperConfig) {
     ...branchDeps,
     versionsDir: pool.versions,
     scratchDir,
-    allowFaultInjection: config.allowFaultInjection,
     captures,
     events: {
       changed: (version) => bus.broadcast('version.changed', { version }),
@@ -177,13 +176,12 @@ async function boot(config: HelperConfig) {
     ...branchDeps,
     scratchDir,
     terminalsIn: (ws) => (ws.pid === null ? [] : exec.terminalsIn({ pid: ws.pid, pidStart: ws.pidStart })),
-    allowFaultInjection: config.allowFaultInjection,
     progress: (job, stage, message, done) => bus.broadcast('progress', { job, stage, message, done }),
   });
-  await reconcile({ config, pool, registry, ledger, crun, workspaces, storage, scratchDir, log });
+  const promotions = new PromoteService(registry, runtime, workspaces, versions);
+  await reconcile({ config, pool, registry, ledger, crun, workspaces, versions, promotions, storage, scratchDir, log });
   await images.reconcile(log);
   const exitWatch = new ExitWatch(registry, workspaces, log);
-  const promotions = new PromoteService(registry, runtime, workspaces, versions, config.allowFaultInjection);
   const audit = new AuditLog(registry, (entry) => bus.broadcast('audit', entry), log, config.audit);
   const approvals = new ApprovalService({
     registry,
@@ -226,6 +224,7 @@ async function boot(config: HelperConfig) {
     audit,
     desktop,
     authority,
+    allowFaultInjection: config.allowFaultInjection,
   };
   return { db, services, ledger, personGid, exitWatch };
 }

@@ -1,17 +1,22 @@
-// Start-up reconciliation: make the host match the registry. Running
-// workspaces are adopted; objects recorded for owners that no longer exist, and
-// objects that carry this instance's names but are in no record, are removed.
-import { readdir, rm } from 'node:fs/promises';
+// Start-up reconciliation: make the host match the registry. CRIU runs the
+// last helper left are ended first; running workspaces are adopted; objects
+// recorded for owners that no longer exist, and objects that carry this
+// instance's names but are in no record, are removed; and operations it was
+// killed in the middle of are finished or undone.
+import { readdir, realpath, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { HelperConfig } from './config.js';
 import { deleteSubvolume } from './host/btrfs.js';
+import { endLeftoverRuns } from './host/criu/leftover-runs.js';
 import { cgroupName, cgroupsOfInstance, removeCgroups } from './host/cgroups.js';
 import type { Crun } from './host/crun.js';
 import { hasMountAtOrBelow, mountPoints, unmount } from './host/mounts.js';
 import { deleteNetns, listNetns } from './host/netns.js';
 import type { PoolLayout } from './host/pool.js';
 import { removePartialStreams } from './images/recipe-builder.js';
-import type { Registry } from './registry/registry.js';
+import type { PendingOp, Registry } from './registry/registry.js';
+import type { PromoteService } from './branches/promote.js';
+import type { VersionService } from './branches/versions.js';
 import type { BranchStorage } from './workspaces/branch-storage.js';
 import type { HostLedger } from './workspaces/ledger.js';
 import type { WorkspaceService } from './workspaces/workspace-service.js';
@@ -23,6 +28,8 @@ export interface ReconcileDeps {
   ledger: HostLedger;
   crun: Crun;
   workspaces: WorkspaceService;
+  versions: VersionService;
+  promotions: PromoteService;
   storage: BranchStorage;
   /** Where CRIU's images go (a tmpfs of the helper's): nothing in it outlives the helper that made it. */
   scratchDir: string;
@@ -30,6 +37,7 @@ export interface ReconcileDeps {
 }
 
 export async function reconcile(d: ReconcileDeps): Promise<void> {
+  await endLeftoverRuns(await realpath(d.config.criu), [d.scratchDir, d.pool.versions], d.log);
   await d.workspaces.reconcile();
   // A checkpoint the last helper had not finished saving is no version: its objects go as orphans below.
   for (const v of d.registry.listVersions().filter((x) => !x.saved)) {
@@ -43,6 +51,20 @@ export async function reconcile(d: ReconcileDeps): Promise<void> {
   }
   await removeUnrecorded(d);
   await removePartialStreams(d.config.cacheDir);
+  for (const op of d.registry.pendingOps()) await resume(d, op);
+}
+
+/** Finishes or undoes an operation the last helper was killed in, once the host matches the registry again. */
+async function resume(d: ReconcileDeps, op: PendingOp): Promise<void> {
+  switch (op.kind) {
+    case 'rollback':
+      return d.versions.resumeRollback(op);
+    case 'promote':
+      return d.promotions.resumePromotion(op);
+    case 'discard':
+      d.log(`finishing the discard of ${op.workspaceId} that the last helper was killed in`);
+      return d.workspaces.finishDiscard(op.workspaceId);
+  }
 }
 
 /** Branch mounts (merged roots, idmapped lowers) and their directories in no record: deepest mounts first. */

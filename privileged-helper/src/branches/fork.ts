@@ -34,7 +34,7 @@ import type { ForkFault, ForkReport, ForkStage, Workspace } from '../protocol/en
 import type { Maker } from '../protocol/identity.js';
 import { GroveError } from '../protocol/wire.js';
 import type { BranchDeps } from './branch-deps.js';
-import { refuseFaultsUnlessAllowed } from '../workspaces/faults.js';
+import { injectFault, injectInFreeze, type Fault } from '../workspaces/faults.js';
 import type { WorkspaceRecord } from '../registry/registry.js';
 import { writeIdentity } from '../workspaces/workspace-service.js';
 import { undoAfter } from '../undo.js';
@@ -47,14 +47,13 @@ export interface ForkOptions {
   /** Who forks: the children are theirs (an agent may discard what it forked without asking). */
   madeBy: Maker;
   /** Test switch: fail right after this stage, or stall (refused unless the helper allows fault injection). */
-  faultAt?: ForkFault;
+  fault?: Fault<ForkFault>;
 }
 
 export interface ForkDeps extends BranchDeps {
   scratchDir: string;
   /** The terminals open in a running branch: they stay with the source (said in the report). */
   terminalsIn: (ws: WorkspaceRecord) => { session: string; command: string }[];
-  allowFaultInjection: boolean;
   progress: (job: string, stage: string, message: string, done: boolean) => void;
 }
 
@@ -62,7 +61,6 @@ export class ForkService {
   constructor(private readonly d: ForkDeps) {}
 
   async fork(ref: string, opts: ForkOptions): Promise<ForkReport> {
-    refuseFaultsUnlessAllowed(this.d.allowFaultInjection, opts.faultAt);
     if (opts.names && opts.names.length !== opts.copies) throw new GroveError('E_INVALID_PARAMS', `give ${opts.copies} names, or none`);
     const source = this.d.workspaces.running(ref);
     return this.d.workspaces.lock.run(source.id, () =>
@@ -127,7 +125,7 @@ class ForkTransaction {
     const forkPoint = await this.stage('dump', () => this.dump(imagesDir));
     await this.stage('thaw', () => this.verifySourceRunning());
     await this.bringUp(imagesDir, forkPoint);
-    if (this.opts.faultAt === 'stall') await new Promise<never>(() => undefined); // only the helper's death ends it
+    if (this.opts.fault?.at === 'stall') await new Promise<never>(() => undefined); // only the helper's death ends it
     await this.twins.releaseTwins();
     await this.recordDump();
     const children = await this.stage('commit', async () => this.commit());
@@ -167,7 +165,7 @@ class ForkTransaction {
   }
 
   private faultAfter(name: ForkStage): void {
-    if (this.opts.faultAt === name) throw new GroveError('E_HOST', `fault injected after stage '${name}'`);
+    injectFault(this.opts.fault, name, `fault injected after stage '${name}'`);
   }
 
   /**
@@ -286,6 +284,7 @@ class ForkTransaction {
     this.dumped = run.done;
     this.dumped.catch(() => undefined); // awaited by run(), also when something else failed first
     this.twins = run;
+    await injectInFreeze(this.opts.fault, 'freeze', forkPoint, run.done);
     await run.thawed;
     return forkPoint;
   }

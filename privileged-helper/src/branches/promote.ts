@@ -9,16 +9,15 @@
 // main that is not kept discarded (the one step that cannot be undone). A
 // failure before (or a fault a test injects after a stage) switches back: both
 // branches running on their own ports and sockets, the version made for it gone.
-import type { PromoteStage, Workspace } from '../protocol/entities.js';
+// A helper killed on the way leaves the next start to finish or undo it.
+import type { OldMainFate, PromoteStage, Workspace } from '../protocol/entities.js';
 import { GroveError } from '../protocol/wire.js';
-import type { Registry, WorkspaceRecord } from '../registry/registry.js';
+import type { PendingOp, PortLease, Registry, WorkspaceRecord } from '../registry/registry.js';
 import type { BranchRuntime } from '../workspaces/runtime.js';
 import type { WorkspaceService } from '../workspaces/workspace-service.js';
-import { refuseFaultsUnlessAllowed } from '../workspaces/faults.js';
+import { injectFault, type Fault } from '../workspaces/faults.js';
 import type { VersionService } from './versions.js';
 import { undoAfter } from '../undo.js';
-
-export type OldMainFate = 'version' | 'discard' | 'keep';
 
 export class PromoteService {
   constructor(
@@ -26,17 +25,37 @@ export class PromoteService {
     private readonly runtime: BranchRuntime,
     private readonly workspaces: WorkspaceService,
     private readonly versions: VersionService,
-    private readonly allowFaultInjection: boolean,
   ) {}
 
-  async promote(ref: string, oldMain: OldMainFate, faultAt?: PromoteStage): Promise<Workspace> {
-    refuseFaultsUnlessAllowed(this.allowFaultInjection, faultAt);
+  async promote(ref: string, oldMain: OldMainFate, fault?: Fault<PromoteStage>): Promise<Workspace> {
     const branch = this.workspaces.record(ref);
     const main = this.registry.listWorkspaces().find((w) => w.treeId === branch.treeId && w.isMain);
     if (!main || main.id === branch.id) return this.workspaces.lock.run(branch.id, () => this.becomeMain(branch.id));
-    // Both turns in the one order every two-branch operation takes them (by id), so none waits on another in a circle.
-    const [first, second] = [main.id, branch.id].sort();
-    return this.workspaces.lock.run(first!, () => this.workspaces.lock.run(second!, () => this.swap(branch.id, main.id, oldMain, faultAt)));
+    return this.underBothLocks(branch.id, main.id, () => this.swap(branch.id, main.id, oldMain, fault));
+  }
+
+  /**
+   * A promotion the last helper was killed in (reconcile.ts): one whose
+   * switch was made (the branch is its tree's main line) is finished, any
+   * other is undone.
+   */
+  async resumePromotion(op: Extract<PendingOp, { kind: 'promote' }>): Promise<void> {
+    await this.underBothLocks(op.workspaceId, op.mainId, async () => {
+      try {
+        const branch = this.registry.findWorkspace(op.workspaceId);
+        const main = this.registry.findWorkspace(op.mainId);
+        if (branch?.isMain) await this.settleOldMain(branch.id, main?.id ?? null, op.oldMain);
+        else if (branch && main) await this.switchBack(main, op.leases, op.version);
+      } finally {
+        this.registry.endPendingOp(op.workspaceId);
+      }
+    });
+  }
+
+  /** Both turns in the one order every two-branch operation takes them (by id), so none waits on another in a circle. */
+  private underBothLocks<T>(a: string, b: string, work: () => Promise<T>): Promise<T> {
+    const [first, second] = [a, b].sort();
+    return this.workspaces.lock.run(first!, () => this.workspaces.lock.run(second!, work));
   }
 
   /** A tree without a main line (it was discarded): the branch becomes it, and serves its desktop on the main line's socket. */
@@ -49,36 +68,47 @@ export class PromoteService {
     return this.workspaces.publish(branch.id);
   }
 
-  private async swap(branchId: string, mainId: string, oldMain: OldMainFate, faultAt?: PromoteStage): Promise<Workspace> {
+  /** The promotion proper, pending in the registry from the old main's version on until it is done or undone. */
+  private async swap(branchId: string, mainId: string, oldMain: OldMainFate, fault?: Fault<PromoteStage>): Promise<Workspace> {
     const branch = this.workspaces.record(branchId);
     const main = this.workspaces.record(mainId);
     if (branch.state !== 'running') throw new GroveError('E_CONFLICT', `only a running branch can be promoted; '${branch.name}' is ${branch.state}`);
-    const fault = (stage: PromoteStage) => {
-      if (faultAt === stage) throw new GroveError('E_HOST', `fault injected after the promotion's ${stage}`);
-    };
     const version = oldMain === 'version' && main.state === 'running' ? await this.versions.checkpointLocked(main.id, `main before ${branch.name} was promoted`) : null;
     const leases = [branch, main].map((w) => ({ id: w.id, ports: this.registry.ports(w.id) }));
+    this.registry.beginPendingOp({ kind: 'promote', workspaceId: branch.id, mainId: main.id, oldMain, version: version?.id ?? null, leases });
     try {
-      fault('checkpoint');
-      await this.switchMain(branch, main);
-      fault('switch');
-      await this.openBoth(branch.id, main.id);
-      fault('open');
-    } catch (err) {
-      throw await undoAfter(err, [() => this.switchBack(main, leases, version?.id ?? null)]);
+      try {
+        injectFault(fault, 'checkpoint', "fault injected after the promotion's checkpoint");
+        await this.switchMain(branch, main);
+        injectFault(fault, 'switch', "fault injected after the promotion's switch");
+        await this.openBoth(branch.id, main.id);
+        injectFault(fault, 'open', "fault injected after the promotion's open");
+      } catch (err) {
+        throw await undoAfter(err, [() => this.switchBack(main, leases, version?.id ?? null)]);
+      }
+      return await this.settleOldMain(branch.id, main.id, oldMain);
+    } finally {
+      this.registry.endPendingOp(branch.id);
     }
-    if (oldMain !== 'keep') await this.workspaces.destroy(this.workspaces.record(main.id));
+  }
+
+  /** Once the switch is made: an old main that is not kept is discarded (the one step that cannot be undone). */
+  private async settleOldMain(branchId: string, mainId: string | null, oldMain: OldMainFate): Promise<Workspace> {
+    if (mainId !== null && oldMain !== 'keep') await this.workspaces.destroy(this.workspaces.record(mainId));
     // Announced after the switch, so no listener ever sees two main lines.
-    if (oldMain === 'keep') this.workspaces.publish(main.id);
-    return this.workspaces.publish(branch.id);
+    if (mainId !== null && oldMain === 'keep') this.workspaces.publish(mainId);
+    return this.workspaces.publish(branchId);
   }
 
   /** Ports and the main flag change hands; which desktop socket each serves on follows the flag, so forwarders are closed first. */
   private async switchMain(to: WorkspaceRecord, from: WorkspaceRecord): Promise<void> {
     await this.runtime.closeForwarders(to.id);
     await this.runtime.closeForwarders(from.id);
-    this.swapLeases(to, from);
-    this.registry.setMain(to.treeId, to.id);
+    // One transaction: a helper killed here leaves both switched or neither (resumePromotion tells which by the flag).
+    this.registry.transaction(() => {
+      this.swapLeases(to, from);
+      this.registry.setMain(to.treeId, to.id);
+    });
   }
 
   /** Re-opens the forwarders of both branches that run (an old main that goes is still served until it goes). */
@@ -90,7 +120,7 @@ export class PromoteService {
   }
 
   /** Undoes a promotion that failed before the old main went: it is the main line again, each on the ports it had. */
-  private async switchBack(main: WorkspaceRecord, leases: { id: string; ports: { containerPort: number; hostPort: number | null }[] }[], versionId: string | null): Promise<void> {
+  private async switchBack(main: WorkspaceRecord, leases: { id: string; ports: PortLease[] }[], versionId: string | null): Promise<void> {
     for (const { id } of leases) await this.runtime.closeForwarders(id);
     this.registry.transaction(() => {
       // Freed first: a host port is leased to one branch at a time.

@@ -16,8 +16,8 @@ import type { VersionsFate } from '../protocol/methods.js';
 import type { ShareSession } from '../host/share-holder.js';
 import { GroveError } from '../protocol/wire.js';
 import type { BranchDeps } from './branch-deps.js';
-import { refuseFaultsUnlessAllowed } from '../workspaces/faults.js';
-import type { VersionRecord, WorkspaceRecord } from '../registry/registry.js';
+import { injectFault, injectInFreeze, type Fault } from '../workspaces/faults.js';
+import type { PendingOp, VersionRecord, WorkspaceRecord } from '../registry/registry.js';
 import { writeIdentity } from '../workspaces/workspace-service.js';
 import type { VersionCaptures } from './version-captures.js';
 import { undoAfter } from '../undo.js';
@@ -26,7 +26,6 @@ export interface VersionDeps extends BranchDeps {
   versionsDir: string;
   /** Where checkpoints are dumped before they are saved into the pool (the helper's run dir). */
   scratchDir: string;
-  allowFaultInjection: boolean;
   /** With the kernel tier: the versions whose memory rollbacks attach instead of copying (version-captures.ts). */
   captures: VersionCaptures;
   events: { changed: (v: Version) => void; removed: (id: string, reason?: string) => void };
@@ -35,6 +34,9 @@ export interface VersionDeps extends BranchDeps {
 
 /** How long a listing with sizes waits for a version still being saved (one is saved within seconds). */
 const SAVING_SIZE_WAIT_MS = 10_000;
+
+/** What a rollback set aside of the branch's state before it, to undo it with. */
+type RolledBackFrom = Extract<PendingOp, { kind: 'rollback' }>['before'];
 
 /** A checkpoint whose instant is fixed: its version (saving), and its dump, which settles once CRIU has written everything. */
 interface Capture {
@@ -69,21 +71,20 @@ export class VersionService {
    * synced (in the background); only then can it be rolled back to, and a
    * helper that dies meanwhile drops it at start (reconcile.ts).
    */
-  async checkpoint(ref: string, label?: string, faultAt?: CheckpointStage): Promise<Version> {
-    refuseFaultsUnlessAllowed(this.d.allowFaultInjection, faultAt);
+  async checkpoint(ref: string, label?: string, fault?: Fault<CheckpointStage>): Promise<Version> {
     const { id } = this.d.workspaces.running(ref);
     let fixed!: (c: Capture) => void;
     const captured = new Promise<Capture>((resolve) => (fixed = resolve));
     // The branch stays locked and ksmd held until CRIU is done: the copies it saves the memory from are in the branch.
     const held = this.d.workspaces.lock.run(id, () =>
       this.d.ksm.hold(async () => {
-        const capture = await this.capture(id, { label, faultAt, forRollbacks: true });
+        const capture = await this.capture(id, { label, fault, forRollbacks: true });
         fixed(capture);
         await capture.dumped.catch(() => undefined);
       }),
     );
     const { version, dumped } = await Promise.race([captured, held.then(() => captured)]);
-    this.persisting.set(version.id, this.persist(version, dumped, faultAt));
+    this.persisting.set(version.id, this.persist(version, dumped, fault));
     return toVersion(version);
   }
 
@@ -110,8 +111,8 @@ export class VersionService {
    * rollback takes of the state it leaves does not, or it would replace the
    * capture of the version it returns to.
    */
-  private async capture(branchId: string, o: { label?: string; faultAt?: CheckpointStage; forRollbacks?: boolean }): Promise<Capture> {
-    const { label, faultAt } = o;
+  private async capture(branchId: string, o: { label?: string; fault?: Fault<CheckpointStage>; forRollbacks?: boolean }): Promise<Capture> {
+    const { label, fault } = o;
     const ws = this.d.workspaces.running(branchId);
     const dump = (await this.d.runtime.usage(ws)).dumpableBytes;
     await requireSpace(`a checkpoint of '${ws.name}'`, [
@@ -137,8 +138,9 @@ export class VersionService {
         alsoCapture,
       });
       dumped = run.done;
+      await injectInFreeze(fault, 'freeze', path.join(dir, 'files'), run.done);
       await run.thawed;
-      if (faultAt === 'dump') throw new GroveError('E_HOST', "fault injected once the checkpoint's instant was fixed");
+      injectFault(fault, 'dump', "fault injected once the checkpoint's instant was fixed");
       await this.d.captures.settle(vid);
     } catch (err) {
       await dumped.catch(() => undefined); // CRIU writes into the scratch space until it exits
@@ -156,14 +158,14 @@ export class VersionService {
    * marks the version saved. A failure (or an injected one) removes the
    * version: a half-saved one is never offered.
    */
-  private async persist(version: VersionRecord, dumped: Promise<unknown>, faultAt?: CheckpointStage): Promise<void> {
+  private async persist(version: VersionRecord, dumped: Promise<unknown>, fault?: Fault<CheckpointStage>): Promise<void> {
     const scratch = this.scratchImages(version.id);
     const images = path.join(this.d.versionsDir, version.id, 'images');
     try {
       await dumped;
       await run('cp', ['-a', '--', scratch, `${images}.partial`]);
-      if (faultAt === 'save') throw new GroveError('E_HOST', 'fault injected while the checkpoint was being saved');
-      if (faultAt === 'stall') await new Promise<never>(() => undefined); // as if the helper died here: only a restart ends it
+      injectFault(fault, 'save', 'fault injected while the checkpoint was being saved');
+      if (fault?.at === 'stall') await new Promise<never>(() => undefined); // as if the helper died here: only a restart ends it
       await rename(`${images}.partial`, images);
       await run('sync', ['-f', '--', images]);
       this.d.registry.setVersionSaved(version.id);
@@ -182,17 +184,16 @@ export class VersionService {
     return path.join(this.d.scratchDir, `checkpoint-${versionId}`);
   }
 
-  /** Returns the branch to a version's processes and files; its identity, network and host ports stay. */
   /**
-   * Returns the branch to a version's processes and files as a transaction:
-   * its state at the start is checkpointed first (a version of its own), and
-   * if anything after that fails — the version's files, its restore, a fault
-   * a test injects — the branch is brought back from that checkpoint, with
-   * its processes and files as they were; the checkpoint goes once the
-   * rollback is done. The version may not be deleted meanwhile.
+   * Returns the branch to a version's processes and files (its identity,
+   * network and host ports stay) as a transaction: its state at the start is
+   * set aside first (a checkpoint, a version of its own; a stopped branch's
+   * files), and if anything after that fails — the version's files, its
+   * restore, a fault a test injects — the branch is brought back to it; what
+   * was set aside goes once the rollback is done. The version may not be
+   * deleted meanwhile.
    */
-  rollback(ref: string, versionId: string, faultAt?: RollbackStage): Promise<Workspace> {
-    refuseFaultsUnlessAllowed(this.d.allowFaultInjection, faultAt);
+  rollback(ref: string, versionId: string, fault?: Fault<RollbackStage>): Promise<Workspace> {
     const { id } = this.d.workspaces.record(ref);
     if (!this.d.registry.findVersion(versionId)) throw new GroveError('E_NOT_FOUND', `no version '${versionId}'`);
     // In use from the request on, also while it waits for the branch's lock behind another operation.
@@ -208,47 +209,60 @@ export class VersionService {
       if (!version) throw new GroveError('E_NOT_FOUND', `no version '${versionId}'`);
       if (version.treeId !== ws.treeId) throw new GroveError('E_CONFLICT', `version ${versionId} belongs to another workspace`);
       await this.saved(version.id);
-      if (ws.state === 'stopped' || ws.state === 'exited') return this.rollbackStopped(ws, version.id, faultAt);
-      if (ws.state !== 'running') throw new GroveError('E_CONFLICT', `workspace '${ws.name}' is ${ws.state}: it cannot be rolled back`);
-      const before = await this.checkpointLocked(id, `before rollback to ${version.id}`);
-      let back: Workspace;
-      try {
-        back = await this.restoreInto(ws, version.id, version.id, faultAt);
-      } catch (err) {
-        await this.recover(ws, before.id, err as Error);
-        throw err;
-      }
-      await this.remove(before.id);
-      return back;
+      return this.completeRollback(ws, version.id, await this.setAside(ws, version.id), fault);
     })).finally(release);
   }
 
   /**
-   * Rolls back a stopped or exited branch, which has no processes to
-   * checkpoint: its files are set aside first (a read-only snapshot), and if
-   * anything fails they are put back and the branch stays as it was. The
-   * snapshot is the branch's own host object until then, so a helper killed
-   * meanwhile leaves it with the branch (start-up never removes it as an orphan).
+   * The branch's state before a rollback: a running branch's is a checkpoint;
+   * a stopped or exited one has no processes, so its files are snapshotted
+   * (read-only), the branch's own host object until the rollback is over, so
+   * a helper killed meanwhile leaves it with the branch (start-up never
+   * removes it as an orphan).
    */
-  private async rollbackStopped(ws: WorkspaceRecord, versionId: string, faultAt?: RollbackStage): Promise<Workspace> {
-    const aside = { kind: 'subvolume', name: path.join(this.d.versionsDir, `${ws.id}-before-${this.d.registry.freshId()}`), owner: ws.id } as const;
+  private async setAside(ws: WorkspaceRecord, to: string): Promise<RolledBackFrom> {
+    if (ws.state === 'running') return { version: (await this.checkpointLocked(ws.id, `before rollback to ${to}`)).id };
+    if (ws.state !== 'stopped' && ws.state !== 'exited') throw new GroveError('E_CONFLICT', `workspace '${ws.name}' is ${ws.state}: it cannot be rolled back`);
+    const files = path.join(this.d.versionsDir, `${ws.id}-before-${this.d.registry.freshId()}`);
+    await this.d.ledger.make({ kind: 'subvolume', name: files, owner: ws.id }, () => snapshot(this.d.storage.filesPath(ws), files, { readonly: true }));
+    return { files };
+  }
+
+  /**
+   * The rollback once the branch's state before it is set aside: pending in
+   * the registry until it is done or undone, so that a helper killed on the
+   * way leaves it to the next start (resumeRollback).
+   */
+  private async completeRollback(ws: WorkspaceRecord, to: string, before: RolledBackFrom, fault?: Fault<RollbackStage>): Promise<Workspace> {
+    this.d.registry.beginPendingOp({ kind: 'rollback', workspaceId: ws.id, to, before });
     try {
-      await this.d.ledger.make(aside, () => snapshot(this.d.storage.filesPath(ws), aside.name, { readonly: true }));
-      try {
-        await this.d.runtime.prepareHost(ws);
-        return await this.restoreInto(ws, versionId, versionId, faultAt);
-      } catch (err) {
-        throw await undoAfter(err, [
-          async () => {
-            await this.d.runtime.tearDown(ws);
-            await this.d.storage.replaceFiles(ws, aside.name);
-            await this.d.storage.bindExternals(ws);
-          },
-        ]);
-      }
+      injectFault(fault, 'aside', 'fault injected once the state before the rollback was set aside');
+      if (this.d.workspaces.record(ws.id).state !== 'running') await this.d.runtime.prepareHost(ws);
+      const back = await this.restoreInto(ws, to, to, fault);
+      await this.dropSetAside(ws, before);
+      return back;
+    } catch (err) {
+      await this.undoRollback(ws, before, err as Error);
+      throw err;
     } finally {
-      await this.d.ledger.remove(aside);
+      this.d.registry.endPendingOp(ws.id);
     }
+  }
+
+  /**
+   * A rollback the last helper was killed in (reconcile.ts), with the branch
+   * as start-up left it (its processes gone, or not yet killed): it is done
+   * again from its start, and undone if that fails, as it would have been.
+   */
+  async resumeRollback(op: { workspaceId: string; to: string; before: RolledBackFrom }): Promise<void> {
+    await this.d.workspaces.lock.run(op.workspaceId, () =>
+      this.d.ksm.hold(async () => {
+        const ws = this.d.registry.findWorkspace(op.workspaceId);
+        if (!ws) return;
+        this.d.log(`finishing the rollback of '${ws.name}' to ${op.to} that the last helper was killed in`);
+        await this.completeRollback(ws, op.to, op.before).catch((err: Error) => this.d.log(`the rollback of '${ws.name}' could not be finished: ${err.message}`));
+      }),
+    );
   }
 
   /**
@@ -256,16 +270,17 @@ export class VersionService {
    * restores the version's processes in its own network; the branch then says
    * it comes from `origin`.
    */
-  private async restoreInto(ws: WorkspaceRecord, versionId: string, origin: string | null, faultAt?: RollbackStage): Promise<Workspace> {
+  private async restoreInto(ws: WorkspaceRecord, versionId: string, origin: string | null, fault?: Fault<RollbackStage>): Promise<Workspace> {
     const dir = path.join(this.d.versionsDir, versionId);
     await this.d.runtime.killProcesses(ws);
     const rootfs = await this.d.storage.replaceFiles(ws, path.join(dir, 'files'));
-    if (faultAt === 'files') throw new GroveError('E_HOST', 'fault injected after the files were replaced');
+    injectFault(fault, 'files', 'fault injected after the files were replaced');
     await writeIdentity(rootfs, ws, this.d.storage.owner(ws));
-    if (faultAt === 'restore') throw new GroveError('E_HOST', 'fault injected instead of the restore');
-    const { pid } = await this.restoreProcesses(ws, versionId, rootfs);
+    injectFault(fault, 'restore', 'fault injected instead of the restore');
+    // Adopted at once: whatever fails after, the restored tree is the branch's to kill.
+    const proc = await this.d.runtime.adoptProcess(ws, (await this.restoreProcesses(ws, versionId, rootfs)).pid);
+    injectFault(fault, 'adopt', 'fault injected after the restore, before the branch ran it');
     await this.d.storage.bindExternals(ws);
-    const proc = await this.d.runtime.adoptProcess(ws, pid);
     this.d.registry.setVersionOrigin(ws.id, origin);
     return this.d.workspaces.markRunning(this.d.workspaces.record(ws.id), proc);
   }
@@ -301,20 +316,32 @@ export class VersionService {
   }
 
   /**
-   * A rollback failed: the branch goes back to the checkpoint taken at its
-   * start. Should even that fail, the branch is left stopped with those files
-   * and the checkpoint is kept (nothing is lost; it can be rolled back to).
+   * A rollback failed: the branch goes back to the state set aside at its
+   * start. Should even that fail, the branch is left exited, saying so, and
+   * that state is kept (nothing is lost: a checkpoint can be rolled back to).
    */
-  private async recover(ws: WorkspaceRecord, beforeId: string, cause: Error): Promise<void> {
+  private async undoRollback(ws: WorkspaceRecord, before: RolledBackFrom, cause: Error): Promise<void> {
     try {
-      await this.restoreInto(ws, beforeId, ws.versionId);
-      await this.remove(beforeId);
+      if ('version' in before) await this.restoreInto(ws, before.version, ws.versionId);
+      else {
+        await this.d.runtime.tearDown(ws);
+        await this.d.storage.replaceFiles(ws, before.files);
+        await this.d.storage.bindExternals(ws);
+      }
+      await this.dropSetAside(ws, before);
     } catch (err) {
       await this.d.runtime.tearDown(ws);
-      this.d.registry.setWorkspaceState(ws.id, 'stopped', null);
+      const kept = 'version' in before ? `its state before the rollback is version ${before.version}` : `its files before the rollback are kept in ${before.files}`;
+      const told = `rollback failed (${cause.message}) and so did going back (${(err as Error).message}); ${kept}`;
+      this.d.registry.setExited(ws.id, told);
       this.d.workspaces.publish(ws.id);
-      throw new GroveError('E_HOST', `rollback failed (${cause.message}) and so did going back (${(err as Error).message}); '${ws.name}' is stopped, its state before the rollback is version ${beforeId}`);
+      throw new GroveError('E_HOST', `${told}; '${ws.name}' is stopped`);
     }
+  }
+
+  private async dropSetAside(ws: WorkspaceRecord, before: RolledBackFrom): Promise<void> {
+    if ('version' in before) await this.remove(before.version);
+    else await this.d.ledger.remove({ kind: 'subvolume', name: before.files, owner: ws.id });
   }
 
   /** The helper stops: the kernel tier's captures of versions go with it (rollbacks after the restart copy). */

@@ -4,7 +4,7 @@
 // them (approval.approve / approval.deny), standing approvals per workspace
 // (grants), and the audit log that says who did what.
 import { z } from 'zod';
-import { EgressChange } from './entities.js';
+import { EgressChange, OldMainFate } from './entities.js';
 import { Actor } from './identity.js';
 import { Id, Port } from './names.js';
 
@@ -19,7 +19,7 @@ export const AgentRequestAction = z.discriminatedUnion('kind', [
   z.strictObject({
     kind: z.literal('branch.promote'),
     /** What becomes of the old main line (as for branch.promote). */
-    oldMain: z.enum(['version', 'discard', 'keep']).optional(),
+    oldMain: OldMainFate.optional(),
   }),
   z.strictObject({ kind: z.literal('branch.discard') }),
   z.strictObject({ kind: z.literal('workspace.stop') }),

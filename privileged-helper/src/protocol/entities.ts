@@ -178,15 +178,25 @@ export const ForkStage = z.enum(['prepare', 'dump', 'thaw', 'restore', 'expose',
 export type ForkStage = z.infer<typeof ForkStage>;
 
 /**
- * Where a test may make a fork fail: right after one of its stages, or 'stall':
+ * Where a test may make a fork fail: right after one of its stages; 'freeze':
+ * in the dump's freeze, once the source's files are snapshotted; or 'stall':
  * hang once every child is up, with the dump still keeping its twins, as if the helper died there.
  */
-export const ForkFault = z.enum([...ForkStage.options, 'stall']);
+export const ForkFault = z.enum([...ForkStage.options, 'freeze', 'stall']);
 export type ForkFault = z.infer<typeof ForkFault>;
 
-/** Where a test may make a rollback fail: after the branch's files were replaced, or instead of its restore. */
-export const RollbackStage = z.enum(['files', 'restore']);
+/**
+ * Where a test may make a rollback fail: once the branch's state before it is
+ * set aside ('aside': a checkpoint, or a stopped branch's files), after the
+ * branch's files were replaced, instead of its restore, or after the restore,
+ * before the restored tree is the branch's ('adopt').
+ */
+export const RollbackStage = z.enum(['aside', 'files', 'restore', 'adopt']);
 export type RollbackStage = z.infer<typeof RollbackStage>;
+
+/** What becomes of the old main line when a branch is promoted: kept as a version, discarded, or kept running as a branch. */
+export const OldMainFate = z.enum(['version', 'discard', 'keep']);
+export type OldMainFate = z.infer<typeof OldMainFate>;
 
 /** Where a test may make a promotion fail: after the old main's version, after the switch of ports and main line, after the forwarders re-opened. */
 export const PromoteStage = z.enum(['checkpoint', 'switch', 'open']);
@@ -197,11 +207,12 @@ export const DiscardStage = z.enum(['teardown', 'files']);
 export type DiscardStage = z.infer<typeof DiscardStage>;
 
 /**
- * Where a test may make a checkpoint fail: after its images and files are
+ * Where a test may make a checkpoint fail: in the dump's freeze, once the
+ * branch's files are snapshotted ('freeze'); after its images and files are
  * written, before it is recorded ('dump'); while it is saved ('save'); or
  * where its save never finishes, as if the helper died in it ('stall').
  */
-export const CheckpointStage = z.enum(['dump', 'save', 'stall']);
+export const CheckpointStage = z.enum(['freeze', 'dump', 'save', 'stall']);
 export type CheckpointStage = z.infer<typeof CheckpointStage>;
 
 /** CRIU's stats-dump, in ms and pages: seizing the tree, keeping it frozen, draining and writing memory. */

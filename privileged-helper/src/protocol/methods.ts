@@ -3,7 +3,7 @@
 // typed clients derive their signatures from it. Params objects are strict:
 // unknown fields are refused, not ignored.
 import { z } from 'zod';
-import { BranchLimits, CheckpointStage, DiscardStage, DoctorReport, EgressChange, EgressLogEntry, EgressPolicy, EgressStatus, CopyResult, ExecResult, ExportResult, ForkFault, ForkReport, Image, PerfReport, PoolSpace, PromoteStage, RollbackStage, SpaceReport, Version, Workspace } from './entities.js';
+import { BranchLimits, CheckpointStage, DiscardStage, DoctorReport, EgressChange, EgressLogEntry, EgressPolicy, EgressStatus, CopyResult, ExecResult, ExportResult, ForkFault, ForkReport, Image, OldMainFate, PerfReport, PoolSpace, PromoteStage, RollbackStage, SpaceReport, Version, Workspace } from './entities.js';
 import { AgentRequestAction, AgentRequestKind, Approval, ApprovalId, AuditEntry, Grant, GrantId } from './approvals.js';
 import { MAX_TYPED_CHARS, MouseButton, Point, PointerState, Region, Screenshot, WaitCondition, WaitResult } from './desktop.js';
 import { Actor, Role } from './identity.js';
@@ -29,6 +29,16 @@ const Note = z.string().max(2000);
 /** A point in time, e.g. 2026-01-31T09:00:00Z or with an offset (+01:00). */
 const Time = z.iso.datetime({ offset: true });
 /** What becomes of a workspace's versions when its last branch is deleted (see workspace.delete). */
+/**
+ * Tests only (the helper refuses them unless started with
+ * GROVE_FAULT_INJECTION=1): the operation fails right after the stage
+ * faultAt, or with crash the helper dies there (SIGKILL), for the tests of
+ * what the next start finishes or undoes.
+ */
+function testFault<S extends z.ZodType>(stages: S) {
+  return { faultAt: stages.optional(), crash: z.boolean().optional() };
+}
+
 export const VersionsFate = z.enum(['keep', 'delete']);
 export type VersionsFate = z.infer<typeof VersionsFate>;
 
@@ -111,8 +121,7 @@ export const methods = {
    * only persons delete versions).
    */
   'workspace.delete': {
-    /** faultAt: a test switch (refused unless the helper allows fault injection). */
-    params: z.strictObject({ workspace: WorkspaceRef, versions: VersionsFate.optional(), faultAt: DiscardStage.optional() }),
+    params: z.strictObject({ workspace: WorkspaceRef, versions: VersionsFate.optional(), ...testFault(DiscardStage) }),
     result: z.strictObject({
       deleted: z.string(),
       /** When it was its workspace's last branch and the workspace had versions: what became of them. */
@@ -127,28 +136,24 @@ export const methods = {
       copies: z.number().int().min(1).max(16),
       /** Names for the children (default: NAME-1, NAME-2, …). */
       names: z.array(Name).max(16).optional(),
-      /** Tests only: fail right after this stage, or stall once the children are up (the helper refuses it unless started with GROVE_FAULT_INJECTION=1). */
-      faultAt: ForkFault.optional(),
+      ...testFault(ForkFault),
     }),
     result: ForkReport,
   },
   'branch.checkpoint': {
-    /** faultAt: a test switch (refused unless the helper allows fault injection). */
-    params: z.strictObject({ workspace: WorkspaceRef, label: z.string().max(200).optional(), faultAt: CheckpointStage.optional() }),
+    params: z.strictObject({ workspace: WorkspaceRef, label: z.string().max(200).optional(), ...testFault(CheckpointStage) }),
     result: Version,
   },
   'branch.rollback': {
-    /** faultAt: a test switch (refused unless the helper allows fault injection). */
-    params: z.strictObject({ workspace: WorkspaceRef, version: Id, faultAt: RollbackStage.optional() }),
+    params: z.strictObject({ workspace: WorkspaceRef, version: Id, ...testFault(RollbackStage) }),
     result: Workspace,
   },
   'branch.promote': {
     params: z.strictObject({
       workspace: WorkspaceRef,
       /** What becomes of the old main line: kept as a version (default), discarded, or kept running as a branch. */
-      oldMain: z.enum(['version', 'discard', 'keep']).optional(),
-      /** A test switch (refused unless the helper allows fault injection). */
-      faultAt: PromoteStage.optional(),
+      oldMain: OldMainFate.optional(),
+      ...testFault(PromoteStage),
     }),
     result: Workspace,
   },

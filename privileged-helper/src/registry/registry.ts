@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 // Typed access to the registry. Rows are mapped to plain records here so no SQL
 // leaks out of this folder.
 import type { Db } from './db.js';
-import type { Image, ImageOrigin, ProjectOrigin } from '../protocol/entities.js';
+import type { Image, ImageOrigin, OldMainFate, ProjectOrigin } from '../protocol/entities.js';
 import type { WorkspaceState } from '../protocol/entities.js';
 import type { BranchLimits, EgressLogEntry, EgressPolicy, ForkRecord, ForkReport } from '../protocol/entities.js';
 import type { AgentRequestKind, AuditEntry } from '../protocol/approvals.js';
@@ -59,6 +59,18 @@ export interface HostObject {
   name: string;
   owner: string | null;
 }
+
+/**
+ * An operation on a branch that a helper killed mid-way leaves half done,
+ * recorded from the moment it starts changing things until it is done or
+ * undone, so that the next start finishes or undoes it (reconcile.ts).
+ */
+export type PendingOp =
+  /** Returning to version `to`; the branch's state before it is a checkpoint, or (a stopped branch's) a snapshot of its files. */
+  | { kind: 'rollback'; workspaceId: string; to: string; before: { version: string } | { files: string } }
+  /** The branch becomes its tree's main line in place of `mainId`, whose ports each had are `leases`. */
+  | { kind: 'promote'; workspaceId: string; mainId: string; oldMain: OldMainFate; version: string | null; leases: { id: string; ports: PortLease[] }[] }
+  | { kind: 'discard'; workspaceId: string };
 
 /** Egress log rows each branch keeps (its newest, give or take PRUNE_EVERY); a branch's log stays bounded. */
 export const EGRESS_ROWS_PER_BRANCH = 10_000;
@@ -331,8 +343,28 @@ export class Registry {
       const children = this.db.prepare('SELECT id FROM workspaces WHERE parent_id = ?').pluck().all(id) as string[];
       this.db.prepare('UPDATE workspaces SET parent_id = ? WHERE parent_id = ?').run(parent ?? null, id);
       this.db.prepare('DELETE FROM workspaces WHERE id = ?').run(id);
+      this.db.prepare('DELETE FROM pending_ops WHERE workspace_id = ?').run(id);
       return children;
     })();
+  }
+
+  // pending operations
+  /** Records an operation on a branch as under way (one per branch: its lock lets one run at a time). */
+  beginPendingOp(op: PendingOp): void {
+    const { workspaceId, ...detail } = op;
+    this.db
+      .prepare('INSERT OR REPLACE INTO pending_ops (workspace_id, kind, detail_json, started_at) VALUES (?, ?, ?, ?)')
+      .run(workspaceId, op.kind, JSON.stringify(detail), new Date().toISOString());
+  }
+
+  endPendingOp(workspaceId: string): void {
+    this.db.prepare('DELETE FROM pending_ops WHERE workspace_id = ?').run(workspaceId);
+  }
+
+  /** Operations a helper left under way, oldest first. */
+  pendingOps(): PendingOp[] {
+    const rows = this.db.prepare('SELECT workspace_id, detail_json FROM pending_ops ORDER BY started_at').all() as { workspace_id: string; detail_json: string }[];
+    return rows.map((r) => ({ ...(JSON.parse(r.detail_json) as Omit<PendingOp, 'workspaceId'>), workspaceId: r.workspace_id }) as PendingOp);
   }
 
   usedNetIndexes(): Set<number> {

@@ -17,6 +17,7 @@ import type { VersionService } from '../branches/versions.js';
 import type { BranchRuntime } from '../workspaces/runtime.js';
 import type { BranchStorage } from '../workspaces/branch-storage.js';
 import { GroveError } from '../protocol/wire.js';
+import { requestedFault } from '../workspaces/faults.js';
 import type { EventBus, EventListener } from './event-bus.js';
 import type { EgressService } from '../egress/egress-service.js';
 import type { PerfService } from '../perf/perf-service.js';
@@ -49,6 +50,8 @@ export interface Services {
   audit: AuditLog;
   desktop: DesktopService;
   authority: AuthorityLookup;
+  /** Whether requests may inject faults (tests of the transactions: workspaces/faults.ts). */
+  allowFaultInjection: boolean;
 }
 
 export interface CallContext {
@@ -74,6 +77,7 @@ export function createHandlers(s: Services): Handlers {
       s.bus.broadcast('progress', { job, stage: 'copy', message: `${what}: ${mibText(bytes)}${total === null ? '' : ` of ${mibText(total)}`} copied`, done: false, workspace });
   };
   const desktop = (ref: string): DesktopTarget => s.runtime.desktopTarget(s.workspaces.running(ref));
+  const fault = <S extends string>(p: { faultAt?: S; crash?: boolean }) => requestedFault(s.allowFaultInjection, p);
   const branchOrNull = (ref: string | undefined) => (ref === undefined ? null : s.workspaces.record(ref));
   return {
     'host.doctor': () => s.doctor.report(),
@@ -101,15 +105,15 @@ export function createHandlers(s: Services): Handlers {
     'workspace.delete': async (p, ctx) => {
       const fate = versionsFate(ctx.actor, p.versions);
       const { id, treeId } = s.workspaces.record(p.workspace);
-      const { deleted } = await s.workspaces.delete(id, p.faultAt);
+      const { deleted } = await s.workspaces.delete(id, fault(p));
       const versions = await s.versions.settleOrphans(treeId, fate);
       return versions ? { deleted, versions } : { deleted };
     },
     'workspace.limits': ({ workspace, ...change }) => s.workspaces.setLimits(workspace, change),
-    'branch.fork': (p, ctx) => s.forks.fork(p.workspace, { copies: p.copies, names: p.names, faultAt: p.faultAt, madeBy: ctx.actor }),
-    'branch.checkpoint': (p) => s.versions.checkpoint(p.workspace, p.label, p.faultAt),
-    'branch.rollback': (p) => s.versions.rollback(p.workspace, p.version, p.faultAt),
-    'branch.promote': (p) => s.promotions.promote(p.workspace, p.oldMain ?? 'version', p.faultAt),
+    'branch.fork': (p, ctx) => s.forks.fork(p.workspace, { copies: p.copies, names: p.names, fault: fault(p), madeBy: ctx.actor }),
+    'branch.checkpoint': (p) => s.versions.checkpoint(p.workspace, p.label, fault(p)),
+    'branch.rollback': (p) => s.versions.rollback(p.workspace, p.version, fault(p)),
+    'branch.promote': (p) => s.promotions.promote(p.workspace, p.oldMain ?? 'version', fault(p)),
     'branch.diff': async (p) => {
       const to = s.workspaces.record(p.workspace);
       const fromRef = p.other ?? to.parentId;

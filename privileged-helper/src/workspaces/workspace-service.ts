@@ -3,7 +3,7 @@
 // namespace with a veth pair, a crun container, and the host's forwarders to it.
 import { randomBytes } from 'node:crypto';
 import { access } from 'node:fs/promises';
-import { refuseFaultsUnlessAllowed } from './faults.js';
+import { injectFault, type Fault } from './faults.js';
 import { isSameProcess } from '../host/proc.js';
 import { BRANCH_HEADROOM_BYTES, requireSpace } from '../host/space.js';
 import type { ImageService } from '../images/image-service.js';
@@ -40,7 +40,6 @@ export class WorkspaceService {
     private readonly storage: BranchStorage,
     private readonly images: Pick<ImageService, 'readyLower'>,
     private readonly events: WorkspaceEvents,
-    private readonly allowFaultInjection = false,
   ) {}
 
   list(): Workspace[] {
@@ -199,12 +198,22 @@ export class WorkspaceService {
     });
   }
 
-  delete(ref: string, faultAt?: DiscardStage): Promise<{ deleted: string }> {
-    refuseFaultsUnlessAllowed(this.allowFaultInjection, faultAt);
+  /** Discards a branch; a helper that dies on the way leaves it to the next start to finish (finishDiscard). */
+  delete(ref: string, fault?: Fault<DiscardStage>): Promise<{ deleted: string }> {
     const { id } = this.record(ref);
     return this.lock.run(id, async () => {
-      await this.destroy(this.record(id), faultAt);
+      this.registry.beginPendingOp({ kind: 'discard', workspaceId: id });
+      await this.destroy(this.record(id), fault);
       return { deleted: id };
+    });
+  }
+
+  /** A discard the last helper was killed in: it is finished (reconcile.ts). */
+  async finishDiscard(id: string): Promise<void> {
+    await this.lock.run(id, async () => {
+      const ws = this.registry.findWorkspace(id);
+      if (ws) await this.destroy(ws);
+      else this.registry.endPendingOp(id);
     });
   }
 
@@ -240,23 +249,21 @@ export class WorkspaceService {
    * announced here, whoever removes it: a discard, a promotion, or the undo
    * of a fork that had already announced it running.
    */
-  async destroy(ws: WorkspaceRecord, faultAt?: DiscardStage): Promise<void> {
-    const fault = (stage: DiscardStage) => {
-      if (faultAt === stage) throw new GroveError('E_HOST', `fault injected after the discard's ${stage}`);
-    };
+  async destroy(ws: WorkspaceRecord, fault?: Fault<DiscardStage>): Promise<void> {
     try {
       await this.runtime.tearDown(ws);
-      fault('teardown');
+      injectFault(fault, 'teardown', "fault injected after the discard's teardown");
       await this.ledger.removeOwned(ws.id);
-      fault('files');
+      injectFault(fault, 'files', "fault injected after the discard's files");
     } catch (err) {
+      this.registry.endPendingOp(ws.id); // what is left is for a person to discard again
       const filesKept = await access(this.storage.filesPath(ws)).then(() => true, () => false);
       this.registry.setWorkspaceState(ws.id, filesKept ? 'stopped' : 'failed', null);
       this.publish(ws.id);
       const left = filesKept ? 'it is stopped, with its files' : 'its files are gone too';
       throw new GroveError('E_HOST', `discarding '${ws.name}' failed (${(err as Error).message}); ${left}: discard it again`);
     }
-    for (const child of this.registry.deleteWorkspace(ws.id)) this.publish(child);
+    for (const child of this.registry.deleteWorkspace(ws.id)) this.publish(child); // its pending operation with it
     this.events.removed(ws.id);
   }
 

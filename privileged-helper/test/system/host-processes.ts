@@ -1,7 +1,7 @@
 // The host's processes, for tests that run our CRIU on plain host processes
 // (outside any workspace): find them, wait until a pid is free again for a
 // restore, and end them.
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, readlink } from 'node:fs/promises';
 
 interface HostProcess {
   pid: number;
@@ -45,4 +45,17 @@ export function killIfThere(pid: number): void {
   } catch {
     // already gone
   }
+}
+
+/** The processes in the pid namespace of host process PID (a workspace's init), with their state and command, by pid. */
+export async function processesInTree(pid: number): Promise<{ pid: number; state: string; command: string }[]> {
+  const ns = await readlink(`/proc/${pid}/ns/pid`);
+  const found: { pid: number; state: string; command: string }[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry) || (await readlink(`/proc/${entry}/ns/pid`).catch(() => '')) !== ns) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    const state = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
+    if (state && state !== 'Z') found.push({ pid: Number(entry), state, command: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) });
+  }
+  return found.sort((a, b) => a.pid - b.pid);
 }

@@ -7,13 +7,13 @@
 // refuses to start before it makes anything.
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { readdir, readFile, readlink, rm } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
 import type { Workspace } from '../../src/protocol/entities.js';
 import { purge, startHelper, stopHelper, testInstance } from './helper-process.js';
-import { commandsOf } from './host-processes.js';
+import { commandsOf, processesInTree } from './host-processes.js';
 import { leftovers, netnsNames } from './leftovers.js';
 import { banner, connect, createWorkspace, hostPort, httpGet, instance, sh, vncSocket, waitFor } from './support.js';
 
@@ -194,16 +194,3 @@ describe('helper restart', () => {
     }
   });
 });
-
-/** The processes in the pid namespace of host process PID (a workspace's init), with their state and command, by pid. */
-async function processesInTree(pid: number): Promise<{ pid: number; state: string; command: string }[]> {
-  const ns = await readlink(`/proc/${pid}/ns/pid`);
-  const found: { pid: number; state: string; command: string }[] = [];
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry) || (await readlink(`/proc/${entry}/ns/pid`).catch(() => '')) !== ns) continue;
-    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
-    const state = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
-    if (state && state !== 'Z') found.push({ pid: Number(entry), state, command: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) });
-  }
-  return found.sort((a, b) => a.pid - b.pid);
-}
