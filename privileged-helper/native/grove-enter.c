@@ -162,7 +162,7 @@ static void drop_capabilities(const char *caps, int last)
  * The filter file, one rule a line (seccomp.ts writes it):
  *   default ERRNO
  *   allow NAME [ARG OP VALUE [VALUE2]]...     OP: eq ne lt le gt ge masked_eq
- *   errno ERRNO NAME
+ *   errno ERRNO NAME [ARG OP VALUE [VALUE2]]...
  * Names this architecture lacks are skipped.
  */
 static enum scmp_compare compare_op(const char *op)

@@ -33,7 +33,7 @@ const ALLOWED: readonly string[] = [
   'getdents', 'getdents64', 'getcwd', 'chdir', 'fchdir', 'mkdir', 'mkdirat', 'rmdir', 'rename', 'renameat', 'renameat2', 'link', 'linkat',
   'unlink', 'unlinkat', 'symlink', 'symlinkat', 'readlink', 'readlinkat', 'chmod', 'fchmod', 'fchmodat', 'chown', 'fchown', 'fchownat', 'lchown',
   'truncate', 'ftruncate', 'fallocate', 'fadvise64', 'readahead', 'fsync', 'fdatasync', 'sync', 'syncfs', 'sync_file_range', 'umask',
-  'utime', 'utimes', 'utimensat', 'futimesat', 'copy_file_range', 'sendfile', 'splice', 'tee', 'flock', 'fcntl', 'ioctl', 'dup', 'dup2', 'dup3',
+  'utime', 'utimes', 'utimensat', 'futimesat', 'copy_file_range', 'sendfile', 'splice', 'tee', 'flock', 'fcntl', 'dup', 'dup2', 'dup3',
   'pipe', 'pipe2', 'mknod', 'mknodat', // devices still need CAP_MKNOD (dropped) and the devices cgroup's allow list
   'getxattr', 'lgetxattr', 'fgetxattr', 'setxattr', 'lsetxattr', 'fsetxattr', 'listxattr', 'llistxattr', 'flistxattr',
   'removexattr', 'lremovexattr', 'fremovexattr',
@@ -78,6 +78,16 @@ const AF_NETLINK = 16;
 const AF_PACKET = 17;
 const AF_VSOCK = 40;
 const NETLINK_AUDIT = 9;
+/** ioctl's request is an unsigned int: the kernel drops the upper half of the register, which the filter sees. */
+const IOCTL_REQUEST = 0xffffffff;
+/**
+ * btrfs's ioctls that make a subvolume (BTRFS_IOC_SNAP_CREATE, SUBVOL_CREATE,
+ * SNAP_CREATE_V2, SUBVOL_CREATE_V2). Any user may make one in a directory it
+ * can write, and /root is the branch's own btrfs directory: a subvolume made
+ * there is charged to a quota of its own, not to the branch's disk limit
+ * (host/disk-quota.ts), and the branch's files could no longer be deleted.
+ */
+const BTRFS_SUBVOLUME_CREATE = [0x50009401, 0x5000940e, 0x50009417, 0x50009418];
 
 /** Allowed only with these arguments (several rules for one call: any may match). */
 const CONDITIONAL: readonly { name: string; args: readonly ArgRule[] }[] = [
@@ -94,7 +104,16 @@ const CONDITIONAL: readonly { name: string; args: readonly ArgRule[] }[] = [
   { name: 'socket', args: [{ index: 0, op: 'gt', value: AF_VSOCK }] },
   // personality: the usual persona and its queries only (0xffffffff asks).
   ...[0, 0x8, 0x20000, 0x20008, 0xffffffff].map((value) => ({ name: 'personality', args: [{ index: 0, op: 'eq' as const, value }] })),
+  // Every ioctl but those REFUSED_WHEN names, under a condition always true:
+  // libseccomp drops a call's conditional refusals when it is allowed without one.
+  { name: 'ioctl', args: [{ index: 0, op: 'ge', value: 0 }] },
 ];
+
+/** Refused with EPERM with these arguments only, out of a call CONDITIONAL allows otherwise. */
+const REFUSED_WHEN: readonly { name: string; args: readonly ArgRule[] }[] = BTRFS_SUBVOLUME_CREATE.map((request) => ({
+  name: 'ioctl',
+  args: [{ index: 1, op: 'masked_eq', value: IOCTL_REQUEST, value2: request }],
+}));
 
 function familiesBetween(low: number, high: number): number[] {
   return Array.from({ length: high - low - 1 }, (_, i) => low + 1 + i);
@@ -115,6 +134,8 @@ export interface SeccompProfile {
   allowed: readonly string[];
   conditional: typeof CONDITIONAL;
   errno: readonly { names: readonly string[]; errno: number }[];
+  /** Refused with EPERM with these arguments only. */
+  refusedWhen: typeof REFUSED_WHEN;
 }
 
 export const BRANCH_SECCOMP: SeccompProfile = {
@@ -124,6 +145,7 @@ export const BRANCH_SECCOMP: SeccompProfile = {
   // clone3 is left to the default, ENOSYS: glibc then falls back to clone(2),
   // whose flags the filter can see (clone3 passes them in memory it cannot).
   errno: [{ names: REFUSED, errno: EPERM }],
+  refusedWhen: REFUSED_WHEN,
 };
 
 const OCI_OP: Record<ArgOp, string> = {
@@ -144,14 +166,15 @@ export function ociSeccomp(p: SeccompProfile = BRANCH_SECCOMP): object {
     architectures: ['SCMP_ARCH_X86_64', 'SCMP_ARCH_X86', 'SCMP_ARCH_X32'],
     syscalls: [
       { names: [...p.allowed], action: 'SCMP_ACT_ALLOW' },
-      ...p.conditional.map((c) => ({
-        names: [c.name],
-        action: 'SCMP_ACT_ALLOW',
-        args: c.args.map((a) => ({ index: a.index, value: a.value, valueTwo: a.value2 ?? 0, op: OCI_OP[a.op] })),
-      })),
+      ...p.conditional.map((c) => ({ names: [c.name], action: 'SCMP_ACT_ALLOW', args: c.args.map(ociArg) })),
       ...p.errno.map((e) => ({ names: [...e.names], action: 'SCMP_ACT_ERRNO', errnoRet: e.errno })),
+      ...p.refusedWhen.map((r) => ({ names: [r.name], action: 'SCMP_ACT_ERRNO', errnoRet: EPERM, args: r.args.map(ociArg) })),
     ],
   };
+}
+
+function ociArg(a: ArgRule): object {
+  return { index: a.index, value: a.value, valueTwo: a.value2 ?? 0, op: OCI_OP[a.op] };
 }
 
 /** The rule file native/grove-enter.c reads (its format is described there). */
@@ -162,6 +185,7 @@ export function enterSeccompRules(p: SeccompProfile = BRANCH_SECCOMP): string {
     ...p.allowed.map((n) => `allow ${n}`),
     ...p.conditional.map((c) => `allow ${c.name} ${c.args.map(arg).join(' ')}`),
     ...p.errno.flatMap((e) => e.names.map((n) => `errno ${e.errno} ${n}`)),
+    ...p.refusedWhen.map((r) => `errno ${EPERM} ${r.name} ${r.args.map(arg).join(' ')}`),
     '',
   ].join('\n');
 }

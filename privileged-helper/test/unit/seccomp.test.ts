@@ -46,8 +46,18 @@ describe("the branches' seccomp filter", () => {
 
   it('allows each call in one place only', () => {
     const refused = BRANCH_SECCOMP.errno.flatMap((e) => e.names);
-    const all = [...BRANCH_SECCOMP.allowed, ...new Set(BRANCH_SECCOMP.conditional.map((c) => c.name)), ...refused];
+    const conditional = new Set(BRANCH_SECCOMP.conditional.map((c) => c.name));
+    const all = [...BRANCH_SECCOMP.allowed, ...conditional, ...refused];
     expect(all.length).toBe(new Set(all).size);
+    // A refusal with arguments holds only beside a conditional allow (libseccomp drops it beside an unconditional one).
+    for (const r of BRANCH_SECCOMP.refusedWhen) expect(conditional.has(r.name), r.name).toBe(true);
+  });
+
+  it('refuses the ioctls that make a btrfs subvolume (out of the disk limit), whatever the upper half of the request, and no other', () => {
+    const requests = BRANCH_SECCOMP.refusedWhen.filter((r) => r.name === 'ioctl').map((r) => r.args);
+    // SNAP_CREATE, SUBVOL_CREATE, SNAP_CREATE_V2, SUBVOL_CREATE_V2 (linux/btrfs.h).
+    expect(requests).toEqual([0x50009401, 0x5000940e, 0x50009417, 0x50009418].map((value2) => [{ index: 1, op: 'masked_eq', value: 0xffffffff, value2 }]));
+    expect(BRANCH_SECCOMP.conditional.filter((c) => c.name === 'ioctl')).toEqual([{ name: 'ioctl', args: [{ index: 0, op: 'ge', value: 0 }] }]);
   });
 
   it('renders for crun as the OCI spec wants it', () => {
@@ -56,6 +66,11 @@ describe("the branches' seccomp filter", () => {
     expect(oci.syscalls.find((s) => s.names.includes('clone'))!.args).toEqual([{ index: 0, value: 0x7e020000, valueTwo: 0, op: 'SCMP_CMP_MASKED_EQ' }]);
     expect(oci.syscalls.find((s) => s.names.includes('mount'))).toMatchObject({ action: 'SCMP_ACT_ERRNO', errnoRet: 1 });
     expect(oci.syscalls.find((s) => s.names.includes('clone3'))).toBeUndefined(); // the default: ENOSYS
+    expect(oci.syscalls.filter((s) => s.names.includes('ioctl')).map((s) => [s.action, s.errnoRet, s.args])).toContainEqual([
+      'SCMP_ACT_ERRNO',
+      1,
+      [{ index: 1, value: 0xffffffff, valueTwo: 0x5000940e, op: 'SCMP_CMP_MASKED_EQ' }],
+    ]);
   });
 
   it('renders for grove-enter one rule a line', () => {
@@ -71,6 +86,9 @@ describe("the branches' seccomp filter", () => {
     expect(lines).toContain('allow socket 0 gt 40');
     for (const admitsPacketOrVsock of ['allow socket 0 eq 17', 'allow socket 0 eq 40', 'allow socket 0 gt 17']) expect(lines).not.toContain(admitsPacketOrVsock);
     expect(lines).toContain('errno 1 mount');
+    expect(lines).toContain('allow ioctl 0 ge 0');
+    expect(lines).not.toContain('allow ioctl');
+    expect(lines).toContain(`errno 1 ioctl 1 masked_eq ${0xffffffff} ${0x5000940e}`);
     expect(lines.some((l) => l.endsWith(' clone3'))).toBe(false);
   });
 });
