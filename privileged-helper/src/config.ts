@@ -50,6 +50,13 @@ export interface HelperConfig {
    * branches without the cage's user namespace, capability cuts, no_new_privs, seccomp and cgroups.
    */
   cage: boolean;
+  /**
+   * False only in the benchmark's comparison instance (GROVE_BENCH_NO_DISK_QUOTA=1):
+   * its pool gets no quotas, its branches no disk limit.
+   */
+  diskQuota: boolean;
+  /** native/grove-quota.c (built by build/host/setup.sh): simple quotas on the pool, each branch's disk limit. */
+  groveQuota: string;
   /** native/grove-mount.c (built by build/host/setup.sh): idmapped mounts for branches in user namespaces. */
   groveMount: string;
   /** native/grove-netlock.c (built by build/host/setup.sh): the lock that keeps a netns silent while CRIU restores into it. */
@@ -98,6 +105,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HelperConfig {
     criu: env.GROVE_CRIU ?? path.join(cacheDir, 'criu/sbin/criu'),
     recipesDir: path.resolve(import.meta.dirname, '../image'),
     groveEnter: env.GROVE_ENTER ?? path.join(cacheDir, 'bin/grove-enter'),
+    diskQuota: env.GROVE_BENCH_NO_DISK_QUOTA !== '1',
+    groveQuota: env.GROVE_QUOTA ?? path.join(cacheDir, 'bin/grove-quota'),
     groveMount: env.GROVE_MOUNT ?? path.join(cacheDir, 'bin/grove-mount'),
     groveNetlock: env.GROVE_NETLOCK ?? path.join(cacheDir, 'bin/grove-netlock'),
     groveAction: env.GROVE_ACTION ?? path.join(cacheDir, 'bin/grove-action'),

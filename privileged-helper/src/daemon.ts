@@ -14,6 +14,7 @@ import { KernelTier } from './host/kernel-tier.js';
 import { prepareSocketDir } from './host/forwarder.js';
 import { guardBranchAddresses, hostTableName } from './host/host-firewall.js';
 import { foreignRoutesIn, nameserversIn } from './host/netns.js';
+import { DiskQuota } from './host/disk-quota.js';
 import { ensurePool, unmountPool } from './host/pool.js';
 import { ExecService } from './exec/exec-service.js';
 import { ImageService } from './images/image-service.js';
@@ -92,6 +93,9 @@ async function boot(config: HelperConfig) {
   const db = openDb(path.join(config.stateDir, 'registry.sqlite'));
   const registry = new Registry(db);
   const pool = await ensurePool(config);
+  const quota = new DiskQuota(config.groveQuota, pool.root);
+  if (config.diskQuota) await quota.enable(log);
+  else log('GROVE_BENCH_NO_DISK_QUOTA: the pool of this instance has no quotas, its branches no disk limit (for the benchmark\'s comparison only)');
   if (!config.cage) log('GROVE_BENCH_UNCAGED: branches of this instance run WITHOUT the cage (for the benchmark\'s comparison only)');
   const launcher = new Launcher(config.groveEnter, path.join(config.runDir, 'seccomp.rules'));
   await launcher.writeRules();
@@ -117,7 +121,7 @@ async function boot(config: HelperConfig) {
   const ids = new IdRanges(db);
   await mkdir(config.rootsDir, { recursive: true, mode: 0o711 });
   await chmod(config.rootsDir, 0o711);
-  const storage: BranchStorage = new BranchStorage(pool, config.rootsDir, ledger, config.groveMount, (ws): IdRange | null => runtime.idRange(ws));
+  const storage: BranchStorage = new BranchStorage(pool, config.rootsDir, ledger, config.groveMount, (ws): IdRange | null => runtime.idRange(ws), quota, (ws) => runtime.limits(ws).diskBytes);
   const lowersInUse = () => storage.lowersInUse();
   const ociStore = new OciStore({ graphRoot: pool.oci, runRoot: path.join(config.runDir, 'oci') });
   const images = new ImageService({ registry, pool, recipes: new RecipeBuilder(config, pool, lowersInUse), store: ociStore, lowersInUse });
@@ -181,6 +185,7 @@ async function boot(config: HelperConfig) {
   const promotions = new PromoteService(registry, runtime, workspaces, versions);
   await reconcile({ config, pool, registry, ledger, crun, workspaces, versions, promotions, storage, scratchDir, log });
   await images.reconcile(log);
+  await storage.limitDisks(registry.listWorkspaces()).catch((err: Error) => log(`branches' disk limits could not be set: ${err.message}`));
   const exitWatch = new ExitWatch(registry, workspaces, log);
   const audit = new AuditLog(registry, (entry) => bus.broadcast('audit', entry), log, config.audit);
   const approvals = new ApprovalService({
@@ -201,7 +206,7 @@ async function boot(config: HelperConfig) {
     },
     grant: (treeId, kind) => registry.findGrant(treeId, kind),
   };
-  const space = new SpaceService(pool, registry, (w) => storage.filesPath(w));
+  const space = new SpaceService(pool, registry, (w) => storage.filesPath(w), (w) => storage.diskUse(w));
   const files = new FileCopy({ exec, poolDir: pool.root });
   const services = {
     registry,
@@ -216,7 +221,7 @@ async function boot(config: HelperConfig) {
     versions,
     promotions,
     exec,
-    doctor: new Doctor(config, kernelTier),
+    doctor: new Doctor(config, kernelTier, quota),
     egress,
     perf: new PerfService(registry, runtime, () => space.poolSpace()),
     space,
@@ -235,7 +240,12 @@ async function serve(config: HelperConfig): Promise<void> {
   await preferHelperCpu(config.instance, log);
   const { db, services, personGid, exitWatch } = await boot(config);
   exitWatch.start();
-  services.space.watch((space) => services.bus.broadcast('pool.space', space));
+  services.space.watch(
+    (space) => services.bus.broadcast('pool.space', space),
+    (id) => {
+      if (services.registry.findWorkspace(id)) services.workspaces.publish(id); // not a branch discarded meanwhile
+    },
+  );
   const groups = { person: personGid, agent: await ensureGroup(config.agentGroup) };
   const deps = { services, handlers: createHandlers(services), groups, credentials, log };
   const servers = [

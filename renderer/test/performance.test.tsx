@@ -32,7 +32,7 @@ const PERF: PerfReport = {
       rssBytes: 700 * MiB,
       swapBytes: 0,
       ksm: { mergingPages: 25600, sharedBytes: 100 * MiB, profitBytes: 95 * MiB, mergeAny: true },
-      cgroup: { limits: { memoryBytes: 2048 * MiB, pids: 2048, cpuWeight: 100 }, memoryBytes: 690 * MiB, dumpableBytes: 400 * MiB, memoryLimitHits: 0, oomKills: 0, pids: 180, pidsRefused: 0 },
+      cgroup: { limits: { memoryBytes: 2048 * MiB, pids: 2048, cpuWeight: 100, diskBytes: 10 * 2 ** 30 }, memoryBytes: 690 * MiB, dumpableBytes: 400 * MiB, memoryLimitHits: 0, oomKills: 0, pids: 180, pidsRefused: 0 },
     },
     {
       workspace: 'aaaaaaa2',
@@ -42,7 +42,7 @@ const PERF: PerfReport = {
       rssBytes: 650 * MiB,
       swapBytes: 0,
       ksm: { mergingPages: 51200, sharedBytes: 200 * MiB, profitBytes: 190 * MiB, mergeAny: false },
-      cgroup: { limits: { memoryBytes: 1024 * MiB, pids: 512, cpuWeight: 100 }, memoryBytes: 1020 * MiB, dumpableBytes: 900 * MiB, memoryLimitHits: 7, oomKills: 2, pids: 512, pidsRefused: 31 },
+      cgroup: { limits: { memoryBytes: 1024 * MiB, pids: 512, cpuWeight: 100, diskBytes: 10 * 2 ** 30 }, memoryBytes: 1020 * MiB, dumpableBytes: 900 * MiB, memoryLimitHits: 7, oomKills: 2, pids: 512, pidsRefused: 31 },
     },
   ],
   host: {

@@ -22,9 +22,10 @@ const ws = (id: string, name: string, parent: string | null, createdAt: string, 
   tree: 'aaaaaaa1',
   version: null,
   main,
-  limits: { memoryBytes: 2 * 2 ** 30, pids: 2048, cpuWeight: 100 },
+  limits: { memoryBytes: 2 * 2 ** 30, pids: 2048, cpuWeight: 100, diskBytes: 10 * 2 ** 30 },
   project: null,
   sensitive: false,
+  disk: null,
   madeBy: null,
 });
 

@@ -34,9 +34,10 @@ function branches(n: number): Workspace[] {
     tree: hex(1),
     version: null,
     main: i === 0,
-    limits: { memoryBytes: 2 * 2 ** 30, pids: 2048, cpuWeight: 100 },
+    limits: { memoryBytes: 2 * 2 ** 30, pids: 2048, cpuWeight: 100, diskBytes: 10 * 2 ** 30 },
     project: null,
     sensitive: false,
+    disk: null,
     madeBy: null,
   }));
 }

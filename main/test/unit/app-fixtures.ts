@@ -28,9 +28,10 @@ export const branch = (id: string, name: string, over: Partial<Workspace> = {}):
   version: null,
   main: true,
   madeBy: { role: 'person', uid: 0, user: 'root' },
-  limits: { memoryBytes: 2 * 2 ** 30, pids: 2048, cpuWeight: 100 },
+  limits: { memoryBytes: 2 * 2 ** 30, pids: 2048, cpuWeight: 100, diskBytes: 10 * 2 ** 30 },
   project: null,
   sensitive: false,
+  disk: null,
   ...over,
 });
 

@@ -18,8 +18,13 @@ export const CGROUP_ROOT = '/sys/fs/cgroup';
 export const CONTROLLERS = ['memory', 'pids', 'cpu', 'devices'] as const;
 export type Controller = (typeof CONTROLLERS)[number];
 
-/** What lets 16 desktops (~0.5 GiB each at rest) share a 24 GiB machine, with room for an agent's build. */
-export const DEFAULT_LIMITS: BranchLimits = { memoryBytes: 2 * 2 ** 30, pids: 2048, cpuWeight: 100 };
+/**
+ * What lets 16 desktops (~0.5 GiB each at rest) share a 24 GiB machine, with
+ * room for an agent's build; and a disk limit (not a cgroup's: the pool's
+ * quota, host/disk-quota.ts) that leaves a 40 GiB pool to several branches.
+ * The registry gives branches older than disk limits the same one (db.ts).
+ */
+export const DEFAULT_LIMITS: BranchLimits = { memoryBytes: 2 * 2 ** 30, pids: 2048, cpuWeight: 100, diskBytes: 10 * 2 ** 30 };
 
 /**
  * The devices a branch may open (c = character device, major:minor): the

@@ -6,6 +6,7 @@ import type { HelperConfig } from '../config.js';
 import type { DoctorCheck, DoctorReport } from '../protocol/entities.js';
 import { CGROUP_ROOT, CONTROLLERS } from './cgroups.js';
 import { starterTies } from './detach.js';
+import type { DiskQuota, QuotaMode } from './disk-quota.js';
 import type { KernelTier } from './kernel-tier.js';
 import { inrootAddonPath } from '../tool-paths.js';
 import { isMounted } from './mounts.js';
@@ -18,6 +19,7 @@ export class Doctor {
   constructor(
     private readonly config: HelperConfig,
     private readonly kernelTier: Pick<KernelTier, 'doctorCheck'>,
+    private readonly quota: Pick<DiskQuota, 'mode'>,
   ) {}
 
   async report(): Promise<DoctorReport> {
@@ -43,6 +45,7 @@ export class Doctor {
       await present('grove-action', this.config.groveAction, 'grove-action (what CRIU does at a fork\'s freeze, thaw and resume)'),
       await present('inroot', inrootAddonPath(process.env), "inroot.node (a branch's files opened inside its root, whatever links it plants)"),
       await limitsEnforced(),
+      diskLimits(this.quota.mode, this.config.diskQuota),
       {
         name: 'criu',
         ok: criu.version !== null && versionAtLeast(criu.version, CRIU_MIN),
@@ -113,6 +116,18 @@ async function present(name: string, file: string, what: string): Promise<Doctor
     () => false,
   );
   return { name, ok, detail: ok ? `${what}: available` : `${what}: missing (${file})` };
+}
+
+/** Whether branches' disk limits hold: the pool's quotas (disk-quota.ts). */
+function diskLimits(mode: QuotaMode, wanted: boolean): DoctorCheck {
+  const detail: Record<QuotaMode, string> = {
+    simple: "each branch's disk limit holds: btrfs simple quotas on the pool",
+    full: "each branch's disk limit holds: full btrfs qgroups on the pool (enabled before Grove; snapshots cost more than with simple quotas)",
+    off: wanted
+      ? 'no quotas on the pool: a branch can fill it (simple quotas need Linux ≥ 6.7 and grove-quota, built by build/host/setup.sh; the helper log says why)'
+      : 'no quotas on the pool (GROVE_BENCH_NO_DISK_QUOTA: the benchmark\'s comparison instance)',
+  };
+  return { name: 'disk limits', ok: mode !== 'off' || !wanted, detail: detail[mode] };
 }
 
 /** Which of a branch's limits this host enforces: one cgroup v1 controller each (cgroups.ts). */

@@ -45,13 +45,28 @@ export const PortMapping = z.strictObject({
 });
 export type PortMapping = z.infer<typeof PortMapping>;
 
-/** What a branch may use: memory (no swap beyond it), tasks (processes and threads), CPU weight (100 = an equal share). */
+/**
+ * What a branch may use: memory (no swap beyond it), tasks (processes and
+ * threads), CPU weight (100 = an equal share), and disk: the bytes its own
+ * files may write in the pool (host/disk-quota.ts; past it a write fails with
+ * EDQUOT).
+ */
 export const BranchLimits = z.strictObject({
   memoryBytes: z.number().int().min(256 * 2 ** 20).max(2 ** 40),
   pids: z.number().int().min(64).max(1_000_000),
   cpuWeight: z.number().int().min(1).max(10_000),
+  diskBytes: z.number().int().min(64 * 2 ** 20).max(2 ** 50),
 });
 export type BranchLimits = z.infer<typeof BranchLimits>;
+
+/** A branch's files as its disk limit counts them. */
+export const DiskUse = z.strictObject({
+  /** Bytes its files wrote that still exist (in it, or kept by a version or a fork of it); what it shares with its source is its source's. */
+  usedBytes: z.number().int().nonnegative(),
+  /** Too little left for a write: writes in the branch fail with EDQUOT ("Disk quota exceeded"). */
+  full: z.boolean(),
+});
+export type DiskUse = z.infer<typeof DiskUse>;
 
 /**
  * A host folder copied into a workspace when it was made: where it came from
@@ -123,6 +138,8 @@ export const Workspace = z.strictObject({
   project: ProjectOrigin.nullable(),
   /** Its memory is never merged by KSM with other workspaces' (no page-content side channel); a whole tree's mark. */
   sensitive: z.boolean(),
+  /** What its disk limit counts now; null where the pool has no quotas. */
+  disk: DiskUse.nullable(),
 });
 export type Workspace = z.infer<typeof Workspace>;
 

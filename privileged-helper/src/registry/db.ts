@@ -218,6 +218,17 @@ export const MIGRATIONS: readonly string[] = [
     started_at TEXT NOT NULL
   );
   `,
+  // Each branch's disk limit (host/disk-quota.ts), inherited by forks like the
+  // rest; branches older than it get the default (host/cgroups.ts DEFAULT_LIMITS).
+  `
+  ALTER TABLE limits ADD COLUMN disk_bytes INTEGER NOT NULL DEFAULT 10737418240;
+  DROP TRIGGER limits_inherit;
+  CREATE TRIGGER limits_inherit AFTER INSERT ON workspaces WHEN NEW.parent_id IS NOT NULL
+  BEGIN
+    INSERT OR IGNORE INTO limits (workspace_id, memory_bytes, pids, cpu_weight, disk_bytes)
+      SELECT NEW.id, memory_bytes, pids, cpu_weight, disk_bytes FROM limits WHERE workspace_id = NEW.parent_id;
+  END;
+  `,
 ];
 
 export type Db = Database.Database;

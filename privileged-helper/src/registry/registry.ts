@@ -532,19 +532,20 @@ export class Registry {
   // limits
   /** The branch's limits, or null when it has the defaults. */
   limits(workspaceId: string): BranchLimits | null {
-    const row = this.db.prepare('SELECT memory_bytes, pids, cpu_weight FROM limits WHERE workspace_id = ?').get(workspaceId) as
-      | { memory_bytes: number; pids: number; cpu_weight: number }
+    const row = this.db.prepare('SELECT memory_bytes, pids, cpu_weight, disk_bytes FROM limits WHERE workspace_id = ?').get(workspaceId) as
+      | { memory_bytes: number; pids: number; cpu_weight: number; disk_bytes: number }
       | undefined;
-    return row ? { memoryBytes: row.memory_bytes, pids: row.pids, cpuWeight: row.cpu_weight } : null;
+    return row ? { memoryBytes: row.memory_bytes, pids: row.pids, cpuWeight: row.cpu_weight, diskBytes: row.disk_bytes } : null;
   }
 
   setLimits(workspaceId: string, l: BranchLimits): void {
     this.db
       .prepare(
-        `INSERT INTO limits (workspace_id, memory_bytes, pids, cpu_weight) VALUES (?, ?, ?, ?)
-         ON CONFLICT(workspace_id) DO UPDATE SET memory_bytes = excluded.memory_bytes, pids = excluded.pids, cpu_weight = excluded.cpu_weight`,
+        `INSERT INTO limits (workspace_id, memory_bytes, pids, cpu_weight, disk_bytes) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT(workspace_id) DO UPDATE SET memory_bytes = excluded.memory_bytes, pids = excluded.pids, cpu_weight = excluded.cpu_weight,
+           disk_bytes = excluded.disk_bytes`,
       )
-      .run(workspaceId, l.memoryBytes, l.pids, l.cpuWeight);
+      .run(workspaceId, l.memoryBytes, l.pids, l.cpuWeight, l.diskBytes);
   }
 
   // grants

@@ -1,11 +1,12 @@
 // Disk space: the pool's free space, what each branch's and version's files
 // hold in it (space.get), and a watch that tells subscribers when the pool
 // becomes low (the pool.space event), so a person learns it before forks and
-// checkpoints are refused (host/space.ts).
+// checkpoints are refused (host/space.ts), and when a branch fills its disk
+// limit or has room again (its workspace.changed: writes in it fail meanwhile).
 import { spaceAt } from '../host/space.js';
 import { run } from '../host/run.js';
 import type { PoolLayout } from '../host/pool.js';
-import type { PoolSpace, SpaceReport } from '../protocol/entities.js';
+import type { DiskUse, PoolSpace, SpaceReport } from '../protocol/entities.js';
 import type { Registry } from '../registry/registry.js';
 import path from 'node:path';
 
@@ -19,11 +20,14 @@ export function isLow(freeBytes: number, totalBytes: number): boolean {
 export class SpaceService {
   private timer: NodeJS.Timeout | null = null;
   private lastLow: boolean | null = null;
+  /** Branches whose disk limit was full at the last look. */
+  private readonly full = new Set<string>();
 
   constructor(
     private readonly pool: PoolLayout,
     private readonly registry: Registry,
     private readonly filesPath: (ws: { id: string }) => string,
+    private readonly diskUse: (ws: { id: string }) => DiskUse | null,
   ) {}
 
   async poolSpace(): Promise<PoolSpace> {
@@ -47,9 +51,14 @@ export class SpaceService {
     return { pool: await this.poolSpace(), branches, versions, at: new Date().toISOString() };
   }
 
-  /** Calls `changed` with the pool's space whenever it becomes low or stops being low. */
-  watch(changed: (space: PoolSpace) => void, intervalMs = SPACE_WATCH_INTERVAL_MS): void {
+  /**
+   * Calls `changed` with the pool's space whenever it becomes low or stops
+   * being low, and `branchChanged` with each branch whose disk limit becomes
+   * full or has room again.
+   */
+  watch(changed: (space: PoolSpace) => void, branchChanged: (workspaceId: string) => void, intervalMs = SPACE_WATCH_INTERVAL_MS): void {
     const tick = async () => {
+      this.fullBranchesChanged().forEach(branchChanged);
       const space = await this.poolSpace().catch(() => null);
       if (!space || space.low === this.lastLow) return;
       this.lastLow = space.low;
@@ -58,6 +67,22 @@ export class SpaceService {
     this.timer ??= setInterval(() => void tick(), intervalMs);
     this.timer.unref();
     void tick();
+  }
+
+  /** Branches whose disk limit became full, or has room again, since the last look. */
+  private fullBranchesChanged(): string[] {
+    const changed: string[] = [];
+    const present = new Set<string>();
+    for (const w of this.registry.listWorkspaces()) {
+      present.add(w.id);
+      const full = this.diskUse(w)?.full ?? false;
+      if (full === this.full.has(w.id)) continue;
+      if (full) this.full.add(w.id);
+      else this.full.delete(w.id);
+      changed.push(w.id);
+    }
+    for (const id of this.full) if (!present.has(id)) this.full.delete(id);
+    return changed;
   }
 
   stop(): void {

@@ -26,15 +26,21 @@
 // keeps its profile, is therefore a plain btrfs directory, bind-mounted; CRIU
 // treats it as an external mount (EXTERNAL_BINDS), restored from the child's
 // own copy.
-import { chown, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+//
+// The files subvolume is what a branch's disk limit counts (host/disk-quota.ts):
+// each one made gets its branch's limit before anything runs on it.
+import { access, chown, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { allSettled } from '../concurrency.js';
 import { createSubvolume, deleteSubvolume, snapshot } from '../host/btrfs.js';
+import type { DiskQuota } from '../host/disk-quota.js';
 import { isMounted } from '../host/mounts.js';
 import { rootOwner, shiftOwnership } from '../host/idmap.js';
 import { bindMount, makeMounts, type BranchMount } from '../host/overlay.js';
 import type { FileOwner } from '../host/rootfs-files.js';
 import type { IdRange } from '../registry/id-ranges.js';
 import type { PoolLayout } from '../host/pool.js';
+import type { DiskUse } from '../protocol/entities.js';
 import { run } from '../host/run.js';
 import type { HostLedger } from './ledger.js';
 
@@ -56,6 +62,9 @@ export class BranchStorage {
     private readonly groveMount: string,
     /** The host ids the branch's tree runs as (null: no user namespace). */
     private readonly idRange: (ws: { id: string }) => IdRange | null,
+    private readonly quota: DiskQuota,
+    /** The branch's disk limit in bytes (its limits). */
+    private readonly diskLimit: (ws: { id: string }) => number,
   ) {}
 
   /** Whose files the helper writes into the branch (its root's host ids in a user namespace). */
@@ -93,6 +102,7 @@ export class BranchStorage {
     const range = this.idRange(ws);
     await this.ledger.make({ kind: 'subvolume', name: files, owner: ws.id }, async () => {
       await createSubvolume(files);
+      await this.limitDisk(ws);
       await mkdir(path.join(files, 'upper'), { mode: 0o755 });
       for (const b of EXTERNAL_BINDS) {
         await run('cp', ['-a', '--reflink=always', '--', path.join(image, b.containerPath), path.join(files, b.dir)]);
@@ -112,12 +122,12 @@ export class BranchStorage {
   async createFrom(ws: { id: string }, subvolume: string): Promise<string> {
     const files = this.filesPath(ws);
     await this.ledger.make({ kind: 'subvolume', name: files, owner: ws.id }, () => snapshot(subvolume, files));
-    return this.mount(ws, { binds: false });
+    return this.limitedAndMounted(ws);
   }
 
   /** A branch whose own files were made already (a fork's only child: at the fork's instant), mounted like createFrom. */
   async mountOwnFiles(ws: { id: string }): Promise<string> {
-    return this.mount(ws, { binds: false });
+    return this.limitedAndMounted(ws);
   }
 
   /** Replaces the branch's files with a copy of `subvolume` (rollback), mounted like createFrom; its processes must be gone. */
@@ -126,7 +136,23 @@ export class BranchStorage {
     const files = this.filesPath(ws);
     await deleteSubvolume(files);
     await snapshot(subvolume, files);
-    return this.mount(ws, { binds: false });
+    return this.limitedAndMounted(ws);
+  }
+
+  /** Sets the branch's disk limit on its files (their own writes count, not what they share with the snapshot they came from). */
+  async limitDisk(ws: { id: string }): Promise<void> {
+    await this.quota.limit([{ subvolume: this.filesPath(ws), bytes: this.diskLimit(ws) }]);
+  }
+
+  /** Sets every branch's disk limit on its files, in one run (at start: a pool whose quotas were just enabled, a limit a crash left unset). */
+  async limitDisks(branches: readonly { id: string }[]): Promise<void> {
+    const made = await Promise.all(branches.map((ws) => access(this.filesPath(ws)).then(() => ws, () => null)));
+    await this.quota.limit(made.filter((ws) => ws !== null).map((ws) => ({ subvolume: this.filesPath(ws), bytes: this.diskLimit(ws) })));
+  }
+
+  /** What the branch's disk limit counts now; null without quotas. */
+  diskUse(ws: { id: string }): DiskUse | null {
+    return this.quota.use(this.filesPath(ws), this.diskLimit(ws));
   }
 
   /**
@@ -155,6 +181,13 @@ export class BranchStorage {
     ];
     const lowers = await Promise.all(dirs.map((d) => readFile(path.join(d, 'lower'), 'utf8').catch(() => '')));
     return new Set(lowers.map((l) => l.trim()).filter(Boolean));
+  }
+
+  /** Files made from a snapshot, limited and mounted (like createFrom) at once: both before anything runs on them. */
+  private async limitedAndMounted(ws: { id: string }): Promise<string> {
+    const mounted = this.mount(ws, { binds: false });
+    await allSettled([mounted, this.limitDisk(ws)]);
+    return mounted;
   }
 
   /**

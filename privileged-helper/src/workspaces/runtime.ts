@@ -148,10 +148,11 @@ export class BranchRuntime {
     return this.registry.limits(ws.id) ?? DEFAULT_LIMITS;
   }
 
-  /** Records new limits and applies them at once when the branch has its cgroups (it is running). */
+  /** Records new limits and applies them at once: its cgroups' when it has them (it is running), its disk limit running or not. */
   async setLimits(ws: WorkspaceRecord, limits: BranchLimits): Promise<void> {
     if (ws.state === 'running') await applyLimits(this.cgroupName(ws), limits);
     this.registry.setLimits(ws.id, limits);
+    if (ws.state !== 'failed') await this.storage.limitDisk(ws); // a failed branch's files are gone
   }
 
   usage(ws: { id: string }): Promise<CgroupUsage> {

@@ -313,6 +313,7 @@ export class WorkspaceService {
       limits: this.runtime.limits(ws),
       project: this.registry.project(ws.treeId),
       sensitive: ws.sensitive,
+      disk: this.storage.diskUse(ws),
     };
   }
 

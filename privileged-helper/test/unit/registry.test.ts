@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MIGRATIONS, openDb, type Db } from '../../src/registry/db.js';
 import { closeTempRegistry, openTempRegistry, workspaceRecord, type TempRegistry } from './registry-fixture.js';
 import { AUDIT_ROWS_KEPT, Registry, type ImageRecord } from '../../src/registry/registry.js';
+import { DEFAULT_LIMITS } from '../../src/host/cgroups.js';
 import type { Actor } from '../../src/protocol/identity.js';
 
 let t: TempRegistry;
@@ -18,6 +19,15 @@ beforeEach(() => {
 });
 
 afterEach(() => closeTempRegistry(t));
+
+/** A registry in `file` as it was before the migration that says `text`. */
+function registryBefore(file: string, text: string): Db {
+  const before = MIGRATIONS.findIndex((m) => m.includes(text));
+  const old = new Database(file);
+  for (const m of MIGRATIONS.slice(0, before)) old.exec(m);
+  old.pragma(`user_version = ${before}`);
+  return old;
+}
 
 function reopen(): void {
   db.close();
@@ -235,10 +245,7 @@ describe('ports', () => {
 
   it('loses the VNC leases of a registry from before desktop sockets, and keeps the rest', () => {
     const legacy = path.join(dir, 'legacy.db');
-    const before = MIGRATIONS.findIndex((m) => m.includes('DELETE FROM ports WHERE container_port = 5900'));
-    const old = new Database(legacy);
-    for (const m of MIGRATIONS.slice(0, before)) old.exec(m);
-    old.pragma(`user_version = ${before}`);
+    const old = registryBefore(legacy, 'DELETE FROM ports WHERE container_port = 5900');
     // As the helper of then wrote it (today's insert names columns that came later).
     old
       .prepare("INSERT INTO workspaces (id, name, image, state, hostname, machine_id, net_index, created_at, tree_id) VALUES ('0123abcd', 'alpha', 'desktop', 'creating', 'alpha', ?, 0, ?, '0123abcd')")
@@ -376,12 +383,32 @@ describe('limits', () => {
   it('are the defaults until set, and a fork starts with its source\'s', () => {
     reg.insertWorkspace(workspace());
     expect(reg.limits('0123abcd')).toBeNull();
-    const limits = { memoryBytes: 3 * 2 ** 30, pids: 512, cpuWeight: 50 };
+    const limits = { memoryBytes: 3 * 2 ** 30, pids: 512, cpuWeight: 50, diskBytes: 64 * 2 ** 20 };
     reg.setLimits('0123abcd', limits);
     reg.insertWorkspace(workspace({ id: '0123abce', name: 'child', parentId: '0123abcd', treeId: '0123abcd', isMain: false, netIndex: 1 }));
     expect(reg.limits('0123abce')).toEqual(limits);
-    reg.setLimits('0123abce', { ...limits, pids: 100 });
+    reg.setLimits('0123abce', { ...limits, pids: 100, diskBytes: 2 ** 30 });
     expect(reg.limits('0123abcd')).toEqual(limits);
+    expect(reg.limits('0123abce')).toEqual({ ...limits, pids: 100, diskBytes: 2 ** 30 });
+  });
+
+  it('give a branch limited before disk limits the default disk limit, and its forks too', () => {
+    const legacy = path.join(dir, 'legacy-limits.db');
+    const old = registryBefore(legacy, 'ADD COLUMN disk_bytes');
+    old
+      .prepare("INSERT INTO workspaces (id, name, image, state, hostname, machine_id, net_index, created_at, tree_id) VALUES ('0123abcd', 'alpha', 'desktop', 'stopped', 'alpha', ?, 0, ?, '0123abcd')")
+      .run('f'.repeat(32), '2024-01-01T00:00:00.000Z');
+    old.prepare("INSERT INTO limits (workspace_id, memory_bytes, pids, cpu_weight) VALUES ('0123abcd', ?, 512, 50)").run(3 * 2 ** 30);
+    old.close();
+    const upgradedDb = openDb(legacy);
+    const upgraded = new Registry(upgradedDb);
+    try {
+      expect(upgraded.limits('0123abcd')).toEqual({ memoryBytes: 3 * 2 ** 30, pids: 512, cpuWeight: 50, diskBytes: DEFAULT_LIMITS.diskBytes });
+      upgraded.insertWorkspace(workspace({ id: '0123abce', name: 'child', parentId: '0123abcd', treeId: '0123abcd', isMain: false, netIndex: 1 }));
+      expect(upgraded.limits('0123abce')?.diskBytes).toBe(DEFAULT_LIMITS.diskBytes);
+    } finally {
+      upgradedDb.close();
+    }
   });
 });
 
