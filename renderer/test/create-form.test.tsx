@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { AppState, Operation } from '../../main/src/api/contract.js';
 import { branch, image } from '../../main/test/unit/app-fixtures.js';
 import { App } from '../src/components/App.js';
+import { BranchDisk } from '../src/components/BranchDisk.js';
 import { BranchOrigin } from '../src/components/BranchOrigin.js';
 import { CreateForm } from '../src/components/CreateForm.js';
 import { appState } from './app-state.js';
@@ -98,6 +99,19 @@ describe("a branch's origin", () => {
     view.unmount();
     view = mount(<BranchOrigin branch={branch('aaaaaaa1', 'one')} />, state(), apiWith({}).api);
     expect(view.host.textContent).toBe('image desktop');
+  });
+});
+
+describe("a branch's disk", () => {
+  it('says what its files wrote against its limit, and marks it full when writes in it fail', () => {
+    const limits = { memoryBytes: 2 * 2 ** 30, pids: 2048, cpuWeight: 100, diskBytes: 64 * 2 ** 20 };
+    view = mount(<BranchDisk branch={branch('aaaaaaa1', 'one', { limits, disk: { usedBytes: 12 * 2 ** 20, full: false } })} />, state(), apiWith({}).api);
+    expect(view.host.textContent).toBe('disk 12 MiB of 64 MiB');
+    expect(view.host.querySelector('[data-testid="disk-full"]')).toBeNull();
+    view.unmount();
+    view = mount(<BranchDisk branch={branch('aaaaaaa1', 'one', { limits, disk: { usedBytes: 64 * 2 ** 20, full: true } })} />, state(), apiWith({}).api);
+    expect(view.host.textContent).toBe('disk 64 MiB of 64 MiB — full: writes in it faildisk full');
+    expect(view.host.querySelector('[data-testid="disk-full"]')).not.toBeNull();
   });
 });
 

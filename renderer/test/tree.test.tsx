@@ -101,6 +101,17 @@ describe('BranchTree', () => {
     expect(host.querySelectorAll('[aria-selected="true"]')).toHaveLength(1);
   });
 
+  it('marks a branch whose disk limit is full, and only it', () => {
+    const [calm, full] = branches(2);
+    const limitBytes = full!.limits.diskBytes;
+    act(() => {
+      store.getState().applyState(state([{ ...calm!, disk: { usedBytes: 2 ** 20, full: false } }, { ...full!, disk: { usedBytes: limitBytes, full: true } }]));
+      store.getState().setLink('open');
+    });
+    const marked = [...host.querySelectorAll('[role="treeitem"]')].filter((row) => row.querySelector('[data-testid="disk-full"]'));
+    expect(marked.map((row) => row.getAttribute('data-testid'))).toEqual(['branch-b-1']);
+  });
+
   it('looks stale when the helper is not connected', () => {
     act(() => {
       store.getState().applyState(state(branches(3), 'disconnected'));

@@ -49,3 +49,17 @@ export function projectOrigin(p: NonNullable<Workspace['project']>): string {
   const git = p.commit ? ` (git ${p.commit.slice(0, 12)}${p.gitBranch ? ` on ${p.gitBranch}` : ''})` : '';
   return `${p.hostPath}${git}`;
 }
+
+/** A size as a person reads it: '64 MiB', '10 GiB', '1.5 GiB', '812 KiB'. */
+export function sizeText(bytes: number): string {
+  const [unit, scale] = bytes >= 2 ** 30 ? ['GiB', 2 ** 30] : bytes >= 2 ** 20 ? ['MiB', 2 ** 20] : ['KiB', 2 ** 10];
+  const n = bytes / scale;
+  return `${n >= 10 || Number.isInteger(n) ? Math.round(n) : n.toFixed(1)} ${unit}`;
+}
+
+/** What a branch's disk limit counts: '120 MiB of 10 GiB', and that it is full (its writes fail); its limit alone where the pool has no quotas. */
+export function diskText(w: Pick<Workspace, 'disk' | 'limits'>): string {
+  const limit = sizeText(w.limits.diskBytes);
+  if (!w.disk) return `limit ${limit} (not enforced: the pool has no quotas)`;
+  return `${sizeText(w.disk.usedBytes)} of ${limit}${w.disk.full ? ' — full: writes in it fail' : ''}`;
+}

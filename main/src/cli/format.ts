@@ -2,6 +2,7 @@
 import type { DoctorReport, ForkReport, Image, PerfReport, PoolSpace, SpaceReport, Version, Workspace } from '../../../privileged-helper/src/protocol/entities.js';
 import type { EgressLogEntry, EgressStatus } from '../../../privileged-helper/src/protocol/entities.js';
 import type { TreeDiff } from '../../../privileged-helper/src/protocol/diff.js';
+import { diskText } from '../api/words.js';
 
 export function printDoctor(report: DoctorReport): void {
   for (const c of report.checks) console.log(`${c.ok ? 'ok  ' : 'FAIL'}  ${c.name.padEnd(12)} ${c.detail}`);
@@ -31,6 +32,7 @@ export function printWorkspace(w: Workspace): void {
   if (w.vncSocket) console.log(`desktop:  ${w.vncSocket} (VNC for root and the grove group, e.g. vncviewer ${w.vncSocket})`);
   for (const p of w.ports) console.log(`port:     ${p.hostAddress}:${p.hostPort} -> ${p.containerPort}`);
   if (w.sensitive) console.log('memory:   kept out of KSM (sensitive: no page sharing with other workspaces)');
+  console.log(`disk:     ${diskText(w)}${w.disk?.full ? ` (delete files in it and the versions that keep them, or raise it: grove ws limits ${w.name} --disk SIZE)` : ''}`);
   if (w.project) {
     const git = w.project.commit ? ` (git ${w.project.commit.slice(0, 12)}${w.project.gitBranch ? ` on ${w.project.gitBranch}` : ''})` : '';
     console.log(`project:  ${w.project.path} from ${w.project.hostPath}${git}`);
@@ -40,7 +42,7 @@ export function printWorkspace(w: Workspace): void {
 const gib = (bytes: number) => `${(bytes / 2 ** 30).toFixed(bytes % 2 ** 30 === 0 ? 0 : 2)} GiB`;
 
 export function printLimits(w: Workspace): void {
-  console.log(`${w.name}: memory ${gib(w.limits.memoryBytes)}, ${w.limits.pids} processes and threads, CPU weight ${w.limits.cpuWeight}`);
+  console.log(`${w.name}: memory ${gib(w.limits.memoryBytes)}, ${w.limits.pids} processes and threads, CPU weight ${w.limits.cpuWeight}, disk ${diskText(w)}`);
 }
 
 /** With `space` (space.get): what deleting each would free, and the pool's free space. */

@@ -8,6 +8,7 @@ import { printDiff, printDoctor, printForkReport, printLimits, printSpace, print
 import { printEgressLog, printEgressStatus } from './format.js';
 import { parseRule } from '../../../privileged-helper/src/protocol/egress-rules.js';
 import type { EgressRule } from '../../../privileged-helper/src/protocol/entities.js';
+import { parseSize } from './sizes.js';
 import { runTerminal } from './terminal.js';
 import { globals, output, program, withClient } from './context.js';
 import { askPerson, isAgent, printAsked, registerApprovalCommands, type AskOptions } from './approval-commands.js';
@@ -81,12 +82,13 @@ ws.command('limits')
   .option('--memory <size>', 'memory, e.g. 2G or 1536M (no swap beyond it)', parseSize)
   .option('--pids <n>', 'processes and threads', Number)
   .option('--cpu-weight <n>', 'share of CPU under contention (100 = an equal share)', Number)
+  .option('--disk <size>', "what its own files may write in the pool, e.g. 10G (past it, writes in it fail: 'Disk quota exceeded')", parseSize)
   .description("(persons) show or change a branch's resource limits; applied at once while it runs, inherited by its forks")
-  .action((ref: string, opts: { memory?: number; pids?: number; cpuWeight?: number }) =>
+  .action((ref: string, opts: { memory?: number; pids?: number; cpuWeight?: number; disk?: number }) =>
     withClient(async (c) => {
-      const changing = opts.memory !== undefined || opts.pids !== undefined || opts.cpuWeight !== undefined;
+      const changing = opts.memory !== undefined || opts.pids !== undefined || opts.cpuWeight !== undefined || opts.disk !== undefined;
       const w = changing
-        ? await c.request('workspace.limits', { workspace: ref, memoryBytes: opts.memory, pids: opts.pids, cpuWeight: opts.cpuWeight })
+        ? await c.request('workspace.limits', { workspace: ref, memoryBytes: opts.memory, pids: opts.pids, cpuWeight: opts.cpuWeight, diskBytes: opts.disk })
         : await c.request('workspace.get', { workspace: ref });
       output(w.limits, () => printLimits(w));
     }),
@@ -353,13 +355,6 @@ function discard(ref: string, opts: AskOptions & VersionsChoice, verb: string): 
 }
 
 /** '2G', '1536M', '512m', or a number of bytes. */
-function parseSize(text: string): number {
-  const m = /^(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?$/i.exec(text.trim());
-  if (!m) throw new GroveError('E_INVALID_PARAMS', `not a size: ${text} (e.g. 2G, 1536M)`);
-  const power = ' kmgt'.indexOf((m[2] || ' ').toLowerCase());
-  return Math.round(Number(m[1]) * 1024 ** power);
-}
-
 function collectRules(value: string, previous: EgressRule[] | undefined): EgressRule[] {
   try {
     return [...(previous ?? []), parseRule(value)];

@@ -17,6 +17,7 @@ describe('grove CLI', () => {
     expect(Number(report.criu.version.split('.')[0]) * 100 + Number(report.criu.version.split('.')[1])).toBeGreaterThanOrEqual(402);
     expect(report.criu.checkPassed).toBe(true);
     expect(report.checks.find((c: { name: string }) => c.name === 'pool').ok).toBe(true);
+    expect(report.checks.find((c: { name: string }) => c.name === 'disk limits')).toMatchObject({ ok: true, detail: expect.stringContaining('simple quotas') });
     // The test's helper was started detached from the test runner and left its cgroups.
     expect(report.checks.find((c: { name: string }) => c.name === 'helper')).toMatchObject({ ok: true, detail: 'runs in a session and cgroups of its own' });
   });
@@ -58,6 +59,14 @@ describe('grove CLI', () => {
       const missing = await grove(['exec', 'no-such-ws', '--', 'true']);
       expect(missing.exitCode).toBe(2);
       expect(missing.stderr).toContain("no workspace 'no-such-ws'");
+
+      // Its disk limit: set with a size, shown with what its files wrote against it.
+      const limits = await grove(['ws', 'limits', 'cli-ws', '--disk', '256M']);
+      expect(limits.stdout).toMatch(/^cli-ws: memory 2 GiB, 2048 processes and threads, CPU weight 100, disk \d+ [KM]iB of 256 MiB$/m);
+      expect((await grove(['ws', 'show', 'cli-ws'])).stdout).toMatch(/^disk: {5}\d+ [KM]iB of 256 MiB$/m);
+      const notASize = await grove(['ws', 'limits', 'cli-ws', '--disk', '10X']);
+      expect(notASize.exitCode).toBe(2);
+      expect(notASize.stderr).toContain('not a size: 10X (e.g. 2G, 1536M)');
 
       const bad = await grove(['ws', 'create', '../escape']);
       expect(bad.exitCode).toBe(2);

@@ -4,6 +4,7 @@ import { NONE, branchById, isLive, type View } from '../store/app.js';
 import { actorName } from '../../../main/src/api/words.js';
 import { ApprovalsView, useApprovalCount } from './Approvals.js';
 import { BranchOrigin } from './BranchOrigin.js';
+import { BranchDisk } from './BranchDisk.js';
 import { BranchTree } from './BranchTree.js';
 import { CreateForm } from './CreateForm.js';
 import { NetworkPanel } from './Egress.js';
@@ -192,6 +193,7 @@ function ActionBar() {
       <div className="action-title">
         <b>{branch.name}</b> <span className="muted">{branch.id}</span>
         <BranchOrigin branch={branch} />
+        <BranchDisk branch={branch} />
       </div>
       <div className="action-group">
         <input type="number" min={1} max={16} value={copies} aria-label="copies" onChange={(e) => setCopies(Math.max(1, Math.min(16, Number(e.target.value) || 1)))} />

@@ -9,6 +9,7 @@ import { LANE_COLOURS, edgePath } from '../tree/layout.js';
 import { isLive } from '../store/app.js';
 import { agentNow } from '../store/agents.js';
 import { useApp } from './context.js';
+import { DiskFull } from './BranchDisk.js';
 import { Desktop } from './Desktop.js';
 import { age, useNow } from './now.js';
 
@@ -162,6 +163,7 @@ export function BranchTree() {
                   </span>
                   <span title={b.createdAt}>{age(b.createdAt, now)}</span>
                   <span title="version">{version ? `v ${version.label ?? version.id}` : 'no version'}</span>
+                  {b.disk?.full && <DiskFull />}
                 </div>
                 <AgentNow doing={agentNow(server?.agents[id], now)} />
               </div>
