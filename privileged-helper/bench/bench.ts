@@ -19,6 +19,9 @@
 //   7. your own work: an image pulled, a project copied in, a branch of an
 //      image of your own forked, each against what one would do without Grove
 //      (own-work.ts).
+//   8. the disk quota's cost: a fork's, a checkpoint's and a discard's disk
+//      work on scratch pools with simple quotas, none and full qgroups, side
+//      by side (quota.ts).
 // `only` runs one section (e.g. computer-use: a check in a minute).
 // It writes JSON (result-schema.ts) and an SVG (plots.ts) to bench/results/,
 // and prints a table with each target next to the measured value; with
@@ -42,6 +45,7 @@ import { measureCage } from './cage.js';
 import { measureProfile } from './profile.js';
 import { measureOwnWork } from './own-work.js';
 import { measureComputerUse } from './computer-use.js';
+import { QuotaPools } from './quota.js';
 import { BaselineFork, readBaselineSource, type BaselineSetting, type BaselineSource } from './baseline.js';
 import { criuFanout, fits, groveFanout, measureFanout, type FanoutRun } from './fanout.js';
 import { pssOfPidNamespaces } from './memory.js';
@@ -59,7 +63,7 @@ const BENCH_SUBNET = '10.217.0.0/16';
 /** The uncaged comparison instance's range (cage section). */
 const UNCAGED_SUBNET = '10.216.0.0/16';
 // The helper's own tools (GROVE_CRIU, GROVE_MOUNT, GROVE_NETLOCK, GROVE_ACTION, as the helper reads them).
-const { criu: CRIU, groveMount: GROVE_MOUNT, groveNetlock: GROVE_NETLOCK, groveAction: GROVE_ACTION } = loadConfig();
+const { criu: CRIU, groveMount: GROVE_MOUNT, groveNetlock: GROVE_NETLOCK, groveAction: GROVE_ACTION, groveQuota: GROVE_QUOTA } = loadConfig();
 
 export interface BenchOptions {
   quick: boolean;
@@ -81,6 +85,7 @@ function plan(quick: boolean) {
     settleMs: 30_000,
     computerUseSamples: quick ? 20 : 50,
     ownWorkRounds: quick ? 1 : 3,
+    quotaRounds: quick ? 10 : 30,
   };
 }
 type Plan = ReturnType<typeof plan>;
@@ -95,6 +100,8 @@ class Session {
   client: HelperClient | null = null;
   /** The uncaged comparison helper (cage section), once started. */
   uncaged: { t: TestInstance; client: HelperClient | null } | null = null;
+  /** The scratch pools of the quota section, once made. */
+  quotaPools: QuotaPools | null = null;
   /** Set on SIGINT/SIGTERM/SIGHUP: the measurement stops at its next step while finish() removes everything. */
   interrupted = false;
   private finished: Promise<string[]> | null = null;
@@ -134,6 +141,7 @@ class Session {
       const problems: string[] = [];
       for (const b of this.baselines) problems.push(...(await b.cleanup()));
       problems.push(...(await this.naive.cleanup()));
+      if (this.quotaPools) problems.push(...(await this.quotaPools.cleanup()));
       this.uncaged?.client?.close();
       for (const t of [this.t, ...(this.uncaged ? [this.uncaged.t] : [])]) problems.push(...(await removeInstance(t)));
       return problems;
@@ -231,6 +239,7 @@ async function measure(s: Session, p: Plan, quick: boolean, sections: BenchSecti
   const chain = runs('read-latency') ? await groveReadLatency(s, p, source) : { reads: [], depthForks: [], errors: [] };
   const cage = runs('cage') ? await cageCost(s, p) : null;
   const profile = runs('profile') ? await measureProfile(c, CRIU, source, p.forks, log) : null;
+  const quota = runs('quota') ? await quotaCost(s, p, baseSource) : null;
   const ownWork = runs('own-work') ? await measureOwnWork({ client: c, desktop: source, poolDir: path.join(s.t.stateDir, 'pool'), workDir: '/var/tmp', rounds: p.ownWorkRounds, proceed: () => s.proceed(), log, desktopUp: (ws) => desktopUp(c, ws) }) : null;
 
   const grove: Side = { ...side(forks.grove), errors: [...forks.groveErrors, ...chain.errors], fanout: fan.grove.points, fanoutSkipped: fan.grove.skipped, readLatency: chain.reads };
@@ -253,6 +262,7 @@ async function measure(s: Session, p: Plan, quick: boolean, sections: BenchSecti
     cage,
     profile,
     ownWork,
+    quota,
     notes: NOTES,
   };
   return BenchResult.parse({ ...measured, targets: checkTargets(measured) });
@@ -268,6 +278,7 @@ const NOTES = [
   'computerUse: through the helper\'s socket like an agent. screenshotMs = desktop.screenshot of the whole screen, request to reply (PNG, base64); actionToFrameMs = from sending desktop.key (a letter into the start page\'s note) until a second VNC client (the bench\'s own) receives the frame with the page\'s new colour; pngEncodeMs = the helper\'s PNG encoder on one full-screen frame, in process.',
   'cage: caged = a fresh desktop of this run’s helper; uncaged = a second helper instance with GROVE_BENCH_UNCAGED=1 (Docker’s default capabilities, no no_new_privs, no seccomp, no cgroups) and a desktop of its own from the same image; one fork each in turn. forkToFirstFrameMs is the helper’s fork report total; childPssMiB sums PSS over the child’s pid namespace right after its first frame.',
   'ownWork: pull = image.pull of a ~500 MiB image (Debian shared libraries, FROM scratch) from a docker-registry on loopback with TLS and basic auth, against skopeo copy to an OCI layout + umoci unpack of it into the pool; project = file.copyIn (the path a --project copy takes) of 20,000 files, 300 MiB (random, so incompressible) into the running desktop, against cp -a of it into the pool, after a sync each; fork = the report\'s fork → first frame of a branch of an image built FROM grove/desktop against the desktop, alternating.',
+  'quota: three scratch pools made as the helper makes its pool (4 GiB sparse loop file, compress=zstd:1, noatime), each with the same files: simple quotas enabled as the helper does (grove-quota), none, full qgroups (btrfs quota enable). The files: the desktop\'s files subvolume (btrfs send/receive) and an agent\'s work copied into its upper (5,000 files of 4-64 KiB and a 200 MiB file, random). Per round and pool, in turn: 1 MiB written into the files (untimed); fork = grove-action post-dump\'s writable snapshot + the child\'s limit (grove-quota limit; none on the no-quota pool) beside a bind mount of the child\'s home (grove-mount), as the helper sets it beside the child\'s mounts + a 4 KiB write in the child + btrfs filesystem sync; checkpoint = the read-only snapshot + sync; discard = btrfs subvolume delete of both + sync. The fork and checkpoint sections above run on the bench helper\'s own pool, which has simple quotas.',
   'Percentiles interpolate linearly between ranks; with 3-5 samples p95 is close to the maximum.',
 ];
 
@@ -445,6 +456,25 @@ async function cageCost(s: Session, p: Plan) {
     return await measureCage({ caged, uncaged }, p.forks, () => s.proceed(), log);
   } finally {
     for (const side of [caged, uncaged]) await side.client.request('workspace.delete', { workspace: side.source.id }).catch(() => undefined);
+  }
+}
+
+/** The quota section's scratch pools: made, measured, removed. */
+async function quotaCost(s: Session, p: Plan, source: BaselineSource) {
+  s.proceed();
+  const pools = (s.quotaPools = new QuotaPools({
+    groveAction: GROVE_ACTION,
+    groveQuota: GROVE_QUOTA,
+    groveMount: GROVE_MOUNT,
+    dir: path.join(s.t.stateDir, 'quota-pools'),
+    source: source.subvolume,
+    sourcePoolDir: s.baselineSetting().subvolumeDir,
+  }));
+  try {
+    return await pools.measure(p.quotaRounds, () => s.proceed(), log);
+  } finally {
+    await removeOrThrow('the quota section\'s scratch pools', () => pools.cleanup());
+    s.quotaPools = null;
   }
 }
 

@@ -1,6 +1,6 @@
 // The benchmark's printout for people: the same numbers as the JSON, side by
 // side, with each of the targets (issues 6 and 10) next to what was measured.
-import type { BenchResult, BenchSection, OwnWorkPair, ProfileCheckpoint, ProfileFork, Side } from './result-schema.js';
+import type { BenchResult, BenchSection, OwnWorkPair, ProfileCheckpoint, ProfileFork, QuotaSide, Side } from './result-schema.js';
 import { median } from './stats.js';
 
 const STAGES = ['prepare', 'dump', 'sourceFrozen', 'thaw', 'restore', 'expose', 'firstFrame', 'total'];
@@ -15,6 +15,7 @@ export function reportTable(r: BenchResult): string {
     ...cageSection(r),
     ...profileSection(r),
     ...ownWorkSection(r),
+    ...quotaSection(r),
     ...targetSection(r),
     '',
   ].join('\n');
@@ -107,6 +108,21 @@ function ownWorkSection(r: BenchResult): string[] {
   ];
 }
 
+/** The same disk work on pools with simple quotas (Grove's), none and full qgroups. */
+function quotaSection(r: BenchResult): string[] {
+  const q = r.quota;
+  if (!q) return [];
+  const sides = [['quota', q.simple], ['no quota', q.off], ['full qgroups', q.full]] as const;
+  const lines = ['', `The disk quota's cost: a fork's, a checkpoint's and a discard's disk work on a branch's files (the desktop's and an agent's work, ${q.filesMiB} MiB), ${q.rounds} rounds (ms, p50 / p95)`];
+  lines.push(row(['measure', ...sides.map(([name]) => name)], 26));
+  const cell = (p: QuotaSide['forkMs']) => `${num(p.p50)} / ${num(p.p95)}`;
+  lines.push(row(['fork: snapshot, limit, write', ...sides.map(([, side]) => cell(side.forkMs))], 26));
+  lines.push(row(['checkpoint: snapshot', ...sides.map(([, side]) => cell(side.checkpointMs))], 26));
+  lines.push(row(['discard: delete both', ...sides.map(([, side]) => cell(side.discardMs))], 26));
+  for (const [name, side] of sides) if (side.errors.length) lines.push(`${name}: ${side.errors.length} failure(s), first: ${side.errors[0]!.slice(0, 300)}`);
+  return lines;
+}
+
 function profileSection(r: BenchResult): string[] {
   const p = r.profile;
   if (!p) return [];
@@ -137,7 +153,7 @@ function profileSection(r: BenchResult): string[] {
 }
 
 function targetSection(r: BenchResult): string[] {
-  const lines = ['', 'Targets (fork: issues 6 and 14; computer use: issue 10; cage: issue 11)'];
+  const lines = ['', 'Targets (fork: issues 6 and 14; computer use: issue 10; cage: issue 11; own work: issue 41; disk quota: issue 42)'];
   for (const t of r.targets) {
     const verdict = t.met === null ? 'not measured' : t.met ? 'met' : 'NOT MET';
     lines.push(`  ${t.name.padEnd(42)} ${t.target.padEnd(12)} ${t.measured.padEnd(42)} ${verdict}`);

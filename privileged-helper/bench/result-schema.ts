@@ -8,8 +8,8 @@
 import { z } from 'zod';
 import { ForkReport } from '../src/protocol/entities.js';
 
-/** 3: the computer-use section and `sections`; 4: the cage section (caged vs uncaged); 5: the profile section; 6: own work. */
-export const RESULT_SCHEMA = 'grove-bench@6' as const;
+/** 3: the computer-use section and `sections`; 4: the cage section (caged vs uncaged); 5: the profile section; 6: own work; 7: the disk quota's cost. */
+export const RESULT_SCHEMA = 'grove-bench@7' as const;
 
 const Ms = z.number().nonnegative();
 const MaybeMs = Ms.nullable();
@@ -122,6 +122,21 @@ export type CageSide = z.infer<typeof CageSide>;
 export const CageCost = z.strictObject({ forks: z.number().int().nonnegative(), caged: CageSide, uncaged: CageSide });
 export type CageCost = z.infer<typeof CageCost>;
 
+/** One pool of the disk quota comparison (quota.ts): the disk work of a fork, a checkpoint and a discard there. */
+export const QuotaSide = z.strictObject({ forkMs: Percentiles, checkpointMs: Percentiles, discardMs: Percentiles, errors: z.array(z.string()) });
+export type QuotaSide = z.infer<typeof QuotaSide>;
+
+/** What the disk quota costs: the same disk work on pools with simple quotas (Grove's), none, and full qgroups, alternating. */
+export const QuotaCost = z.strictObject({
+  rounds: z.number().int().nonnegative(),
+  /** The files in each pool: the bench desktop's, and an agent's work. */
+  filesMiB: z.number().nonnegative(),
+  simple: QuotaSide,
+  off: QuotaSide,
+  full: QuotaSide,
+});
+export type QuotaCost = z.infer<typeof QuotaCost>;
+
 /** What the standard desktop holds, summed over its pid namespace (profile.ts). */
 export const DesktopCounts = z.strictObject({
   processes: z.number().int().nonnegative(),
@@ -182,7 +197,7 @@ export const OwnWork = z.strictObject({
 export type OwnWork = z.infer<typeof OwnWork>;
 
 /** The parts of the benchmark a run can measure (`--only` picks one). */
-export const BenchSection = z.enum(['fork', 'fanout', 'read-latency', 'computer-use', 'cage', 'profile', 'own-work']);
+export const BenchSection = z.enum(['fork', 'fanout', 'read-latency', 'computer-use', 'cage', 'profile', 'own-work', 'quota']);
 export type BenchSection = z.infer<typeof BenchSection>;
 
 /** A target (issue 6, 10 or 11) next to what this run measured; met is null when nothing was measured. */
@@ -230,6 +245,8 @@ export const BenchResult = z.strictObject({
   profile: Profile.nullable(),
   /** Null when the run left the section out (and in results from before it). */
   ownWork: OwnWork.nullable().default(null),
+  /** Null when the run left the section out (and in results from before it). */
+  quota: QuotaCost.nullable().default(null),
   targets: z.array(TargetCheck),
   notes: z.array(z.string()),
 });

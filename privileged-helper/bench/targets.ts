@@ -25,6 +25,9 @@ const CAGE_OVERHEAD = 0.1;
 const PULL_RATIO = 1.2;
 const COPY_SPEED = 0.8;
 const OWN_FORK_OVERHEAD = 0.1;
+/** Issue 42: the disk quota may cost a fork's and a checkpoint's disk work this much, or QUOTA_SLACK_MS where that is more (their few ms wobble more than that). */
+const QUOTA_OVERHEAD = 0.1;
+const QUOTA_SLACK_MS = 5;
 
 export function checkTargets(r: Measured): TargetCheck[] {
   const fan = r.grove.fanout.find((f) => f.copies === FANOUT_COPIES);
@@ -47,6 +50,22 @@ export function checkTargets(r: Measured): TargetCheck[] {
     check('checkpoint returns p50', `≤ ${CHECKPOINT_RETURN_MS} ms`, checkpointReturn(r), (x) => x <= CHECKPOINT_RETURN_MS, ms, 'not measured (--only profile measures it)'),
     check('fork with a 1 GiB heap p50', `≤ ${HEAP_FORK_MS / 1000} s`, median(r.profile?.heap.map((f) => f.timings.total)), (x) => x <= HEAP_FORK_MS, ms, 'not measured (--only profile measures it)'),
     ...ownWorkTargets(r),
+    ...quotaTargets(r),
+  ];
+}
+
+function quotaTargets(r: Measured): TargetCheck[] {
+  const q = r.quota;
+  const target = `within ${QUOTA_OVERHEAD * 100} % (or ${QUOTA_SLACK_MS} ms)`;
+  const compare = (name: string, simple: number | null | undefined, off: number | null | undefined): TargetCheck => {
+    if (simple === null || simple === undefined || off === null || off === undefined || !(off > 0)) return { name, target, measured: 'not measured (--only quota measures it)', met: null };
+    const change = simple / off - 1;
+    const measured = `${simple.toFixed(1)} vs ${off.toFixed(1)} ms (${change >= 0 ? '+' : ''}${(change * 100).toFixed(1)} %)`;
+    return { name, target, measured, met: simple - off <= Math.max(off * QUOTA_OVERHEAD, QUOTA_SLACK_MS) };
+  };
+  return [
+    compare("fork's disk work, quota vs none (p50)", q?.simple.forkMs.p50, q?.off.forkMs.p50),
+    compare("checkpoint's disk work, quota vs none (p50)", q?.simple.checkpointMs.p50, q?.off.checkpointMs.p50),
   ];
 }
 

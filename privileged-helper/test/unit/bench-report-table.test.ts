@@ -35,6 +35,17 @@ describe('bench report table', () => {
     expect(reportTable({ ...r, cage: null })).not.toMatch(/The cage's cost/);
   });
 
+  it('prints the disk quota comparison: each pool side by side, and its targets', () => {
+    const r = sampleResult();
+    const table = reportTable({ ...r, targets: checkTargets(r) });
+    expect(table).toMatch(/The disk quota's cost: .* on a branch's files \(the desktop's and an agent's work, 42 MiB\), 30 rounds/);
+    expect(table).toMatch(/measure\s+quota\s+no quota\s+full qgroups/);
+    expect(table).toMatch(/fork: snapshot, limit, write\s+31 \/ 48\s+28 \/ 45\s+120 \/ 230/);
+    expect(table).toMatch(/full qgroups: 1 failure\(s\), first: one failed/);
+    expect(table).toMatch(/fork's disk work, quota vs none \(p50\)\s+within 10 % \(or 5 ms\)\s+31\.2 vs 28\.4 ms \(\+9\.9 %\)\s+met/);
+    expect(reportTable({ ...r, quota: null })).not.toMatch(/The disk quota's cost/);
+  });
+
   it('prints the profile: medians with and without the kdat cache, then parallel restores', () => {
     const table = reportTable(sampleResult());
     expect(table).toMatch(/the desktop holds 20 processes, 180 threads, 4000 VMAs, 600 fds/);

@@ -41,7 +41,7 @@ function side(total: number, layout: 'grove' | 'naive-overlay', perCopyMiB: numb
 
 export function sampleResult(): BenchResult {
   return BenchResult.parse({
-    schema: 'grove-bench@6',
+    schema: 'grove-bench@7',
     startedAt: '2026-11-30T12:00:00.000Z',
     finishedAt: '2026-11-30T12:20:00.000Z',
     quick: false,
@@ -80,6 +80,13 @@ export function sampleResult(): BenchResult {
       project: { files: 20_000, mib: 300, groveMs: [2000, 2100, 2200], otherMs: [1800, 1800, 1900], groveP50: 2100, otherP50: 1800, ratio: 1.167 },
       fork: { groveMs: [390, 400, 410], otherMs: [380, 390, 400], groveP50: 400, otherP50: 390, ratio: 1.026 },
       errors: [],
+    },
+    quota: {
+      rounds: 30,
+      filesMiB: 42,
+      simple: { forkMs: { p50: 31.2, p95: 48 }, checkpointMs: { p50: 12.5, p95: 20 }, discardMs: { p50: 14, p95: 25 }, errors: [] },
+      off: { forkMs: { p50: 28.4, p95: 45 }, checkpointMs: { p50: 12, p95: 19 }, discardMs: { p50: 13, p95: 24 }, errors: [] },
+      full: { forkMs: { p50: 120, p95: 230 }, checkpointMs: { p50: 95, p95: 180 }, discardMs: { p50: 20, p95: 40 }, errors: ['one failed'] },
     },
     targets: [],
     notes: [],

@@ -24,7 +24,11 @@ describe('bench targets', () => {
       'image pull vs skopeo copy + umoci unpack (p50)',
       'project copy speed vs cp -a (p50)',
       'fork of an image of your own vs the desktop (p50)',
+      "fork's disk work, quota vs none (p50)",
+      "checkpoint's disk work, quota vs none (p50)",
     ]);
+    expect(checks[16]).toEqual({ name: "fork's disk work, quota vs none (p50)", target: 'within 10 % (or 5 ms)', measured: '31.2 vs 28.4 ms (+9.9 %)', met: true });
+    expect(checks[17]).toMatchObject({ measured: '12.5 vs 12.0 ms (+4.2 %)', met: true });
     expect(checks[13]).toEqual({ name: 'image pull vs skopeo copy + umoci unpack (p50)', target: '≤ 1.2×', measured: '1.14×', met: true });
     expect(checks[14]).toEqual({ name: 'project copy speed vs cp -a (p50)', target: '≥ 80 %', measured: '86 %', met: true });
     expect(checks[15]).toEqual({ name: 'fork of an image of your own vs the desktop (p50)', target: 'within 10 %', measured: '1.03×', met: true });
@@ -71,19 +75,30 @@ describe('bench targets', () => {
       'image pull vs skopeo copy + umoci unpack (p50)': false,
       'project copy speed vs cp -a (p50)': true,
       'fork of an image of your own vs the desktop (p50)': true,
+      "fork's disk work, quota vs none (p50)": true,
+      "checkpoint's disk work, quota vs none (p50)": true,
     });
+  });
+
+  it('judges the disk quota by 10 % or 5 ms, whichever is more', () => {
+    const r = sampleResult();
+    r.quota!.simple.forkMs.p50 = 33.5; // +5.1 ms on 28.4
+    r.quota!.simple.checkpointMs.p50 = 16.9; // +4.9 ms on 12: +41 %, within the 5 ms
+    const v = verdicts(r);
+    expect([v["fork's disk work, quota vs none (p50)"], v["checkpoint's disk work, quota vs none (p50)"]]).toEqual([false, true]);
   });
 
   it('judges only computer use after --only computer-use', () => {
     const r = sampleResult();
     const empty = { ...r.grove, forkToFirstFrameMs: { p50: null, p95: null }, sourceFrozenMs: { p50: null, p95: null }, fanout: [], readLatency: [] };
-    const checks = checkTargets({ ...r, sections: ['computer-use'], grove: empty, ratio: null, cage: null, profile: null, ownWork: null });
+    const checks = checkTargets({ ...r, sections: ['computer-use'], grove: empty, ratio: null, cage: null, profile: null, ownWork: null, quota: null });
     expect(checks.filter((t) => t.met !== null).map((t) => t.name)).toEqual(['screenshot p50 (whole screen)', 'key press → changed frame p50']);
     const withoutComputerUse = checkTargets({ ...r, computerUse: null });
     expect(withoutComputerUse.find((t) => t.name === 'key press → changed frame p50')).toMatchObject({ measured: 'not measured', met: null });
-    expect(checkTargets({ ...r, cage: null }).at(-7)).toMatchObject({ measured: 'not measured', met: null });
-    expect(checkTargets({ ...r, profile: null }).at(-4)).toMatchObject({ measured: 'not measured (--only profile measures it)', met: null });
-    expect(checkTargets({ ...r, ownWork: null }).at(-1)).toMatchObject({ measured: 'not measured (--only own-work measures it)', met: null });
+    expect(checkTargets({ ...r, cage: null }).at(-9)).toMatchObject({ measured: 'not measured', met: null });
+    expect(checkTargets({ ...r, profile: null }).at(-6)).toMatchObject({ measured: 'not measured (--only profile measures it)', met: null });
+    expect(checkTargets({ ...r, ownWork: null }).at(-3)).toMatchObject({ measured: 'not measured (--only own-work measures it)', met: null });
+    expect(checkTargets({ ...r, quota: null }).at(-1)).toMatchObject({ measured: 'not measured (--only quota measures it)', met: null });
   });
 
   it('says what a quick run did not measure instead of judging it', () => {
