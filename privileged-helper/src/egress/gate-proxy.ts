@@ -254,6 +254,12 @@ function sendHttp(res: http.ServerResponse, status: number, body: string, verdic
   res.end(body);
 }
 
+/**
+ * Refuses a CONNECT on its raw socket. Nothing reads that socket any more, so
+ * what the client sent after its request head, or sends now, is read and
+ * dropped: bytes left unread would hide the client's end, and the socket
+ * would stay open (and count against the branch's connections) for good.
+ */
 function sendRaw(socket: Duplex, status: number, body: string, verdict?: EgressVerdict): void {
   if (!socket.writable) return void socket.destroy();
   const reason = http.STATUS_CODES[status] ?? 'Error';
@@ -261,4 +267,5 @@ function sendRaw(socket: Duplex, status: number, body: string, verdict?: EgressV
   socket.end(
     `HTTP/1.1 ${status} ${reason}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}Connection: close\r\n\r\n${body}`,
   );
+  socket.resume();
 }

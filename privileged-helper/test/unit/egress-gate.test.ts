@@ -91,3 +91,38 @@ describe('the gate holds at most its limit of connections from one branch', () =
     }
   });
 });
+
+describe('a refused CONNECT', () => {
+  it('is closed once its client ends, even with bytes sent after its head left unread (a fuzz find)', async () => {
+    const gate = new GateProxy({
+      subnet: '10.215.0.0/16',
+      staticHosts: new Map(),
+      admit: async () => ({ ok: false, status: 403, message: 'no\n', verdict: 'denied' }),
+      outcome: () => undefined,
+      log: () => undefined,
+    });
+    await gate.open({ id: 'abcd0124', name: 'eager', treeId: 'abcd0124', hostAddress: '127.0.0.1', containerAddress: '127.0.0.1' });
+    const held = (gate as unknown as { listeners: Map<string, { sockets: Set<unknown> }> }).listeners.get('abcd0124')!.sockets;
+    try {
+      for (const target of ['example.test:443', '']) {
+        const s = net.connect(GATE_PORT, '127.0.0.1');
+        let answer = '';
+        s.on('data', (d: Buffer) => (answer += d.toString()));
+        await once(s, 'connect');
+        // The head, then more in writes of their own: a client that does not wait for the answer.
+        for (const part of [`CONNECT ${target} HTTP/1.1\r\n\r\n`, 'early', ' bytes']) {
+          s.write(part);
+          await new Promise((r) => setImmediate(r));
+        }
+        s.end();
+        await once(s, 'close');
+        expect(answer).toMatch(target ? /^HTTP\/1\.1 403 / : /^HTTP\/1\.1 400 /);
+        const deadline = Date.now() + 2000;
+        while (held.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+        expect(held.size).toBe(0);
+      }
+    } finally {
+      await gate.close('abcd0124');
+    }
+  });
+});
