@@ -18,7 +18,8 @@ export type Address = { family: 4; bytes: number[] } | { family: 6; bytes: numbe
  */
 export function parseAddress(text: string): Address | null {
   const bare = text.trim().replace(/^\[(.*)\]$/, '$1');
-  return parseV4(bare) ?? parseV6(bare.replace(/%[^%]*$/, ''));
+  // A zone id runs from the first '%' on: it may hold ':' and '.' itself (net.isIPv6 takes those).
+  return parseV4(bare) ?? parseV6(bare.replace(/%.*$/s, ''));
 }
 
 function parseV4(text: string): Address | null {
