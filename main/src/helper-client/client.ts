@@ -53,6 +53,8 @@ export class HelperClient {
   private readonly pending = new Map<number, Pending>();
   private readonly emitter = new EventEmitter();
   private nextId = 1;
+  /** Why requests fail at once: the connection is closed (a request on it would wait for a reply forever). */
+  private closedWith: GroveError | null = null;
   hello: HelloInfo | null = null;
 
   private constructor(
@@ -66,6 +68,7 @@ export class HelperClient {
     });
     socket.on('close', () => {
       const err = new GroveError('E_HOST', 'the connection to the helper closed');
+      this.closedWith ??= err;
       for (const p of this.pending.values()) p.reject(err);
       this.pending.clear();
       this.emitter.emit('close');
@@ -88,6 +91,7 @@ export class HelperClient {
   request<M extends MethodName>(method: M, params: Params<M>): Promise<Result<M>> {
     const id = this.nextId++;
     const line = `${JSON.stringify({ id, method, params })}\n`;
+    if (this.closedWith) return Promise.reject(this.closedWith);
     if (Buffer.byteLength(line) > MAX_MESSAGE_BYTES) {
       return Promise.reject(new GroveError('E_TOO_LARGE', `${method}: the request exceeds ${MAX_MESSAGE_BYTES} bytes`));
     }
@@ -112,6 +116,7 @@ export class HelperClient {
   }
 
   close(): void {
+    this.closedWith ??= new GroveError('E_HOST', 'this client closed its connection to the helper');
     this.socket.end();
   }
 

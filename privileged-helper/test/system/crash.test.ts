@@ -19,14 +19,18 @@ beforeAll(async () => {
 
 afterAll(() => c?.close());
 
-/** Sends a request that kills the helper at its faultAt stage, waits for it to die, and starts a new one. */
+/**
+ * Sends a request that kills the helper at its faultAt stage, waits for it to
+ * die, and starts a new one. (A checkpoint answers once its instant is fixed
+ * and is saved after: killed in the save, it has answered already.)
+ */
 async function crashDuring(method: 'branch.fork' | 'branch.checkpoint' | 'branch.rollback' | 'branch.promote' | 'workspace.delete', params: Record<string, unknown>): Promise<void> {
   const t = instance();
   const pid = Number(await readFile(t.pidFile, 'utf8'));
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- one call for five methods' params
-  await expect(c.request(method, { ...params, crash: true } as any)).rejects.toThrow();
-  c.close();
+  await c.request(method, { ...params, crash: true } as any).catch(() => undefined);
   await waitFor('the helper to die', async () => !(await alive(pid)), 60_000);
+  c.close();
   await startHelper(t);
   c = await connect('crash');
 }
