@@ -6,7 +6,7 @@
 import { readdir, realpath, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { HelperConfig } from './config.js';
-import { deleteSubvolume } from './host/btrfs.js';
+import { deleteSubvolume, isSubvolume } from './host/btrfs.js';
 import { endLeftoverRuns } from './host/criu/leftover-runs.js';
 import { cgroupName, cgroupsOfInstance, removeCgroups } from './host/cgroups.js';
 import type { Crun } from './host/crun.js';
@@ -124,11 +124,15 @@ async function removeUnrecorded(d: ReconcileDeps): Promise<void> {
   }
   for (const entry of await readdir(d.pool.versions)) {
     const dir = path.join(d.pool.versions, entry);
-    if (!recorded.has(`directory:${dir}`)) {
-      d.log(`removing unrecorded version ${dir}`);
-      await deleteSubvolume(path.join(dir, 'files'));
-      await rm(dir, { recursive: true, force: true });
+    // A version is a directory; a stopped branch's files set aside by its rollback, a subvolume of its own.
+    if (recorded.has(`directory:${dir}`) || recorded.has(`subvolume:${dir}`)) continue;
+    d.log(`removing unrecorded version ${dir}`);
+    if (await isSubvolume(dir)) {
+      await deleteSubvolume(dir);
+      continue;
     }
+    await deleteSubvolume(path.join(dir, 'files'));
+    await rm(dir, { recursive: true, force: true });
   }
   for (const entry of await readdir(d.pool.images)) {
     if (entry.startsWith('.build-')) await deleteSubvolume(path.join(d.pool.images, entry));
