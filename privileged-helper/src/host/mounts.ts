@@ -31,9 +31,9 @@ export async function ensureTmpfs(dir: string, name: string, options: readonly s
   await run('mount', ['-t', 'tmpfs', '-o', ['mode=0700', 'nosuid', 'nodev', 'noexec', ...options].join(','), name, dir]);
 }
 
-export async function unmount(path: string): Promise<void> {
+export async function unmount(path: string, o: { recursive?: boolean } = {}): Promise<void> {
   if (!(await isMounted(path))) return;
-  await run('umount', ['--', path]);
+  await run('umount', [...(o.recursive ? ['--recursive'] : []), '--', path]);
 }
 
 function decodeMountPath(field: string): string {

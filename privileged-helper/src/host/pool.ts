@@ -52,8 +52,9 @@ export async function ensurePool(config: HelperConfig): Promise<PoolLayout> {
   return layout;
 }
 
+/** Unmounts the pool and what is mounted inside it: containers-storage's btrfs driver binds its folder onto itself. */
 export async function unmountPool(config: HelperConfig): Promise<void> {
-  await unmount(poolLayout(config).root);
+  await unmount(poolLayout(config).root, { recursive: true });
 }
 
 async function ensureLoopFile(config: HelperConfig): Promise<string> {
