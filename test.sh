@@ -42,6 +42,7 @@ stage() { # NAME COMMAND...
 stage "typecheck" npm run --silent typecheck
 stage "lint" npm run --silent lint
 stage "unit, renderer and system tests" npx vitest run
+stage "fuzzing: the RFB client and the egress gate's parsers, coverage-guided, about 3 minutes (privileged-helper/test/fuzz/run.sh)" privileged-helper/test/fuzz/run.sh
 stage "kernel tier: grove_share under qemu, on Debian 12's 6.1 (kernel/test.sh)" kernel/test.sh
 stage "kernel tier: grove_share under qemu, on the 6.12 Debian 12 also ships (kernel/test.sh 6.12)" kernel/test.sh 6.12
 stage "kernel tier: the helper itself forks and rolls back through grove_share under qemu (kernel/helper-test.sh)" kernel/helper-test.sh
