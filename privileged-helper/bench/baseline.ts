@@ -29,6 +29,7 @@ import { Criu, restorePidFile } from '../src/host/criu/criu.js';
 import type { CriuDumpStats } from '../src/protocol/entities.js';
 import { bindMount, mountOverlay } from '../src/host/overlay.js';
 import { createNetwork, deleteNetns, netnsPath, planNetwork, type NetPlan } from '../src/host/netns.js';
+import { mountNetnsSysfs, netnsSysfsPath } from '../src/host/netns-sysfs.js';
 import { inOwnUserNamespace, signalIfSame, startTime, waitGone } from '../src/host/proc.js';
 import { firstFrame } from '../src/host/rfb-probe.js';
 import { EXTERNAL_BINDS } from '../src/workspaces/branch-storage.js';
@@ -100,12 +101,11 @@ export interface BaselineSetting {
   firstFrameTimeoutMs: number;
   /** Where CRIU keeps the log of a failed run (created only on failure). */
   failedLogsDir: string;
-  /** The helper's view of /sys without submounts (host/sys-view.ts), for a source in a user namespace. */
-  sysView: string;
   /**
    * A directory the restored tree's user namespace can reach (the helper's
    * roots dir): its binds' sources are bound there, as Grove's are, since
-   * the pool's directories are root's alone and CRIU opens them from inside.
+   * the pool's directories are root's alone and CRIU opens them from inside,
+   * and so is each copy's network namespace's sysfs (its /sys).
    */
   reachableDir: string;
 }
@@ -183,7 +183,7 @@ export class BaselineFork {
 
   private async measure(): Promise<BaselineTimings> {
     // Plain CRIU: no KSM launcher, and the pages are saved in the freeze.
-    const criu = new Criu(this.s.criuBinary, this.s.failedLogsDir, null, this.s.sysView, { pagesAfterThaw: false, action: this.s.action, netlock: this.s.netlock });
+    const criu = new Criu(this.s.criuBinary, this.s.failedLogsDir, null, this.s.reachableDir, { pagesAfterThaw: false, action: this.s.action, netlock: this.s.netlock });
     const t: BaselineTimings = { prepare: 0, dump: 0, sourceFrozen: 0, restore: 0, firstFrame: 0, total: 0 };
     const started = performance.now();
     const timed = async <T>(stage: string, work: () => Promise<T>): Promise<T> => {
@@ -261,6 +261,12 @@ export class BaselineFork {
 
   private async prepareNetwork(net: NetPlan): Promise<void> {
     await this.make(`netns ${net.netns}`, () => createNetwork(net), () => deleteNetns(net.netns));
+    if (!this.source.userns) return;
+    const sysfs = netnsSysfsPath(this.s.reachableDir, netnsPath(net.netns));
+    await this.make(`sysfs ${sysfs}`, () => mountNetnsSysfs(netnsPath(net.netns), sysfs), async () => {
+      await unmountWithRetry(sysfs);
+      await rm(sysfs, { recursive: true, force: true });
+    });
   }
 
   private async restoreCopy(criu: Criu, copy: Copy): Promise<void> {

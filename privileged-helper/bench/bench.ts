@@ -124,7 +124,6 @@ class Session {
       scratchDir: path.join(this.t.runDir, 'scratch'),
       firstFrameTimeoutMs: 120_000,
       failedLogsDir: `/var/tmp/grove-bench-${this.t.instance}-criu-logs`,
-      sysView: path.join(`${this.t.runDir}-roots`, 'sys'),
       reachableDir: `${this.t.runDir}-roots`,
     };
   }

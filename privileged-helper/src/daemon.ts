@@ -25,7 +25,6 @@ import { Exporter } from './files/export.js';
 import { reconcile } from './reconcile.js';
 import { openDb } from './registry/db.js';
 import { IdRanges, type IdRange } from './registry/id-ranges.js';
-import { ensureSysView } from './host/sys-view.js';
 import { ensureTmpfs, hasMountAtOrBelow } from './host/mounts.js';
 import { Registry } from './registry/registry.js';
 import { EventBus } from './server/event-bus.js';
@@ -152,9 +151,7 @@ async function boot(config: HelperConfig) {
     },
     removed,
   });
-  const sysView = path.join(config.rootsDir, 'sys'); // reachable from a restore's user namespace
-  await ledger.make({ kind: 'mount', name: sysView, owner: null }, () => ensureSysView(sysView));
-  const criu = new Criu(config.criu, path.join(config.stateDir, 'logs'), launcher, sysView, { pagesAfterThaw: true, action: config.groveAction, netlock: config.groveNetlock });
+  const criu = new Criu(config.criu, path.join(config.stateDir, 'logs'), launcher, config.rootsDir, { pagesAfterThaw: true, action: config.groveAction, netlock: config.groveNetlock });
   if ((await ensureKdatCache(config.criu)) === 'not written') log('CRIU could not write its kernel-probe cache: every CRIU run will probe the kernel again (~40 ms, more under load)');
   // Where CRIU writes a fork's or a checkpoint's images: a tmpfs of its own, whatever the run dir is on. Creating
   // a few hundred image files on ext4 (whose inode allocator looks for recently deleted inodes) cost ~150 ms of

@@ -22,11 +22,15 @@ export function planNetwork(instance: string, id: string, subnet: string, index:
   const offset = index * 4;
   const at = (n: number) => `${a}.${b}.${(offset + n) >> 8}.${(offset + n) & 255}`;
   return {
-    netns: `grove-${instance}-${id}`,
+    netns: netnsName(instance, id),
     hostVeth: hostVethName(instance, id),
     hostAddress: at(1),
     containerAddress: at(2),
   };
+}
+
+export function netnsName(instance: string, id: string): string {
+  return `grove-${instance}-${id}`;
 }
 
 /** The host end of a branch's veth: ≤ 15 characters (IFNAMSIZ) for a 1-4 character instance and an 8-hex id. */

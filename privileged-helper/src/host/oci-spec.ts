@@ -47,6 +47,8 @@ export interface ContainerSpecInput {
   caged: boolean;
   /** The tree's host ids (its user namespace); null for a tree made before user namespaces. */
   idRange: IdRange | null;
+  /** A sysfs of the network namespace, on the host (host/netns-sysfs.ts): /sys in a user namespace. */
+  netnsSysfs: string;
 }
 
 export function containerSpec(input: ContainerSpecInput): object {
@@ -79,7 +81,7 @@ export function containerSpec(input: ContainerSpecInput): object {
       },
       { destination: '/dev/shm', type: 'tmpfs', source: 'shm', options: ['nosuid', 'noexec', 'nodev', 'mode=1777', 'size=256m'] },
       { destination: '/dev/mqueue', type: 'mqueue', source: 'mqueue', options: ['nosuid', 'noexec', 'nodev'] },
-      sysMount(input.idRange !== null),
+      sysMount(input),
     ],
     linux: {
       namespaces: [
@@ -117,11 +119,12 @@ function idMappings(range: IdRange) {
 /**
  * sysfs may be mounted only by the owner of the network namespace, which the
  * host made: in a user namespace the branch gets a read-only bind of the
- * host's /sys instead, without its submounts (CRIU restores it from the same
- * kind of bind: host/sys-view.ts).
+ * sysfs the host mounted from its network namespace instead (CRIU restores
+ * it from the same kind of mount). Either way it lists only the branch's own
+ * network devices.
  */
-function sysMount(userns: boolean) {
-  return userns
-    ? { destination: '/sys', type: 'bind', source: '/sys', options: ['bind', 'nosuid', 'noexec', 'nodev', 'ro'] }
+function sysMount(input: ContainerSpecInput) {
+  return input.idRange
+    ? { destination: '/sys', type: 'bind', source: input.netnsSysfs, options: ['bind', 'nosuid', 'noexec', 'nodev', 'ro'] }
     : { destination: '/sys', type: 'sysfs', source: 'sysfs', options: ['nosuid', 'noexec', 'nodev', 'ro'] };
 }

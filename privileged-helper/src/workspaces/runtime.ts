@@ -10,7 +10,8 @@ import { Forwarder, type ForwardTarget } from '../host/forwarder.js';
 import { applyLimits, cgroupDirs, cgroupName, createCgroups, DEFAULT_LIMITS, readUsage, type CgroupUsage } from '../host/cgroups.js';
 import type { ExecTarget } from '../exec/exec-service.js';
 import type { BranchLimits } from '../protocol/entities.js';
-import { createNetwork, MAX_NET_INDEX, netnsPath, planNetwork, type NetPlan } from '../host/netns.js';
+import { createNetwork, MAX_NET_INDEX, netnsName, netnsPath, planNetwork, type NetPlan } from '../host/netns.js';
+import { mountNetnsSysfs, netnsSysfsPath } from '../host/netns-sysfs.js';
 import { containerSpec } from '../host/oci-spec.js';
 import type { IdRange, IdRanges } from '../registry/id-ranges.js';
 import { startTime } from '../host/proc.js';
@@ -130,9 +131,26 @@ export class BranchRuntime {
     await this.ledger.make({ kind: 'netns', name: net.netns, owner: slot.id }, () =>
       this.ledger.make({ kind: 'veth', name: net.hostVeth, owner: slot.id }, () => createNetwork(net)),
     );
+    await this.ensureSysfs(slot);
     if (!this.config.cage) return;
     const name = this.cgroupName(slot);
     await this.ledger.make({ kind: 'cgroup', name, owner: slot.id }, async () => createCgroups(name, limits));
+  }
+
+  /** Where the sysfs of the branch's network namespace is mounted (host/netns-sysfs.ts). */
+  private sysfsPath(ws: { id: string }): string {
+    return netnsSysfsPath(this.config.rootsDir, this.netnsPath(ws));
+  }
+
+  private netnsPath(ws: { id: string }): string {
+    return netnsPath(netnsName(this.config.instance, ws.id));
+  }
+
+  /** The sysfs of the branch's network namespace, mounted unless it is; with its mount point, a host object of the branch's. */
+  private async ensureSysfs(ws: { id: string }): Promise<void> {
+    const at = this.sysfsPath(ws);
+    const objects = [{ kind: 'directory', name: at, owner: ws.id }, { kind: 'mount', name: at, owner: ws.id }] as const;
+    await this.ledger.makeAll(objects, () => mountNetnsSysfs(this.netnsPath(ws), at));
   }
 
   cgroupName(ws: { id: string }): string {
@@ -168,7 +186,14 @@ export class BranchRuntime {
   /** Boots the branch's root filesystem in a fresh crun container. */
   async bootContainer(ws: WorkspaceRecord): Promise<{ pid: number; pidStart: number }> {
     const bundle = path.join(this.config.runDir, 'bundles', ws.id);
-    const spec = containerSpec({ rootfs: this.storage.rootfsPath(ws), hostname: ws.hostname, netnsPath: netnsPath(this.netPlan(ws).netns), caged: this.config.cage, idRange: this.idRange(ws) });
+    const spec = containerSpec({
+      rootfs: this.storage.rootfsPath(ws),
+      hostname: ws.hostname,
+      netnsPath: this.netnsPath(ws),
+      caged: this.config.cage,
+      idRange: this.idRange(ws),
+      netnsSysfs: this.sysfsPath(ws),
+    });
     await this.ledger.make({ kind: 'bundle', name: bundle, owner: ws.id }, () => this.crun.writeBundle(bundle, spec));
     const containerId = this.containerId(ws);
     const pid = await this.ledger.make({ kind: 'container', name: containerId, owner: ws.id }, () => this.crun.start(containerId, bundle, this.cgroups(ws), !ws.sensitive));
@@ -193,7 +218,9 @@ export class BranchRuntime {
     this.pool.release(ws.id); // a new branch undone before it used the set it took: the set goes with it below
     await this.gate.close(ws.id);
     await this.closeForwarders(ws.id);
-    await this.ledger.removeOwned(ws.id, ['process', 'container', 'bundle', 'cgroup', 'veth', 'netns']);
+    await this.ledger.removeOwned(ws.id, ['process', 'container', 'bundle', 'cgroup']);
+    for (const kind of ['mount', 'directory'] as const) await this.ledger.remove({ kind, name: this.sysfsPath(ws), owner: ws.id });
+    await this.ledger.removeOwned(ws.id, ['veth', 'netns']);
   }
 
   /**

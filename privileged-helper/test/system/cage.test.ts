@@ -5,6 +5,7 @@
 // their limits while a sibling keeps serving.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Workspace } from '../../src/protocol/entities.js';
@@ -39,6 +40,37 @@ async function cpuGroups(c: HelperClient, ws: Workspace): Promise<string[]> {
 /** A host process's group in the cpu hierarchy, from /proc/PID/cgroup. */
 async function hostCpuGroup(pid: number): Promise<string | undefined> {
   return /^\d+:(?:[^:]*,)?cpu(?:,[^:]*)?:(.*)$/m.exec(await readFile(`/proc/${pid}/cgroup`, 'utf8'))?.[1];
+}
+
+/** The network devices the host lists (`ip -o link`: NAME or NAME@PEER). */
+async function hostLinkNames(): Promise<string[]> {
+  const { stdout } = await execa('ip', ['-o', 'link', 'show']);
+  return stdout.split('\n').map((l) => l.split(': ')[1]?.split('@')[0] ?? '').filter(Boolean);
+}
+
+/**
+ * The branch's /sys lists its own network devices and nothing else: lo and
+ * its end of its veth (named eth0, as the host's own eth0 is: told apart by
+ * the address), in both places sysfs keeps them. Not the host's devices, not
+ * another branch's veth.
+ */
+async function expectOwnNetworkInSys(c: HelperClient, branch: Workspace, other: Workspace): Promise<void> {
+  const [classNet, virtualNet] = (await sh(c, branch, 'ls /sys/class/net; echo --; ls /sys/devices/virtual/net')).split('--\n').map((l) => l.trim().split(/\s+/).sort());
+  const host = await hostLinkNames();
+  const othersVeth = `gv${instance().instance}${other.id}`;
+  expect(host).toContain(othersVeth);
+  const seen = new Set([...classNet!, ...virtualNet!]);
+  expect(host.filter((name) => seen.has(name) && name !== 'lo' && name !== 'eth0'), branch.name).toEqual([]);
+  expect(classNet, branch.name).toEqual(['eth0', 'lo']);
+  expect(virtualNet, branch.name).toEqual(['eth0', 'lo']);
+  const { stdout } = await execa('ip', ['-n', `grove-${instance().instance}-${branch.id}`, '-o', 'link', 'show', 'eth0']);
+  const own = /link\/ether ([0-9a-f:]{17})/.exec(stdout)![1];
+  expect((await sh(c, branch, 'cat /sys/class/net/eth0/address')).trim(), branch.name).toBe(own);
+}
+
+/** The branch's own loopback service (the sibling's web server) answers inside it. */
+async function loopbackServes(c: HelperClient, branch: Workspace): Promise<string> {
+  return (await sh(c, branch, `python3 -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:8000/').status)"`)).trim();
 }
 
 const CAGED = /Seccomp:\s+2\nNoNewPrivs:\s+1\n|NoNewPrivs:\s+1\nSeccomp:\s+2/;
@@ -127,6 +159,12 @@ describe('a branch is a cage', () => {
     expect(toSibling.code).not.toBe(0);
   });
 
+  it("lists only its own network devices in /sys: not the host's, not another branch's veth", async () => {
+    await expectOwnNetworkInSys(c, ws, sibling);
+    await expectOwnNetworkInSys(c, sibling, ws);
+    expect(await loopbackServes(c, sibling)).toBe('200');
+  });
+
   it('keeps a memory hog inside its limit: the kernel ends it, the branch and its sibling keep running', async () => {
     await c.request('workspace.limits', { workspace: ws.id, memoryBytes: 1024 * 2 ** 20 });
     const hog = await attempt(c, ws, `python3 -c 'b = bytearray(3 * 2**30); print("survived")'`, 90_000);
@@ -137,7 +175,7 @@ describe('a branch is a cage', () => {
     expect(mine.cgroup.limits.memoryBytes).toBe(1024 * 2 ** 20);
     expect(mine.cgroup.memoryLimitHits + mine.cgroup.oomKills).toBeGreaterThan(0);
     expect((await sh(c, ws, 'echo alive')).trim()).toBe('alive');
-    expect((await sh(c, sibling, 'python3 -c "import urllib.request; print(urllib.request.urlopen(\'http://127.0.0.1:8000/\').status)"')).trim()).toBe('200');
+    expect(await loopbackServes(c, sibling)).toBe('200');
   });
 
   it('stops a fork bomb at its task limit, and a sibling keeps serving throughout', async () => {
@@ -196,6 +234,8 @@ describe('a branch is a cage', () => {
       expect(await cageOf(c, child, pid)).toContain(BOUNDING);
     }
     expect((await attempt(c, child, 'mount -t tmpfs none /mnt')).code).not.toBe(0);
+    await expectOwnNetworkInSys(c, child, sibling);
+    expect(await loopbackServes(c, child)).toBe('200');
     // Restored trees are counted in their own branch's cgroups, and every process runs at its CPU weight (CRIU restored it outside).
     expect(await sh(c, child, 'cat /proc/1/cgroup')).toMatch(new RegExp(`memory:/grove-${instance().instance}/${child.id}`));
     expect(await cpuGroups(c, child)).toEqual([`/grove-${instance().instance}/${child.id}`]);
@@ -205,5 +245,6 @@ describe('a branch is a cage', () => {
     expect(await cageOf(c, rolled, '$(pgrep -o chromium)')).toMatch(CAGED);
     expect(await sh(c, rolled, 'cat /proc/1/cgroup')).toMatch(new RegExp(`memory:/grove-${instance().instance}/${sibling.id}`));
     expect(await cpuGroups(c, rolled)).toEqual([`/grove-${instance().instance}/${sibling.id}`]);
+    await expectOwnNetworkInSys(c, rolled, child);
   });
 });

@@ -18,7 +18,7 @@ interface Spec {
   linux: { namespaces: { type: string; path?: string }[]; maskedPaths: string[]; readonlyPaths: string[]; seccomp?: object };
 }
 
-const input = { rootfs: '/pool/workspaces/0123abcd', hostname: 'alpha', netnsPath: '/run/netns/grove-t1-0123abcd', caged: true, idRange: null };
+const input = { rootfs: '/pool/workspaces/0123abcd', hostname: 'alpha', netnsPath: '/run/netns/grove-t1-0123abcd', caged: true, idRange: null, netnsSysfs: '/run/grove-roots/grove-t1-0123abcd.sys' };
 const spec = containerSpec(input) as Spec;
 
 describe('containerSpec', () => {
@@ -87,7 +87,7 @@ describe('containerSpec', () => {
   });
 
   it('returns a fresh spec each call that does not share state with another workspace', () => {
-    const other = containerSpec({ rootfs: '/pool/workspaces/ffffffff', hostname: 'beta', netnsPath: '/run/netns/grove-t1-ffffffff', caged: true, idRange: null }) as Spec;
+    const other = containerSpec({ ...input, rootfs: '/pool/workspaces/ffffffff', hostname: 'beta', netnsPath: '/run/netns/grove-t1-ffffffff' }) as Spec;
     expect(other.root.path).toBe('/pool/workspaces/ffffffff');
     expect(other.linux.namespaces.find((n) => n.type === 'network')?.path).toBe('/run/netns/grove-t1-ffffffff');
     expect(spec.linux.namespaces.find((n) => n.type === 'network')?.path).toBe(input.netnsPath);
@@ -103,7 +103,7 @@ describe('containerSpec', () => {
     expect(spec.process.capabilities.bounding).not.toContain('CAP_MKNOD');
   });
 
-  it("runs a tree's root as its own host ids in a user namespace, with the host's /sys bound read-only", () => {
+  it("runs a tree's root as its own host ids in a user namespace, with its network namespace's sysfs bound read-only", () => {
     const userns = containerSpec({ ...input, idRange: { hostBase: 16_777_216, size: 65_536 } }) as Spec & {
       linux: { uidMappings: unknown[]; gidMappings: unknown[] };
     };
@@ -111,7 +111,7 @@ describe('containerSpec', () => {
     const map = [{ containerID: 0, hostID: 16_777_216, size: 65_536 }];
     expect(userns.linux.uidMappings).toEqual(map);
     expect(userns.linux.gidMappings).toEqual(map);
-    expect(userns.mounts.find((m) => m.destination === '/sys')).toEqual({ destination: '/sys', type: 'bind', source: '/sys', options: ['bind', 'nosuid', 'noexec', 'nodev', 'ro'] });
+    expect(userns.mounts.find((m) => m.destination === '/sys')).toEqual({ destination: '/sys', type: 'bind', source: input.netnsSysfs, options: ['bind', 'nosuid', 'noexec', 'nodev', 'ro'] });
     expect(spec.linux.namespaces.map((n) => n.type)).not.toContain('user');
   });
 });

@@ -37,14 +37,15 @@ export const MASKED_FILE_SOURCES: readonly ExternalMountSource[] = CRUN_MASKED_F
  * What crun binds from the host into a container with a user namespace of
  * its own (where it cannot make device nodes or mount sysfs): CRIU dumps them
  * as external mounts, and a restore binds the host's nodes again and, for
- * /sys, a bind of the host's /sys without its submounts (a restore in a user
- * namespace cannot bind a mount with locked children).
+ * /sys, the sysfs the host mounted from the restored tree's own network
+ * namespace (host/netns-sysfs.ts: childless, as a restore in a user namespace
+ * needs, and listing only that namespace's devices).
  */
 export const USERNS_HOST_DEVICES = ['/dev/null', '/dev/zero', '/dev/full', '/dev/tty', '/dev/random', '/dev/urandom'] as const;
 export const USERNS_HOST_MOUNTS: readonly string[] = [...USERNS_HOST_DEVICES, '/sys'];
 
-export function usernsHostMountSources(sysView: string): ExternalMountSource[] {
-  return [...USERNS_HOST_DEVICES.map((p) => ({ containerPath: p, source: p })), { containerPath: '/sys', source: sysView }];
+export function usernsHostMountSources(netnsSysfs: string): ExternalMountSource[] {
+  return [...USERNS_HOST_DEVICES.map((p) => ({ containerPath: p, source: p })), { containerPath: '/sys', source: netnsSysfs }];
 }
 
 export const EXTERNAL_NETNS_KEY = 'extnet';

@@ -12,6 +12,7 @@ import { run } from '../run.js';
 import { restorePlacement } from '../cgroups.js';
 import type { ShareSession } from '../share-holder.js';
 import { lockForRestore, RESTORE_LOCK_TABLE, unlockRestore } from '../netns.js';
+import { netnsSysfsPath } from '../netns-sysfs.js';
 import { mib, MiB, spaceAt } from '../space.js';
 import { criuFailure, transientDumpFailure, type CriuFailure } from './criu-errors.js';
 import { dumpStats, restoreStats } from './criu-stats.js';
@@ -134,7 +135,7 @@ export interface RestoreRequest {
   cgroups: readonly string[];
   /** The restored tree's memory may be merged by KSM (false for a sensitive workspace's). */
   mergeable: boolean;
-  /** The dump was of a tree in a user namespace (DumpRequest.userns): crun's host mounts are bound again. */
+  /** The dump was of a tree in a user namespace (DumpRequest.userns): crun's host mounts are bound again, /sys from the netns's sysfs. */
   userns: boolean;
   /** The dump may still be saving the pages (DumpRequest.pagesFollow): CRIU waits for them before it reads any. */
   pagesFollow?: boolean;
@@ -173,7 +174,7 @@ export class Criu {
    * logsDir keeps the CRIU log of every failed run (the images dir it was in is
    * removed). launcher: restores run through it (in the branch's cgroups, with
    * restored tasks KSM-mergeable); null runs plain CRIU (the benchmark's baseline).
-   * sysView: the host's /sys without submounts (host/sys-view.ts), for restores in a user namespace.
+   * sysfsDir: where each network namespace's sysfs is mounted (host/netns-sysfs.ts), for restores in a user namespace.
    * pagesAfterThaw: dumps save the private pages after the source runs again (ForkDumpInput.pagesAfterThaw).
    * action: native/grove-action.c, which CRIU runs at the actions above; netlock: native/grove-netlock.c, which it starts.
    */
@@ -181,7 +182,7 @@ export class Criu {
     private readonly binary: string,
     private readonly logsDir: string,
     private readonly launcher: Launcher | null,
-    private readonly sysView: string | null,
+    private readonly sysfsDir: string,
     private readonly options: { pagesAfterThaw: boolean; action: string; netlock: string },
   ) {}
 
@@ -303,7 +304,7 @@ export class Criu {
       ...(req.pagesFollow && { pagesReadyFile: PAGES_READY_FILE }),
       pagesFromTwins: req.pagesFromTwins,
       hostname: req.hostname,
-      externalMounts: [...MASKED_FILE_SOURCES, ...(req.userns ? this.usernsSources() : []), ...req.binds],
+      externalMounts: [...MASKED_FILE_SOURCES, ...(req.userns ? usernsHostMountSources(netnsSysfsPath(this.sysfsDir, req.netnsPath)) : []), ...req.binds],
     });
     const placement = restorePlacement(req.cgroups);
     const env = {
@@ -329,11 +330,6 @@ export class Criu {
     const stats = restoreStats(await readFile(path.join(workDir, 'stats-restore')).catch(() => Buffer.alloc(0)));
     await rm(workDir, { recursive: true, force: true }); // a version's images are restored again and again
     return { pid, stats };
-  }
-
-  private usernsSources(): ExternalMountSource[] {
-    if (!this.sysView) throw new GroveError('E_HOST', 'this CRIU runner cannot restore a tree in a user namespace (no view of /sys)');
-    return usernsHostMountSources(this.sysView);
   }
 
   private async failure(what: string, logFile: string, stderr: string): Promise<GroveError> {
