@@ -234,6 +234,16 @@ export class BranchRuntime {
   }
 
   /**
+   * A branch found running at start-up: its network's sysfs, which a helper
+   * from before branches had their own did not mount (a rollback restores
+   * into that network and binds it), and what the host serves for it.
+   */
+  async adopt(ws: WorkspaceRecord): Promise<void> {
+    await this.ensureSysfs(ws);
+    await this.openForwarders(ws);
+  }
+
+  /**
    * Opens what the host listens on for the branch: its desktop socket, its
    * host ports (re-using each leased port number when it is free) and its
    * egress gate on the veth peer.

@@ -227,7 +227,7 @@ export class WorkspaceService {
       if (ws.state === 'running' && (await this.noticeExit(ws.id, 'while the helper was down'))) continue;
       await this.lock.run(ws.id, async () => {
         if (ws.state === 'creating') return this.destroy(ws);
-        if (ws.state === 'running' && ws.pid !== null && ws.pidStart !== null) return this.runtime.openForwarders(ws);
+        if (ws.state === 'running' && ws.pid !== null && ws.pidStart !== null) return this.runtime.adopt(ws);
         await this.runtime.tearDown(ws);
         if (ws.state === 'running') this.registry.setWorkspaceState(ws.id, 'stopped', null); // a record without its process's identity
       });

@@ -83,6 +83,28 @@ describe('helper restart', () => {
     }
   });
 
+  it("mounts the sysfs of a running branch's network that a helper from before left without one, and a rollback restores into it", async () => {
+    const t = instance();
+    let client = await connect();
+    const ws = await createWorkspace(client, 'older');
+    const sysfs = `${t.runDir}-roots/grove-${t.instance}-${ws.id}.sys`;
+    try {
+      const version = await client.request('branch.checkpoint', { workspace: ws.id, label: 'before' });
+      await waitFor('the checkpoint to be saved', async () => (await client.request('version.list', { workspace: ws.id }))[0]?.saved === true, 60_000);
+      client.close();
+      await stopHelper(t);
+      await execa('umount', ['--', sysfs]); // as a helper from before branches had their network's sysfs left it
+      await startHelper(t);
+      client = await connect();
+      expect((await execa('findmnt', ['-n', '-o', 'FSTYPE', '--', sysfs])).stdout.trim()).toBe('sysfs');
+      const back = await client.request('branch.rollback', { workspace: ws.id, version: version.id });
+      expect((await sh(client, back, 'ls /sys/class/net')).trim().split(/\s+/)).toEqual(['eth0', 'lo']);
+    } finally {
+      await client.request('workspace.delete', { workspace: ws.id, versions: 'delete' }).catch(() => undefined);
+      client.close();
+    }
+  });
+
   it('drops a checkpoint it was still saving when it was killed, leaves nothing of it, and keeps a saved one', async () => {
     const t = instance();
     let client = await connect();
