@@ -84,6 +84,17 @@ describe("a branch's disk limit", () => {
     expect((await write(c, ws, 'more', 40)).out).toMatch(/Disk quota exceeded/);
   });
 
+  it('holds in each child of a fork into several (snapshots of one fork point)', async () => {
+    const { children } = await c.request('branch.fork', { workspace: ws.id, copies: 2, names: ['quota-2', 'quota-3'] });
+    for (const child of children) made.push((await track(child)).id);
+    for (const child of children) {
+      expect(child.limits.diskBytes).toBe(LIMIT);
+      expect(child.disk!.usedBytes).toBeLessThan(8 * MiB);
+    }
+    expect((await write(c, children[1]!, 'own', 40)).code).toBe(0);
+    expect((await write(c, children[1]!, 'past', 40)).out).toMatch(/Disk quota exceeded/);
+  });
+
   it('holds on the new files of a rollback, and a change applies at once', async () => {
     await sh(c, ws, 'rm -f /root/more /root/small && sync');
     const version = await c.request('branch.checkpoint', { workspace: ws.id, label: 'quota' });
