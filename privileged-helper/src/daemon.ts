@@ -22,6 +22,7 @@ import { RecipeBuilder } from './images/recipe-builder.js';
 import { OciStore } from './host/oci-store.js';
 import { FileCopy } from './files/file-copy.js';
 import { Exporter } from './files/export.js';
+import { ForkPoints } from './branches/fork-points.js';
 import { reconcile } from './reconcile.js';
 import { openDb } from './registry/db.js';
 import { IdRanges, type IdRange } from './registry/id-ranges.js';
@@ -138,7 +139,11 @@ async function boot(config: HelperConfig) {
   });
   const runtime = new BranchRuntime(config, registry, ledger, crun, storage, gate, personGid, ids, log);
   const egress = new EgressService(registry, gate, (ws) => runtime.netPlan(ws));
+  const forkPoints = new ForkPoints(registry, ledger);
+  /** A branch or version gone may leave fork points no merge needs: removed in the background, one prune at a time. */
+  const pruneForkPoints = () => void forkPoints.prune().catch((err: Error) => log(`fork points could not be removed: ${err.message}`));
   const removed = (id: string) => {
+    pruneForkPoints();
     desktop.forget(id);
     approvalQueue.abandonBranch(id, 'the branch was removed');
     bus.broadcast('workspace.removed', { id });
@@ -169,7 +174,10 @@ async function boot(config: HelperConfig) {
     captures,
     events: {
       changed: (version) => bus.broadcast('version.changed', { version }),
-      removed: (id, reason) => bus.broadcast('version.removed', { id, ...(reason && { reason }) }),
+      removed: (id, reason) => {
+        pruneForkPoints();
+        bus.broadcast('version.removed', { id, ...(reason && { reason }) });
+      },
     },
     log,
   });
@@ -181,6 +189,7 @@ async function boot(config: HelperConfig) {
   });
   const promotions = new PromoteService(registry, runtime, workspaces, versions);
   await reconcile({ config, pool, registry, ledger, crun, workspaces, versions, promotions, storage, scratchDir, log });
+  await forkPoints.prune();
   await images.reconcile(log);
   await storage.limitDisks(registry.listWorkspaces()).catch((err: Error) => log(`branches' disk limits could not be set: ${err.message}`));
   const exitWatch = new ExitWatch(registry, workspaces, log);

@@ -44,7 +44,7 @@ export async function reconcile(d: ReconcileDeps): Promise<void> {
     d.log(`dropping checkpoint ${v.id} of ${v.branchId}: the helper stopped before it was saved`);
     d.registry.deleteVersion(v.id);
   }
-  const known = new Set([...d.registry.listWorkspaces().map((w) => w.id), ...d.registry.listVersions().map((v) => v.id)]);
+  const known = new Set([...d.registry.listWorkspaces().map((w) => w.id), ...d.registry.listVersions().map((v) => v.id), ...d.registry.listForkPoints().map((f) => f.id)]);
   for (const obj of d.ledger.orphans(known)) {
     d.log(`removing orphaned ${obj.kind} ${obj.name}`);
     await d.ledger.remove(obj);

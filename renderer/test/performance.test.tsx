@@ -136,6 +136,7 @@ describe('PerformancePanel', () => {
       pool: PERF.pool,
       branches: [{ workspace: 'aaaaaaa1', name: 'app', state: 'running', exclusiveBytes: 30 * MiB, totalBytes: 900 * MiB }],
       versions: [{ version: 'bbbbbbb1', workspace: 'aaaaaaa1', orphanOf: null, label: 'v1', exclusiveBytes: 250 * MiB, totalBytes: 700 * MiB }],
+      forkPoints: [],
       at: PERF.at,
     };
     request.mockImplementation(async (method: string) => (method === 'space.get' ? space : PERF));

@@ -18,6 +18,7 @@ const SPACE: SpaceReport = {
     { workspace: 'aaaaaaa2', name: 'app-1', state: 'exited', exclusiveBytes: 700 * MiB, totalBytes: 1500 * MiB },
   ],
   versions: [{ version: 'bbbbbbb1', workspace: null, orphanOf: 'old', label: 'before upgrade', exclusiveBytes: 350 * MiB, totalBytes: 600 * MiB }],
+  forkPoints: [],
   at: '2026-12-01T10:00:00.000Z',
 };
 

@@ -137,6 +137,12 @@ export function printSpace(r: SpaceReport): void {
     const of = (v: SpaceReport['versions'][number]) => (v.orphanOf !== null ? `${v.orphanOf} (deleted)` : (r.branches.find((b) => b.workspace === v.workspace)?.name ?? v.workspace ?? '-'));
     for (const v of byFreed(r.versions)) console.log([v.version, of(v), v.label ?? '-', mib(v.exclusiveBytes), mib(v.totalBytes)].join('\t'));
   }
+  if (r.forkPoints.length > 0) {
+    console.log();
+    console.log(['FORK POINT', 'OF', 'FREED IF DELETED MiB', 'REFERS TO MiB'].join('\t'));
+    for (const f of byFreed(r.forkPoints)) console.log([f.forkPoint, r.branches.find((b) => b.workspace === f.source)?.name ?? `${f.source} (deleted)`, mib(f.exclusiveBytes), mib(f.totalBytes)].join('\t'));
+    console.log('(a fork point goes with the last branch or version forked from it: it is their merge base)');
+  }
   console.log('\nDelete with: grove ws rm BRANCH, grove versions rm VERSION');
 }
 

@@ -8,17 +8,17 @@
 //   prepare  reserve the children (ids, names) and make the networks of those restored first
 //            (the others' each at its turn, in restore) — the source is untouched
 //   dump     CRIU --leave-running --tcp-established; its post-dump action snapshots the
-//            source's root while the tree is still frozen (one instant for memory and files),
+//            source's files while the tree is still frozen (one instant for memory and files):
+//            the fork point, read-only, kept as the children's merge base (fork-points.ts),
 //            and with the kernel tier captures its anonymous memory (host/share-holder.ts)
 //   thaw     the source runs on (verified), while CRIU still saves its private pages (criu-patches/0007)
-//   restore  each child: a writable snapshot of the fork point (branch-storage.ts; a fork into one
-//            took its child's in the freeze), its own identity,
+//   restore  each child: a writable snapshot of the fork point (branch-storage.ts), its own identity,
 //            the tree restored into its own netns (as many at once as there are cores, first child first);
 //            they start at the thaw, and CRIU waits for the dump's pages before it reads any (0011);
 //            with the kernel tier its anonymous memory is attached from the capture, not copied
 //   expose   each child's desktop socket and host ports open; once its first VNC frame is out it is
 //            'running' and announced, without waiting for its siblings
-//   commit   the fork is recorded; children are returned
+//   commit   the fork and its fork point are recorded; children are returned
 import { mkdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -35,6 +35,7 @@ import type { Maker } from '../protocol/identity.js';
 import { GroveError } from '../protocol/wire.js';
 import type { BranchDeps } from './branch-deps.js';
 import { injectFault, injectInFreeze, type Fault } from '../workspaces/faults.js';
+import { forkPointPath } from './fork-points.js';
 import type { WorkspaceRecord } from '../registry/registry.js';
 import { writeIdentity } from '../workspaces/workspace-service.js';
 import { undoAfter } from '../undo.js';
@@ -71,6 +72,8 @@ export class ForkService {
 
 class ForkTransaction {
   private readonly id: string;
+  /** The fork point's id: its snapshot outlives the fork's own objects (run removes those). */
+  private readonly pointId: string;
   private readonly children: WorkspaceRecord[] = [];
   /** Each child's turn in the workspaces' lock, taken when it is reserved and given back when the fork is over (run). */
   private readonly childTurns: (() => void)[] = [];
@@ -96,7 +99,9 @@ class ForkTransaction {
     /** Lets ksmd scan fast again before the fork ends (host/ksm.ts). */
     private readonly releaseKsm: () => Promise<void>,
   ) {
-    this.id = `fork-${d.registry.freshId()}`;
+    const serial = d.registry.freshId();
+    this.id = `fork-${serial}`;
+    this.pointId = `point-${serial}`;
   }
 
   /**
@@ -131,6 +136,7 @@ class ForkTransaction {
     const children = await this.stage('commit', async () => this.commit());
     this.timings.total = performance.now() - this.started;
     this.d.registry.recordFork({ fork: this.id, source: this.source, copies: children.length, timings: this.timings });
+    this.recordForkPoint(forkPoint, children);
     this.d.progress(this.id, 'done', `forked ${this.source.name} into ${children.length} in ${Math.round(this.timings.total)} ms`, true);
     return { fork: this.id, source: this.source.id, children, timings: this.timings, readyMs: this.readyMs, memory: this.memory, criu: this.criuStats, leftBehind: this.leftBehind() };
   }
@@ -149,6 +155,7 @@ class ForkTransaction {
       ...[...this.children].reverse().map((child) => () => this.d.workspaces.destroy(child)),
       () => this.holder?.stop(),
       () => this.d.ledger.removeOwned(this.id),
+      () => this.d.ledger.removeOwned(this.pointId),
     ]);
     await this.sayUndone(told === failure);
     return told;
@@ -259,24 +266,20 @@ class ForkTransaction {
   /**
    * Resolves once the source runs again; the dump goes on saving its pages,
    * or keeping them in its twins for the children's restores until bringUp is
-   * done (this.dumped). Its snapshot of the source's files is a read-only fork
-   * point that each child's files are a snapshot of, or, in a fork into one,
-   * the child's own files: a snapshot after the thaw commits a btrfs
-   * transaction on the child's way to the screen (50-90 ms while the thawed
-   * source and the dump keep both cores busy), one in the freeze costs the
-   * same either way.
+   * done (this.dumped). Its snapshot of the source's files is the read-only
+   * fork point that each child's files are a snapshot of, kept after the fork
+   * as their merge base; until the fork commits it is the fork's to undo.
    */
   private async dump(imagesDir: string): Promise<string> {
-    const only = this.children.length === 1 ? this.children[0]! : null;
-    const forkPoint = only ? this.d.storage.filesPath(only) : path.join(path.dirname(this.d.storage.filesPath(this.source)), `.fork-point-${this.id}`);
-    this.d.registry.recordObject({ kind: 'subvolume', name: forkPoint, owner: only?.id ?? this.id });
+    const forkPoint = forkPointPath(this.d.storage.workspacesDir, this.pointId);
+    this.d.registry.recordObject({ kind: 'subvolume', name: forkPoint, owner: this.pointId });
     const share = await this.startSharing();
     const run = this.d.criu.dump({
       share,
       initPid: this.source.pid!,
       netnsPath: netnsPath(this.d.runtime.netPlan(this.source).netns),
       imagesDir,
-      snapshot: { from: this.d.storage.filesPath(this.source), to: forkPoint, writable: only !== null },
+      snapshot: { from: this.d.storage.filesPath(this.source), to: forkPoint },
       binds: this.d.storage.externalBinds(this.source).map((b) => b.containerPath),
       userns: this.d.runtime.idRange(this.source) !== null,
       pagesFollow: true,
@@ -348,10 +351,9 @@ class ForkTransaction {
     return proc;
   }
 
-  /** The child's root: its files a snapshot of the fork point (or that itself, dump), mounted, and its own name in them. */
+  /** The child's root: its files a snapshot of the fork point, mounted, and its own name in them. */
   private async makeRoot(child: WorkspaceRecord, forkPoint: string): Promise<string> {
-    const own = forkPoint === this.d.storage.filesPath(child);
-    const rootfs = await (own ? this.d.storage.mountOwnFiles(child) : this.d.storage.createFrom(child, forkPoint));
+    const rootfs = await this.d.storage.createFrom(child, forkPoint);
     await writeIdentity(rootfs, child, this.d.storage.owner(child));
     return rootfs;
   }
@@ -362,6 +364,12 @@ class ForkTransaction {
     const t0 = performance.now();
     await firstFrame({ path: this.d.runtime.vncSocketPath(child) }, { timeoutMs: 30_000 });
     this.timings.firstFrame = Math.max(this.timings.firstFrame, performance.now() - t0);
+  }
+
+  /** The fork point is the children's and their descendants' from now on: the source's own line continues from its parent's. */
+  private recordForkPoint(forkPoint: string, children: Workspace[]): void {
+    const point = { id: this.pointId, path: forkPoint, sourceId: this.source.id, parentId: this.d.registry.forkPointOf(this.source.id), treeId: this.source.treeId, madeAt: new Date().toISOString() };
+    this.d.registry.insertForkPoint(point, children.map((c) => c.id));
   }
 
   /** The children, each announced running as it came up. */

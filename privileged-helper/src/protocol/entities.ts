@@ -389,6 +389,8 @@ export const SpaceReport = z.strictObject({
   branches: z.array(HeldSpace.extend({ workspace: Id, name: z.string(), state: WorkspaceState })),
   /** orphanOf: the deleted workspace a kept version came from. */
   versions: z.array(HeldSpace.extend({ version: Id, workspace: Id.nullable(), orphanOf: z.string().nullable(), label: z.string().nullable() })),
+  /** Fork points kept as merge bases (branches/fork-points.ts): source is the branch forked, which may be gone. */
+  forkPoints: z.array(HeldSpace.extend({ forkPoint: z.string().max(64), source: Id })),
   at: z.string(),
 });
 export type SpaceReport = z.infer<typeof SpaceReport>;

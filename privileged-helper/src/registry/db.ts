@@ -229,6 +229,23 @@ export const MIGRATIONS: readonly string[] = [
       SELECT NEW.id, memory_bytes, pids, cpu_weight, disk_bytes FROM limits WHERE workspace_id = NEW.parent_id;
   END;
   `,
+  // Fork points: a read-only snapshot of a fork's source at the fork, kept as
+  // the merge base of its children (branches/fork-points.ts). Each branch and
+  // version names the one its files descend from; each fork point the one its
+  // source descended from, so a line of descent outlives discarded branches.
+  `
+  CREATE TABLE fork_points (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    path TEXT NOT NULL,
+    source_id TEXT NOT NULL,
+    parent_id TEXT,
+    tree_id TEXT NOT NULL,
+    made_at TEXT NOT NULL
+  );
+  ALTER TABLE workspaces ADD COLUMN fork_point_id TEXT;
+  ALTER TABLE versions ADD COLUMN fork_point_id TEXT;
+  `,
 ];
 
 export type Db = Database.Database;

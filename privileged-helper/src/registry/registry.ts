@@ -169,6 +169,22 @@ export interface VersionRecord {
   saved: boolean;
 }
 
+/** A read-only snapshot of a fork's source's files at the fork (branches/fork-points.ts). */
+export interface ForkPointRecord {
+  /** Its order of making: an older fork point of one branch is an ancestor of a newer one. */
+  seq: number;
+  id: string;
+  path: string;
+  /** The branch forked (it may be gone since). */
+  sourceId: string;
+  /** The fork point the source's files descended from then. */
+  parentId: string | null;
+  treeId: string;
+  madeAt: string;
+}
+
+const FORK_POINT_COLUMNS = 'seq, id, path, source_id AS sourceId, parent_id AS parentId, tree_id AS treeId, made_at AS madeAt';
+
 const VERSION_COLUMNS = 'id, branch_id AS branchId, tree_id AS treeId, label, created_at AS createdAt, orphan_of AS orphanOf, saved';
 
 type VersionRow = Omit<VersionRecord, 'saved'> & { saved: number };
@@ -323,8 +339,11 @@ export class Registry {
     this.db.prepare("UPDATE workspaces SET state = 'exited', pid = NULL, pid_start = NULL, exit_reason = ? WHERE id = ?").run(reason, id);
   }
 
+  /** The branch was restored from `versionId`: its files descend from the fork point the version's did. */
   setVersionOrigin(id: string, versionId: string | null): void {
-    this.db.prepare('UPDATE workspaces SET version_id = ? WHERE id = ?').run(versionId, id);
+    this.db
+      .prepare('UPDATE workspaces SET version_id = @versionId, fork_point_id = COALESCE((SELECT fork_point_id FROM versions WHERE id = @versionId), fork_point_id) WHERE id = @id')
+      .run({ id, versionId });
   }
 
   /** Makes `id` the only main branch of its tree. */
@@ -391,7 +410,10 @@ export class Registry {
   /** Records a new version of a live tree (so never an orphan). */
   insertVersion(v: Omit<VersionRecord, 'orphanOf'>): void {
     this.db
-      .prepare('INSERT INTO versions (id, branch_id, tree_id, label, created_at, saved) VALUES (@id, @branchId, @treeId, @label, @createdAt, @saved)')
+      .prepare(
+        `INSERT INTO versions (id, branch_id, tree_id, label, created_at, saved, fork_point_id)
+         VALUES (@id, @branchId, @treeId, @label, @createdAt, @saved, (SELECT fork_point_id FROM workspaces WHERE id = @branchId))`,
+      )
       .run({ ...v, saved: v.saved ? 1 : 0 });
   }
 
@@ -413,6 +435,50 @@ export class Registry {
 
   deleteVersion(id: string): void {
     this.db.prepare('DELETE FROM versions WHERE id = ?').run(id);
+  }
+
+  // fork points
+  /** Records a fork's fork point, and that `children` descend from it (the fork commits). */
+  insertForkPoint(fp: Omit<ForkPointRecord, 'seq'>, children: readonly string[]): void {
+    this.db.transaction(() => {
+      this.db
+        .prepare('INSERT INTO fork_points (id, path, source_id, parent_id, tree_id, made_at) VALUES (@id, @path, @sourceId, @parentId, @treeId, @madeAt)')
+        .run(fp);
+      const setPoint = this.db.prepare('UPDATE workspaces SET fork_point_id = ? WHERE id = ?');
+      for (const child of children) setPoint.run(fp.id, child);
+    })();
+  }
+
+  /** The fork point a branch's files descend from (null: its tree's first files, or from before fork points were kept). */
+  forkPointOf(workspaceId: string): string | null {
+    return (this.db.prepare('SELECT fork_point_id FROM workspaces WHERE id = ?').pluck().get(workspaceId) as string | null | undefined) ?? null;
+  }
+
+  findForkPoint(id: string): ForkPointRecord | null {
+    return (this.db.prepare(`SELECT ${FORK_POINT_COLUMNS} FROM fork_points WHERE id = ?`).get(id) as ForkPointRecord | undefined) ?? null;
+  }
+
+  /** Every fork point, oldest first. */
+  listForkPoints(): ForkPointRecord[] {
+    return this.db.prepare(`SELECT ${FORK_POINT_COLUMNS} FROM fork_points ORDER BY seq`).all() as ForkPointRecord[];
+  }
+
+  /** Fork points no branch or version descends from, through any number of forks: no merge can need them as a base. */
+  unneededForkPoints(): ForkPointRecord[] {
+    return this.db
+      .prepare(
+        `WITH RECURSIVE needed(id) AS (
+           SELECT fork_point_id FROM workspaces WHERE fork_point_id IS NOT NULL
+           UNION SELECT fork_point_id FROM versions WHERE fork_point_id IS NOT NULL
+           UNION SELECT f.parent_id FROM fork_points f JOIN needed n ON f.id = n.id WHERE f.parent_id IS NOT NULL
+         )
+         SELECT ${FORK_POINT_COLUMNS} FROM fork_points WHERE id NOT IN (SELECT id FROM needed) ORDER BY seq DESC`,
+      )
+      .all() as ForkPointRecord[];
+  }
+
+  deleteForkPoint(id: string): void {
+    this.db.prepare('DELETE FROM fork_points WHERE id = ?').run(id);
   }
 
   // host objects

@@ -1,5 +1,5 @@
-// Disk space: the pool's free space, what each branch's and version's files
-// hold in it (space.get), and a watch that tells subscribers when the pool
+// Disk space: the pool's free space, what each branch's, version's and fork
+// point's files hold in it (space.get), and a watch that tells subscribers when the pool
 // becomes low (the pool.space event), so a person learns it before forks and
 // checkpoints are refused (host/space.ts), and when a branch fills its disk
 // limit or has room again (its workspace.changed: writes in it fail meanwhile).
@@ -48,7 +48,12 @@ export class SpaceService {
       const held = await heldBy(path.join(this.pool.versions, v.id));
       if (held) versions.push({ version: v.id, workspace: v.orphanOf === null ? v.branchId : null, orphanOf: v.orphanOf, label: v.label, ...held });
     }
-    return { pool: await this.poolSpace(), branches, versions, at: new Date().toISOString() };
+    const forkPoints: SpaceReport['forkPoints'] = [];
+    for (const fp of this.registry.listForkPoints()) {
+      const held = await heldBy(fp.path);
+      if (held) forkPoints.push({ forkPoint: fp.id, source: fp.sourceId, ...held });
+    }
+    return { pool: await this.poolSpace(), branches, versions, forkPoints, at: new Date().toISOString() };
   }
 
   /**

@@ -125,11 +125,6 @@ export class BranchStorage {
     return this.limitedAndMounted(ws);
   }
 
-  /** A branch whose own files were made already (a fork's only child: at the fork's instant), mounted like createFrom. */
-  async mountOwnFiles(ws: { id: string }): Promise<string> {
-    return this.limitedAndMounted(ws);
-  }
-
   /** Replaces the branch's files with a copy of `subvolume` (rollback), mounted like createFrom; its processes must be gone. */
   async replaceFiles(ws: { id: string }, subvolume: string): Promise<string> {
     await this.unmount(ws);

@@ -278,16 +278,20 @@ describe('live fork of a running desktop', () => {
     children[0] = rolled;
   });
 
-  it('forks a fork of a fork of a fork (depth 3), each child into files of its own the dump made', async () => {
+  it('forks a fork of a fork of a fork (depth 3), each child into files of its own, each fork keeping its fork point', async () => {
     const branchFiles = `${instance().stateDir}/pool/workspaces`;
+    const forkPoints = async () => (await readdir(branchFiles)).filter((f) => f.startsWith('.fork-point-'));
+    const before = await forkPoints();
     let parent = children[0]!;
     for (let depth = 1; depth <= 3; depth++) {
       const report = await client.request('branch.fork', { workspace: parent.id, copies: 1, names: [`deep-${depth}`] });
       const child = await track(report.children[0]!);
       made.push(child.id);
-      // A fork into one snapshots the source's files straight into its child's, writable, and leaves no fork point.
+      // The child's files are writable; the fork point they are a snapshot of is kept, read-only (the merge base).
       expect((await execa('btrfs', ['property', 'get', '-ts', `${branchFiles}/${child.id}`, 'ro'])).stdout.trim()).toBe('ro=false');
-      expect((await readdir(branchFiles)).filter((f) => f.startsWith('.fork-point-'))).toEqual([]);
+      const kept = (await forkPoints()).filter((f) => !before.includes(f));
+      expect(kept).toHaveLength(depth);
+      for (const f of kept) expect((await execa('btrfs', ['property', 'get', '-ts', `${branchFiles}/${f}`, 'ro'])).stdout.trim()).toBe('ro=true');
       expect(child.parent).toBe(parent.id);
       expect(child.tree).toBe(source.tree);
       expect(await counter(child)).toBe(await counter(parent));

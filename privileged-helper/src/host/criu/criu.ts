@@ -69,8 +69,8 @@ export interface DumpRequest {
   initPid: number;
   netnsPath: string;
   imagesDir: string;
-  /** Snapshot the source's files while it is still frozen: read-only, unless it is to be a branch's own files. */
-  snapshot?: { from: string; to: string; writable?: boolean };
+  /** Snapshot the source's files, read-only, while it is still frozen. */
+  snapshot?: { from: string; to: string };
   /** The kernel tier's holder: it captures the source's memory while it is still frozen, and the images go without it. */
   share?: ShareSession;
   /**
@@ -242,7 +242,7 @@ export class Criu {
       externalMounts: [...CRUN_MASKED_FILES, ...(req.userns ? USERNS_HOST_MOUNTS : []), ...req.binds],
     });
     const env = {
-      ...(req.snapshot && { GROVE_SNAPSHOT_FROM: req.snapshot.from, GROVE_SNAPSHOT_TO: req.snapshot.to, ...(req.snapshot.writable && { GROVE_SNAPSHOT_WRITABLE: '1' }) }),
+      ...(req.snapshot && { GROVE_SNAPSHOT_FROM: req.snapshot.from, GROVE_SNAPSHOT_TO: req.snapshot.to }),
       ...shareEnv(req.share),
       ...(req.alsoCapture && { ...shareEnv(req.alsoCapture.session), GROVE_SHARE_CAPTURED: req.alsoCapture.capturedFile }),
     };
