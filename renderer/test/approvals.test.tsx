@@ -85,6 +85,13 @@ describe('the queue', () => {
     expect(view.host.querySelector('#queue-title')!.textContent).toBe('4 requests wait for your decision');
   });
 
+  it('shows what an address literal reaches, whatever form the branch wrote it in', () => {
+    const hidden = { ...CONNECTION, host: '::ffff:c000:207', url: 'http://[::ffff:c000:207]:8080/x', address: { reached: '192.0.2.7', what: 'a documentation address (reaches nothing real)' } };
+    open([approval('q00000006', hidden), approval('q00000005', CONNECTION)]);
+    expect(card('q00000006').querySelector('.approval-address')!.textContent).toBe('192.0.2.7, a documentation address (reaches nothing real)');
+    expect(card('q00000005').querySelector('.approval-address')).toBeNull();
+  });
+
   it('sends each decision as the right request, with the note, and holds the buttons until the state moves on', async () => {
     const promote = approval('q00000001', PROMOTE);
     const calls = open([promote, approval('q00000002', DISCARD), approval('q00000005', CONNECTION)]);

@@ -11,9 +11,16 @@ export function destination(c: Pick<HeldConnection, 'host' | 'port'>): string {
   return formatRule({ host: c.host, port: c.port });
 }
 
-/** 'GET http://outside.test:8080/x', or 'CONNECT example.org:443' for a tunnel. */
-export function describeConnection(c: Pick<HeldConnection, 'method' | 'host' | 'port' | 'url'>): string {
-  return c.url ? `${c.method} ${c.url}` : `${c.method} ${destination(c)}`;
+/** What an address literal reaches: '192.0.2.7, a documentation address', the form the branch wrote aside; null for a host name. */
+export function reachedAddress(c: Pick<HeldConnection, 'address'>): string | null {
+  return c.address ? `${c.address.reached}, ${c.address.what}` : null;
+}
+
+/** 'GET http://outside.test:8080/x', or 'CONNECT example.org:443' for a tunnel; an address literal says what it reaches. */
+export function describeConnection(c: Pick<HeldConnection, 'method' | 'host' | 'port' | 'url' | 'address'>): string {
+  const request = c.url ? `${c.method} ${c.url}` : `${c.method} ${destination(c)}`;
+  const reached = reachedAddress(c);
+  return reached ? `${request} (${reached})` : request;
 }
 
 /** What an agent asks to do, as a verb phrase: 'promote', 'change outside access'. */

@@ -56,7 +56,7 @@ export const PROMOTE: ApprovalAction = { kind: 'branch.promote' };
 export const DISCARD: ApprovalAction = { kind: 'branch.discard' };
 export const STOP: ApprovalAction = { kind: 'workspace.stop' };
 export const POLICY: ApprovalAction = { kind: 'egress.policy', change: { mode: 'allow', allow: [{ host: 'pypi.org', port: 443 }] } };
-export const CONNECTION: ApprovalAction = { kind: 'egress.connection', host: 'outside.test', port: 8080, method: 'GET', url: 'http://outside.test:8080/x', held: 'destination' };
+export const CONNECTION: ApprovalAction = { kind: 'egress.connection', host: 'outside.test', port: 8080, method: 'GET', url: 'http://outside.test:8080/x', held: 'destination', address: null };
 
 const EFFECT: Record<ApprovalAction['kind'], string> = {
   'branch.promote': 'one-1 becomes the main line and takes over its host ports; one is kept as a version',

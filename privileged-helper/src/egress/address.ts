@@ -108,3 +108,39 @@ export function inRange(a: Address, r: Range): boolean {
   }
   return true;
 }
+
+/** What an address is, in words for a person; the first range that holds it wins. */
+const KINDS: [Range, string][] = [
+  ['127.0.0.0/8', "this machine's loopback"],
+  ['::1/128', "this machine's loopback"],
+  ['0.0.0.0/8', 'the unspecified address (this machine)'],
+  ['::/128', 'the unspecified address (this machine)'],
+  ['169.254.0.0/16', 'a link-local address'],
+  ['fe80::/10', 'a link-local address'],
+  ['224.0.0.0/4', 'a multicast address'],
+  ['ff00::/8', 'a multicast address'],
+  ['255.255.255.255/32', 'the broadcast address'],
+  ['240.0.0.0/4', 'a reserved address'],
+  ['10.0.0.0/8', 'a private network address'],
+  ['172.16.0.0/12', 'a private network address'],
+  ['192.168.0.0/16', 'a private network address'],
+  ['fc00::/7', 'a private network address (unique local)'],
+  ['100.64.0.0/10', "a carrier-grade NAT address (an ISP's private network)"],
+  ['192.0.2.0/24', 'a documentation address (reaches nothing real)'],
+  ['198.51.100.0/24', 'a documentation address (reaches nothing real)'],
+  ['203.0.113.0/24', 'a documentation address (reaches nothing real)'],
+  ['2001:db8::/32', 'a documentation address (reaches nothing real)'],
+  ['198.18.0.0/15', 'a benchmarking address'],
+].map(([range, what]) => [parseRange(range!), what!]);
+
+export function kindOfAddress(a: Address): string {
+  return KINDS.find(([range]) => inRange(a, range))?.[1] ?? 'a public address';
+}
+
+/** For a person deciding on a literal: the address it reaches, and what that is; null for a host name. */
+export function describeAddress(text: string): { reached: string; what: string } | null {
+  const a = parseAddress(text);
+  if (!a) return null;
+  const reached = effective(a);
+  return { reached: formatAddress(reached), what: kindOfAddress(reached) };
+}

@@ -12,6 +12,7 @@ import type { EventPayload } from '../protocol/events.js';
 import type { Actor } from '../protocol/identity.js';
 import { GroveError } from '../protocol/wire.js';
 import type { Registry } from '../registry/registry.js';
+import { describeAddress } from './address.js';
 import { GateChild, type GateUser } from './gate-child.js';
 import type { Admission, FromGate, GateBranch, ProxyTarget } from './gate-protocol.js';
 import { decide, editAllowList, parseHostsMap } from './policy.js';
@@ -210,7 +211,7 @@ export class EgressGate {
     const decision = new Promise<Decision>((resolve) => (settle = resolve));
     let clientGone = false;
     const info = this.o.approvals.open({
-      action: { kind: 'egress.connection', host: target.host, port: target.port, method, url: target.url, held: reason },
+      action: { kind: 'egress.connection', host: target.host, port: target.port, method, url: target.url, held: reason, address: describeAddress(target.host) },
       branch: { id: branch.id, name: branch.name, treeId: branch.treeId },
       requestedBy: null,
       reason: reason === 'destination' ? `${dest} is not on ${branch.name}'s allow list` : `${method} changes something, and ${branch.name} holds such requests`,

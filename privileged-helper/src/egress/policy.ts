@@ -5,7 +5,7 @@ import net from 'node:net';
 import type { EgressPolicy, EgressRule } from '../protocol/entities.js';
 import { formatRule, isHostPattern } from '../protocol/egress-rules.js';
 import type { ProxyTarget } from './gate-protocol.js';
-import { canonicalAddress, effective, formatAddress, inRange, parseAddress, parseRange, type Address, type Range } from './address.js';
+import { canonicalAddress, effective, formatAddress, inRange, kindOfAddress, parseAddress, parseRange, type Range } from './address.js';
 
 /** Inside every branch, the gate answers on this fixed address (DNAT'ed to the branch's own veth peer). */
 export const GATE_ADDRESS = '169.254.77.1';
@@ -123,25 +123,8 @@ export function parseCidr(text: string): Cidr {
   return parseRange(text);
 }
 
-const LOOPBACK_V4 = parseRange('127.0.0.0/8');
-const LOOPBACK_V6 = parseRange('::1/128');
-const UNSPECIFIED_V4 = parseRange('0.0.0.0/8');
-const UNSPECIFIED_V6 = parseRange('::/128');
-const LINK_LOCAL_V4 = parseRange('169.254.0.0/16');
-const LINK_LOCAL_V6 = parseRange('fe80::/10');
-
 /** Always refused: loopback, unspecified, link-local, multicast, broadcast (v4 and v6). */
-const ALWAYS_FORBIDDEN: Cidr[] = [
-  UNSPECIFIED_V4,
-  LOOPBACK_V4,
-  LINK_LOCAL_V4,
-  parseRange('224.0.0.0/4'),
-  parseRange('240.0.0.0/4'),
-  UNSPECIFIED_V6,
-  LOOPBACK_V6,
-  LINK_LOCAL_V6,
-  parseRange('ff00::/8'),
-];
+const ALWAYS_FORBIDDEN: Cidr[] = ['0.0.0.0/8', '127.0.0.0/8', '169.254.0.0/16', '224.0.0.0/4', '240.0.0.0/4', '::/128', '::1/128', 'fe80::/10', 'ff00::/8'].map(parseRange);
 
 /**
  * Why the gate must refuse to connect to `ip`, or null. `extra` holds Grove's
@@ -155,17 +138,9 @@ export function forbiddenReason(ip: string, extra: Cidr[]): string | null {
   if (!parsed) return null;
   const reached = effective(parsed);
   const shown = formatAddress(reached) === ip ? ip : `${ip} (${formatAddress(reached)})`;
-  if (ALWAYS_FORBIDDEN.some((c) => inRange(reached, c))) return `${shown} is ${what(reached)}`;
+  if (ALWAYS_FORBIDDEN.some((c) => inRange(reached, c))) return `${shown} is ${kindOfAddress(reached)}`;
   if (extra.some((c) => inRange(reached, c))) return `${shown} belongs to Grove or to this host`;
   return null;
-}
-
-/** What a forbidden address is, in words for the person and the branch. */
-function what(a: Address): string {
-  if (inRange(a, LOOPBACK_V4) || inRange(a, LOOPBACK_V6)) return "this machine's loopback";
-  if (inRange(a, UNSPECIFIED_V4) || inRange(a, UNSPECIFIED_V6)) return 'the unspecified address (this machine)';
-  if (inRange(a, LINK_LOCAL_V4) || inRange(a, LINK_LOCAL_V6)) return 'a link-local address';
-  return 'a multicast or reserved address';
 }
 
 /** The address text as the kernel reaches it: IPv4 dotted (from any literal form, mapped IPv6 included), IPv6 in eight groups; a name as it is, in lower case. */

@@ -38,6 +38,8 @@ export const HeldConnection = z.strictObject({
   url: z.string().nullable(),
   /** Why it is held: a destination not on the allow list, or a mutating request under holdMutating. */
   held: z.enum(['destination', 'mutating']),
+  /** For an address literal, in whatever form the branch wrote it: the address it reaches and what that is; null for a host name. */
+  address: z.strictObject({ reached: z.string(), what: z.string() }).nullable(),
 });
 export type HeldConnection = z.infer<typeof HeldConnection>;
 

@@ -242,7 +242,7 @@ describe('egress: policy, gate and approvals', () => {
     let pending = fetchIn(client, ws, 'GET', 'http://outside.test:8080/approve-me');
     let held = await nextHeld(n);
     expect(held).toMatchObject({ workspace: ws.id, workspaceName: 'egress-a', requestedBy: null, state: 'pending' });
-    expect(connection(held)).toEqual({ kind: 'egress.connection', host: 'outside.test', port: 8080, method: 'GET', url: 'http://outside.test:8080/approve-me', held: 'destination' });
+    expect(connection(held)).toEqual({ kind: 'egress.connection', host: 'outside.test', port: 8080, method: 'GET', url: 'http://outside.test:8080/approve-me', held: 'destination', address: null });
     expect(held.reason).toContain('not on egress-a');
     expect((await client.request('approval.list', {})).map((r) => r.id)).toContain(held.id);
     expect(hits()).toBe(seen); // nothing reached the outside while held
@@ -259,6 +259,14 @@ describe('egress: policy, gate and approvals', () => {
     expect(denied.status).toBe(403);
     expect(denied.body).toMatch(/denied by person:root/);
     await expect(approver.request('approval.approve', { id: held.id })).rejects.toMatchObject({ code: 'E_CONFLICT', message: expect.stringContaining('already denied') });
+
+    // an address literal, in a form that hides what it is, is shown as the address it reaches
+    n = requests.length;
+    pending = fetchIn(client, ws, 'GET', 'http://[::ffff:c000:207]:8080/hidden');
+    held = await nextHeld(n);
+    expect(connection(held)).toMatchObject({ address: { reached: '192.0.2.7', what: 'a documentation address (reaches nothing real)' } });
+    await approver.request('approval.deny', { id: held.id });
+    expect((await pending).status).toBe(403);
 
     // a tunnel is held the same way
     n = requests.length;

@@ -1,7 +1,7 @@
 // The gate's address check is a parser (egress/address.ts): every literal form
 // of an address is judged by the address the kernel would reach.
 import { describe, expect, it } from 'vitest';
-import { canonicalAddress, effective, formatAddress, parseAddress } from '../../src/egress/address.js';
+import { canonicalAddress, describeAddress, effective, formatAddress, parseAddress } from '../../src/egress/address.js';
 import { forbiddenReason, parseCidr } from '../../src/egress/policy.js';
 
 const LOOPBACK_FORMS = [
@@ -94,12 +94,32 @@ describe('the gate refuses, before asking anyone', () => {
 
   it('says the address it reaches when the form hides it', () => {
     expect(forbiddenReason('[::ffff:7f00:1]', grove)).toBe("[::ffff:7f00:1] (127.0.0.1) is this machine's loopback");
-    expect(forbiddenReason('224.0.0.1', grove)).toBe('224.0.0.1 is a multicast or reserved address');
+    expect(forbiddenReason('224.0.0.1', grove)).toBe('224.0.0.1 is a multicast address');
+    expect(forbiddenReason('255.255.255.255', grove)).toBe('255.255.255.255 is the broadcast address');
   });
 
   it('lets an ordinary outside address be asked about', () => {
     expect(forbiddenReason('198.51.100.7', grove)).toBeNull();
     expect(forbiddenReason('2001:db8::7', grove)).toBeNull();
     expect(forbiddenReason('example.com', grove)).toBeNull();
+  });
+});
+
+describe('what a person is shown of an address literal', () => {
+  it.each([
+    ['[::ffff:c000:207]', '192.0.2.7', 'a documentation address (reaches nothing real)'],
+    ['0xa.1', '10.0.0.1', 'a private network address'],
+    ['2886729729', '172.16.0.1', 'a private network address'],
+    ['::ffff:c0a8:101', '192.168.1.1', 'a private network address'],
+    ['fd12::1', 'fd12:0:0:0:0:0:0:1', 'a private network address (unique local)'],
+    ['100.100.1.1', '100.100.1.1', "a carrier-grade NAT address (an ISP's private network)"],
+    ['64:ff9b::808:808', '8.8.8.8', 'a public address'],
+    ['2606:4700::1111', '2606:4700:0:0:0:0:0:1111', 'a public address'],
+  ])('%s reaches %s, %s', (literal, reached, what) => {
+    expect(describeAddress(literal)).toEqual({ reached, what });
+  });
+
+  it('says nothing of a host name: what it resolves to is judged when it connects', () => {
+    expect(describeAddress('example.com')).toBeNull();
   });
 });

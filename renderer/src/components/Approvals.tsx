@@ -5,7 +5,7 @@
 // approvals, and what was decided lately.
 import { useState } from 'react';
 import type { Actor, Approval, ApprovalState } from '../../../main/src/api/contract.js';
-import { actorName, destination, isSelf } from '../../../main/src/api/words.js';
+import { actorName, destination, isSelf, reachedAddress } from '../../../main/src/api/words.js';
 import { NONE, isLive, type Decision } from '../store/app.js';
 import { isPending, pendingApprovals, queuedApprovals, timeLeft } from '../store/approvals.js';
 import { ApprovalPreview } from './ApprovalPreview.js';
@@ -108,6 +108,11 @@ function ApprovalTitle({ a, id }: { a: Approval; id: string }) {
         <span className="approval-branch">{a.workspaceName}</span>
         <span className="muted">wants to reach</span>
         <span className="approval-dest">{destination(action)}</span>
+        {action.address && (
+          <span className="approval-address" title="The address the branch wrote, as the network reaches it">
+            {reachedAddress(action)}
+          </span>
+        )}
         {action.held === 'mutating' && (
           <span className="tag warn" title="The destination is allowed, but this branch holds requests that change things (not GET/HEAD/OPTIONS)">
             changes something
