@@ -7,7 +7,9 @@ import js from '@eslint/js';
 import { defineConfig } from 'eslint/config';
 import tseslint from 'typescript-eslint';
 
-// Import specifiers are matched as written (relative paths), by regular expression.
+// Import specifiers are matched as written (relative paths), by regular expression,
+// in static imports (no-restricted-imports) and dynamic import() alike
+// (no-restricted-syntax): a lazy import is still an edge of the graph.
 const TESTS = {
   regex: '(^|/)(test|e2e|bench)/',
   message: 'product code never imports tests, end-to-end specs or benchmarks',
@@ -26,6 +28,27 @@ const layering = {
     { regex: '^node:', message: 'the renderer runs in a sandboxed page without Node' },
   ],
 };
+
+/**
+ * The rules that keep one layer's imports to `patterns`. A dynamic import
+ * must name its module literally, or lint could not check where it goes.
+ * The selector's regular expression cannot contain a slash (esquery ends it
+ * there), so slashes are written as \x2F.
+ */
+function restricted(patterns) {
+  const dynamic = patterns.map(({ regex, message }) => ({
+    selector: `ImportExpression[source.value=/${regex.replaceAll('/', '\\x2F')}/]`,
+    message,
+  }));
+  return {
+    'no-restricted-imports': ['error', { patterns }],
+    'no-restricted-syntax': [
+      'error',
+      ...dynamic,
+      { selector: "ImportExpression[source.type!='Literal']", message: 'name the module of a dynamic import literally, so lint can check the layering' },
+    ],
+  };
+}
 
 export default defineConfig(
   {
@@ -54,18 +77,18 @@ export default defineConfig(
   },
   {
     files: ['privileged-helper/src/**', 'main/src/**', 'renderer/src/**', 'electron/**'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [TESTS, ...layering.common] }] },
+    rules: restricted([TESTS, ...layering.common]),
   },
   {
     files: ['privileged-helper/src/**'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [TESTS, ...layering.helper] }] },
+    rules: restricted([TESTS, ...layering.helper]),
   },
   {
     files: ['main/src/**', 'electron/**'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [TESTS, ...layering.controller] }] },
+    rules: restricted([TESTS, ...layering.controller]),
   },
   {
     files: ['renderer/src/**'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [TESTS, ...layering.renderer] }] },
+    rules: restricted([TESTS, ...layering.renderer]),
   },
 );

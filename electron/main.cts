@@ -25,6 +25,7 @@ app.enableSandbox();
 
 async function main(): Promise<void> {
   await app.whenReady();
+  // eslint-disable-next-line no-restricted-syntax -- the controller bundle's path is known only at run time (next to this file)
   const { startApp } = (await import(pathToFileURL(CONTROLLER).href)) as { startApp: StartApp };
   const running = await startApp({ socketPath: process.env.GROVE_SOCKET, rendererDir: process.env.GROVE_RENDERER_DIR ?? RENDERER });
   stopController = () => running.stop();

@@ -16,6 +16,7 @@ import type { HelperClient } from '../helper-client/client.js';
 import { mayActAtOnce, withAllowListOn } from '../helper-client/requests.js';
 import { registerDesktopCommands } from './desktop-commands.js';
 import { registerMcpCommand } from './mcp-command.js';
+import { registerBenchCommand } from './bench-command.js';
 import { absolute, followCopies, registerCopyCommand, registerExportCommand, registerImageCommands } from './image-commands.js';
 import { chooseVersionsFate, describeDeletion, registerVersionCommands, watchVersions, withVersionsChoice, type VersionsChoice } from './version-commands.js';
 
@@ -285,23 +286,6 @@ program
   });
 
 program
-  .command('bench')
-  .option('--quick', 'fewer repetitions, up to 8 copies and depth 10: a check in minutes')
-  .option('--only <section>', 'measure one section: fork, fanout, read-latency, computer-use, cage, profile, own-work or quota')
-  .option('--out <file>', 'where to write the JSON (the SVG goes next to it; default privileged-helper/bench/results/)')
-  .description('fork and computer-use benchmark, Grove against plain CRIU (as root, on its own helper instance); progress on stderr, --json puts the result on stdout')
-  .action(async (opts: { quick?: boolean; only?: string; out?: string }) => {
-    const { benchSection, runBench } = await import('../../../privileged-helper/bench/bench.js');
-    let only;
-    try {
-      only = opts.only === undefined ? undefined : benchSection(opts.only);
-    } catch (err) {
-      throw new GroveError('E_INVALID_PARAMS', (err as Error).message);
-    }
-    process.exitCode = await runBench({ quick: opts.quick ?? false, json: globals().json ?? false, out: opts.out, only });
-  });
-
-program
   .command('egress')
   .argument('<workspace>', 'id or name of the branch')
   .option('--deny', 'nothing leaves the branch (the default)')
@@ -379,6 +363,7 @@ registerApprovalCommands(program);
 registerDesktopCommands(program);
 registerVersionCommands(program);
 registerMcpCommand(program);
+registerBenchCommand(program);
 
 // A reader that stopped reading (`grove space | head -1`) is not a failure of grove's.
 process.stdout.on('error', (err: NodeJS.ErrnoException) => {
