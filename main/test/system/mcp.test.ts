@@ -5,6 +5,8 @@
 // its requests and the agent is told.
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { chown, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,7 +18,7 @@ import { mcpScreenshotSamples } from '../../../privileged-helper/bench/mcp-round
 import { summarize } from '../../../privileged-helper/bench/stats.js';
 import { agentUserNames, runAs, testUser, type TestUser } from '../../../privileged-helper/test/system/agent-users.js';
 import { REPO } from '../../../privileged-helper/test/system/helper-process.js';
-import { connect, createWorkspace, instance, track } from '../../../privileged-helper/test/system/support.js';
+import { connect, createWorkspace, instance, sh, track } from '../../../privileged-helper/test/system/support.js';
 
 const REFERENCE_AGENT = path.join(REPO, 'main/src/agent/reference-agent.ts');
 const MAIN = 'mcp-main';
@@ -75,6 +77,24 @@ describe('grove mcp, as an agent', () => {
     expect(child).toMatchObject({ parent: main.id, madeBy: { role: 'agent', uid: agent.uid, user: agent.name } });
     expect(textOf(await callTool(mcp, 'discard', { branch: child.id, reason: 'only a test' }))).toBe(`discarded mcp-fork (${child.id})`);
     await expect(person.request('workspace.get', { workspace: child.id })).rejects.toMatchObject({ code: 'E_NOT_FOUND' });
+  });
+
+  it('copies a file of its own into a branch, and nothing it may not read', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'grove-mcp-copy-'));
+    try {
+      await writeFile(path.join(dir, 'notes.txt'), 'from the agent\n');
+      await writeFile(path.join(dir, 'secret.txt'), 'root only\n', { mode: 0o600 });
+      await chown(dir, agent.uid, agent.uid);
+      await chown(path.join(dir, 'notes.txt'), agent.uid, agent.uid);
+      const copied = await callTool(mcp, 'copy_in', { branch: MAIN, from: path.join(dir, 'notes.txt'), to: '/root' });
+      expect(copied.structuredContent).toEqual({ bytes: 15, branch: MAIN, to: '/root' });
+      expect(await sh(person, main, 'cat /root/notes.txt')).toBe('from the agent\n');
+      const refused = (await mcp.callTool({ name: 'copy_in', arguments: { branch: MAIN, from: path.join(dir, 'secret.txt'), to: '/root' } })) as CallToolResult;
+      expect(refused.isError).toBe(true);
+      expect(await sh(person, main, 'ls /root/secret.txt 2>&1 || true')).toMatch(/No such file/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it("refuses what only a person may do with the helper's words", async () => {

@@ -56,6 +56,7 @@ describe('grove mcp tools', () => {
       'list_branches',
       'computer',
       'exec',
+      'copy_in',
       'fork',
       'checkpoint',
       'rollback',

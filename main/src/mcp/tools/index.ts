@@ -2,6 +2,7 @@
 import type { GroveTool } from '../tool.js';
 import { checkpointTool } from './checkpoint.js';
 import { computerTool } from './computer.js';
+import { copyInTool } from './copy-in.js';
 import { diffTool } from './diff.js';
 import { discardTool } from './discard.js';
 import { execTool } from './exec.js';
@@ -17,6 +18,7 @@ export const TOOLS: readonly GroveTool[] = [
   listBranchesTool,
   computerTool,
   execTool,
+  copyInTool,
   forkTool,
   checkpointTool,
   rollbackTool,
