@@ -47,8 +47,15 @@ const enum Kind {
   Exited = 3,
 }
 
-/** What is kept of a program's output, as Node's default maxBuffer kept (execa's, 100 MB): past it, the rest is dropped. */
-const MAX_OUTPUT_BYTES = 100 * 1024 * 1024;
+/**
+ * What is kept of each of a program's streams: past it, the rest is dropped.
+ * Some programs print what a branch controls (its X server's keymap, its
+ * processes' names), and the helper runs many at once, so no stream may cost
+ * it more than this; nothing the helper reads from a tool's output is near it.
+ */
+export const MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
+/** A line longer than this is handed to onLine in pieces, so a stream without newlines is never held whole. */
+export const MAX_LINE_CHARS = 64 * 1024;
 
 class Collected {
   private chunks: Buffer[] = [];
@@ -66,6 +73,10 @@ class Collected {
     const lines = (this.partial + this.decoder.write(chunk)).split('\n');
     this.partial = lines.pop() ?? '';
     for (const line of lines) this.onLine(line);
+    while (this.partial.length > MAX_LINE_CHARS) {
+      this.onLine(this.partial.slice(0, MAX_LINE_CHARS));
+      this.partial = this.partial.slice(MAX_LINE_CHARS);
+    }
   }
 
   /** All of it, without one final newline (as execa's stripFinalNewline). */

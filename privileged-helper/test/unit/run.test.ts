@@ -8,6 +8,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { MAX_LINE_CHARS, MAX_OUTPUT_BYTES } from '../../src/host/program-starter.js';
 import { programStarter, run } from '../../src/host/run.js';
 import { groveSpawnPath } from '../../src/tool-paths.js';
 
@@ -108,6 +109,13 @@ describe('run', () => {
     expect((await run('head', ['-c', String(5 << 20), '/dev/zero'])).stdout.length).toBe(5 << 20);
     const results = await Promise.all(Array.from({ length: 40 }, (_, i) => run('sh', ['-c', `sleep 0.0${i % 10}; echo ${i}; echo e${i} >&2`])));
     expect(results.map((r) => `${r.stdout}/${r.stderr}`)).toEqual(Array.from({ length: 40 }, (_, i) => `${i}/e${i}`));
+  });
+
+  it('keeps at most MAX_OUTPUT_BYTES of a stream, and hands a line without end over in bounded pieces', async () => {
+    expect((await run('head', ['-c', String(MAX_OUTPUT_BYTES + (4 << 20)), '/dev/zero'])).stdout.length).toBe(MAX_OUTPUT_BYTES);
+    const pieces: number[] = [];
+    await run('sh', ['-c', `head -c ${3 * MAX_LINE_CHARS + 5} /dev/zero | tr '\\0' x`], { onLine: (l) => pieces.push(l.length) });
+    expect(pieces).toEqual([MAX_LINE_CHARS, MAX_LINE_CHARS, MAX_LINE_CHARS, 5]);
   });
 
   it('refuses an argument with a NUL byte and starts nothing', async () => {
