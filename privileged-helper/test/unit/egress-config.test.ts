@@ -1,8 +1,10 @@
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { hasProxyConfig, writeProxyConfig } from '../../src/egress/workspace-config.js';
+import { MAX_READ_BYTES, writeInside } from '../../src/host/rootfs-files.js';
 
 let root: string;
 let elsewhere: string;
@@ -43,5 +45,17 @@ describe('writeProxyConfig', () => {
     symlinkSync(path.join(elsewhere, 'victim'), path.join(root, 'etc/environment'));
     await expect(writeProxyConfig(root, null)).rejects.toThrow();
     expect(existsSync(path.join(elsewhere, 'victim'))).toBe(false);
+  });
+
+  it('never waits on a FIFO a branch left in place of a file, nor reads a file past its bound', async () => {
+    mkdirSync(path.join(root, 'etc'));
+    execFileSync('mkfifo', [path.join(root, 'etc/environment')]);
+    await expect(writeProxyConfig(root, null)).rejects.toThrow(/not a regular file/);
+    rmSync(path.join(root, 'etc/environment'));
+    writeFileSync(path.join(root, 'etc/environment'), Buffer.alloc(MAX_READ_BYTES + 1, 'x'));
+    await expect(writeProxyConfig(root, null)).rejects.toThrow(/over 1048576 bytes/);
+    rmSync(path.join(root, 'etc/hosts'), { force: true });
+    execFileSync('mkfifo', [path.join(root, 'etc/hosts')]);
+    await expect(writeInside(root, 'etc/hosts', 'x\n', null)).rejects.toThrow();
   });
 });
