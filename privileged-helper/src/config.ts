@@ -5,9 +5,8 @@ import path from 'node:path';
 import { z } from 'zod';
 import { cacheDirOf, groveSpawnPath } from './tool-paths.js';
 import { builtModulePath, type KernelTierPaths } from './host/kernel-tier.js';
+import { DEFAULT_RUN_DIR, helperSockets } from './protocol/sockets.js';
 import { AUDIT_DAYS_KEPT, AUDIT_ROWS_KEPT, type AuditRetention } from './registry/registry.js';
-
-export const DEFAULT_SOCKET = '/run/grove/helper.sock';
 
 const Instance = z.string().regex(/^[a-z0-9]{1,4}$/, 'GROVE_INSTANCE is 1-4 of a-z0-9');
 const Subnet = z.string().regex(/^10\.\d{1,3}\.0\.0\/16$/, 'GROVE_SUBNET is a 10.X.0.0/16 range');
@@ -75,7 +74,8 @@ export interface HelperConfig {
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): HelperConfig {
   const stateDir = env.GROVE_STATE_DIR ?? '/var/lib/grove';
-  const runDir = env.GROVE_RUN_DIR ?? '/run/grove';
+  const runDir = env.GROVE_RUN_DIR ?? DEFAULT_RUN_DIR;
+  const sockets = helperSockets(env, runDir);
   const cacheDir = cacheDirOf(env);
   const sizeGiB = Number(env.GROVE_POOL_SIZE_GIB ?? '40');
   if (!Number.isInteger(sizeGiB) || sizeGiB < 4) throw new Error('GROVE_POOL_SIZE_GIB must be an integer ≥ 4');
@@ -85,8 +85,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HelperConfig {
     instance: Instance.parse(env.GROVE_INSTANCE ?? 'g'),
     stateDir,
     runDir,
-    socketPath: env.GROVE_SOCKET ?? path.join(runDir, 'helper.sock'),
-    agentSocketPath: env.GROVE_AGENT_SOCKET ?? path.join(`${runDir}-agent`, 'agent.sock'),
+    socketPath: sockets.person,
+    agentSocketPath: sockets.agent,
     vncDir: path.join(runDir, 'vnc'),
     rootsDir: `${runDir}-roots`,
     cacheDir,

@@ -10,13 +10,12 @@ import { events as eventSchemas, type EventPayload, type Topic } from '../../../
 import type { Actor } from '../../../privileged-helper/src/protocol/identity.js';
 import { LineReader } from '../../../privileged-helper/src/protocol/line-reader.js';
 import { methods, PROTOCOL_VERSION, type MethodName, type Params, type Result } from '../../../privileged-helper/src/protocol/methods.js';
+import { helperSockets } from '../../../privileged-helper/src/protocol/sockets.js';
 import { EventEnvelope, GroveError, MAX_MESSAGE_BYTES, MAX_REPLY_BYTES, ResponseEnvelope } from '../../../privileged-helper/src/protocol/wire.js';
 
 export { GroveError };
-/** The person socket (root and the grove group). */
-export const PERSON_SOCKET = process.env.GROVE_SOCKET ?? '/run/grove/helper.sock';
-/** The agent socket (the grove-agent group): the helper takes everyone on it for an agent. */
-export const AGENT_SOCKET = process.env.GROVE_AGENT_SOCKET ?? '/run/grove-agent/agent.sock';
+/** The default helper's sockets (protocol/sockets.ts): the person socket, and the agent socket. */
+export const { person: PERSON_SOCKET, agent: AGENT_SOCKET } = helperSockets(process.env);
 
 /** The socket to use: the one given; else the agent socket when asked for or when the person socket is closed to us. */
 export function chooseSocket(opts: { socketPath?: string; agent?: boolean }): string {

@@ -5,6 +5,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { execa } from 'execa';
+import { helperSockets } from '../../src/protocol/sockets.js';
 
 export const REPO = path.resolve(import.meta.dirname, '../../..');
 const DAEMON = path.join(REPO, 'privileged-helper/src/daemon.ts');
@@ -41,11 +42,12 @@ export function testInstance(instance: string): TestInstance {
     GROVE_GATE_TIMEOUT_MS: '15000',
     GROVE_GATE_HOSTS: 'outside.test=10.218.0.2,other.test=10.218.0.2',
   };
+  const sockets = helperSockets({}, runDir);
   return {
     instance,
     env,
-    socketPath: path.join(runDir, 'helper.sock'),
-    agentSocketPath: path.join(`${runDir}-agent`, 'agent.sock'),
+    socketPath: sockets.person,
+    agentSocketPath: sockets.agent,
     stateDir,
     runDir,
     logFile: `/var/tmp/grove-test-${instance}.log`,
