@@ -23,6 +23,7 @@ import { OciStore } from './host/oci-store.js';
 import { FileCopy } from './files/file-copy.js';
 import { Exporter } from './files/export.js';
 import { ForkPoints } from './branches/fork-points.js';
+import { MergeService } from './branches/merge.js';
 import { reconcile } from './reconcile.js';
 import { openDb } from './registry/db.js';
 import { IdRanges, type IdRange } from './registry/id-ranges.js';
@@ -226,6 +227,7 @@ async function boot(config: HelperConfig) {
     forks,
     versions,
     promotions,
+    merges: new MergeService({ registry, ledger, workspaces, storage, runtime, exec, versions, forkPoints }),
     exec,
     doctor: new Doctor(config, kernelTier, quota),
     egress,

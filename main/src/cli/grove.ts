@@ -18,6 +18,7 @@ import { registerDesktopCommands } from './desktop-commands.js';
 import { registerMcpCommand } from './mcp-command.js';
 import { registerBenchCommand } from './bench-command.js';
 import { absolute, followCopies, registerCopyCommand, registerExportCommand, registerImageCommands } from './image-commands.js';
+import { registerMergeCommand } from './merge-command.js';
 import { chooseVersionsFate, describeDeletion, registerVersionCommands, watchVersions, withVersionsChoice, type VersionsChoice } from './version-commands.js';
 
 program
@@ -34,6 +35,7 @@ program
 registerImageCommands();
 registerCopyCommand();
 registerExportCommand();
+registerMergeCommand();
 
 const ws = program.command('ws').description('workspaces');
 ws.command('create')

@@ -61,6 +61,7 @@ export const AUTHORITY = {
   'file.copyIn': allow,
   'file.copyOut': personBecause('copying out of a branch onto the host is for persons only: what leaves the sandbox is a person\'s to decide'),
   'branch.export': personBecause("writing a branch's work into a repository on the host is a person's to do: ask a person to export it"),
+  'branch.merge': personBecause("merging branches is a person's to do for now: ask a person to merge"),
   'version.list': read,
   'version.delete': person,
   'exec.run': allow,

@@ -1,7 +1,8 @@
 // Files of a branch's tree opened from the host as if the tree were the whole
 // filesystem (native/inroot.c: openat2 with RESOLVE_IN_ROOT): no link the
 // branch plants or swaps in mid-walk, and no "..", leads out of the tree.
-import { closeSync, existsSync, fstatSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, readlinkSync } from 'node:fs';
+import path from 'node:path';
 import { open, type FileHandle } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { inrootAddonPath } from '../tool-paths.js';
@@ -51,6 +52,26 @@ export function kindInRoot(root: string, rel: string): 'none' | 'dir' | 'other' 
     return fstatSync(fd).isDirectory() ? 'dir' : 'other';
   } finally {
     closeSync(fd);
+  }
+}
+
+/**
+ * The target of the link `rel` in the tree at `root`; null when it is no
+ * link. Its folder is opened inside the tree, and the link read through that
+ * descriptor by its last name alone, so no path is resolved again.
+ */
+export function readLinkInRoot(root: string, rel: string): string | null {
+  const name = path.posix.basename(rel);
+  const dir = openOrWhy(root, path.posix.dirname(rel));
+  if (typeof dir === 'string' || name === '' || name === '..') return null;
+  try {
+    if (!fstatSync(dir).isDirectory()) return null;
+    return readlinkSync(`/proc/self/fd/${dir}/${name}`);
+  } catch (err) {
+    if (['EINVAL', 'ENOENT'].includes((err as NodeJS.ErrnoException).code ?? '')) return null; // not a link, or gone
+    throw err;
+  } finally {
+    closeSync(dir);
   }
 }
 

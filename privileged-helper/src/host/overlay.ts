@@ -24,11 +24,25 @@ export const OVERLAY_OPTIONS = ['index=on', 'nfs_export=on'] as const;
 
 /** The overlay's own options (its mount flags are grove-mount's). */
 export function overlayOptions(layers: OverlayLayers): string {
-  for (const dir of Object.values(layers)) {
-    // The option string is comma- and colon-separated: such a path would change its meaning.
-    if (!dir.startsWith('/') || /[,:\\]/.test(dir)) throw new Error(`unusable overlay layer path: ${dir}`);
-  }
+  Object.values(layers).forEach(checkLayerPath);
   return [`lowerdir=${layers.lower}`, `upperdir=${layers.upper}`, `workdir=${layers.work}`, ...OVERLAY_OPTIONS].join(',');
+}
+
+/** The option string is comma- and colon-separated: a path with either would change its meaning. */
+function checkLayerPath(dir: string): void {
+  if (!dir.startsWith('/') || /[,:\\]/.test(dir)) throw new Error(`unusable overlay layer path: ${dir}`);
+}
+
+/**
+ * A read-only overlay of `lowers` (the first on top) at `target`: a snapshot
+ * of a branch's files seen as the branch saw them, its former upper now a
+ * lower whose whiteouts still hide what it deleted. Nothing writes to it, so
+ * it needs neither upper nor workdir, nor grove-mount's user namespaces.
+ */
+export async function mountReadOnlyOverlay(lowers: readonly string[], target: string): Promise<void> {
+  lowers.forEach(checkLayerPath);
+  await mkdir(target, { recursive: true, mode: 0o700 });
+  await run('mount', ['-t', 'overlay', 'overlay', '-o', `ro,nodev,nosuid,lowerdir=${lowers.join(':')}`, target]);
 }
 
 /**

@@ -9,6 +9,7 @@ import { MAX_TYPED_CHARS, MouseButton, Point, PointerState, Region, Screenshot, 
 import { Actor, Role } from './identity.js';
 import { ImageRef, RegistryRef } from './image-refs.js';
 import { TreeDiff } from './diff.js';
+import { MergeRequest, MergeResult, MergeStage } from './merge.js';
 import { BranchPath, HostPath, Id, ImageName, Name, Port, WorkspaceRef } from './names.js';
 
 /** 2: identities from peer credentials, the approvals queue, the computer-use API. */
@@ -185,6 +186,12 @@ export const methods = {
     }),
     result: ExportResult,
   },
+  /**
+   * Brings into a live branch what each source changed since the fork point
+   * their lines share, file by file (branches/merge.ts); with conflicts left
+   * unsettled nothing is written and merged is false.
+   */
+  'branch.merge': { params: MergeRequest.extend(testFault(MergeStage)), result: MergeResult },
   /** Every version, orphans included, or one workspace's (a deleted workspace's orphans by its former name); oldest first. */
   'version.list': {
     params: z.strictObject({

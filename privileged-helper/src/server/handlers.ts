@@ -13,6 +13,7 @@ import type { Doctor } from '../host/doctor.js';
 import { diffTrees } from '../branches/diff.js';
 import type { ForkService } from '../branches/fork.js';
 import type { PromoteService } from '../branches/promote.js';
+import type { MergeService } from '../branches/merge.js';
 import type { VersionService } from '../branches/versions.js';
 import type { BranchRuntime } from '../workspaces/runtime.js';
 import type { BranchStorage } from '../workspaces/branch-storage.js';
@@ -43,6 +44,7 @@ export interface Services {
   forks: ForkService;
   versions: VersionService;
   promotions: PromoteService;
+  merges: MergeService;
   egress: EgressService;
   perf: PerfService;
   space: SpaceService;
@@ -149,6 +151,7 @@ export function createHandlers(s: Services): Handlers {
         return s.exporter.export(s.runtime.execTarget(ws), { branch, origin: s.registry.project(ws.treeId), to: p.to, message: p.message }, ctx.actor);
       });
     },
+    'branch.merge': ({ faultAt, crash, ...req }) => s.merges.merge(req, fault({ faultAt, crash })),
     'version.list': (p) => s.versions.list(p.workspace, p.sizes ?? false),
     'version.delete': async (p) => {
       await s.versions.delete(p.version);

@@ -36,7 +36,7 @@ import { createSubvolume, deleteSubvolume, snapshot } from '../host/btrfs.js';
 import type { DiskQuota } from '../host/disk-quota.js';
 import { isMounted } from '../host/mounts.js';
 import { rootOwner, shiftOwnership } from '../host/idmap.js';
-import { bindMount, makeMounts, type BranchMount } from '../host/overlay.js';
+import { bindMount, makeMounts, mountReadOnlyOverlay, type BranchMount } from '../host/overlay.js';
 import type { FileOwner } from '../host/rootfs-files.js';
 import type { IdRange } from '../registry/id-ranges.js';
 import type { PoolLayout } from '../host/pool.js';
@@ -166,6 +166,22 @@ export class BranchStorage {
   /** The merged root, mounted again if it is not (after a reboot: /run is empty). */
   async ensureMounted(ws: { id: string }): Promise<string> {
     return (await isMounted(this.rootfsPath(ws))) ? this.rootfsPath(ws) : this.mount(ws, { binds: true });
+  }
+
+  /**
+   * A snapshot of a branch's files (a fork point) mounted read-only at `at`
+   * as the branch saw them: its upper over its image, its home at /root; the
+   * mounts and `at` are `owner`'s, for its ledger to remove.
+   */
+  async mountSnapshot(subvolume: string, at: string, owner: string): Promise<string> {
+    const image = (await readFile(path.join(subvolume, 'lower'), 'utf8')).trim();
+    await this.ledger.make({ kind: 'directory', name: at, owner }, () => mkdir(at, { mode: 0o700 }));
+    await this.ledger.make({ kind: 'mount', name: at, owner }, () => mountReadOnlyOverlay([path.join(subvolume, 'upper'), image], at));
+    for (const b of EXTERNAL_BINDS) {
+      const target = path.join(at, b.containerPath);
+      await this.ledger.make({ kind: 'mount', name: target, owner }, () => bindMount(this.groveMount, path.join(subvolume, b.dir), target));
+    }
+    return at;
   }
 
   /** Lowers (image subvolumes) that a branch or a version still reads from. */

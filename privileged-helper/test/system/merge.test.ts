@@ -1,14 +1,22 @@
 // Fork points and merges, for real: every fork keeps a read-only snapshot of
 // its source's files (the merge base), removed with the last branch or
-// version descending from it.
-import { readdir } from 'node:fs/promises';
+// version descending from it; grove merge brings what branches changed into a
+// live branch, file by file, with git's three-way merge, conflicts listed
+// before anything is written, and as a transaction.
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Workspace } from '../../src/protocol/entities.js';
+import type { MergeResult } from '../../src/protocol/merge.js';
 import type { GroveError } from '../../src/protocol/wire.js';
+import { REPO } from './helper-process.js';
 import { connect, createWorkspace, instance, sh, track, waitFor } from './support.js';
 
+const GROVE = path.join(REPO, 'main/bin/grove');
+const grove = (...args: string[]) => execa(GROVE, ['--socket', instance().socketPath, ...args], { reject: false, timeout: 120_000 });
 const branchFiles = () => `${instance().stateDir}/pool/workspaces`;
 const forkPointsOnDisk = async () => (await readdir(branchFiles())).filter((f) => f.startsWith('.fork-point-')).sort();
 
@@ -72,5 +80,204 @@ describe('fork points', () => {
     expect(failure?.message).toContain("fault injected after stage 'commit'");
     expect(await forkPointsOnDisk()).toEqual(before);
     expect((await client.request('space.get', {})).forkPoints.filter((f) => f.source === source.id)).toEqual([]);
+  });
+});
+
+/** What a call failed with. */
+function failure(call: Promise<unknown>): Promise<GroveError> {
+  return call.then(
+    () => {
+      throw new Error('expected the call to fail');
+    },
+    (err: unknown) => err as GroveError,
+  );
+}
+
+describe('merge', () => {
+  const work = '/root/work';
+  const SHARED = ['one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight'].join('\n') + '\n';
+  let client: HelperClient;
+  let project: string;
+  let main: Workspace;
+
+  const cat = (ws: Workspace, file: string) => sh(client, ws, `cat ${file}`);
+  const merge = (sources: Workspace[], more: { dryRun?: boolean; all?: boolean; take?: { path: string; side: string }[]; faultAt?: 'checkpoint' | 'write' } = {}): Promise<MergeResult> =>
+    client.request('branch.merge', { workspace: main.id, sources: sources.map((s) => s.id), ...more });
+  const versionsOfMain = async () => (await client.request('version.list', { workspace: main.id })).filter((v) => v.branch === main.id).map((v) => v.id);
+  /** A process in main that keeps a value only in its memory, writing it out every 0.2 s: its pid and the value. */
+  const startRemembering = async () => {
+    await sh(client, main, `setsid sh -c 'v=$$-$(head -c 8 /dev/urandom | od -An -tx1 | tr -d " \\n"); while :; do echo "$v" > /tmp/remembered.new; mv /tmp/remembered.new /tmp/remembered; sleep 0.2; done' </dev/null >/dev/null 2>&1 &`);
+    await waitFor('the process to remember', async () => (await sh(client, main, 'cat /tmp/remembered 2>/dev/null || true')).trim() !== '', 10_000);
+    return (await cat(main, '/tmp/remembered')).trim();
+  };
+
+  beforeAll(async () => {
+    client = await connect();
+    project = await mkdtemp(path.join(os.tmpdir(), 'grove-merge-project-'));
+    await writeFile(path.join(project, 'a.txt'), 'a from main\n');
+    await writeFile(path.join(project, 'b.txt'), 'b from main\n');
+    await writeFile(path.join(project, 'shared.txt'), SHARED);
+    await writeFile(path.join(project, 'gone.txt'), 'to be deleted on one side, edited on the other\n');
+    await writeFile(path.join(project, 'bin.dat'), Buffer.from([0, 1, 2, 3, 0, 255]));
+    main = await track(await client.request('workspace.create', { name: 'mg-main', project: { hostPath: project } }));
+  });
+
+  afterAll(async () => {
+    for (const w of await client.request('workspace.list', {})) {
+      if (w.tree === main.tree && w.id !== main.id) await client.request('workspace.delete', { workspace: w.id }).catch(() => undefined);
+    }
+    await client.request('workspace.delete', { workspace: main.id }).catch(() => undefined);
+    await rm(project, { recursive: true, force: true });
+    client.close();
+  });
+
+  it('two children that edited different files: main has both edits, its processes the same pids with their memory', async () => {
+    const remembered = await startRemembering();
+    const { children: [left, right] } = await fork(client, main, ['mg-left', 'mg-right']);
+    await sh(client, left!, `echo 'a from left' > ${work}/a.txt`);
+    await sh(client, right!, `echo 'b from right' > ${work}/b.txt; mkdir -p ${work}/new/deep; echo 'new' > ${work}/new/deep/file.txt; printf '#!/bin/sh\\necho run\\n' > ${work}/tool.sh; chmod +x ${work}/tool.sh; ln -s a.txt ${work}/link`);
+    await sh(client, right!, 'echo from-right > /srv/outside.txt'); // outside the project: not merged without --all
+
+    const dry = await merge([left!, right!], { dryRun: true });
+    expect(dry).toMatchObject({ merged: false, dryRun: true, version: null, conflicts: [], scope: work });
+    expect(await cat(main, `${work}/a.txt`)).toBe('a from main\n');
+
+    const versionsBefore = await versionsOfMain();
+    const result = await merge([left!, right!]);
+    expect(result).toMatchObject({ merged: true, conflicts: [] });
+    expect(result.sources.map((s) => s.name)).toEqual(['mg-left', 'mg-right']);
+    expect(result.changes.map((c) => [c.path, c.source, c.action, c.how]).sort()).toEqual(
+      [
+        [`${work}/a.txt`, 'mg-left', 'write', 'source'],
+        [`${work}/b.txt`, 'mg-right', 'write', 'source'],
+        [`${work}/link`, 'mg-right', 'write', 'source'],
+        [`${work}/new/deep/file.txt`, 'mg-right', 'write', 'source'],
+        [`${work}/tool.sh`, 'mg-right', 'write', 'source'],
+      ].sort(),
+    );
+    expect(await cat(main, `${work}/a.txt`)).toBe('a from left\n');
+    expect(await cat(main, `${work}/b.txt`)).toBe('b from right\n');
+    expect(await cat(main, `${work}/new/deep/file.txt`)).toBe('new\n');
+    expect(await sh(client, main, `${work}/tool.sh`)).toBe('run\n');
+    expect((await sh(client, main, `readlink ${work}/link`)).trim()).toBe('a.txt');
+    expect(await sh(client, main, 'cat /srv/outside.txt 2>/dev/null || echo absent')).toBe('absent\n');
+    // A version of main from before the merge, to roll it back to.
+    const version = (await client.request('version.list', { workspace: main.id })).find((v) => v.id === result.version);
+    expect(version?.label).toBe('before merging mg-left, mg-right into mg-main');
+    expect(await versionsOfMain()).toEqual([...versionsBefore, result.version]);
+    // The same processes, with what they kept in memory.
+    const after = await client.request('workspace.get', { workspace: main.id });
+    expect(after).toMatchObject({ state: 'running', pid: main.pid });
+    const [firstSeen] = await Promise.all([cat(main, '/tmp/remembered'), new Promise((r) => setTimeout(r, 500))]);
+    expect(firstSeen.trim()).toBe(remembered);
+    expect((await cat(main, '/tmp/remembered')).trim()).toBe(remembered);
+    // The sources are as they were.
+    expect(await cat(left!, `${work}/b.txt`)).toBe('b from main\n');
+  });
+
+  it('with --all, merges outside the project too, never Grove’s own files', async () => {
+    const { children: [child] } = await fork(client, main, ['mg-all']);
+    await sh(client, child!, 'echo from-child > /srv/outside.txt; echo 10.9.9.9 elsewhere >> /etc/hosts');
+    const result = await merge([child!], { all: true });
+    expect(result).toMatchObject({ merged: true, scope: '/' });
+    expect(result.changes.map((c) => c.path)).toContain('/srv/outside.txt');
+    expect(result.changes.map((c) => c.path)).not.toContain('/etc/hosts');
+    expect(await cat(main, '/srv/outside.txt')).toBe('from-child\n');
+    expect(await cat(main, '/etc/hosts')).not.toContain('elsewhere');
+    expect((await cat(main, '/etc/hostname')).trim()).toBe(main.name);
+  });
+
+  it('two children that changed the same lines: the conflict with both sides, nothing written; --take settles it', async () => {
+    const { children: [one, two] } = await fork(client, main, ['mg-one', 'mg-two']);
+    await sh(client, one!, `sed -i 's/^two$/two by one/' ${work}/shared.txt; echo 'a by one' > ${work}/a.txt`);
+    await sh(client, two!, `sed -i 's/^two$/two by two/' ${work}/shared.txt; sed -i 's/^eight$/eight by two/' ${work}/shared.txt`);
+    const versionsBefore = await versionsOfMain();
+
+    const result = await merge([one!, two!]);
+    expect(result).toMatchObject({ merged: false, version: null });
+    expect(result.conflicts).toHaveLength(1);
+    const [conflict] = result.conflicts;
+    expect(conflict).toMatchObject({ path: `${work}/shared.txt`, source: 'mg-two', kind: 'text', target: { kind: 'file' }, sourceSide: { kind: 'file' } });
+    expect(conflict!.hunks).toContain('<<<<<<< mg-main\ntwo by one\n=======\ntwo by two\n>>>>>>> mg-two\n');
+    expect(conflict!.hunks).toContain('eight by two');
+    // Nothing written, no version taken.
+    expect(await cat(main, `${work}/shared.txt`)).toBe(SHARED);
+    expect(await cat(main, `${work}/a.txt`)).toBe('a from left\n');
+    expect(await versionsOfMain()).toEqual(versionsBefore);
+
+    // The command line: the conflict with both sides, exit 1, nothing written; then settled.
+    const listed = await grove('merge', 'mg-main', 'mg-one', 'mg-two');
+    expect(listed.exitCode).toBe(1);
+    expect(listed.stdout).toContain(`CONFLICT (text) ${work}/shared.txt`);
+    expect(listed.stdout).toContain('  | <<<<<<< mg-main\n  | two by one\n  | =======\n  | two by two\n  | >>>>>>> mg-two');
+    expect(listed.stdout).toContain('nothing was written');
+    expect(await cat(main, `${work}/shared.txt`)).toBe(SHARED);
+    const settled = await grove('merge', 'mg-main', 'mg-one', 'mg-two', '--take', `${work}/shared.txt=mg-two`);
+    expect(settled.exitCode).toBe(0);
+    expect(settled.stdout).toContain(`M ${work}/shared.txt\t(mg-two, taken)`);
+    expect(settled.stdout).toMatch(/merged 2 file\(s\) under \/root\/work .*; mg-main before the merge is version [0-9a-f]{8}/);
+    expect(await cat(main, `${work}/shared.txt`)).toBe(SHARED.replace('two\n', 'two by two\n').replace('eight\n', 'eight by two\n'));
+    expect(await cat(main, `${work}/a.txt`)).toBe('a by one\n');
+  });
+
+  it('merges what both changed in different lines of one file', async () => {
+    const { children: [child] } = await fork(client, main, ['mg-lines']);
+    await sh(client, child!, `sed -i 's/^one$/one by child/' ${work}/shared.txt`);
+    await sh(client, main, `sed -i 's/^five$/five by main/' ${work}/shared.txt`);
+    const result = await merge([child!]);
+    expect(result.changes).toEqual([{ path: `${work}/shared.txt`, source: 'mg-lines', action: 'write', how: 'merged' }]);
+    const text = await cat(main, `${work}/shared.txt`);
+    expect(text).toContain('one by child\n');
+    expect(text).toContain('five by main\n');
+  });
+
+  it('an edit against a deletion, and a binary file changed on both sides, are conflicts; --take settles each', async () => {
+    const { children: [child] } = await fork(client, main, ['mg-del']);
+    await sh(client, child!, `rm ${work}/gone.txt; printf 'child\\0bin' > ${work}/bin.dat`);
+    await sh(client, main, `echo edited >> ${work}/gone.txt; printf 'main\\0bin' > ${work}/bin.dat`);
+    const result = await merge([child!]);
+    expect(result.merged).toBe(false);
+    const byPath = Object.fromEntries(result.conflicts.map((c) => [c.path, c]));
+    expect(byPath[`${work}/gone.txt`]).toMatchObject({ kind: 'edit-delete', target: { kind: 'file' }, sourceSide: { kind: 'none' } });
+    expect(byPath[`${work}/bin.dat`]).toMatchObject({ kind: 'binary', target: { kind: 'file', bytes: 8 }, sourceSide: { kind: 'file', bytes: 9 }, hunks: null });
+    expect(byPath[`${work}/bin.dat`]!.target.sha256).not.toBe(byPath[`${work}/bin.dat`]!.sourceSide.sha256);
+    expect(await sh(client, main, `test -e ${work}/gone.txt && echo kept`)).toBe('kept\n');
+
+    const settled = await merge([child!], { take: [{ path: `${work}/gone.txt`, side: 'mg-del' }, { path: `${work}/bin.dat`, side: 'target' }] });
+    expect(settled).toMatchObject({ merged: true, conflicts: [] });
+    expect(settled.changes).toEqual([{ path: `${work}/gone.txt`, source: 'mg-del', action: 'delete', how: 'taken' }]);
+    expect(await sh(client, main, `test -e ${work}/gone.txt || echo gone`)).toBe('gone\n');
+    expect(await sh(client, main, `od -c ${work}/bin.dat | head -1`)).toContain('m   a   i   n  \\0');
+  });
+
+  it('a source whose fork-point ancestor branch was discarded still merges on its base', async () => {
+    const { children: [middle] } = await fork(client, main, ['mg-middle']);
+    await sh(client, middle!, `echo 'from the middle' > ${work}/middle.txt`);
+    const { children: [grandchild] } = await fork(client, middle!, ['mg-grandchild']);
+    await sh(client, grandchild!, `echo 'from the grandchild' > ${work}/grandchild.txt`);
+    await client.request('workspace.delete', { workspace: middle!.id });
+    const result = await merge([grandchild!]);
+    expect(result.merged).toBe(true);
+    expect(result.changes.map((c) => c.path).sort()).toEqual([`${work}/grandchild.txt`, `${work}/middle.txt`]);
+    expect(await cat(main, `${work}/grandchild.txt`)).toBe('from the grandchild\n');
+  });
+
+  it.each(['checkpoint', 'write'] as const)('a merge made to fail after its %s leaves the target as it was, running', async (stage) => {
+    const { children: [child] } = await fork(client, main, [`mg-fault-${stage}`]);
+    const before = await sh(client, main, `cd ${work} && find . -print0 | sort -z | xargs -0 sha256sum 2>/dev/null; find . | sort`);
+    await sh(client, child!, `echo 'from the child' > ${work}/a.txt; mkdir -p ${work}/made/here; echo x > ${work}/made/here/x.txt; rm ${work}/b.txt`);
+    const versionsBefore = await versionsOfMain();
+    const err = await failure(merge([child!], { faultAt: stage }));
+    expect(err.message).toContain(`fault injected after the merge's ${stage === 'write' ? 'files were written' : 'checkpoint'}`);
+    expect(await sh(client, main, `cd ${work} && find . -print0 | sort -z | xargs -0 sha256sum 2>/dev/null; find . | sort`)).toBe(before);
+    expect(await versionsOfMain()).toEqual(versionsBefore);
+    expect(await client.request('workspace.get', { workspace: main.id })).toMatchObject({ state: 'running', pid: main.pid });
+  });
+
+  it('refuses a merge into itself, a take of a branch that is no source, and a take outside the project', async () => {
+    const { children: [child] } = await fork(client, main, ['mg-bad']);
+    expect(await failure(merge([main]))).toMatchObject({ code: 'E_INVALID_PARAMS', message: expect.stringContaining('into itself') });
+    expect(await failure(merge([child!], { take: [{ path: `${work}/a.txt`, side: main.id }] }))).toMatchObject({ code: 'E_INVALID_PARAMS', message: expect.stringContaining('not one of the sources') });
+    expect(await failure(merge([child!], { take: [{ path: '/etc/hostname', side: 'target' }] }))).toMatchObject({ code: 'E_INVALID_PARAMS', message: expect.stringContaining('not a path this merge writes') });
   });
 });
