@@ -23,7 +23,8 @@
 //      work on scratch pools with simple quotas, none and full qgroups, side
 //      by side (quota.ts).
 // `only` runs one section (e.g. computer-use: a check in a minute).
-// It writes JSON (result-schema.ts) and an SVG (plots.ts) to bench/results/,
+// It writes JSON (result-schema.ts) and an SVG (plots.ts) to bench/results/
+// (which git ignores; latest.json there is the run the docs quote),
 // and prints a table with each target next to the measured value; with
 // `json` the JSON goes to stdout instead. Nothing here asserts on time.
 import { randomBytes } from 'node:crypto';
@@ -434,8 +435,8 @@ async function groveReadLatency(s: Session, p: Plan, source: Workspace) {
  * source: by then that one has been typed into, forked and fanned out, and
  * its children carried ~18 MiB more and took ~10 % longer than a fresh
  * desktop's, which this figure counted as the cage's (+13.3 % in
- * bench-2026-12-02T16-29-20-471Z; +4.9 % with both sides fresh in
- * bench-cage-only-2026-12-02). Both desktops are removed afterwards, so the
+ * the full run of 2026-12-02 16:29; +4.9 % with both sides fresh in the
+ * cage section run alone that day: docs/bench-history.md). Both desktops are removed afterwards, so the
  * profile runs beside nothing new.
  */
 async function cageCost(s: Session, p: Plan) {
