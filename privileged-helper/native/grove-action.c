@@ -8,9 +8,9 @@
  * It was a shell script. Its actions are on a fork's way: post-dump runs
  * while the source is frozen, post-resume tells the helper the source runs
  * again, pre-resume comes before a child's first frame. A shell, and the
- * btrfs it started, took 11-15 ms of CRIU's post-dump stage in its -v4 log
- * of a desktop's fork; this program, spawned by CRIU (criu-patches/0025),
- * 5.5-6 ms, ~3 of them the snapshot's ioctl. It makes its system calls
+ * btrfs it started, were most of CRIU's post-dump stage, which the frozen
+ * source waits out; this program, spawned by CRIU (criu-patches/0025),
+ * leaves little but the snapshot's ioctl there. It makes its system calls
  * itself and starts only the tools that own their work (grove-share,
  * grove-netlock). Built statically by build/host/setup.sh: no loader to run.
  *

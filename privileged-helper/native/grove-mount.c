@@ -15,8 +15,8 @@
  *       a bind mount of SRC (not of the mounts under it) at DST, nodev and
  *       nosuid and neither read-only nor noexec whatever SRC's mount is: what
  *       `mount --bind` and `mount -o remount,bind,nodev,nosuid` make, in one
- *       program started instead of two (starting one costs ~10 ms in this
- *       VM, and a fork's child needs two binds on its way to the screen).
+ *       program started instead of two (each program started is a cost, and
+ *       a fork's child needs two binds on its way to the screen).
  *
  *   grove-mount overlay OPTIONS DST
  *       an overlay mounted at DST, nodev and nosuid, with OPTIONS
@@ -26,8 +26,8 @@
  *   Several of these in one run, separated by "+", are made in order, and
  *   the first that fails ends the run (those before it stay mounted): a
  *   fork's child gets its root's mounts from one program started, where
- *   each one started costs 20-60 ms while the thawed source and the dump
- *   keep both cores busy.
+ *   each one started waits for a core while the thawed source and the
+ *   dump keep both cores busy.
  *
  * Built by build/host/setup.sh. See docs/userns-recipe.md for what was
  * measured on this kernel.

@@ -1,9 +1,9 @@
 /*
  * grove-netlock: the lock that keeps a network namespace silent while CRIU
  * restores a tree into it (host/netns.ts), in one small program instead of
- * nsenter + nft. Starting nft costs ~15 ms here (~20 ms of CPU, most of it
- * loading libnftables), and opening the lock is on a fork's child's way to
- * its first frame, in the restore's pre-resume action.
+ * nsenter + nft. Starting nft is slow (most of it loading libnftables), and
+ * opening the lock is on a fork's child's way to its first frame, in the
+ * restore's pre-resume action.
  *
  *   grove-netlock lock NETNS TABLE
  *       creates table inet TABLE with a chain "output" hooked at output,
@@ -14,7 +14,7 @@
  *   grove-netlock open NETNS TABLE
  *       appends an accept rule to TABLE's output chain: traffic flows
  *       (a later table's drop still applies). Only additions are quick in
- *       nftables: deleting a rule or a table took 13-50 ms here.
+ *       nftables: deleting a rule or a table is several times slower.
  *
  *   grove-netlock unlock NETNS TABLE
  *       deletes TABLE; a TABLE that is not there is fine.

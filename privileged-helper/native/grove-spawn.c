@@ -2,11 +2,11 @@
  * grove-spawn: starts the helper's programs for it (host/program-starter.ts).
  *
  * Node starts a program by forking the whole helper and waiting until the
- * child has called exec: in this VM that held the helper's main thread for
- * ~25-30 ms per program (copying its page tables, then faulting its pages
- * back in), and a fork's child waits on four of them (docs/fork-profile.md).
- * This small process starts them with posix_spawn (a vfork: nothing is
- * copied), ~0.3 ms each, while the helper only writes a request to a pipe.
+ * child has called exec: that holds the helper's main thread for each
+ * program (copying its page tables, then faulting its pages back in), and a
+ * fork's child waits on four of them (docs/fork-profile.md). This small
+ * process starts them with posix_spawn (a vfork: nothing is copied), while
+ * the helper only writes a request to a pipe.
  *
  * It reads requests on stdin and writes what happens on stdout, both as
  * frames: a 32-bit length (little-endian, of what follows), then the body.

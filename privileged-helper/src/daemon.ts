@@ -160,8 +160,8 @@ async function boot(config: HelperConfig) {
   const criu = new Criu(config.criu, path.join(config.stateDir, 'logs'), launcher, config.rootsDir, { pagesAfterThaw: true, action: config.groveAction, netlock: config.groveNetlock });
   if ((await ensureKdatCache(config.criu)) === 'not written') log('CRIU could not write its kernel-probe cache: every CRIU run will probe the kernel again (~40 ms, more under load)');
   // Where CRIU writes a fork's or a checkpoint's images: a tmpfs of its own, whatever the run dir is on. Creating
-  // a few hundred image files on ext4 (whose inode allocator looks for recently deleted inodes) cost ~150 ms of
-  // every freeze here (docs/fork-profile.md); its size is tmpfs's default, half the memory.
+  // a few hundred image files on ext4 (whose inode allocator looks for recently deleted inodes) lengthened
+  // every freeze (docs/fork-profile.md); its size is tmpfs's default, half the memory.
   const scratchDir = path.join(config.runDir, 'scratch');
   await ledger.make({ kind: 'mount', name: scratchDir, owner: null }, () => ensureTmpfs(scratchDir, 'grove-scratch'));
   const kernelTier = new KernelTier(config.kernelTier);

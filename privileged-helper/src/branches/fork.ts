@@ -184,9 +184,9 @@ class ForkTransaction {
    *
    * Once the first ones are up and more are to come, ksmd may merge those
    * while the rest restore: the memory it frees is memory this VM gives
-   * again at once, and the later restores got faster for it (one helper,
-   * forks into 16 alternating: last child up after 6.9-8.7 s against 8.8-11.1 s
-   * with ksmd held to the end, and 2.6 against 2.9-3.1 GiB PSS then).
+   * again at once, so the later restores find memory ready instead of
+   * waiting for the host to hand out more (docs/bench-history.md has the
+   * fan-out figures).
    */
   private async bringUp(imagesDir: string, forkPoint: string): Promise<void> {
     const t0 = performance.now();
@@ -321,7 +321,7 @@ class ForkTransaction {
 
   /**
    * Each step here is on the child's way to its first frame, and most of
-   * them start programs (~10 ms each in this VM): what does not depend on
+   * them start programs, each a cost of its own: what does not depend on
    * another runs at once with it.
    */
   private async restoreChild(child: WorkspaceRecord, imagesDir: string, forkPoint: string): Promise<{ pid: number; pidStart: number }> {

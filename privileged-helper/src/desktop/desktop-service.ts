@@ -44,7 +44,7 @@ export interface DesktopOptions {
 /** RFB button mask bits: 1 left, 2 middle, 3 right; wheel buttons 4 up, 5 down, 6 left, 7 right. */
 const BUTTON_BIT: Record<MouseButton, number> = { left: 1, middle: 2, right: 4 };
 const WHEEL = { up: 8, down: 16, left: 32, right: 64 };
-/** Between two wheel notches: Chromium loses some of a burst of notches sent back to back (~5 %), none paced like a real wheel. */
+/** Between two wheel notches: Chromium loses some of a burst of notches sent back to back, none paced like a real wheel. */
 const WHEEL_NOTCH_MS = 5;
 const CLICK_WORDS = ['', '', 'double ', 'triple '];
 const DEFAULT_QUIET_MS = 500;

@@ -153,8 +153,8 @@ export class BranchKeymap {
    * read it, gives a wrong or no character), so each change waits for the
    * apps to have handled the keys before it and read it (x-catch-up.ts);
    * and the window manager (openbox), which answers no pings, re-grabs its
-   * key bindings for every changed keycode (~70 ms each when idle), during
-   * which a click does not move the focus yet.
+   * key bindings for every changed keycode, one after another, during which a
+   * click does not move the focus yet.
    */
   async prepare(segment: Segment, first: boolean): Promise<void> {
     if (segment.assign.length === 0) return;

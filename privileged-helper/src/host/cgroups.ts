@@ -19,8 +19,8 @@ export const CONTROLLERS = ['memory', 'pids', 'cpu', 'devices'] as const;
 export type Controller = (typeof CONTROLLERS)[number];
 
 /**
- * What lets 16 desktops (~0.5 GiB each at rest) share a 24 GiB machine, with
- * room for an agent's build; and a disk limit (not a cgroup's: the pool's
+ * What lets 16 desktops at rest share this machine's memory, with room for
+ * an agent's build; and a disk limit (not a cgroup's: the pool's
  * quota, host/disk-quota.ts) that leaves a 40 GiB pool to several branches.
  * The registry gives branches older than disk limits the same one (db.ts).
  */
@@ -69,10 +69,10 @@ export function restorePlacement(dirs: readonly string[]): { whileRestoring: str
 
 /**
  * Makes the branch's groups (idempotent) with its limits and the device allow
- * list. Synchronously, on purpose: ~20 writes to the kernel's own files, ~1 ms
+ * list. Synchronously, on purpose: a few writes to the kernel's own files, quick
  * in all, on the way of every child a fan-out makes at its turn; done
  * asynchronously, each waited for a core in libuv's pool while restores held
- * both (60-130 ms per child). Nothing is charged to a new group yet, so no
+ * both. Nothing is charged to a new group yet, so no
  * write here waits on the kernel reclaiming memory.
  */
 export function createCgroups(name: string, limits: BranchLimits): void {

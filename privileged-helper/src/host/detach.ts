@@ -56,8 +56,8 @@ export async function detachFromStarter(instance: string, log: (line: string) =>
  * what a person waits for: a fork's CRIU dump and restores and the dozens of
  * short programs around them (its action program, tar, nsenter, nft, btrfs).
  * With a branch keeping both cores busy, each of those programs waited for
- * the CPU as one equal against all the branches, and a fork took 30-70 s
- * instead of ~5 s (docs/fork-profile.md, "A fork under full CPU load"). The
+ * the CPU as one equal against all the branches, and a fork took many times
+ * as long (docs/fork-profile.md, "A fork under full CPU load"). The
  * helper works only when asked, so the branches lose nothing while it idles,
  * and unlike a branch parent marked cpu.idle, they still get their share
  * against the rest of the host.

@@ -2,8 +2,8 @@
 // grove-enter --ksm, so all their anonymous memory is mergeable; ksmd then folds the
 // pages a fork duplicated back into shared copy-on-write pages. Scanning costs
 // CPU, so it runs fast only for a while after something new appeared (a fork,
-// a rollback, a new workspace) and slowly otherwise. Numbers from kernel.md:
-// 5000 pages every 10 ms merged four 200 MiB copies within ~3 s.
+// a rollback, a new workspace) and slowly otherwise. The fast pace is one that merges a
+// fork's copies within seconds (kernel.md).
 //
 // Fast scanning takes most of a core, and this machine has two: while CRIU
 // dumps or restores a branch (a fork, a checkpoint, a rollback) ksmd is held

@@ -91,8 +91,8 @@ export async function listNetns(): Promise<string[]> {
 
 /**
  * Makes a branch's network in three program runs, as it is on the way of a
- * fan-out's later children (made at their turn) and each run costs 15-100 ms
- * while restores hold both cores (five runs took 200-430 ms): the namespace
+ * fan-out's later children (made at their turn) and each run waits for a core
+ * while restores hold both: the namespace
  * and the veth pair (container end named eth0 inside) in one `ip -batch`,
  * then the firewall, then the inside's addresses and default route in one
  * more batch. The route comes only once the firewall is in place: the gate's
@@ -164,13 +164,13 @@ table inet grove {
  * program opens it just before the tasks resume (native/grove-action.c) by adding
  * an accept rule, not by deleting the table: in nftables only additions are
  * quick (a batch that deletes a rule, a table or a hooked chain, or changes
- * its policy, took 13-50 ms here against ~7 ms, and this one is on the
- * child's way to its first frame). The opened table stays, accepting all
+ * its policy, is several times slower than an addition, and this one is on
+ * the child's way to its first frame). The opened table stays, accepting all
  * (a later table's drop still applies), until the next restore into the netns
  * replaces it; unlockRestore() removes it after a restore that failed.
  * native/grove-netlock.c (`netlock`) makes, opens and removes it over
- * netlink from inside the netns: one small program, ~3 ms, where nsenter and
- * nft took ~10-15 ms and ~20 ms of CPU (loading libnftables), twice per child.
+ * netlink from inside the netns: one small program, where nsenter and nft
+ * would start two and load libnftables, twice per child.
  */
 export const RESTORE_LOCK_TABLE = 'grove_restore_lock';
 

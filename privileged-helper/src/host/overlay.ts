@@ -61,7 +61,7 @@ export type BranchMount =
 /**
  * Makes `mounts` in order, from one grove-mount run: a fork's child needs
  * its root's mounts on its way to the screen, while the thawed source and
- * the dump keep both cores busy and each program started costs 20-60 ms.
+ * the dump keep both cores busy and each program started waits for one.
  * The first that fails ends the run, those before it mounted.
  */
 export async function makeMounts(groveMount: string, mounts: readonly BranchMount[]): Promise<void> {

@@ -1,6 +1,6 @@
 // The helper's side of grove-spawn (native/grove-spawn.c), the small process
-// that starts the helper's programs: Node starting one itself held the
-// helper's main thread ~25-30 ms here (it forks the whole helper), and a
+// that starts the helper's programs: Node starting one itself holds the
+// helper's main thread while it forks the whole helper, and a
 // fork's child waits on several (docs/fork-profile.md). Requests and replies
 // are frames over grove-spawn's stdin and stdout; its format is described in
 // the C file. grove-spawn is started on the first request and again on the

@@ -146,7 +146,7 @@ export async function removePartialStreams(cacheDir: string): Promise<void> {
 
 /**
  * Room a build or a receive needs: the size of the last build of the image
- * (its Debian packages unpacked: the desktop's send stream is 1.1 GB) with a margin, or
+ * (its Debian packages unpacked: the desktop's send stream is over a gigabyte) with a margin, or
  * a guess of that size when it was never built here.
  */
 export function imageRoomBytes(lastSizeBytes: number | null | undefined): number {

@@ -2,13 +2,10 @@
 // accounts it for every running branch (all processes of its pid namespace)
 // and for the host.
 //
-// Cost, measured once (2026-11-30, 2 cores, 16 running desktops = 256
-// processes, load average ~27 from the desktops and a concurrent test run):
-// one call takes ~300 ms of CPU (2/3 of it the kernel walking page tables for
-// smaps_rollup, ~1.2 ms per browser process) and 0.3-1.1 s of wall time; the
-// /proc pass that finds the processes ~20-50 ms. Polled every 3 s while the
-// app's panel is open that is about a tenth of one core, and callers that
-// overlap share one read.
+// Cost: a call reads smaps_rollup of every process of every running branch,
+// and most of its CPU is the kernel walking page tables for it, so it grows
+// with the number of browser processes. It is polled only while the app's
+// panel is open, and callers that overlap share one read.
 import { pageBytes, readHostMemory, readKsmd, readProcess } from '../host/memory-stats.js';
 import type { BranchRuntime } from '../workspaces/runtime.js';
 import { isSameProcess, pidNamespace, pidsByNamespace } from '../host/proc.js';

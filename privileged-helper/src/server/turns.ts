@@ -1,7 +1,7 @@
 // How many of one connection's requests run at once. Every line a client
 // sends becomes a request the helper works on, and a reply it holds until the
-// client reads it: 400 pipelined screenshots once took the helper from 114 MB
-// to 1.4 GB in two seconds. A connection gets MAX_IN_FLIGHT requests under way
+// client reads it: a client that pipelines screenshots without reading the
+// replies could grow the helper's memory without bound. A connection gets MAX_IN_FLIGHT requests under way
 // and one screenshot (each holds a whole frame and its PNG); the rest wait
 // their turn in order, and while any waits the connection reads no more of
 // its socket, so what waits is what one read brought, never more.

@@ -1,6 +1,6 @@
 // Branch networks made ahead of time. A new branch (a fork's child, a new
 // workspace) needs a network namespace with its veth pair and firewall, and
-// its cgroups: ~55 ms of ip, nft and cgroup runs, on a fork's path before the
+// its cgroups: several ip, nft and cgroup runs, on a fork's path before the
 // source is frozen. The pool keeps a few sets ready, each made for the id and
 // network slot the branch that takes it will have, and recorded in the ledger
 // under that id. Until a branch takes one, no workspace has its id, so a

@@ -54,10 +54,9 @@ export interface CriuLogOptions {
   /** Absolute path of the log file. */
   logFile: string;
   /**
-   * 0-4, default 2 (errors and warnings). The debug log (-v4: ~5 MB for a
-   * desktop's dump, 2 MB for its restore) made forks ~0.6 s slower here: three
-   * forks each, dump 1.26-1.34 s → 0.69-0.98 s, restore 1.93-2.11 s →
-   * 1.50-1.93 s. The frozen time comes from stats-dump instead (criu-stats.ts).
+   * 0-4, default 2 (errors and warnings). The debug log (-v4: megabytes for a
+   * desktop's dump and its restore) is written while the tree is frozen and
+   * the child waits, so forks log less (docs/fork-profile.md). The frozen time comes from stats-dump instead (criu-stats.ts).
    */
   verbosity?: 0 | 1 | 2 | 3 | 4;
 }
@@ -77,8 +76,8 @@ function anonymousMemoryArgs(input: AnonymousMemoryOption): string[] {
 
 /**
  * An action script and the actions it acts on: CRIU runs it for those only
- * (criu-patches/0017). Each run starts a program from CRIU's process (~5 ms
- * here even spawned, criu-patches/0025), and a dump ran two that did nothing
+ * (criu-patches/0017). Each run starts a program from CRIU's process (a cost
+ * even spawned, criu-patches/0025), and a dump ran two that did nothing
  * (network-lock, network-unlock) while the tree was frozen.
  */
 export interface ActionScript {
@@ -95,7 +94,7 @@ function actionScriptArgs(script: ActionScript | undefined): string[] {
 export interface ForkDumpInput extends CriuLogOptions, AnonymousMemoryOption {
   /** Host PID of the container's init (tini). */
   initPid: number;
-  /** Absolute images directory (tmpfs is fine; 230-240 MB for a desktop). */
+  /** Absolute images directory (tmpfs is fine). */
   imagesDir: string;
   /** Inode of the source's network namespace (`stat -L -c %i /run/netns/NAME`). */
   netnsInode: number;

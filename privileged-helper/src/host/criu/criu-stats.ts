@@ -1,6 +1,6 @@
 // What CRIU says about its own run, from the statistics it writes to its work
 // dir (`stats-dump`, `stats-restore`), so the log can stay quiet: CRIU's
-// debug log (-v4) cost ~0.3 s of a desktop's dump while the tree was frozen.
+// debug log (-v4) is written during a dump, while the tree is frozen.
 //
 // The file: two 32-bit magics, then one entry — a 32-bit little-endian length
 // and a protobuf StatsEntry: field 1 DumpStatsEntry, field 2

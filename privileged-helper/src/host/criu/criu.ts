@@ -43,7 +43,7 @@ const DUMP_ATTEMPTS = 3;
  * What the action program leaves at a dump's post-resume (GROVE_THAWED_FILE),
  * in a directory of its own next to the images (thawSignalDir). Watched in
  * the images dir, each of the few hundred files CRIU makes there in the
- * freeze woke the helper (an inotify event each, ~5 ms of the freeze).
+ * freeze woke the helper (an inotify event each, all within the freeze).
  */
 const THAWED_FILE = 'grove-thawed';
 
@@ -386,8 +386,8 @@ function watchFor(dir: string, name: string, then: () => void): FSWatcher {
  * which read them as ids that are not their owner's (host root). CRIU
  * creates every image 0644 (its CR_FD_PERM under the helper's umask, 022:
  * daemon.ts), all but its own log, so the directories are enough: a chmod of
- * each of a desktop's ~280 images held the helper's file-system threads for
- * 14-55 ms at the thaw, before a fork's children could start.
+ * each of a desktop's hundreds of images held the helper's file-system
+ * threads at the thaw, before a fork's children could start.
  */
 async function openToRestores(dir: string): Promise<void> {
   await chmod(dir, 0o755);

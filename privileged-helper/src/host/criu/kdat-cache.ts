@@ -1,6 +1,5 @@
-// CRIU probes the kernel (kerndat) at the start of every run, ~40 ms on this
-// VM (measured; up to ~0.3 s under load, most of it the compat vDSO probe),
-// unless it finds its cache. It keeps
+// CRIU probes the kernel (kerndat) at the start of every run (most of it the
+// compat vDSO probe, slower still under load), unless it finds its cache. It keeps
 // that cache only on a tmpfs (so a reboot into another kernel drops it) in
 // the run dir it was built with, and this host's /run is plain ext4: every
 // dump and every restore probed again (docs/fork-profile.md). Our CRIU is
