@@ -195,13 +195,15 @@ async function boot(config: HelperConfig) {
   await storage.limitDisks(registry.listWorkspaces()).catch((err: Error) => log(`branches' disk limits could not be set: ${err.message}`));
   const exitWatch = new ExitWatch(registry, workspaces, log);
   const audit = new AuditLog(registry, (entry) => bus.broadcast('audit', entry), log, config.audit);
+  const merges = new MergeService({ registry, ledger, workspaces, storage, runtime, exec, versions, forkPoints });
   const approvals = new ApprovalService({
     registry,
     queue: approvalQueue,
     workspaces,
     promotions,
     egress,
-    previews: new PreviewMaker({ registry, runtime, storage, desktop }),
+    merges,
+    previews: new PreviewMaker({ registry, runtime, storage, desktop, merges }),
     audit,
     defaultTimeoutMs: config.approvalTimeoutMs,
     grantChanged: (grant, revoked) => bus.broadcast('grant.changed', { grant, revoked }),
@@ -227,7 +229,7 @@ async function boot(config: HelperConfig) {
     forks,
     versions,
     promotions,
-    merges: new MergeService({ registry, ledger, workspaces, storage, runtime, exec, versions, forkPoints }),
+    merges,
     exec,
     doctor: new Doctor(config, kernelTier, quota),
     egress,

@@ -29,6 +29,7 @@ export const REQUEST_VERB: Record<AgentRequestKind, string> = {
   'branch.discard': 'discard',
   'workspace.stop': 'stop',
   'egress.policy': 'change outside access',
+  'branch.merge': 'merge into',
 };
 
 /** 'agent alice', 'person root'. */

@@ -17,6 +17,8 @@ export function describeAction(a: ApprovalAction): string {
       return `outside access: ${describeEgressChange(a.change)}`;
     case 'egress.connection':
       return describeConnection(a);
+    case 'branch.merge':
+      return `merge ${a.sources.join(', ')} into`;
   }
 }
 

@@ -1,10 +1,13 @@
 // `grove merge TARGET SOURCE…`: what branches changed, brought into a live
 // branch file by file (the helper's branches/merge.ts), or with --dry-run what
 // would be. Conflicts are printed with both sides; a merge that leaves any
-// unsettled writes nothing and exits 1.
+// unsettled writes nothing and exits 1. An agent merging into a branch it did
+// not fork (the main line) asks a person, with the merge's dry run to review.
 import type { Command } from 'commander';
 import { GroveError } from '../helper-client/client.js';
 import type { MergeConflict, MergeResult, MergeSide } from '../../../privileged-helper/src/protocol/merge.js';
+import { mayActAtOnce } from '../helper-client/requests.js';
+import { askPerson, isAgent, printAsked, type AskOptions } from './approval-commands.js';
 import { output, program, withClient } from './context.js';
 
 function collect(value: string, previous: string[] = []): string[] {
@@ -57,13 +60,20 @@ export function registerMergeCommand(): Command {
     .option('--dry-run', 'say what would change, and what conflicts; write nothing')
     .option('--take <PATH=SOURCE|target>', "settle a conflicting file with one side's whole file (repeat for more)", collect)
     .option('--all', "merge every file of the branch, not only its project's")
+    .option('--reason <text>', 'an agent merging into a branch it did not fork: why (the person deciding reads it)')
+    .option('--no-wait', 'an agent: ask, print the request id and return')
     .description(
       'bring into TARGET what each SOURCE changed since their lines forked, file by file with git merge-file; ' +
-        "TARGET's processes keep running. TARGET is checkpointed first. Conflicts are listed with both sides; with any left, nothing is written (exit 1)",
+        "TARGET's processes keep running. TARGET is checkpointed first. Conflicts are listed with both sides; with any left, nothing is written (exit 1). " +
+        'An agent asks a person to merge into a branch it did not fork',
     )
-    .action((target: string, sources: string[], opts: { dryRun?: boolean; take?: string[]; all?: boolean }) =>
+    .action((target: string, sources: string[], opts: AskOptions & { dryRun?: boolean; take?: string[]; all?: boolean }) =>
       withClient(async (c) => {
-        const r = await c.request('branch.merge', { workspace: target, sources, dryRun: opts.dryRun, all: opts.all, take: opts.take?.map(parseTake) });
+        const take = opts.take?.map(parseTake);
+        if (!opts.dryRun && isAgent(c) && !mayActAtOnce(c.hello!.identity, await c.request('workspace.get', { workspace: target }))) {
+          return printAsked(await askPerson(c, target, { kind: 'branch.merge', sources, take, all: opts.all }, opts));
+        }
+        const r = await c.request('branch.merge', { workspace: target, sources, dryRun: opts.dryRun, all: opts.all, take });
         output(r, () => printMerge(r, target));
         if (r.conflicts.length > 0) process.exitCode = 1;
       }),

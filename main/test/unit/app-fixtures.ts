@@ -64,6 +64,7 @@ const EFFECT: Record<ApprovalAction['kind'], string> = {
   'workspace.stop': "one-1's processes end; its files are kept",
   'egress.policy': "one-1's outside access becomes: allow list only, with pypi.org:443",
   'egress.connection': 'the request goes through',
+  'branch.merge': "what one-2 changed comes into one-1's project, file by file, while it runs; it is checkpointed first",
 };
 
 /** A request on branch one-1 (aaaaaaa2) of workspace one, pending since a second before `now`, expiring a minute after. */

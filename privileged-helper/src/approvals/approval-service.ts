@@ -1,10 +1,11 @@
 // Agents' requests and persons' decisions, for the handlers: an agent asks for
 // what only a person may do (promote, discard or stop a branch, change its
-// outside access) with a reason; the request waits in the approvals queue with
+// outside access, merge into a branch not its own) with a reason; the request waits in the approvals queue with
 // a preview, unless a person granted that kind for the workspace beforehand;
 // a person approves (it is carried out then, in the helper) or denies it.
 import { randomBytes } from 'node:crypto';
 import type { AuditLog } from '../audit/audit-log.js';
+import type { MergeService } from '../branches/merge.js';
 import type { PromoteService } from '../branches/promote.js';
 import type { EgressService } from '../egress/egress-service.js';
 import { describeEgressChange } from '../protocol/egress-rules.js';
@@ -21,6 +22,7 @@ export interface ApprovalDeps {
   queue: ApprovalQueue;
   workspaces: WorkspaceService;
   promotions: PromoteService;
+  merges: MergeService;
   egress: EgressService;
   previews: PreviewMaker;
   audit: AuditLog;
@@ -34,6 +36,7 @@ const METHOD_OF: Record<AgentRequestKind, string> = {
   'branch.discard': 'workspace.delete',
   'workspace.stop': 'workspace.stop',
   'egress.policy': 'egress.set',
+  'branch.merge': 'branch.merge',
 };
 
 export class ApprovalService {
@@ -111,6 +114,7 @@ export class ApprovalService {
     if (action.kind === 'branch.promote' && ws.isMain) throw new GroveError('E_CONFLICT', `'${ws.name}' is the main line already`);
     if (action.kind === 'branch.promote' && ws.state !== 'running') throw new GroveError('E_CONFLICT', `only a running branch can be promoted; '${ws.name}' is ${ws.state}`);
     if (action.kind === 'workspace.stop' && ws.state !== 'running') throw new GroveError('E_CONFLICT', `'${ws.name}' is ${ws.state} already`);
+    if (action.kind === 'branch.merge' && ws.state !== 'running') throw new GroveError('E_CONFLICT', `only a live branch can be merged into; '${ws.name}' is ${ws.state}`);
     if (action.kind === 'egress.policy' && describeEgressChange(action.change) === 'no change') {
       throw new GroveError('E_INVALID_PARAMS', 'the requested change of outside access changes nothing');
     }
@@ -129,6 +133,8 @@ export class ApprovalService {
         return `${ws.name}'s processes end; its files are kept and a person can start it again`;
       case 'egress.policy':
         return `${ws.name}'s outside access changes: ${describeEgressChange(action.change)}`;
+      case 'branch.merge':
+        return `what ${action.sources.join(', ')} changed comes into ${ws.name}${action.all ? '' : "'s project"}, file by file, while it runs; it is checkpointed first`;
     }
   }
 
@@ -160,6 +166,11 @@ export class ApprovalService {
       case 'egress.policy': {
         const policy = this.d.egress.set(ws, action.change, decision.by!);
         return `${ws.name}'s outside access: mode ${policy.mode}, ${policy.allow.length} allowed destination(s)`;
+      }
+      case 'branch.merge': {
+        const r = await this.d.merges.merge({ workspace: ws.id, sources: action.sources, take: action.take, all: action.all });
+        if (!r.merged) throw new GroveError('E_CONFLICT', `nothing was merged: ${r.conflicts.length} conflict(s) (${r.conflicts.map((c) => c.path).join(', ')}); ask again with take settling each`);
+        return r.version ? `merged ${r.changes.length} file(s) into ${ws.name}; before it is version ${r.version}` : `nothing to merge into ${ws.name}`;
       }
     }
   }

@@ -9,6 +9,7 @@ import type { AgentRequestAction, ApprovalPreview } from '../protocol/approvals.
 import type { Registry, WorkspaceRecord } from '../registry/registry.js';
 import type { BranchRuntime } from '../workspaces/runtime.js';
 import type { BranchStorage } from '../workspaces/branch-storage.js';
+import type { MergeService } from '../branches/merge.js';
 
 const THUMBNAIL_WIDTH = 320;
 const DIFF_PATHS_SHOWN = 12;
@@ -21,6 +22,7 @@ export interface PreviewDeps {
   runtime: BranchRuntime;
   storage: BranchStorage;
   desktop: DesktopService;
+  merges: MergeService;
 }
 
 export class PreviewMaker {
@@ -41,7 +43,7 @@ export class PreviewMaker {
     const compareWith = this.comparisonBase(ws, action, notes);
     const [thumbnail, diff, processes] = await Promise.all([
       running && action.kind !== 'egress.policy' ? part('thumbnail', () => this.thumbnail(ws)) : null,
-      compareWith ? part('diff', () => this.diff(compareWith, ws)) : null,
+      action.kind === 'branch.merge' ? part('dry run of the merge', () => this.mergePreview(ws, action, notes)) : compareWith ? part('diff', () => this.diff(compareWith, ws)) : null,
       losing && running ? part('process list', () => processesOf(ws.pid!)) : null,
     ]);
     const versions = action.kind === 'egress.policy' ? null : this.d.registry.listVersions(ws.treeId).filter((v) => v.branchId === ws.id).length;
@@ -59,6 +61,20 @@ export class PreviewMaker {
     const parent = ws.parentId === null ? null : this.d.registry.findWorkspace(ws.parentId);
     if (!parent) notes.push(ws.parentId === null ? 'no diff: it was created, not forked' : 'no diff: its parent is gone');
     return parent;
+  }
+
+  /** A merge: its dry run, as the files it would write and delete in the branch; its conflicts in the notes. */
+  private async mergePreview(ws: WorkspaceRecord, action: Extract<AgentRequestAction, { kind: 'branch.merge' }>, notes: string[]): Promise<NonNullable<ApprovalPreview['diff']>> {
+    const r = await this.d.merges.merge({ workspace: ws.id, sources: action.sources, take: action.take, all: action.all, dryRun: true });
+    if (r.conflicts.length > 0) notes.push(`${r.conflicts.length} conflict(s), so nothing would be merged: ${r.conflicts.map((c) => `${c.path} (${c.kind}, ${c.source})`).join(', ')}`);
+    const first = r.sources[0]!;
+    return {
+      against: { id: first.id, name: r.sources.map((s) => s.name).join(', ') },
+      added: 0,
+      changed: r.changes.filter((c) => c.action === 'write').length,
+      removed: r.changes.filter((c) => c.action === 'delete').length,
+      paths: r.changes.slice(0, DIFF_PATHS_SHOWN).map((c) => `${c.action === 'write' ? '~' : '-'} ${c.path}`),
+    };
   }
 
   private thumbnail(ws: WorkspaceRecord): Promise<string> {

@@ -61,7 +61,8 @@ export const AUTHORITY = {
   'file.copyIn': allow,
   'file.copyOut': personBecause('copying out of a branch onto the host is for persons only: what leaves the sandbox is a person\'s to decide'),
   'branch.export': personBecause("writing a branch's work into a repository on the host is a person's to do: ask a person to export it"),
-  'branch.merge': personBecause("merging branches is a person's to do for now: ask a person to merge"),
+  // Into a branch the agent forked itself it may; into the main line, or another's branch, it asks.
+  'branch.merge': ownOrAsk('branch.merge'),
   'version.list': read,
   'version.delete': person,
   'exec.run': allow,
@@ -132,6 +133,7 @@ const HOW_TO_ASK: Record<AgentRequestKind, (ref: string) => string> = {
   'branch.discard': (ref) => `grove discard ${ref} --reason "…"`,
   'workspace.stop': (ref) => `grove ws stop ${ref} --reason "…"`,
   'egress.policy': (ref) => `grove egress ${ref} --allow HOST --reason "…"`,
+  'branch.merge': (ref) => `grove merge ${ref} SOURCE… --reason "…"`,
 };
 
 const VERB: Record<AgentRequestKind, string> = {
@@ -139,6 +141,7 @@ const VERB: Record<AgentRequestKind, string> = {
   'branch.discard': 'discard a branch it did not fork itself',
   'workspace.stop': 'stop a branch it did not fork itself',
   'egress.policy': "change a branch's outside access",
+  'branch.merge': 'merge into a branch it did not fork itself',
 };
 
 /**

@@ -6,13 +6,14 @@
 import { z } from 'zod';
 import { EgressChange, OldMainFate } from './entities.js';
 import { Actor } from './identity.js';
+import { MergeRequest } from './merge.js';
 import { Id, Port } from './names.js';
 
 export const ApprovalId = z.string().regex(/^q[0-9a-f]{8}$/, 'a request id is q and 8 hex digits');
 export const GrantId = z.string().regex(/^g[0-9a-f]{8}$/, 'a grant id is g and 8 hex digits');
 
 /** What an agent may ask a person for (and what a grant may let agents do without asking). */
-export const AgentRequestKind = z.enum(['branch.promote', 'branch.discard', 'workspace.stop', 'egress.policy']);
+export const AgentRequestKind = z.enum(['branch.promote', 'branch.discard', 'workspace.stop', 'egress.policy', 'branch.merge']);
 export type AgentRequestKind = z.infer<typeof AgentRequestKind>;
 
 export const AgentRequestAction = z.discriminatedUnion('kind', [
@@ -24,6 +25,8 @@ export const AgentRequestAction = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('branch.discard') }),
   z.strictObject({ kind: z.literal('workspace.stop') }),
   z.strictObject({ kind: z.literal('egress.policy'), change: EgressChange }),
+  /** A merge into the request's branch (as for branch.merge). */
+  z.strictObject({ kind: z.literal('branch.merge'), sources: MergeRequest.shape.sources, take: MergeRequest.shape.take, all: MergeRequest.shape.all }),
 ]);
 export type AgentRequestAction = z.infer<typeof AgentRequestAction>;
 

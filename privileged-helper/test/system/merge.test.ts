@@ -12,6 +12,8 @@ import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Workspace } from '../../src/protocol/entities.js';
 import type { MergeResult } from '../../src/protocol/merge.js';
 import type { GroveError } from '../../src/protocol/wire.js';
+import type { Approval } from '../../src/protocol/approvals.js';
+import { agentUserNames, GROVE_CLI, runAs, testUser } from './agent-users.js';
 import { REPO } from './helper-process.js';
 import { connect, createWorkspace, instance, sh, track, waitFor } from './support.js';
 
@@ -272,6 +274,33 @@ describe('merge', () => {
     expect(await sh(client, main, `cd ${work} && find . -print0 | sort -z | xargs -0 sha256sum 2>/dev/null; find . | sort`)).toBe(before);
     expect(await versionsOfMain()).toEqual(versionsBefore);
     expect(await client.request('workspace.get', { workspace: main.id })).toMatchObject({ state: 'running', pid: main.pid });
+  });
+
+  it("lets an agent merge into a branch it forked; into the main line it asks a person, with the merge's dry run", async () => {
+    const alice = await testUser(agentUserNames(instance().instance)[0]!);
+    const asAlice = (...args: string[]) => runAs(alice.name, GROVE_CLI, ['--socket', instance().agentSocketPath, ...args]);
+    const forked = await asAlice('--json', 'fork', main.id, '--name', 'mg-agent');
+    expect(forked.exitCode, forked.stderr).toBe(0);
+    const own = await track((JSON.parse(forked.stdout) as { children: Workspace[] }).children[0]!);
+    const { children: [helper] } = await fork(client, own, ['mg-agent-helper']);
+    await sh(client, helper!, `echo 'by the agent' > ${work}/agent.txt`);
+
+    const intoOwn = await asAlice('merge', own.name, helper!.name);
+    expect(intoOwn.exitCode, intoOwn.stderr).toBe(0);
+    expect(await cat(own, `${work}/agent.txt`)).toBe('by the agent\n');
+
+    const refused = await runAs(alice.name, path.join(REPO, 'privileged-helper/test/system/fixtures/call.ts'), [instance().agentSocketPath, 'branch.merge', JSON.stringify({ workspace: main.id, sources: [own.id] })]);
+    expect(JSON.parse(refused.stdout)).toMatchObject({ error: { code: 'E_FORBIDDEN', message: expect.stringContaining('kind branch.merge') } });
+
+    const asked = await asAlice('--json', 'merge', main.name, own.name, '--reason', 'the agent file is done', '--no-wait');
+    expect(asked.exitCode, asked.stderr).toBe(0);
+    const req = JSON.parse(asked.stdout) as Approval;
+    expect(req).toMatchObject({ state: 'pending', action: { kind: 'branch.merge', sources: [own.name] } });
+    expect(req.preview.diff).toMatchObject({ against: { id: own.id, name: own.name }, changed: 1, removed: 0, paths: [`~ ${work}/agent.txt`] });
+    expect(await sh(client, main, `test -e ${work}/agent.txt || echo absent`)).toBe('absent\n');
+    const decided = await client.request('approval.approve', { id: req.id });
+    expect(decided).toMatchObject({ state: 'done', outcome: expect.stringMatching(/^merged 1 file\(s\) into mg-main; before it is version [0-9a-f]{8}$/) });
+    expect(await cat(main, `${work}/agent.txt`)).toBe('by the agent\n');
   });
 
   it('refuses a merge into itself, a take of a branch that is no source, and a take outside the project', async () => {

@@ -38,6 +38,13 @@ function PreviewBody({ a }: { a: Approval }) {
           {preview.diff && <DiffSummary diff={preview.diff} label="Files it changed against the main line," />}
         </>
       );
+    case 'branch.merge':
+      return (
+        <>
+          <Thumbnail a={a} />
+          {preview.diff && <DiffSummary diff={preview.diff} label="Files a dry run would write, merging" />}
+        </>
+      );
     case 'branch.discard':
     case 'workspace.stop':
       return (

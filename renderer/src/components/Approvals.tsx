@@ -98,6 +98,7 @@ const TITLE: Record<Exclude<Approval['action']['kind'], 'egress.connection'>, [s
   'branch.discard': ['Discard', ''],
   'workspace.stop': ['Stop', ''],
   'egress.policy': ['Change the outside access of', ''],
+  'branch.merge': ['Merge into', ''],
 };
 
 function ApprovalTitle({ a, id }: { a: Approval; id: string }) {
