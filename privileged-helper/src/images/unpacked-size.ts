@@ -3,12 +3,14 @@
 // bytes counted. A layer's compressed size says nothing of that (a tar bomb
 // is a few MiB of zeros that unpack to terabytes) and a gzip trailer's size is
 // the sender's word, so the count is the only measure; it stops as soon as
-// the total passes what the pool has room for.
-import { spawn } from 'node:child_process';
+// the total passes what the pool has room for. The same pass has GNU tar list
+// each layer's names, so a path too long for the image storage to remove
+// later is refused before anything is unpacked.
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import { createReadStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { GroveError } from '../protocol/wire.js';
 
@@ -54,12 +56,73 @@ function blobPath(layoutDir: string, digest: string): string {
   return path.join(layoutDir, 'blobs', 'sha256', digest.slice('sha256:'.length));
 }
 
+/**
+ * The longest path a layer may hold, in bytes. containers-storage's btrfs
+ * driver, on a pool with quotas, removes a layer only after it stats every
+ * folder in it by its full path, which fails past PATH_MAX (4096 with the
+ * storage's own prefix): such a layer could never be removed again.
+ */
+export const MAX_LAYER_PATH_BYTES = 3840;
+
 /** The layer's bytes once decompressed, or more than `room` as soon as they pass it (the rest is not read). */
 async function countDecompressed(file: string, mediaType: string, room: number): Promise<number> {
   const source = createReadStream(file);
-  if (mediaType.endsWith('+zstd') || mediaType.endsWith('.zstd')) return countStream(zstdOf(source), room, () => source.destroy());
-  if (mediaType.endsWith('gzip')) return countStream(source.pipe(createGunzip()), room, () => source.destroy());
-  return countStream(source, room, () => source.destroy());
+  const tar = mediaType.endsWith('+zstd') || mediaType.endsWith('.zstd') ? zstdOf(source) : mediaType.endsWith('gzip') ? source.pipe(createGunzip()) : source;
+  const names = listNames(tar);
+  const bytes = await countStream(tar, room, () => source.destroy()).catch((err: unknown) => {
+    names.abandon();
+    throw err;
+  });
+  if (bytes > room) {
+    names.abandon();
+    return bytes;
+  }
+  const pathBytes = await names.longest;
+  if (pathBytes > MAX_LAYER_PATH_BYTES) {
+    throw new GroveError('E_INVALID_PARAMS', `a layer could not be unpacked inside the image: it holds a path of ${pathBytes} bytes, and Grove takes at most ${MAX_LAYER_PATH_BYTES}`);
+  }
+  return bytes;
+}
+
+/**
+ * GNU tar listing the tar read from `stream`: the length in bytes of the
+ * longest name in it, or abandon it when the stream is not read to its end.
+ * Its escape quoting only lengthens a name (a newline in it is written as two
+ * characters), so a name is never measured shorter than it is.
+ */
+function listNames(stream: Readable): { longest: Promise<number>; abandon: () => void } {
+  const tar = spawn('tar', ['--list', '--quoting-style=escape', '--file', '-'], { stdio: ['pipe', 'pipe', 'ignore'], env: { ...process.env, LC_ALL: 'C.UTF-8' } });
+  const longest = longestLine(tar, stream);
+  const abandon = () => {
+    tar.kill();
+    longest.catch(() => undefined); // nobody waits for it any more
+  };
+  return { longest, abandon };
+}
+
+function longestLine(tar: ChildProcessByStdio<Writable, Readable, null>, stream: Readable): Promise<number> {
+  stream.pipe(tar.stdin);
+  // tar may end before the stream does (at an end-of-archive block): the count still reads it to its end.
+  tar.stdin.on('error', () => undefined);
+  tar.stdin.on('close', () => {
+    stream.unpipe(tar.stdin);
+    stream.resume();
+  });
+  return new Promise((resolve, reject) => {
+    let longest = 0;
+    let line = 0;
+    tar.stdout.on('data', (chunk: Buffer) => {
+      for (let at = 0; at < chunk.length; ) {
+        const newline = chunk.indexOf(10, at);
+        const end = newline === -1 ? chunk.length : newline;
+        line += end - at;
+        if (newline !== -1) [longest, line] = [Math.max(longest, line), 0];
+        at = end + 1;
+      }
+    });
+    tar.on('error', () => reject(new GroveError('E_HOST', 'tar could not be started to list a layer')));
+    tar.on('close', () => resolve(Math.max(longest, line)));
+  });
 }
 
 function zstdOf(source: Readable): Readable {

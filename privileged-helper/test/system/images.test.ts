@@ -199,8 +199,9 @@ describe('images of your own, projects, and files in and out', () => {
   });
 
   describe('hostile layers', () => {
-    const confined = ['devices', 'setuid', 'dotdot-name', 'absolute-name', 'whiteouts', 'long-paths'];
-    const refused = ['absolute-symlink', 'dotdot-symlink', 'hardlink-out'];
+    const confined = ['devices', 'setuid', 'dotdot-name', 'absolute-name', 'whiteouts'];
+    // long-paths: past what the image storage could remove again (unpacked-size.ts)
+    const refused = ['absolute-symlink', 'dotdot-symlink', 'hardlink-out', 'long-paths'];
 
     it.each([...confined, ...refused])('unpacks a layer with %s inside the image only, or refuses it', async (kind) => {
       const archive = path.join(work, `${kind}.tar`);

@@ -1,13 +1,14 @@
 // What a fetched image unpacks to, counted before anything is unpacked: a
 // tar bomb (a little gzip that unpacks to much) is stopped as soon as it
 // passes the room there is, without being read to its end.
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { unpackedBytes } from '../../src/images/unpacked-size.js';
+import { MAX_LAYER_PATH_BYTES, unpackedBytes } from '../../src/images/unpacked-size.js';
 
 let dir: string;
 beforeEach(() => {
@@ -56,4 +57,21 @@ describe('unpackedBytes', () => {
     layout([{ mediaType: GZIP, data: Buffer.from('not gzip at all') }]);
     await expect(unpackedBytes(dir, 100)).rejects.toThrow(/could not be read/);
   });
+
+  it('refuses a layer holding a path longer than the image storage could remove, before anything is unpacked', async () => {
+    const deep = (bytes: number, component = 'd'.repeat(199)) => Array.from({ length: Math.ceil(bytes / 200) }, () => component).join('/').slice(0, bytes);
+    layout([{ mediaType: GZIP, data: gzipSync(tarOf([deep(3000)])) }]);
+    expect(await unpackedBytes(dir, 10 ** 9)).toBeGreaterThan(0);
+    layout([{ mediaType: GZIP, data: gzipSync(tarOf([deep(MAX_LAYER_PATH_BYTES + 1)])) }]);
+    await expect(unpackedBytes(dir, 10 ** 9)).rejects.toThrow(`it holds a path of ${MAX_LAYER_PATH_BYTES + 1} bytes`);
+    // Newlines in its names do not make a path look shorter.
+    layout([{ mediaType: TAR, data: tarOf([deep(MAX_LAYER_PATH_BYTES + 1, `${'n'.repeat(99)}\n${'n'.repeat(99)}`)]) }]);
+    await expect(unpackedBytes(dir, 10 ** 9)).rejects.toThrow(/it holds a path of \d+ bytes/);
+  });
 });
+
+/** A tar (PAX, as image layers of long names are) holding one file at each of `names`. */
+function tarOf(names: string[]): Buffer {
+  const script = 'import io, sys, tarfile, json\nout = io.BytesIO()\nwith tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as t:\n    for n in json.loads(sys.argv[1]):\n        i = tarfile.TarInfo(n); i.size = 1; t.addfile(i, io.BytesIO(b"x"))\nsys.stdout.buffer.write(out.getvalue())';
+  return execFileSync('python3', ['-c', script, JSON.stringify(names)], { maxBuffer: 64 << 20 });
+}
