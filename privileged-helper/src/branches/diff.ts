@@ -106,17 +106,25 @@ interface Item {
   name: string;
 }
 
+/**
+ * `under`: only what is below this folder of both trees (a project's path),
+ * when it is a folder in both; otherwise the whole trees. The paths reported
+ * are from the roots either way.
+ */
 export async function diffTrees(
   a: string,
   b: string,
-  opts: { maxTextBytes?: number; maxFiles?: number } = {},
+  opts: { maxTextBytes?: number; maxFiles?: number; under?: string } = {},
 ): Promise<TreeDiff> {
   const maxTextBytes = opts.maxTextBytes ?? DEFAULT_MAX_TEXT_BYTES;
   const maxFiles = opts.maxFiles ?? DEFAULT_MAX_FILES;
   const rootA = await checkRoot(a, 'from');
   const rootB = await checkRoot(b, 'to');
+  const under = scanned(rootA, rootB, opts.under);
 
-  const args = [...RSYNC_FLAGS, ...DIFF_EXCLUDES.map((p) => `--exclude=${p}`), '/to/', '/from/'];
+  // rsync anchors an exclude at the folder it walks: those below it, made relative to it.
+  const excludes = DIFF_EXCLUDES.filter((p) => under === '' || p.startsWith(`${under}/`)).map((p) => p.slice(under.length));
+  const args = [...RSYNC_FLAGS, ...excludes.map((p) => `--exclude=${p}`), `/to${under}/`, `/from${under}/`];
   const res = await run('bwrap', [...sandboxWith({ '/from': rootA, '/to': rootB }), '--', 'rsync', ...args], { allowFailure: true });
   if (res.exitCode !== 0 && !changedDuringScan(res.exitCode, res.stderr)) {
     const output = res.stderr.trim().split('\n').slice(-6).join('\n');
@@ -131,7 +139,7 @@ export async function diffTrees(
 
   for (const item of parseItems(res.stdout)) {
     const { flags, name } = item;
-    const rel = `/${name}`;
+    const rel = `${under}/${name}`;
     if (flags.startsWith('*deleting')) {
       removed.push(rel);
       continue;
@@ -208,6 +216,22 @@ function sandboxWith(trees: Record<string, string>): string[] {
     '--die-with-parent', '--new-session',
     '--cap-drop', 'ALL', '--cap-add', 'CAP_DAC_READ_SEARCH',
   ];
+}
+
+/**
+ * The folder to walk, '' for the roots: `under` when it and every folder
+ * above it are folders, not links, in both trees. rsync follows the folder it
+ * is given if it is a link: a branch that swaps one in after this look has it
+ * walk whatever its sandbox holds there instead (the other tree, /usr), and
+ * only names come of that: whoever reads the files reads them inside the trees.
+ */
+function scanned(rootA: string, rootB: string, under: string | undefined): string {
+  if (under === undefined) return '';
+  const folder = path.posix.normalize(under).replace(/\/+$/, '');
+  if (folder === '') return '';
+  if (!folder.startsWith('/') || folder.split('/').includes('..')) throw new GroveError('E_INVALID_PARAMS', `diff: ${JSON.stringify(under)} is not a folder's absolute path`);
+  const folders = folder.split('/').slice(1).map((_, i, parts) => `/${parts.slice(0, i + 1).join('/')}`);
+  return folders.every((f) => kindInRoot(rootA, f) === 'dir' && kindInRoot(rootB, f) === 'dir') ? folder : '';
 }
 
 async function checkRoot(dir: string, which: string): Promise<string> {

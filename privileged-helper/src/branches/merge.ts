@@ -5,8 +5,9 @@
 // For each source: its base is the fork point the two lines share
 // (fork-points.ts), mounted read-only as the branch saw it; what the source
 // changed since is the diff of the two (diff.ts: rsync in a sandbox, over
-// whole trees), kept to the project's path (or everything with --all) and
-// never Grove's own per-branch files; each of those paths is merged
+// the project's folder when it is one in both, else the whole trees), kept
+// to the project's path (or everything with --all) and never Grove's own
+// per-branch files; each of those paths is merged
 // (merge-plan.ts). Conflicts are all listed, both sides of each, before
 // anything is written; unless --take settles every one, nothing is.
 //
@@ -121,7 +122,7 @@ class MergeRun {
         const source = this.d.workspaces.record(ref.id);
         const base = this.d.forkPoints.base(target.id, source.id);
         const trees = { base: await this.mountBase(base), target: targetRoot, source: await this.d.storage.ensureMounted(source) };
-        const diff = await diffTrees(trees.base, trees.source, { maxFiles: 0 });
+        const diff = await diffTrees(trees.base, trees.source, { maxFiles: 0, under: o.scope });
         const paths = [...diff.added, ...diff.changed, ...diff.removed].filter((p) => mergeable(p, o.scope)).sort();
         for (const rel of paths) await plan.mergePath(rel, trees, { target, source });
         sources.push({ id: source.id, name: source.name, base: base.id });

@@ -303,6 +303,35 @@ describe('merge', () => {
     expect(await cat(main, `${work}/agent.txt`)).toBe('by the agent\n');
   });
 
+  it('a rename comes across as a deletion and an addition', async () => {
+    const { children: [child] } = await fork(client, main, ['mg-rename']);
+    await sh(client, child!, `mv ${work}/b.txt ${work}/renamed.txt`);
+    const result = await merge([child!]);
+    expect(result.changes.map((c) => [c.path, c.action]).sort()).toEqual([[`${work}/b.txt`, 'delete'], [`${work}/renamed.txt`, 'write']]);
+    expect(await sh(client, main, `test -e ${work}/b.txt || cat ${work}/renamed.txt`)).toBe(await cat(child!, `${work}/renamed.txt`));
+  });
+
+  it("treats the branches' links as theirs: never followed on the host, written as links; a fifo is refused, nothing written", async () => {
+    const { children: [child] } = await fork(client, main, ['mg-hostile']);
+    // The target's a.txt becomes a link to its own /etc/passwd: read inside the branch, a conflict of kinds, not the host's file.
+    await sh(client, main, `ln -sf /etc/passwd ${work}/a.txt`);
+    await sh(client, child!, `echo 'child a' > ${work}/a.txt; ln -s /etc/shadow ${work}/to-shadow; ln -s / ${work}/to-root`);
+    const result = await merge([child!]);
+    expect(result.conflicts).toEqual([
+      expect.objectContaining({ path: `${work}/a.txt`, kind: 'kind', target: expect.objectContaining({ kind: 'link', detail: '/etc/passwd' }), sourceSide: expect.objectContaining({ kind: 'file' }) }),
+    ]);
+    const settled = await merge([child!], { take: [{ path: `${work}/a.txt`, side: 'target' }] });
+    expect(settled.merged).toBe(true);
+    expect((await sh(client, main, `readlink ${work}/to-shadow ${work}/to-root`)).split('\n')).toEqual(['/etc/shadow', '/', '']);
+
+    const { children: [fifo] } = await fork(client, main, ['mg-fifo']);
+    await sh(client, fifo!, `mkfifo ${work}/pipe; echo more > ${work}/more.txt`);
+    const versionsBefore = await versionsOfMain();
+    expect(await failure(merge([fifo!]))).toMatchObject({ code: 'E_PRECONDITION', message: `${work}/pipe in 'mg-fifo' is neither a file nor a link: it cannot be merged` });
+    expect(await sh(client, main, `test -e ${work}/more.txt || echo absent`)).toBe('absent\n');
+    expect(await versionsOfMain()).toEqual(versionsBefore);
+  });
+
   it('refuses a merge into itself, a take of a branch that is no source, and a take outside the project', async () => {
     const { children: [child] } = await fork(client, main, ['mg-bad']);
     expect(await failure(merge([main]))).toMatchObject({ code: 'E_INVALID_PARAMS', message: expect.stringContaining('into itself') });
