@@ -87,7 +87,7 @@ describe('grove mcp, as an agent', () => {
       await chown(dir, agent.uid, agent.uid);
       await chown(path.join(dir, 'notes.txt'), agent.uid, agent.uid);
       const copied = await callTool(mcp, 'copy_in', { branch: MAIN, from: path.join(dir, 'notes.txt'), to: '/root' });
-      expect(copied.structuredContent).toEqual({ bytes: 15, branch: MAIN, to: '/root' });
+      expect(copied.structuredContent).toEqual({ bytes: 10240, branch: MAIN, to: '/root' }); // one tar record
       expect(await sh(person, main, 'cat /root/notes.txt')).toBe('from the agent\n');
       const refused = (await mcp.callTool({ name: 'copy_in', arguments: { branch: MAIN, from: path.join(dir, 'secret.txt'), to: '/root' } })) as CallToolResult;
       expect(refused.isError).toBe(true);

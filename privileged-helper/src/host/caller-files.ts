@@ -28,18 +28,27 @@ export async function callerPath(caller: Caller, p: string): Promise<CallerPath>
   return { real, kind: kind === 'directory' ? 'directory' : 'file' };
 }
 
-/** The bytes the caller's file or folder holds (du's apparent size), for a check of the room it needs. */
+/**
+ * The size of the tar callerTarCommand makes of it, as the caller: what a
+ * copy moves and its progress counts (the files' bytes, a 512-byte header for
+ * each entry, padding). GNU tar writing to /dev/null reads no file's data.
+ */
 export async function callerBytes(caller: Caller, p: CallerPath): Promise<number> {
-  const [file, args] = await asCaller(caller, ['du', '--summarize', '--bytes', '--', p.real]);
+  const [file, args] = await asCaller(caller, ['tar', '--create', '--totals', ...tarOf(p, '/dev/null')]);
   const res = await run(file, args, { allowFailure: true });
-  const bytes = Number(res.stdout.split('\t')[0]);
-  if (!Number.isFinite(bytes)) throw new GroveError('E_HOST', `could not measure ${p.real}: ${lastLine(res.stderr)}`);
-  return bytes;
+  const bytes = /^Total bytes written: (\d+)/m.exec(res.stderr)?.[1];
+  if (res.exitCode !== 0 || bytes === undefined) throw new GroveError('E_HOST', `could not measure ${p.real}: ${lastLine(res.stderr)}`);
+  return Number(bytes);
 }
 
-/** How to make a tar of the caller's file or folder on stdout, its one top-level entry named after it, as the caller. */
+/** How to make a tar of the caller's file or folder on stdout, as the caller. */
 export async function callerTarCommand(caller: Caller, p: CallerPath): Promise<[string, string[]]> {
-  return asCaller(caller, ['tar', '--create', '--file', '-', '--directory', path.dirname(p.real), '--', path.basename(p.real)]);
+  return asCaller(caller, ['tar', '--create', ...tarOf(p, '-')]);
+}
+
+/** tar's arguments for a tar of `p` in `archive`, its one top-level entry named after it. */
+function tarOf(p: CallerPath, archive: string): string[] {
+  return ['--file', archive, '--directory', path.dirname(p.real), '--', path.basename(p.real)];
 }
 
 /** Copies the caller's file or folder into `dir` (the helper's own, under the pool), as `dir/NAME`; read as the caller, written by root without CAP_MKNOD. */

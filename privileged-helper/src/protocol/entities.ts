@@ -98,7 +98,11 @@ export const ExportResult = z.strictObject({
 export type ExportResult = z.infer<typeof ExportResult>;
 
 /** What a copy into or out of a branch moved. */
-export const CopyResult = z.strictObject({ bytes: z.number().int().nonnegative(), ms: z.number().int().nonnegative() });
+export const CopyResult = z.strictObject({
+  /** What the copy moved: a tar of it (its files' bytes, a 512-byte header for each entry, padding). */
+  bytes: z.number().int().nonnegative(),
+  ms: z.number().int().nonnegative(),
+});
 export type CopyResult = z.infer<typeof CopyResult>;
 
 export const Workspace = z.strictObject({
