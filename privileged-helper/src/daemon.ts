@@ -158,7 +158,7 @@ async function boot(config: HelperConfig) {
     removed,
   });
   const criu = new Criu(config.criu, path.join(config.stateDir, 'logs'), launcher, config.rootsDir, { pagesAfterThaw: true, action: config.groveAction, netlock: config.groveNetlock });
-  if ((await ensureKdatCache(config.criu)) === 'not written') log('CRIU could not write its kernel-probe cache: every CRIU run will probe the kernel again (~40 ms, more under load)');
+  if ((await ensureKdatCache(config.criu)) === 'not written') log('CRIU could not write its kernel-probe cache: every CRIU run will probe the kernel again, which each fork and checkpoint waits for');
   // Where CRIU writes a fork's or a checkpoint's images: a tmpfs of its own, whatever the run dir is on. Creating
   // a few hundred image files on ext4 (whose inode allocator looks for recently deleted inodes) lengthened
   // every freeze (docs/fork-profile.md); its size is tmpfs's default, half the memory.
