@@ -64,7 +64,28 @@ async function resume(d: ReconcileDeps, op: PendingOp): Promise<void> {
     case 'discard':
       d.log(`finishing the discard of ${op.workspaceId} that the last helper was killed in`);
       return d.workspaces.finishDiscard(op.workspaceId);
+    case 'merge':
+      return undoMerge(d, op);
   }
+}
+
+/**
+ * A merge the last helper was killed in is undone: once it may have written
+ * files, the target goes back to the version taken before it (files and
+ * processes, as at that instant: which files it wrote is not known); the
+ * version goes either way. A rollback killed in turn is its own pending
+ * operation, finished at the start after.
+ */
+async function undoMerge(d: ReconcileDeps, op: Extract<PendingOp, { kind: 'merge' }>): Promise<void> {
+  d.log(`undoing the merge into ${op.workspaceId} that the last helper was killed in`);
+  try {
+    if (op.writing && d.registry.findWorkspace(op.workspaceId)?.state === 'running') await d.versions.rollback(op.workspaceId, op.version);
+    if (d.registry.findVersion(op.version)) await d.versions.delete(op.version);
+  } catch (err) {
+    d.log(`the merge into ${op.workspaceId} could not be undone (${(err as Error).message}): its version ${op.version} from before it is kept`);
+  }
+  // A rollback that failed left its own pending operation in the merge's place: that one stays.
+  if (d.registry.pendingOps().find((p) => p.workspaceId === op.workspaceId)?.kind === 'merge') d.registry.endPendingOp(op.workspaceId);
 }
 
 /** Branch mounts (merged roots, idmapped lowers) and their directories in no record: deepest mounts first. */

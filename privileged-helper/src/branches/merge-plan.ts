@@ -118,10 +118,11 @@ export class MergePlan {
     const take = this.takes.get(rel);
     if (take === sides.source.id) return this.plan(rel, source, sides, 'taken');
     if (take !== undefined) return; // the target's side, or another source's: this source's change is not taken
-    if (sameEntry(target, base)) return this.plan(rel, source, sides, 'source');
-    if (source.kind === 'other') throw new GroveError('E_PRECONDITION', `${rel} in '${sides.source.name}' is ${source.what}: it cannot be merged`);
     const conflict = (kind: MergeConflict['kind'], hunks: string | null = null) =>
       this.conflicts.push({ path: rel, source: sides.source.name, kind, target: describeSide(target), sourceSide: describeSide(source), hunks });
+    // A socket, fifo or device (a running desktop's), a folder where a file was, a file over the limit: never written.
+    if (source.kind === 'other') return void conflict('special');
+    if (sameEntry(target, base)) return this.plan(rel, source, sides, 'source');
     if (target.kind === 'none' || source.kind === 'none') return void conflict('edit-delete');
     if (target.kind !== source.kind) return void conflict('kind');
     if (!isText(target) || !isText(source) || (base.kind !== 'none' && !isText(base))) return void conflict(target.kind === 'file' ? 'binary' : 'kind');

@@ -15,7 +15,9 @@
 // …", which a rollback returns to later); the files are then written inside
 // the branch (files/merge-writer.ts). A failure on the way writes back what
 // the target had at each path (and removes the folders the merge made) and
-// deletes the version: the target is as it was, and still running. The
+// deletes the version: the target is as it was, and still running; a helper
+// killed meanwhile leaves the next start to roll the target back to that
+// version if the writing had begun, and delete it (reconcile.ts). The
 // target's turn is held throughout and each source's read turn, so no
 // rollback, fork or discard changes them meanwhile.
 import path from 'node:path';
@@ -152,12 +154,17 @@ class MergeRun {
     const version = await this.d.versions.checkpointLocked(target.id, `before merging ${sourceNames.join(', ')} into ${target.name}`);
     const exec = this.d.runtime.execTarget(target);
     const undo = undoSteps(plan, madeFolders(targetRoot, [...plan.planned.keys()]));
+    const pending = { kind: 'merge', workspaceId: target.id, version: version.id } as const;
+    this.d.registry.beginPendingOp({ ...pending, writing: false });
     try {
       injectFault(fault, 'checkpoint', "fault injected after the merge's checkpoint");
+      this.d.registry.beginPendingOp({ ...pending, writing: true });
       await writeInBranch(this.d.exec, exec, target.name, [...plan.planned].map(([rel, entry]) => step(rel, entry)));
       injectFault(fault, 'write', "fault injected after the merge's files were written");
     } catch (err) {
       throw await undoAfter(err, [() => writeInBranch(this.d.exec, exec, target.name, undo), () => this.d.versions.delete(version.id)]);
+    } finally {
+      this.d.registry.endPendingOp(target.id);
     }
     return version.id;
   }

@@ -43,9 +43,11 @@ export const MergeConflict = z.strictObject({
   /**
    * text: both changed the same lines; edit-delete: one deleted what the
    * other changed; binary: both changed a file that is not text; kind: both
-   * changed it into different kinds of thing (a file and a link…).
+   * changed it into different kinds of thing (a file and a link…); special:
+   * the source's is neither file nor link (a socket, a fifo, a folder, a file
+   * over the size limit), which a merge never writes: take the target's.
    */
-  kind: z.enum(['text', 'edit-delete', 'binary', 'kind']),
+  kind: z.enum(['text', 'edit-delete', 'binary', 'kind', 'special']),
   target: MergeSide,
   sourceSide: MergeSide,
   /** For text: the file with git's conflict markers around each conflicting hunk (cut at 64 KiB). */

@@ -70,7 +70,9 @@ export type PendingOp =
   | { kind: 'rollback'; workspaceId: string; to: string; before: { version: string } | { files: string } }
   /** The branch becomes its tree's main line in place of `mainId`, whose ports each had are `leases`. */
   | { kind: 'promote'; workspaceId: string; mainId: string; oldMain: OldMainFate; version: string | null; leases: { id: string; ports: PortLease[] }[] }
-  | { kind: 'discard'; workspaceId: string };
+  | { kind: 'discard'; workspaceId: string }
+  /** A merge into the branch, checkpointed as `version` before it; `writing`: its files may be partly written. */
+  | { kind: 'merge'; workspaceId: string; version: string; writing: boolean };
 
 /** Egress log rows each branch keeps (its newest, give or take PRUNE_EVERY); a branch's log stays bounded. */
 export const EGRESS_ROWS_PER_BRANCH = 10_000;

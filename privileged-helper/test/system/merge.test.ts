@@ -3,7 +3,7 @@
 // version descending from it; grove merge brings what branches changed into a
 // live branch, file by file, with git's three-way merge, conflicts listed
 // before anything is written, and as a transaction.
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
@@ -14,7 +14,7 @@ import type { MergeResult } from '../../src/protocol/merge.js';
 import type { GroveError } from '../../src/protocol/wire.js';
 import type { Approval } from '../../src/protocol/approvals.js';
 import { agentUserNames, GROVE_CLI, runAs, testUser } from './agent-users.js';
-import { REPO } from './helper-process.js';
+import { REPO, startHelper } from './helper-process.js';
 import { connect, createWorkspace, instance, sh, track, waitFor } from './support.js';
 
 const GROVE = path.join(REPO, 'main/bin/grove');
@@ -28,6 +28,14 @@ async function fork(client: HelperClient, source: Workspace, names: string[]): P
   return { fork: report.fork, children: await Promise.all(report.children.map(track)) };
 }
 
+/** Deletes the other branches of `main`'s workspace, then `main`. */
+async function deleteTree(client: HelperClient, main: Workspace): Promise<void> {
+  for (const w of await client.request('workspace.list', {})) {
+    if (w.tree === main.tree && w.id !== main.id) await client.request('workspace.delete', { workspace: w.id }).catch(() => undefined);
+  }
+  await client.request('workspace.delete', { workspace: main.id }).catch(() => undefined);
+}
+
 describe('fork points', () => {
   let client: HelperClient;
   let source: Workspace;
@@ -39,10 +47,7 @@ describe('fork points', () => {
   });
 
   afterAll(async () => {
-    for (const w of await client.request('workspace.list', {})) {
-      if (w.tree === source.tree && w.id !== source.id) await client.request('workspace.delete', { workspace: w.id }).catch(() => undefined);
-    }
-    await client.request('workspace.delete', { workspace: source.id }).catch(() => undefined);
+    await deleteTree(client, source);
     client.close();
   });
 
@@ -125,10 +130,7 @@ describe('merge', () => {
   });
 
   afterAll(async () => {
-    for (const w of await client.request('workspace.list', {})) {
-      if (w.tree === main.tree && w.id !== main.id) await client.request('workspace.delete', { workspace: w.id }).catch(() => undefined);
-    }
-    await client.request('workspace.delete', { workspace: main.id }).catch(() => undefined);
+    await deleteTree(client, main);
     await rm(project, { recursive: true, force: true });
     client.close();
   });
@@ -180,8 +182,11 @@ describe('merge', () => {
   it('with --all, merges outside the project too, never Grove’s own files', async () => {
     const { children: [child] } = await fork(client, main, ['mg-all']);
     await sh(client, child!, 'echo from-child > /srv/outside.txt; echo 10.9.9.9 elsewhere >> /etc/hosts');
-    const result = await merge([child!], { all: true });
-    expect(result).toMatchObject({ merged: true, scope: '/' });
+    // Both desktops go on writing their own runtime files (logs, caches): with --all those can conflict, settled for the target.
+    const first = await merge([child!], { all: true, dryRun: true });
+    expect(first.conflicts.map((c) => c.path)).not.toContain('/srv/outside.txt');
+    const result = await merge([child!], { all: true, take: first.conflicts.map((c) => ({ path: c.path, side: 'target' })) });
+    expect(result).toMatchObject({ merged: true, scope: '/', conflicts: [] });
     expect(result.changes.map((c) => c.path)).toContain('/srv/outside.txt');
     expect(result.changes.map((c) => c.path)).not.toContain('/etc/hosts');
     expect(await cat(main, '/srv/outside.txt')).toBe('from-child\n');
@@ -311,7 +316,7 @@ describe('merge', () => {
     expect(await sh(client, main, `test -e ${work}/b.txt || cat ${work}/renamed.txt`)).toBe(await cat(child!, `${work}/renamed.txt`));
   });
 
-  it("treats the branches' links as theirs: never followed on the host, written as links; a fifo is refused, nothing written", async () => {
+  it("treats the branches' links as theirs: never followed on the host, written as links; a fifo is a conflict, nothing written", async () => {
     const { children: [child] } = await fork(client, main, ['mg-hostile']);
     // The target's a.txt becomes a link to its own /etc/passwd: read inside the branch, a conflict of kinds, not the host's file.
     await sh(client, main, `ln -sf /etc/passwd ${work}/a.txt`);
@@ -327,9 +332,13 @@ describe('merge', () => {
     const { children: [fifo] } = await fork(client, main, ['mg-fifo']);
     await sh(client, fifo!, `mkfifo ${work}/pipe; echo more > ${work}/more.txt`);
     const versionsBefore = await versionsOfMain();
-    expect(await failure(merge([fifo!]))).toMatchObject({ code: 'E_PRECONDITION', message: `${work}/pipe in 'mg-fifo' is neither a file nor a link: it cannot be merged` });
+    const refused = await merge([fifo!]);
+    expect(refused).toMatchObject({ merged: false, conflicts: [{ path: `${work}/pipe`, kind: 'special', sourceSide: { kind: 'other', detail: 'neither a file nor a link' } }] });
     expect(await sh(client, main, `test -e ${work}/more.txt || echo absent`)).toBe('absent\n');
     expect(await versionsOfMain()).toEqual(versionsBefore);
+    const withoutPipe = await merge([fifo!], { take: [{ path: `${work}/pipe`, side: 'target' }] });
+    expect(withoutPipe.changes.map((c) => c.path)).toEqual([`${work}/more.txt`]);
+    expect(await sh(client, main, `test -e ${work}/pipe || cat ${work}/more.txt`)).toBe('more\n');
   });
 
   it('refuses a merge into itself, a take of a branch that is no source, and a take outside the project', async () => {
@@ -337,5 +346,59 @@ describe('merge', () => {
     expect(await failure(merge([main]))).toMatchObject({ code: 'E_INVALID_PARAMS', message: expect.stringContaining('into itself') });
     expect(await failure(merge([child!], { take: [{ path: `${work}/a.txt`, side: main.id }] }))).toMatchObject({ code: 'E_INVALID_PARAMS', message: expect.stringContaining('not one of the sources') });
     expect(await failure(merge([child!], { take: [{ path: '/etc/hostname', side: 'target' }] }))).toMatchObject({ code: 'E_INVALID_PARAMS', message: expect.stringContaining('not a path this merge writes') });
+  });
+});
+
+describe('a helper killed mid-merge', () => {
+  let c: HelperClient;
+  let project: string;
+  let main: Workspace;
+  const work = '/root/work';
+  const state = () => sh(c, main, `cd ${work} && find . -print0 | sort -z | xargs -0 sha256sum 2>/dev/null; find . | sort`);
+  const versionsOfMain = async () => (await c.request('version.list', { workspace: main.id })).filter((v) => v.branch === main.id).map((v) => v.id);
+
+  /** The merge kills the helper at `stage`; a new helper is started, which finishes what the last one left. */
+  async function crashDuring(sources: Workspace[], stage: 'checkpoint' | 'write'): Promise<void> {
+    const t = instance();
+    const pid = Number(await readFile(t.pidFile, 'utf8'));
+    await c.request('branch.merge', { workspace: main.id, sources: sources.map((s) => s.id), faultAt: stage, crash: true }).catch(() => undefined);
+    await waitFor('the helper to die', async () => {
+      const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+      return stat === '' || stat.slice(stat.lastIndexOf(')') + 2)[0] === 'Z';
+    }, 60_000);
+    c.close();
+    await startHelper(t);
+    c = await connect('merge-crash');
+  }
+
+  beforeAll(async () => {
+    c = await connect('merge-crash');
+    project = await mkdtemp(path.join(os.tmpdir(), 'grove-merge-crash-'));
+    await writeFile(path.join(project, 'a.txt'), 'a from main\n');
+    await writeFile(path.join(project, 'b.txt'), 'b from main\n');
+    main = await track(await c.request('workspace.create', { name: 'mc-main', project: { hostPath: project } }));
+  });
+
+  afterAll(async () => {
+    await deleteTree(c, main);
+    await rm(project, { recursive: true, force: true });
+    c.close();
+  });
+
+  it.each(['checkpoint', 'write'] as const)('after its %s: the next start undoes it, the target runs with its files as before, the version goes', async (stage) => {
+    const { children: [child] } = await fork(c, main, [`mc-${stage}`]);
+    await sh(c, child!, `echo 'from the child' > ${work}/a.txt; mkdir -p ${work}/made; echo x > ${work}/made/x.txt; rm ${work}/b.txt`);
+    const before = await state();
+    const versionsBefore = await versionsOfMain();
+    await crashDuring([child!], stage);
+    main = await track(await c.request('workspace.get', { workspace: main.id }));
+    expect(main.state).toBe('running');
+    expect(await state()).toBe(before);
+    expect(await versionsOfMain()).toEqual(versionsBefore);
+    // And it merges afterwards.
+    expect(await c.request('branch.merge', { workspace: main.id, sources: [child!.id] })).toMatchObject({ merged: true });
+    expect(await sh(c, main, `cat ${work}/a.txt`)).toBe('from the child\n');
+    await c.request('branch.rollback', { workspace: main.id, version: (await versionsOfMain()).at(-1)! });
+    main = await track(await c.request('workspace.get', { workspace: main.id }));
   });
 });
