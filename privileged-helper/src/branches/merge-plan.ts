@@ -14,8 +14,9 @@ import { mergeText } from '../files/three-way.js';
 
 /** A file larger than this is not read into the helper: both sides changing it is a conflict, one side changing it an error. */
 export const MAX_MERGE_FILE_BYTES = 64 * 2 ** 20;
-/** How much of a conflicting file's marked text a conflict carries. */
+/** How much of a conflicting file's marked text a conflict carries, and all conflicts together (the reply stays far below its bound). */
 const HUNKS_SHOWN_BYTES = 64 * 1024;
+const ALL_HUNKS_SHOWN_BYTES = 4 * 2 ** 20;
 /** How much of a file is searched for a NUL byte to call it binary (git's rule). */
 const BINARY_SNIFF_BYTES = 8000;
 
@@ -105,6 +106,8 @@ export class MergePlan {
   readonly original = new Map<string, Entry>();
   readonly changes: MergeChange[] = [];
   readonly conflicts: MergeConflict[] = [];
+  /** Bytes of marked text the conflicts carry so far. */
+  private hunksShown = 0;
 
   /** `takes`: path → 'target', or the id of the source whose side settles it. */
   constructor(private readonly takes: ReadonlyMap<string, string>) {}
@@ -130,8 +133,16 @@ export class MergePlan {
       { base: base.kind === 'file' ? base.bytes : Buffer.alloc(0), target: target.bytes, source: source.bytes },
       { target: sides.target.name, source: sides.source.name },
     );
-    if (merged.conflicts > 0) return void conflict('text', merged.text.subarray(0, HUNKS_SHOWN_BYTES).toString('utf8'));
+    if (merged.conflicts > 0) return void conflict('text', this.shown(merged.text));
     this.plan(rel, { kind: 'file', bytes: merged.text, executable: source.executable }, sides, 'merged');
+  }
+
+  /** The start of a conflicting file's marked text, while the conflicts' budget lasts (then none: the conflict is still listed). */
+  private shown(text: Buffer): string | null {
+    const part = text.subarray(0, Math.min(HUNKS_SHOWN_BYTES, ALL_HUNKS_SHOWN_BYTES - this.hunksShown));
+    if (part.length === 0) return null;
+    this.hunksShown += part.length;
+    return part.toString('utf8');
   }
 
   /** The path in the target as the sources merged so far left it. */

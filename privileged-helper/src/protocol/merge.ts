@@ -50,7 +50,7 @@ export const MergeConflict = z.strictObject({
   kind: z.enum(['text', 'edit-delete', 'binary', 'kind', 'special']),
   target: MergeSide,
   sourceSide: MergeSide,
-  /** For text: the file with git's conflict markers around each conflicting hunk (cut at 64 KiB). */
+  /** For text: the file with git's conflict markers around each conflicting hunk (cut at 64 KiB; null once the conflicts before it showed 4 MiB). */
   hunks: z.string().nullable(),
 });
 export type MergeConflict = z.infer<typeof MergeConflict>;
