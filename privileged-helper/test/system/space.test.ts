@@ -41,6 +41,22 @@ describe('a full pool', () => {
       await execa('fallocate', ['-l', String(Math.min(over > 512 * MiB ? over - 256 * MiB : over / 2, 2 ** 30)), file], { reject: false });
     }
   };
+  /**
+   * Fills the pool to its last MiB at once, whatever statfs's estimate says
+   * (it lags what btrfs has allocated): a fallocate bigger than what is left
+   * fails whole, so each failure halves the next try.
+   */
+  const fillToLastMiB = async () => {
+    const s = await statfs(pool);
+    for (let size = s.bavail * s.bsize; size >= MiB; ) {
+      const file = path.join(pool, `filler-${fillers.length}`);
+      fillers.push(file);
+      if ((await execa('fallocate', ['-l', String(size), file], { reject: false })).exitCode === 0) continue;
+      await rm(file, { force: true });
+      fillers.pop();
+      size = Math.floor(size / 2);
+    }
+  };
   const emptyPool = async () => {
     for (const file of fillers.splice(0)) await rm(file, { force: true });
   };
@@ -124,22 +140,28 @@ describe('a full pool', () => {
     const removals: { id: string; reason?: string }[] = [];
     c.on('version.removed', (e) => removals.push(e));
     await c.subscribe(['version.removed']);
+    // 512 MiB that does not compress: the dump and the save take long enough to be caught running.
+    await sh(c, ws, `nohup python3 -c 'import os, time; b = os.urandom(512 << 20); open("/tmp/held", "w"); time.sleep(3600)' >/dev/null 2>&1 &`);
+    await waitFor('the branch to hold it', async () => (await sh(c, ws, 'test -e /tmp/held && echo yes || true')) === 'yes\n', 60_000);
+    // Room for the check before the dump to pass, and a little more: what is left fills in a few steps.
+    const dumpable = (await c.request('perf.get', {})).branches.find((b) => b.workspace === ws.id)!.cgroup.dumpableBytes;
+    await fillPool(dumpable + 512 * MiB);
     const checkpoint = c.request('branch.checkpoint', { workspace: ws.id, label: 'filled during' });
-    // The check before the dump passed; as soon as CRIU dumps (into the scratch space), the pool it is saved into fills up.
-    const dumping = async () => (await criuCommandLines()).some((l) => l.includes(' dump ') && l.includes('/scratch/checkpoint-'));
-    for (let i = 0; i < 2000 && !(await dumping()); i++) await new Promise((r) => setTimeout(r, 5));
-    for (let i = 0; i < 4; i++) {
-      const s = await statfs(pool);
-      const file = path.join(pool, `filler-${fillers.length}`);
-      fillers.push(file);
-      await execa('fallocate', ['-l', String(Math.max(s.bavail * s.bsize - 8 * MiB, MiB)), file], { reject: false });
+    // The check before the dump passed; CRIU's dump (into the scratch space) is held stopped while the pool it is saved into fills up.
+    const held = await holdCheckpointDump();
+    try {
+      await fillToLastMiB();
+    } finally {
+      for (const pid of held) process.kill(pid, 'SIGCONT');
     }
     const version = await checkpoint; // its point in time was fixed: it returns, to be saved after
     expect(version.saved).toBe(false);
-    await waitFor('the checkpoint to be dropped', async () => removals.some((r) => r.id === version.id), 60_000);
-    const gone = removals.find((r) => r.id === version.id)!;
+    const settled = async () => removals.some((r) => r.id === version.id) || (await c.request('version.list', { workspace: ws.id })).some((v) => v.id === version.id && v.saved);
+    await waitFor('the checkpoint to be dropped', settled, 60_000);
+    const gone = removals.find((r) => r.id === version.id);
+    expect(gone, 'the checkpoint was saved: the pool was not full before its save ended').toBeDefined();
     await emptyPool();
-    process.stderr.write(`[space] checkpoint saved into a pool filled under it: ${gone.reason}\n`);
+    process.stderr.write(`[space] checkpoint saved into a pool filled under it: ${gone!.reason}\n`);
     expect(gone).toEqual({ id: version.id, reason: expect.stringMatching(new RegExp(`checkpoint ${version.id} could not be saved into the pool: .*No space left on device`)) });
     expect(await ids()).toEqual(versionsBefore);
     expect(await readdir(path.join(pool, 'versions'))).not.toContain(version.id);
@@ -147,15 +169,34 @@ describe('a full pool', () => {
   });
 });
 
-/** Command lines of the CRIU processes running on the host. */
-async function criuCommandLines(): Promise<string[]> {
-  const lines: string[] = [];
+/** Stops the processes of a checkpoint's CRIU dump as soon as it runs; the pids stopped. */
+async function holdCheckpointDump(): Promise<number[]> {
+  for (const deadline = Date.now() + 20_000; Date.now() < deadline; ) {
+    const dump = (await criuRuns()).filter((r) => r.line.includes(' dump ') && r.line.includes('/scratch/checkpoint-'));
+    const held = dump.flatMap((r) => (tryKill(r.pid, 'SIGSTOP') ? [r.pid] : []));
+    if (held.length > 0) return held;
+  }
+  throw new Error("timed out waiting for the checkpoint's dump");
+}
+
+function tryKill(pid: number, signal: NodeJS.Signals): boolean {
+  try {
+    process.kill(pid, signal);
+    return true;
+  } catch {
+    return false; // it ended first
+  }
+}
+
+/** The CRIU processes running on the host: pid and command line. */
+async function criuRuns(): Promise<{ pid: number; line: string }[]> {
+  const runs: { pid: number; line: string }[] = [];
   for (const pid of await readdir('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     const line = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0').join(' ');
-    if (line.includes('/criu ')) lines.push(line);
+    if (line.includes('/criu ')) runs.push({ pid: Number(pid), line });
   }
-  return lines;
+  return runs;
 }
 
 /** A helper instance for this file: its own tag, pool and subnet (beside the shared instance's). */
