@@ -69,12 +69,12 @@ async function countDecompressed(file: string, mediaType: string, room: number):
   const names = listNames(file);
   const source = createReadStream(file);
   const tar = mediaType.endsWith('+zstd') || mediaType.endsWith('.zstd') ? zstdOf(source) : mediaType.endsWith('gzip') ? source.pipe(createGunzip()) : source;
-  const bytes = await countStream(tar, room, () => source.destroy()).catch((err: unknown) => {
-    names.abandon();
+  const bytes = await countStream(tar, room, () => source.destroy()).catch(async (err: unknown) => {
+    await names.abandon();
     throw err;
   });
   if (bytes > room) {
-    names.abandon();
+    await names.abandon();
     return bytes;
   }
   const pathBytes = await names.longest;
@@ -91,12 +91,17 @@ async function countDecompressed(file: string, mediaType: string, room: number):
  * escape quoting only lengthens a name (a newline in it is written as two
  * characters), so a name is never measured shorter than it is.
  */
-function listNames(file: string): { longest: Promise<number>; abandon: () => void } {
-  const tar = spawn('tar', ['--list', '--quoting-style=escape', '--file', file], { stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, LC_ALL: 'C.UTF-8' } });
+function listNames(file: string): { longest: Promise<number>; abandon: () => Promise<void> } {
+  // A group of its own: abandoning it ends its decompressor too, which holds the blob open (and its space in the pool) until it exits.
+  const tar = spawn('tar', ['--list', '--quoting-style=escape', '--file', file], { stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, LC_ALL: 'C.UTF-8' }, detached: true });
   const longest = longestLine(tar);
-  const abandon = () => {
-    tar.kill();
-    longest.catch(() => undefined); // nobody waits for it any more
+  const abandon = async () => {
+    try {
+      process.kill(-tar.pid!, 'SIGKILL');
+    } catch {
+      return; // it had ended
+    }
+    await longest.catch(() => undefined);
   };
   return { longest, abandon };
 }

@@ -3,7 +3,7 @@
 // passes the room there is, without being read to its end.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -48,6 +48,16 @@ describe('unpackedBytes', () => {
     expect(await unpackedBytes(dir, 1 << 20)).toBe((1 << 20) + 1);
   });
 
+  it('leaves nothing reading a tar bomb once it stops: tar and its decompressor held the blob, and its space, open', async () => {
+    const header = tarOf(['zeros']).subarray(0, 512);
+    header.write(((256 << 20).toString(8) + '\0').padStart(12, '0'), 124, 'ascii'); // the size field: 256 MiB
+    header.write('        ', 148, 'ascii');
+    header.write((header.reduce((sum, b) => sum + b, 0).toString(8) + '\0 ').padStart(8, '0'), 148, 'ascii');
+    layout([{ mediaType: GZIP, data: gzipSync(Buffer.concat([header, Buffer.alloc(256 << 20)])) }]);
+    expect(await unpackedBytes(dir, 1 << 20)).toBe((1 << 20) + 1);
+    expect(openersOf(dir)).toEqual([]);
+  });
+
   it('refuses a digest that is not sha256 hex (no path out of the layout)', async () => {
     writeFileSync(path.join(dir, 'index.json'), JSON.stringify({ manifests: [{ digest: 'sha256:../../../etc/passwd', size: 1 }] }));
     await expect(unpackedBytes(dir, 100)).rejects.toThrow(/unsupported digest/);
@@ -74,4 +84,17 @@ describe('unpackedBytes', () => {
 function tarOf(names: string[]): Buffer {
   const script = 'import io, sys, tarfile, json\nout = io.BytesIO()\nwith tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as t:\n    for n in json.loads(sys.argv[1]):\n        i = tarfile.TarInfo(n); i.size = 1; t.addfile(i, io.BytesIO(b"x"))\nsys.stdout.buffer.write(out.getvalue())';
   return execFileSync('python3', ['-c', script, JSON.stringify(names)], { maxBuffer: 64 << 20 });
+}
+
+/** Processes with a file under `folder` open. */
+function openersOf(folder: string): string[] {
+  return readdirSync('/proc').filter((pid) => /^\d+$/.test(pid) && fdsOf(pid).some((target) => target.startsWith(folder)));
+}
+
+function fdsOf(pid: string): string[] {
+  try {
+    return readdirSync(`/proc/${pid}/fd`).map((fd) => readlinkSync(`/proc/${pid}/fd/${fd}`));
+  } catch {
+    return []; // it ended, or is not ours to look at
+  }
 }
