@@ -43,7 +43,8 @@ describe('fork points', () => {
   beforeAll(async () => {
     client = await connect();
     source = await createWorkspace(client, 'fp-src');
-    await sh(client, source, 'echo at-the-fork > /root/state.txt; echo system > /srv/state.txt');
+    // Its state at the fork, and a file of 1 MiB: btrfs keeps small files inline in its metadata, which `btrfs filesystem du` does not count.
+    await sh(client, source, 'echo at-the-fork > /root/state.txt; echo system > /srv/state.txt; head -c 1M /dev/urandom > /root/data.bin; sync');
   });
 
   afterAll(async () => {
@@ -182,10 +183,18 @@ describe('merge', () => {
   it('with --all, merges outside the project too, never Grove’s own files', async () => {
     const { children: [child] } = await fork(client, main, ['mg-all']);
     await sh(client, child!, 'echo from-child > /srv/outside.txt; echo 10.9.9.9 elsewhere >> /etc/hosts');
-    // Both desktops go on writing their own runtime files (logs, caches): with --all those can conflict, settled for the target.
-    const first = await merge([child!], { all: true, dryRun: true });
-    expect(first.conflicts.map((c) => c.path)).not.toContain('/srv/outside.txt');
-    const result = await merge([child!], { all: true, take: first.conflicts.map((c) => ({ path: c.path, side: 'target' })) });
+    // Both desktops' Chromium goes on writing its own files (logs, caches): with --all those conflict, settled for the
+    // target; it is held stopped in both meanwhile, or the merge would find new ones the dry run did not list.
+    const chromium = async (signal: 'STOP' | 'CONT') => Promise.all([main, child!].map((b) => sh(client, b, `pkill -${signal} chromium; true`)));
+    await chromium('STOP');
+    let result: Awaited<ReturnType<typeof merge>>;
+    try {
+      const first = await merge([child!], { all: true, dryRun: true });
+      expect(first.conflicts.map((c) => c.path)).not.toContain('/srv/outside.txt');
+      result = await merge([child!], { all: true, take: first.conflicts.map((c) => ({ path: c.path, side: 'target' })) });
+    } finally {
+      await chromium('CONT');
+    }
     expect(result).toMatchObject({ merged: true, scope: '/', conflicts: [] });
     expect(result.changes.map((c) => c.path)).toContain('/srv/outside.txt');
     expect(result.changes.map((c) => c.path)).not.toContain('/etc/hosts');
