@@ -3,14 +3,14 @@
 // bytes counted. A layer's compressed size says nothing of that (a tar bomb
 // is a few MiB of zeros that unpack to terabytes) and a gzip trailer's size is
 // the sender's word, so the count is the only measure; it stops as soon as
-// the total passes what the pool has room for. Beside it GNU tar lists each
-// layer's names, so a path too long for the image storage to remove later is
-// refused before anything is unpacked.
+// the total passes what the pool has room for. The same pass has GNU tar list
+// each layer's names, so a path too long for the image storage to remove
+// later is refused before anything is unpacked.
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import { createReadStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { GroveError } from '../protocol/wire.js';
 
@@ -66,15 +66,15 @@ export const MAX_LAYER_PATH_BYTES = 3840;
 
 /** The layer's bytes once decompressed, or more than `room` as soon as they pass it (the rest is not read). */
 async function countDecompressed(file: string, mediaType: string, room: number): Promise<number> {
-  const names = listNames(file);
   const source = createReadStream(file);
   const tar = mediaType.endsWith('+zstd') || mediaType.endsWith('.zstd') ? zstdOf(source) : mediaType.endsWith('gzip') ? source.pipe(createGunzip()) : source;
-  const bytes = await countStream(tar, room, () => source.destroy()).catch(async (err: unknown) => {
-    await names.abandon();
+  const names = listNames(tar);
+  const bytes = await countStream(tar, room, () => source.destroy()).catch((err: unknown) => {
+    names.abandon();
     throw err;
   });
   if (bytes > room) {
-    await names.abandon();
+    names.abandon();
     return bytes;
   }
   const pathBytes = await names.longest;
@@ -85,28 +85,29 @@ async function countDecompressed(file: string, mediaType: string, room: number):
 }
 
 /**
- * GNU tar listing the layer in `file` (it finds the compression itself, and
- * decompresses in a process of its own, beside the count): the length in bytes
- * of the longest name in it, or abandon it when the count stops early. Its
- * escape quoting only lengthens a name (a newline in it is written as two
+ * GNU tar listing the tar read from `stream`: the length in bytes of the
+ * longest name in it, or abandon it when the stream is not read to its end.
+ * Its escape quoting only lengthens a name (a newline in it is written as two
  * characters), so a name is never measured shorter than it is.
  */
-function listNames(file: string): { longest: Promise<number>; abandon: () => Promise<void> } {
-  // A group of its own: abandoning it ends its decompressor too, which holds the blob open (and its space in the pool) until it exits.
-  const tar = spawn('tar', ['--list', '--quoting-style=escape', '--file', file], { stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, LC_ALL: 'C.UTF-8' }, detached: true });
-  const longest = longestLine(tar);
-  const abandon = async () => {
-    try {
-      process.kill(-tar.pid!, 'SIGKILL');
-    } catch {
-      return; // it had ended
-    }
-    await longest.catch(() => undefined);
+function listNames(stream: Readable): { longest: Promise<number>; abandon: () => void } {
+  const tar = spawn('tar', ['--list', '--quoting-style=escape', '--file', '-'], { stdio: ['pipe', 'pipe', 'ignore'], env: { ...process.env, LC_ALL: 'C.UTF-8' } });
+  const longest = longestLine(tar, stream);
+  const abandon = () => {
+    tar.kill();
+    longest.catch(() => undefined); // nobody waits for it any more
   };
   return { longest, abandon };
 }
 
-function longestLine(tar: ChildProcessByStdio<null, Readable, null>): Promise<number> {
+function longestLine(tar: ChildProcessByStdio<Writable, Readable, null>, stream: Readable): Promise<number> {
+  stream.pipe(tar.stdin);
+  // tar may end before the stream does (at an end-of-archive block): the count still reads it to its end.
+  tar.stdin.on('error', () => undefined);
+  tar.stdin.on('close', () => {
+    stream.unpipe(tar.stdin);
+    stream.resume();
+  });
   return new Promise((resolve, reject) => {
     let longest = 0;
     let line = 0;
