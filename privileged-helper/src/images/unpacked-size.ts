@@ -69,12 +69,12 @@ async function countDecompressed(file: string, mediaType: string, room: number):
   const source = createReadStream(file);
   const tar = mediaType.endsWith('+zstd') || mediaType.endsWith('.zstd') ? zstdOf(source) : mediaType.endsWith('gzip') ? source.pipe(createGunzip()) : source;
   const names = listNames(tar);
-  const bytes = await countStream(tar, room, () => source.destroy()).catch((err: unknown) => {
-    names.abandon();
+  const bytes = await countStream(tar, room, () => source.destroy()).catch(async (err: unknown) => {
+    await names.abandon();
     throw err;
   });
   if (bytes > room) {
-    names.abandon();
+    await names.abandon();
     return bytes;
   }
   const pathBytes = await names.longest;
@@ -90,12 +90,13 @@ async function countDecompressed(file: string, mediaType: string, room: number):
  * Its escape quoting only lengthens a name (a newline in it is written as two
  * characters), so a name is never measured shorter than it is.
  */
-function listNames(stream: Readable): { longest: Promise<number>; abandon: () => void } {
+function listNames(stream: Readable): { longest: Promise<number>; abandon: () => Promise<void> } {
   const tar = spawn('tar', ['--list', '--quoting-style=escape', '--file', '-'], { stdio: ['pipe', 'pipe', 'ignore'], env: { ...process.env, LC_ALL: 'C.UTF-8' } });
   const longest = longestLine(tar, stream);
-  const abandon = () => {
+  // Waits for tar to end, so nothing of the count outlives it.
+  const abandon = async () => {
     tar.kill();
-    longest.catch(() => undefined); // nobody waits for it any more
+    await longest.catch(() => undefined);
   };
   return { longest, abandon };
 }
