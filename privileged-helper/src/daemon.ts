@@ -58,6 +58,7 @@ import { DesktopService } from './desktop/desktop-service.js';
 import { createHandlers } from './server/handlers.js';
 import { ExitWatch } from './workspaces/exit-watch.js';
 import { SpaceService } from './space/space-service.js';
+import { holdInstanceLock } from './host/instance-lock.js';
 import { detachFromStarter, preferHelperCpu, removeHelperCgroups } from './host/detach.js';
 
 const log = (msg: string) => process.stderr.write(`[grove-helper] ${msg}\n`);
@@ -301,6 +302,8 @@ async function main(): Promise<void> {
   if (process.argv.includes('--gate')) return runGateProcess();
   const config = loadConfig();
   requireRootAndTools(config);
+  // Before anything is read or made: a second helper (or a purge) of a running instance would reconcile under it.
+  await holdInstanceLock(config.instance);
   if (process.argv.includes('--purge')) return purge(config);
   await requireFreeSubnet(config);
   // Whatever started the helper: what it and its programs create is readable

@@ -7,7 +7,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Workspace } from '../../src/protocol/entities.js';
-import { startHelper } from './helper-process.js';
+import { helperAlive, startHelper } from './helper-process.js';
 import { commandsOf, processesInTree } from './host-processes.js';
 import { connect, createWorkspace, instance, sh, track, waitFor } from './support.js';
 
@@ -29,15 +29,10 @@ async function crashDuring(method: 'branch.fork' | 'branch.checkpoint' | 'branch
   const pid = Number(await readFile(t.pidFile, 'utf8'));
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- one call for five methods' params
   await c.request(method, { ...params, crash: true } as any).catch(() => undefined);
-  await waitFor('the helper to die', async () => !(await alive(pid)), 60_000);
+  await waitFor('the helper to die', async () => !helperAlive(pid), 60_000);
   c.close();
   await startHelper(t);
   c = await connect('crash');
-}
-
-async function alive(pid: number): Promise<boolean> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
-  return stat !== '' && stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
 }
 
 /** What a dead helper must not leave: a CRIU run of this instance, or a stopped task in the branch's tree (a dump's twins). */

@@ -1,6 +1,6 @@
 // Starts and stops a real helper for the system tests: its own instance tag,
 // state, run directory, pool and subnet, so it never touches the app's helper.
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -62,7 +62,7 @@ export async function startHelper(t: TestInstance): Promise<number> {
   const pid = Number(readFileSync(t.pidFile, 'utf8'));
   const deadline = Date.now() + 120_000;
   while (Date.now() < deadline) {
-    if (!alive(pid)) throw new Error(`helper exited during start:\n${tail(t.logFile)}`);
+    if (!helperAlive(pid)) throw new Error(`helper exited during start:\n${tail(t.logFile)}`);
     if ((await accepts(t.socketPath)) && (await accepts(t.agentSocketPath))) return pid;
     await sleep(100);
   }
@@ -77,10 +77,10 @@ export async function stopHelper(t: TestInstance, signal: 'SIGTERM' | 'SIGKILL' 
   } catch {
     return;
   }
-  if (!alive(pid)) return;
+  if (!helperAlive(pid)) return;
   process.kill(pid, signal);
-  for (let i = 0; i < 200 && alive(pid); i++) await sleep(50);
-  if (alive(pid)) process.kill(pid, 'SIGKILL');
+  for (let i = 0; i < 200 && helperAlive(pid); i++) await sleep(50);
+  if (helperAlive(pid)) process.kill(pid, 'SIGKILL');
 }
 
 /** Removes every host object of the instance (workspaces, netns, pool, state). */
@@ -102,14 +102,20 @@ export function tailIfDead(t: TestInstance): string | null {
   } catch {
     return null;
   }
-  return alive(pid) ? null : tail(t.logFile, 60);
+  return helperAlive(pid) ? null : tail(t.logFile, 60);
 }
 
-/** Running: an exited helper may stay a zombie (its starter script is gone, and not every init reaps orphans). */
-function alive(pid: number): boolean {
+/**
+ * Whether any thread of the helper still runs. An exited helper may stay a
+ * zombie (its starter script is gone, and not every init reaps orphans), and
+ * a SIGKILLed one shows its leader as a zombie while its other threads still
+ * end, holding its sockets open: it has ended only when no thread is left.
+ */
+export function helperAlive(pid: number): boolean {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+    const zombie = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'Z';
+    return !zombie || readdirSync(`/proc/${pid}/task`).length > 1;
   } catch {
     return false;
   }
