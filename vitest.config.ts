@@ -3,7 +3,7 @@ import { defineConfig } from 'vitest/config';
 // unit: pure logic, fast, no privileges.
 // renderer: the renderer's stores, tree layout and components, under happy-dom.
 // system: the real helper as root against real btrfs, crun, netns and CRIU;
-//   one helper instance for the whole run (see privileged-helper/test/system/harness.ts),
+//   one helper instance for the whole run (privileged-helper/test/system/global-setup.ts),
 //   files in sequence because workspaces compete for 2 cores.
 export default defineConfig({
   test: {
