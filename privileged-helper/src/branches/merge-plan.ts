@@ -17,6 +17,14 @@ export const MAX_MERGE_FILE_BYTES = 64 * 2 ** 20;
 /** How much of a conflicting file's marked text a conflict carries, and all conflicts together (the reply stays far below its bound). */
 const HUNKS_SHOWN_BYTES = 64 * 1024;
 const ALL_HUNKS_SHOWN_BYTES = 4 * 2 ** 20;
+/**
+ * What one merge may take on: the paths its sources changed, and the bytes of
+ * the files it writes (the plan holds them in the helper until they are
+ * written). A branch chooses both; past either, the merge is refused before
+ * anything is written.
+ */
+export const MAX_MERGE_PATHS = 50_000;
+export const MAX_MERGE_WRITE_BYTES = 512 * 2 ** 20;
 /** How much of a file is searched for a NUL byte to call it binary (git's rule). */
 const BINARY_SNIFF_BYTES = 8000;
 
@@ -104,16 +112,29 @@ export class MergePlan {
   readonly planned = new Map<string, Entry>();
   /** What each changed path is in the target now: what an undo writes back. */
   readonly original = new Map<string, Entry>();
-  readonly changes: MergeChange[] = [];
   readonly conflicts: MergeConflict[] = [];
+  /** Each changed path's change, in the order it was last planned. */
+  private readonly changed = new Map<string, MergeChange>();
   /** Bytes of marked text the conflicts carry so far. */
   private hunksShown = 0;
+  private pathsSeen = 0;
+  private plannedBytes = 0;
 
   /** `takes`: path → 'target', or the id of the source whose side settles it. */
-  constructor(private readonly takes: ReadonlyMap<string, string>) {}
+  constructor(
+    private readonly takes: ReadonlyMap<string, string>,
+    private readonly bounds = { paths: MAX_MERGE_PATHS, writeBytes: MAX_MERGE_WRITE_BYTES },
+  ) {}
+
+  get changes(): MergeChange[] {
+    return [...this.changed.values()];
+  }
 
   /** Merges one path a source changed into the plan. */
   async mergePath(rel: string, trees: Trees, sides: Sides): Promise<void> {
+    if (++this.pathsSeen > this.bounds.paths) {
+      throw new GroveError('E_INVALID_PARAMS', `the sources changed more than ${this.bounds.paths} paths: merge a narrower --scope, or bring the project home with grove export`);
+    }
     const [base, source] = await Promise.all([readEntry(trees.base, rel), readEntry(trees.source, rel)]);
     if (sameEntry(base, source)) return; // touched, not changed
     const target = await this.current(rel, trees.target);
@@ -156,10 +177,21 @@ export class MergePlan {
 
   private plan(rel: string, entry: Entry, sides: Sides, how: MergeChange['how']): void {
     if (entry.kind === 'other') throw new GroveError('E_PRECONDITION', `${rel} in '${sides.source.name}' is ${entry.what}: it cannot be merged`);
+    this.plannedBytes += bytesOf(entry) - bytesOf(this.planned.get(rel));
+    if (this.plannedBytes > this.bounds.writeBytes) {
+      throw new GroveError('E_INVALID_PARAMS', `the merge would write more than ${mib(this.bounds.writeBytes)} MiB of files: merge a narrower --scope, or bring the project home with grove export`);
+    }
     this.planned.set(rel, entry);
     const action = entry.kind === 'none' ? 'delete' : 'write';
-    const at = this.changes.findIndex((c) => c.path === rel);
-    if (at >= 0) this.changes.splice(at, 1);
-    this.changes.push({ path: rel, source: sides.source.name, action, how });
+    this.changed.delete(rel); // a later source's change of the path comes after the others
+    this.changed.set(rel, { path: rel, source: sides.source.name, action, how });
   }
+}
+
+function mib(bytes: number): string {
+  return (bytes / 2 ** 20).toFixed(bytes < 2 ** 20 ? 2 : 0);
+}
+
+function bytesOf(entry: Entry | undefined): number {
+  return entry?.kind === 'file' ? entry.bytes.length : 0;
 }
