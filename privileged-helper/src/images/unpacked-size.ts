@@ -1,17 +1,19 @@
 // How big an image will be once unpacked, measured before anything is
-// unpacked: each layer of the fetched OCI layout is decompressed once and its
-// bytes counted. A layer's compressed size says nothing of that (a tar bomb
-// is a few MiB of zeros that unpack to terabytes) and a gzip trailer's size is
-// the sender's word, so the count is the only measure; it stops as soon as
-// the total passes what the pool has room for. The same pass has GNU tar list
-// each layer's names, so a path too long for the image storage to remove
-// later is refused before anything is unpacked.
-import { spawn, type ChildProcessByStdio } from 'node:child_process';
-import { createReadStream } from 'node:fs';
+// unpacked: GNU tar lists each layer of the fetched OCI layout, decompressing
+// it in processes of its own (tar finds the compression by its magic, as the
+// image storage does), and the helper reads only the listing. A layer's
+// compressed size says nothing of what it unpacks to (a tar bomb is a few MiB
+// that unpack to terabytes) and a gzip trailer's size is the sender's word, so
+// two measures are taken, and the larger counts:
+//   - the tar stream tar reads, from its checkpoints as it goes and its total
+//     at the end: the count stops as soon as it passes the room in the pool;
+//   - the entries' own sizes, from the listing: a sparse entry's holes take
+//     almost nothing in the stream, but are written out in full.
+// The same listing gives every name, so a path too long for the image storage
+// to remove later is refused before anything is unpacked.
+import { spawn, type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Readable, Writable } from 'node:stream';
-import { createGunzip } from 'node:zlib';
 import { GroveError } from '../protocol/wire.js';
 
 /** index.json and a manifest are small; a bigger one is not an image Grove takes. */
@@ -31,7 +33,7 @@ interface Descriptor {
 export async function unpackedBytes(layoutDir: string, limit: number): Promise<number> {
   let total = 0;
   for (const layer of await layersOf(layoutDir)) {
-    total += await countDecompressed(blobPath(layoutDir, layer.digest), layer.mediaType ?? '', limit - total);
+    total += await countLayer(blobPath(layoutDir, layer.digest), limit - total);
     if (total > limit) return limit + 1;
   }
   return total;
@@ -64,89 +66,139 @@ function blobPath(layoutDir: string, digest: string): string {
  */
 export const MAX_LAYER_PATH_BYTES = 3840;
 
-/** The layer's bytes once decompressed, or more than `room` as soon as they pass it (the rest is not read). */
-async function countDecompressed(file: string, mediaType: string, room: number): Promise<number> {
-  const source = createReadStream(file);
-  const tar = mediaType.endsWith('+zstd') || mediaType.endsWith('.zstd') ? zstdOf(source) : mediaType.endsWith('gzip') ? source.pipe(createGunzip()) : source;
-  const names = listNames(tar);
-  const bytes = await countStream(tar, room, () => source.destroy()).catch(async (err: unknown) => {
-    await names.abandon();
-    throw err;
+/** What tar reads between two checkpoints: 100 records of 10 KiB (its default record size). */
+const CHECKPOINT_RECORDS = 100;
+const RECORD_BYTES = 10_240;
+/** The stream and every entry's header: each entry takes at least a 512-byte block there. */
+const HEADER_BYTES = 512;
+/** A listing line longer than this is not kept whole: its name alone is over any path Grove takes. */
+const MAX_LINE_BYTES = 64 << 10;
+
+/** The layer's bytes once unpacked, or more than `room` as soon as they pass it (the rest is not read). */
+async function countLayer(file: string, room: number): Promise<number> {
+  const listing = listLayer(file);
+  let streamBytes = 0;
+  let entryBytes = 0;
+  let longestPath = 0;
+  const over = () => Math.max(streamBytes, entryBytes) > room;
+  listing.onCheckpoint((bytes) => {
+    streamBytes = Math.max(streamBytes, bytes);
+    if (over()) listing.stop();
   });
-  if (bytes > room) {
-    await names.abandon();
-    return bytes;
+  listing.onEntry((entry) => {
+    entryBytes += entry.size + HEADER_BYTES;
+    longestPath = Math.max(longestPath, entry.pathBytes);
+    if (over()) listing.stop();
+  });
+  const end = await listing.done;
+  if (over()) return Math.max(streamBytes, entryBytes);
+  if (end.error !== null) throw new GroveError('E_INVALID_PARAMS', `a layer could not be read: ${end.error}`);
+  if (longestPath > MAX_LAYER_PATH_BYTES) {
+    throw new GroveError('E_INVALID_PARAMS', `a layer could not be unpacked inside the image: it holds a path of ${longestPath} bytes, and Grove takes at most ${MAX_LAYER_PATH_BYTES}`);
   }
-  const pathBytes = await names.longest;
-  if (pathBytes > MAX_LAYER_PATH_BYTES) {
-    throw new GroveError('E_INVALID_PARAMS', `a layer could not be unpacked inside the image: it holds a path of ${pathBytes} bytes, and Grove takes at most ${MAX_LAYER_PATH_BYTES}`);
-  }
-  return bytes;
+  return Math.max(end.totalBytes ?? streamBytes, entryBytes);
 }
+
+interface ListedEntry {
+  size: number;
+  /** The length in bytes of its name as tar printed it (escapes only lengthen a name; a newline is two characters). */
+  pathBytes: number;
+}
+
+interface ListingEnd {
+  /** tar's own count of the stream it read ("Total bytes read"), if it got that far. */
+  totalBytes: number | null;
+  /** Why tar failed, in its words; null if it listed the whole layer (or was stopped). */
+  error: string | null;
+}
+
+interface Listing {
+  onCheckpoint(fn: (streamBytes: number) => void): void;
+  onEntry(fn: (entry: ListedEntry) => void): void;
+  /** Ends tar and its decompressor now. */
+  stop(): void;
+  /** Resolves once tar and its decompressor have ended. */
+  done: Promise<ListingEnd>;
+}
+
+/** GNU tar listing `file` verbosely, in a process group of its own (with the decompressor it starts). */
+function listLayer(file: string): Listing {
+  const tar = spawn(
+    'tar',
+    ['--list', '--verbose', '--numeric-owner', '--full-time', '--utc', '--quoting-style=escape', '--totals', `--checkpoint=${CHECKPOINT_RECORDS}`, '--checkpoint-action=echo=#%u', '--file', file],
+    { stdio: ['ignore', 'pipe', 'pipe'], detached: true, env: { ...process.env, LC_ALL: 'C.UTF-8' } },
+  );
+  let checkpoint: (bytes: number) => void = () => undefined;
+  let entry: (e: ListedEntry) => void = () => undefined;
+  let stopped = false;
+  let totalBytes: number | null = null;
+  let lastWords = '';
+  eachLine(tar.stdout, (line, bytes) => entry(parseEntry(line, bytes)));
+  eachLine(tar.stderr, (line) => {
+    const reached = /^tar: #(\d+)$/.exec(line);
+    const total = /^Total bytes read: (\d+)/.exec(line);
+    if (reached) checkpoint(Number(reached[1]) * CHECKPOINT_RECORDS * RECORD_BYTES);
+    else if (total) totalBytes = Number(total[1]);
+    else lastWords = line.replace(/^tar: /, '');
+  });
+  const stop = () => {
+    stopped = true;
+    killGroup(tar);
+  };
+  const done = new Promise<ListingEnd>((resolve) => {
+    tar.on('error', () => resolve({ totalBytes: null, error: 'tar could not be started' }));
+    tar.on('close', (code) => {
+      killGroup(tar); // a decompressor tar left behind
+      resolve({ totalBytes, error: stopped || code === 0 ? null : lastWords || `tar exited ${code}` });
+    });
+  });
+  return { onCheckpoint: (fn) => (checkpoint = fn), onEntry: (fn) => (entry = fn), stop, done };
+}
+
+function killGroup(child: ChildProcess): void {
+  try {
+    if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    // the group has ended
+  }
+}
+
+/** Calls fn with each line (its first MAX_LINE_BYTES, and its whole length in bytes); nothing is kept past a line's end. */
+function eachLine(stream: NodeJS.ReadableStream, fn: (line: string, bytes: number) => void): void {
+  let kept: Buffer[] = [];
+  let keptBytes = 0;
+  let bytes = 0;
+  stream.on('data', (chunk: Buffer) => {
+    for (let at = 0; at < chunk.length; ) {
+      const newline = chunk.indexOf(10, at);
+      const end = newline === -1 ? chunk.length : newline;
+      const piece = chunk.subarray(at, Math.min(end, at + Math.max(0, MAX_LINE_BYTES - keptBytes)));
+      kept.push(piece);
+      keptBytes += piece.length;
+      bytes += end - at;
+      if (newline !== -1) {
+        fn(Buffer.concat(kept).toString('utf8'), bytes);
+        [kept, keptBytes, bytes] = [[], 0, 0];
+      }
+      at = end + 1;
+    }
+  });
+}
+
+/** "perms uid/gid size date time name[ -> target | link to target]": a line tar prints otherwise counts whole as a name. */
+const ENTRY = /^(\S)\S{9} \d+\/\d+ +(\d+|\d+, *\d+) \d{4}-\d\d-\d\d \d\d:\d\d:\d\d /;
 
 /**
- * GNU tar listing the tar read from `stream`: the length in bytes of the
- * longest name in it, or abandon it when the stream is not read to its end.
- * Its escape quoting only lengthens a name (a newline in it is written as two
- * characters), so a name is never measured shorter than it is.
+ * An entry of tar's listing. A link's line ends with its target: its name is
+ * taken as all before the last separator, so a name (or target) holding the
+ * separator is measured longer than it is, never shorter.
  */
-function listNames(stream: Readable): { longest: Promise<number>; abandon: () => Promise<void> } {
-  const tar = spawn('tar', ['--list', '--quoting-style=escape', '--file', '-'], { stdio: ['pipe', 'pipe', 'ignore'], env: { ...process.env, LC_ALL: 'C.UTF-8' } });
-  const longest = longestLine(tar, stream);
-  // Waits for tar to end, so nothing of the count outlives it.
-  const abandon = async () => {
-    tar.kill();
-    await longest.catch(() => undefined);
-  };
-  return { longest, abandon };
-}
-
-function longestLine(tar: ChildProcessByStdio<Writable, Readable, null>, stream: Readable): Promise<number> {
-  stream.pipe(tar.stdin);
-  // tar may end before the stream does (at an end-of-archive block): the count still reads it to its end.
-  tar.stdin.on('error', () => undefined);
-  tar.stdin.on('close', () => {
-    stream.unpipe(tar.stdin);
-    stream.resume();
-  });
-  return new Promise((resolve, reject) => {
-    let longest = 0;
-    let line = 0;
-    tar.stdout.on('data', (chunk: Buffer) => {
-      for (let at = 0; at < chunk.length; ) {
-        const newline = chunk.indexOf(10, at);
-        const end = newline === -1 ? chunk.length : newline;
-        line += end - at;
-        if (newline !== -1) [longest, line] = [Math.max(longest, line), 0];
-        at = end + 1;
-      }
-    });
-    tar.on('error', () => reject(new GroveError('E_HOST', 'tar could not be started to list a layer')));
-    tar.on('close', () => resolve(Math.max(longest, line)));
-  });
-}
-
-function zstdOf(source: Readable): Readable {
-  const zstd = spawn('zstd', ['-dc'], { stdio: ['pipe', 'pipe', 'ignore'] });
-  source.pipe(zstd.stdin);
-  zstd.stdin.on('error', () => undefined); // zstd ended: its output says how far it got
-  zstd.on('error', () => zstd.stdout.destroy(new GroveError('E_HOST', 'a layer is zstd-compressed and zstd is not installed')));
-  zstd.stdout.on('close', () => zstd.kill());
-  return zstd.stdout;
-}
-
-function countStream(stream: Readable, room: number, stop: () => void): Promise<number> {
-  return new Promise((resolve, reject) => {
-    let bytes = 0;
-    stream.on('data', (chunk: Buffer) => {
-      bytes += chunk.length;
-      if (bytes > room) {
-        stop();
-        stream.destroy();
-        resolve(bytes);
-      }
-    });
-    stream.on('end', () => resolve(bytes));
-    stream.on('error', (err) => reject(new GroveError('E_INVALID_PARAMS', `a layer could not be read: ${err.message}`)));
-  });
+function parseEntry(line: string, bytes: number): ListedEntry {
+  const m = ENTRY.exec(line);
+  if (!m) return { size: 0, pathBytes: bytes };
+  const size = m[2]!.includes(',') ? 0 : Number(m[2]); // a device's numbers, not a size
+  const separator = m[1] === 'l' ? ' -> ' : m[1] === 'h' ? ' link to ' : null;
+  const cut = separator === null ? -1 : line.lastIndexOf(separator);
+  const target = cut === -1 ? 0 : Buffer.byteLength(line.slice(cut));
+  return { size, pathBytes: bytes - Buffer.byteLength(m[0]) - target };
 }

@@ -33,29 +33,47 @@ const GZIP = 'application/vnd.oci.image.layer.v1.tar+gzip';
 const TAR = 'application/vnd.oci.image.layer.v1.tar';
 
 describe('unpackedBytes', () => {
-  it('sums what gzip and plain layers unpack to', async () => {
+  it('sums what gzip and plain layers unpack to: their tar streams', async () => {
+    const big = tarOf(['big'], 300_000);
+    const small = tarOf(['small']);
     layout([
-      { mediaType: GZIP, data: gzipSync(Buffer.alloc(300_000, 7)) },
-      { mediaType: TAR, data: Buffer.alloc(10_240) },
+      { mediaType: GZIP, data: gzipSync(big) },
+      { mediaType: TAR, data: small },
     ]);
-    expect(await unpackedBytes(dir, 10 ** 9)).toBe(310_240);
+    expect(await unpackedBytes(dir, 10 ** 9)).toBe(big.length + small.length);
   });
 
   it('stops at the limit: a small layer that unpacks to 64 MiB is over 1 MiB of room', async () => {
-    const bomb = gzipSync(Buffer.alloc(64 << 20));
+    const bomb = gzipSync(tarOf(['zeros'], 64 << 20));
     expect(bomb.length).toBeLessThan(1 << 20);
     layout([{ mediaType: GZIP, data: bomb }]);
     expect(await unpackedBytes(dir, 1 << 20)).toBe((1 << 20) + 1);
   });
 
-  it('leaves no tar listing a tar bomb once it stops reading it', async () => {
+  it('counts a sparse entry by what it is written out as, not by its few bytes in the stream', async () => {
+    const files = mkdtempSync(path.join(os.tmpdir(), 'grove-sparse-'));
+    try {
+      execFileSync('truncate', ['--size', '1G', path.join(files, 'holes')]);
+      execFileSync('tar', ['--create', '--sparse', '--file', path.join(dir, 'sparse.tar'), '--directory', files, 'holes']);
+      const sparse = readFileSync(path.join(dir, 'sparse.tar'));
+      expect(sparse.length).toBeLessThan(1 << 20);
+      layout([{ mediaType: TAR, data: sparse }]);
+      expect(await unpackedBytes(dir, 64 << 20)).toBe((64 << 20) + 1);
+    } finally {
+      rmSync(files, { recursive: true, force: true });
+    }
+  });
+
+  it('leaves no tar, nor its decompressor, once it stops reading a tar bomb', async () => {
     const header = tarOf(['zeros']).subarray(0, 512);
     header.write(((256 << 20).toString(8) + '\0').padStart(12, '0'), 124, 'ascii'); // the size field: 256 MiB
     header.write('        ', 148, 'ascii');
     header.write((header.reduce((sum, b) => sum + b, 0).toString(8) + '\0 ').padStart(8, '0'), 148, 'ascii');
     layout([{ mediaType: GZIP, data: gzipSync(Buffer.concat([header, Buffer.alloc(256 << 20)])) }]);
+    const before = decompressors();
     expect(await unpackedBytes(dir, 1 << 20)).toBe((1 << 20) + 1);
     expect(tarsOfOurs()).toEqual([]);
+    expect(decompressors().filter((pid) => !before.includes(pid))).toEqual([]);
   });
 
   it('refuses a digest that is not sha256 hex (no path out of the layout)', async () => {
@@ -80,10 +98,15 @@ describe('unpackedBytes', () => {
   });
 });
 
-/** A tar (PAX, as image layers of long names are) holding one file at each of `names`. */
-function tarOf(names: string[]): Buffer {
-  const script = 'import io, sys, tarfile, json\nout = io.BytesIO()\nwith tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as t:\n    for n in json.loads(sys.argv[1]):\n        i = tarfile.TarInfo(n); i.size = 1; t.addfile(i, io.BytesIO(b"x"))\nsys.stdout.buffer.write(out.getvalue())';
-  return execFileSync('python3', ['-c', script, JSON.stringify(names)], { maxBuffer: 64 << 20 });
+/** A tar (PAX, as image layers of long names are) holding one file of `size` zeros at each of `names`. */
+function tarOf(names: string[], size = 1): Buffer {
+  const script = 'import io, sys, tarfile, json\nout = io.BytesIO()\nwith tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as t:\n    for n in json.loads(sys.argv[1]):\n        i = tarfile.TarInfo(n); i.size = int(sys.argv[2]); t.addfile(i, io.BytesIO(bytes(i.size)))\nsys.stdout.buffer.write(out.getvalue())';
+  return execFileSync('python3', ['-c', script, JSON.stringify(names), String(size)], { maxBuffer: 128 << 20 });
+}
+
+/** Running gzip processes. */
+function decompressors(): string[] {
+  return readdirSync('/proc').filter((pid) => /^\d+$/.test(pid) && statOf(pid).startsWith('(gzip) ') && statOf(pid).split(' ')[1] !== 'Z');
 }
 
 /** tar processes this one started that are still running. */
