@@ -63,7 +63,7 @@ if ! ls "$work"/src/criu_4.2*.orig.tar.* >/dev/null 2>&1; then
   ls "$work"/src/criu_4.2*.orig.tar.* >/dev/null 2>&1 || { log "no criu 4.2 source tarball could be fetched"; exit 1; }
 fi
 
-tarball="$(ls "$work"/src/criu_4.2*.orig.tar.* | sort -V | tail -1)"
+tarball="$(printf '%s\n' "$work"/src/criu_4.2*.orig.tar.* | sort -V | tail -1)"
 srcdir="$work/tree"
 rm -rf "$srcdir"; mkdir -p "$srcdir"
 log "unpacking $(basename "$tarball")"

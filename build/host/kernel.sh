@@ -49,7 +49,10 @@ chmod 0777 "$tmp" # apt downloads as its own user, _apt
 depends="$(apt-cache depends "linux-headers-$release" | sed -n 's/^ *|\{0,1\}Depends: //p')"
 common="$(echo "$depends" | grep -x 'linux-headers-.*-common' | sed 's/^linux-headers-//' | head -n1)"
 kbuild="$(echo "$depends" | grep -x 'linux-kbuild-.*' | head -n1)"
-[ -n "$common" ] && [ -n "$kbuild" ] || { echo "kernel: cannot tell linux-headers-$release's common headers and kbuild" >&2; exit 1; }
+if [ -z "$common" ] || [ -z "$kbuild" ]; then
+  echo "kernel: cannot tell linux-headers-$release's common headers and kbuild" >&2
+  exit 1
+fi
 (cd "$tmp" && apt-get download -q "linux-image-$release" "linux-headers-$release" "linux-headers-$common" "$kbuild" >&2)
 mkdir -p "$tmp/x"
 for deb in "$tmp"/*.deb; do dpkg-deb -x "$deb" "$tmp/x"; done

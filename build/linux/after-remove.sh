@@ -6,4 +6,6 @@ if [ -d /run/systemd/system ]; then
   systemctl disable --now grove-helper.service 2>/dev/null || true
 fi
 rm -f /lib/systemd/system/grove-helper.service
-[ -d /run/systemd/system ] && systemctl daemon-reload || true
+if [ -d /run/systemd/system ]; then
+  systemctl daemon-reload || true
+fi

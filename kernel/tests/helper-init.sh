@@ -1,4 +1,5 @@
 #!/bin/busybox sh
+# shellcheck shell=dash # busybox's ash: dash is the nearest shell shellcheck knows
 # /init of the qemu guest in which the helper itself forks through the
 # kernel tier (packed by kernel/helper-test.sh). The guest's root is the
 # host's own files (9p, read-only) under a tmpfs overlay, so the helper, node,
@@ -24,13 +25,15 @@ while read -r module; do
   insmod "/modules/$module.ko" || echo "# module $module did not load"
 done < /modules/load-order
 
-mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=524288,cache=loose host /host &&
-  mount -t tmpfs -o size=5g,mode=0755 upper /upper && mkdir -p /upper/files /upper/work &&
-  mount -t overlay -o lowerdir=/host,upperdir=/upper/files,workdir=/upper/work root /newroot || {
+if ! {
+  mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=524288,cache=loose host /host &&
+    mount -t tmpfs -o size=5g,mode=0755 upper /upper && mkdir -p /upper/files /upper/work &&
+    mount -t overlay -o lowerdir=/host,upperdir=/upper/files,workdir=/upper/work root /newroot
+}; then
   echo "GROVE-HELPER-GUEST-RUN: FAIL (no root from the host)"
   poweroff -f
   exit 1
-}
+fi
 mount -t proc proc /newroot/proc
 mount -t sysfs sysfs /newroot/sys
 mount -t devtmpfs devtmpfs /newroot/dev
@@ -58,6 +61,7 @@ fi
 # In the host's files, as the guest's root.
 busybox=/grove-guest/busybox
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
+# shellcheck disable=SC1091 # kernel/helper-test.sh writes it into the guest only
 . /grove-guest/guest.env # REPO: the repository's path on the host
 result=FAIL
 booted="$($busybox dmesg | wc -l)"

@@ -1,4 +1,5 @@
 #!/bin/busybox sh
+# shellcheck shell=dash # busybox's ash: dash is the nearest shell shellcheck knows
 # /init of the qemu guest that proves grove_share (packed by kernel/test.sh).
 # Sets up what the tests need (zram swap, ksmd, THP on madvise), loads the
 # module, runs the tests (share_test: the module itself; fork_test: a whole
@@ -18,7 +19,7 @@ echo madvise > /sys/kernel/mm/transparent_hugepage/enabled
 # loopback (its TCP repair check). build/host/kernel.sh wrote their order.
 while read -r module; do
   [ "$module" = zram ] && options=num_devices=1 || options=
-  insmod "/modules/$module.ko" $options || echo "# module $module did not load"
+  insmod "/modules/$module.ko" ${options:+"$options"} || echo "# module $module did not load"
 done < /modules/load-order
 echo 128M > /sys/block/zram0/disksize && mkswap /dev/zram0 >/dev/null && swapon /dev/zram0 ||
   echo "# no zram swap: the swapped-out case will fail"

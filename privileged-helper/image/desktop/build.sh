@@ -147,6 +147,7 @@ chroot_phase() {
   mount -t tmpfs -o mode=1777 tmpfs "$root/tmp"
   mkdir -p "$root/var/cache/apt/archives"
   mount --bind "$cache" "$root/var/cache/apt/archives"
+  # shellcheck disable=SC2016 # the script's "$@" and $(...) are the chroot's bash's to expand
   chroot "$root" /usr/bin/env -i \
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive \

@@ -19,6 +19,7 @@ log() { echo "grove-session: $(date '+%H:%M:%S') $*"; }
 # On stop, let children (Chromium in particular) shut down cleanly.
 on_term() {
   log "stopping"
+  # shellcheck disable=SC2046 # one PID a line, each its own argument
   kill -TERM $(jobs -p) 2>/dev/null
   sleep 2
   exit 0
