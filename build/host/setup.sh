@@ -15,13 +15,14 @@ grep -q 'VERSION_CODENAME=bookworm' /etc/os-release || echo "setup: warning: tes
 # Tools the helper runs (buildah and skopeo for images of one's own, umoci for
 # the benchmark's comparison), CRIU's build dependencies, libseccomp for
 # grove-enter, libnftnl and libmnl for grove-netlock, Chromium for the tests,
-# a real registry (docker-registry, htpasswd) for the image tests, and qemu
-# with a static busybox for the kernel tier's tests (kernel/test.sh).
+# a real registry (docker-registry, htpasswd) for the image tests, qemu
+# with a static busybox for the kernel tier's tests (kernel/test.sh), and the
+# lint's shellcheck (build/lint-shell.sh).
 packages=(
   btrfs-progs debootstrap crun iproute2 nftables util-linux procps psmisc xz-utils rsync diffutils
   buildah skopeo umoci git zstd openssl bubblewrap
   chromium qemu-system-x86 busybox-static cpio docker-registry apache2-utils
-  build-essential pkgconf python3
+  build-essential pkgconf python3 shellcheck
   libbsd-dev libnet1-dev libnftables-dev libnl-3-dev libnl-route-3-dev libprotobuf-c-dev
   libprotobuf-dev protobuf-c-compiler protobuf-compiler uuid-dev libcap-dev
   libseccomp-dev libnftnl-dev libmnl-dev
