@@ -15,7 +15,11 @@ work="$(mktemp -d /tmp/grove-kernel-test.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 
 echo "building grove_share.ko against $(cat "$kernel/release")" >&2
-"$here/build.sh" "$kernel/headers" "$work/module" >/dev/null
+# W=1: the kernel's extra warnings, its -Wextra without those its own headers
+# trip (plain -Wextra fails on them), made errors by the Kbuild's -Werror. Only
+# here, against the two kernels the tests pin: on a host's own kernel a module
+# that does not build means no kernel tier, so setup.sh builds it as before.
+"$here/build.sh" "$kernel/headers" "$work/module" W=1 >/dev/null
 # The same module claiming another build of the kernel: the guest checks it refuses to load.
 "$here/build.sh" "$kernel/headers" "$work/other-build" GROVE_SHARE_BUILT_FOR=another-build >/dev/null
 mkdir -p "$work/root/bin" "$work/root/modules/other-build"
@@ -33,8 +37,8 @@ for lib in $(ldd "$criu" | grep -o '/[^ ]*'); do
   cp -L "$lib" "$work/root$lib"
 done
 # The helper's own pieces of a fork through the kernel tier.
-cc -static -O2 -Wall -Werror -I"$here/grove-share" -o "$work/root/grove-share" "$repo/privileged-helper/native/grove-share.c"
-cc -static -O2 -Wall -Werror -o "$work/root/grove-action" "$repo/privileged-helper/native/grove-action.c"
+cc -static -O2 -Wall -Wextra -Werror -I"$here/grove-share" -o "$work/root/grove-share" "$repo/privileged-helper/native/grove-share.c"
+cc -static -O2 -Wall -Wextra -Werror -o "$work/root/grove-action" "$repo/privileged-helper/native/grove-action.c"
 cp /bin/busybox "$work/root/bin/busybox"
 cp "$here/tests/init.sh" "$work/root/init"
 cp "$work/module/grove_share.ko" "$kernel"/modules/*.ko "$kernel/modules/load-order" "$work/root/modules/"

@@ -65,7 +65,7 @@ build_native() { # SOURCE TARGET CC-ARGS...
   if [ ! -e "$out" ] || [ "$src" -nt "$out" ]; then
     mkdir -p "$(dirname "$out")"
     # Two commands, not `cc && mv`: set -e stops at a failed compile only outside an && list.
-    cc -O2 -Wall -Werror -o "$out.tmp" "$src" "$@"
+    cc -O2 -Wall -Wextra -Werror -o "$out.tmp" "$src" "$@"
     mv "$out.tmp" "$out"
     echo "built $out" >&2
   else
