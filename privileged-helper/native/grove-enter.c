@@ -299,7 +299,11 @@ int main(int argc, char **argv)
 	enter_namespaces(o.target);
 	pid_t child = fork();
 	if (child < 0) die("fork", NULL);
-	if (child > 0) return wait_child(child);
+	if (child > 0) {
+		/* Only the child loads the filter; the parent waits as long as it runs. */
+		if (filter) seccomp_release(filter);
+		return wait_child(child);
+	}
 
 	if (chdir(o.cwd ? o.cwd : "/") != 0) die("chdir", o.cwd);
 	if (o.setsid && setsid() < 0) die("setsid", NULL);
