@@ -60,30 +60,7 @@ step "CRIU ≥ 4.2"
 "$repo/build/host/criu.sh"
 
 step "native helpers (grove-enter cages what belongs to a branch; grove-mount makes idmapped and caged bind mounts; grove-netlock silences a netns while CRIU restores into it; grove-spawn starts the helper's programs; grove-action is what CRIU runs at a fork's actions; grove-share holds a fork's memory for the kernel tier; grove-quota gives each branch its disk limit; peercred.node reads a peer's credentials; inroot.node opens a branch's files inside its root)"
-build_native() { # SOURCE TARGET CC-ARGS...
-  local src="$1" out="$2"; shift 2
-  if [ ! -e "$out" ] || [ "$src" -nt "$out" ]; then
-    mkdir -p "$(dirname "$out")"
-    # Two commands, not `cc && mv`: set -e stops at a failed compile only outside an && list.
-    cc -O2 -Wall -Wextra -Werror -o "$out.tmp" "$src" "$@"
-    mv "$out.tmp" "$out"
-    echo "built $out" >&2
-  else
-    echo "up to date: $out" >&2
-  fi
-}
-build_native "$repo/privileged-helper/native/grove-enter.c" "$GROVE_CACHE/bin/grove-enter" -lseccomp
-build_native "$repo/privileged-helper/native/grove-mount.c" "$GROVE_CACHE/bin/grove-mount"
-build_native "$repo/privileged-helper/native/grove-netlock.c" "$GROVE_CACHE/bin/grove-netlock" -lnftnl -lmnl
-build_native "$repo/privileged-helper/native/grove-spawn.c" "$GROVE_CACHE/bin/grove-spawn"
-# Static: CRIU starts it at each action, one inside a fork's freeze; no loader to run.
-build_native "$repo/privileged-helper/native/grove-action.c" "$GROVE_CACHE/bin/grove-action" -static
-build_native "$repo/privileged-helper/native/grove-share.c" "$GROVE_CACHE/bin/grove-share" -I"$repo/kernel/grove-share"
-build_native "$repo/privileged-helper/native/grove-quota.c" "$GROVE_CACHE/bin/grove-quota"
-build_native "$repo/privileged-helper/native/peercred.c" "$GROVE_CACHE/lib/peercred.node" \
-  -shared -fPIC -DNODE_GYP_MODULE_NAME=peercred -I"$(dirname "$(command -v node)")/../include/node"
-build_native "$repo/privileged-helper/native/inroot.c" "$GROVE_CACHE/lib/inroot.node" \
-  -shared -fPIC -DNODE_GYP_MODULE_NAME=inroot -I"$(dirname "$(command -v node)")/../include/node"
+"$repo/build/host/native.sh" "$GROVE_CACHE"
 
 step "kernel tier: grove_share.ko for this kernel (kernel/, docs/kernel-tier.md)"
 headers="/lib/modules/$(uname -r)/build"
