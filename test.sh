@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test: installs what is missing, then typecheck, lint, unit tests
 # and the system tests (real helper, btrfs, crun, netns and CRIU, as root),
-# then the kernel tier under qemu (kernel/test.sh: the module; kernel/helper-test.sh:
-# the helper forking through it), then the app's
-# end-to-end tests (Chromium against `grove app --web`).
+# the native programs' unit tests again under sanitizers, then the kernel tier
+# under qemu (kernel/test.sh: the module; kernel/helper-test.sh: the helper
+# forking through it), then the app's end-to-end tests (Chromium against
+# `grove app --web`).
 # The system tests run their own helper instance and remove all it made.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")" && pwd)"
@@ -42,6 +43,7 @@ stage() { # NAME COMMAND...
 stage "typecheck" npm run --silent typecheck
 stage "lint" npm run --silent lint
 stage "unit, renderer and system tests" npx vitest run
+stage "the native programs' unit tests against AddressSanitizer and UBSan builds (build/host/native-sanitized.sh)" build/host/native-sanitized.sh
 stage "fuzzing: the RFB client and the egress gate's parsers, coverage-guided, about 3 minutes (privileged-helper/test/fuzz/run.sh)" privileged-helper/test/fuzz/run.sh
 stage "kernel tier: grove_share under qemu, on Debian 12's 6.1 (kernel/test.sh)" kernel/test.sh
 stage "kernel tier: grove_share under qemu, on the 6.12 Debian 12 also ships (kernel/test.sh 6.12)" kernel/test.sh 6.12
