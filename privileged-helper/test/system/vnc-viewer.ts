@@ -22,16 +22,15 @@ const viewerPage = (wsUrl: string) => `<!doctype html><html><body style="margin:
 
 /** Serves the viewer page and noVNC's modules, and bridges /vnc to the desktop socket. */
 export async function startViewerServer(vncSocket: string): Promise<http.Server> {
-  const server = http.createServer(async (req, res) => {
+  const server = http.createServer((req, res) => {
     const url = req.url ?? '/';
     if (url.startsWith('/novnc/')) {
       const file = path.join(NOVNC, path.normalize(url.slice('/novnc/'.length)));
       if (!file.startsWith(NOVNC)) return void res.writeHead(403).end();
-      try {
-        res.writeHead(200, { 'content-type': 'text/javascript' }).end(await readFile(file));
-      } catch {
-        res.writeHead(404).end();
-      }
+      readFile(file).then(
+        (body) => res.writeHead(200, { 'content-type': 'text/javascript' }).end(body),
+        () => res.writeHead(404).end(),
+      );
       return;
     }
     const port = (server.address() as { port: number }).port;

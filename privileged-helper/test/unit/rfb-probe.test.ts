@@ -7,17 +7,20 @@ import { firstFrame, type RfbEndpoint } from '../../src/host/rfb-probe.js';
 
 const servers: net.Server[] = [];
 const sockets: net.Socket[] = [];
+/** What went wrong in a server side a test played: the test fails with it. */
+const serverFailures: unknown[] = [];
 afterEach(async () => {
   for (const s of sockets.splice(0)) s.destroy();
   await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(r))));
+  expect(serverFailures.splice(0)).toEqual([]);
 });
 
 /** Listens on a free loopback port (or at a Unix socket path); `onConnection` plays the server side. */
-async function listen(onConnection: (socket: net.Socket) => void, socketPath?: string): Promise<RfbEndpoint> {
+async function listen(onConnection: (socket: net.Socket) => void | Promise<void>, socketPath?: string): Promise<RfbEndpoint> {
   const server = net.createServer((socket) => {
     sockets.push(socket);
     socket.on('error', () => {});
-    onConnection(socket);
+    Promise.resolve(onConnection(socket)).catch((err: unknown) => serverFailures.push(err));
   });
   servers.push(server);
   if (socketPath) {
@@ -116,7 +119,7 @@ describe('firstFrame', () => {
         s.destroy();
         return;
       }
-      void playServer(s);
+      return playServer(s);
     });
     await firstFrame(at, { timeoutMs: 5000 });
     expect(connections).toBe(3);
@@ -125,7 +128,7 @@ describe('firstFrame', () => {
   it("reaches the server through a Unix socket (a branch's desktop socket)", async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'grove-rfb-'));
     try {
-      const at = await listen((s) => void playServer(s), path.join(dir, 'vnc.sock'));
+      const at = await listen(playServer, path.join(dir, 'vnc.sock'));
       await expect(firstFrame(at, { timeoutMs: 5000 })).resolves.toMatchObject({ frameMs: expect.any(Number) });
     } finally {
       rmSync(dir, { recursive: true, force: true });
