@@ -1,6 +1,6 @@
 // ESLint flat config: @eslint/js recommended + typescript-eslint recommended
-// (syntax only: no type information, so linting needs no tsconfig) over the
-// whole repository, and the layering rules: product code never imports tests,
+// over the whole repository, two typed rules on promises over every file a
+// tsconfig compiles, and the layering rules: product code never imports tests,
 // and each folder reaches another only through its public contract (the
 // helper's protocol/, the app's api/contract.ts).
 import js from '@eslint/js';
@@ -73,6 +73,28 @@ export default defineConfig(
       // Rethrowing with `{ cause: err }` is wanted, but wrapping errors into a
       // friendlier message is common here; keep it visible without failing.
       'preserve-caught-error': 'error',
+    },
+  },
+  {
+    // Typed rules: a promise nobody awaits, or one handed to a caller that
+    // expects a void callback (an event emitter, a React prop), rejects where
+    // no one handles it, which hides the failure or ends the helper daemon.
+    // `void p` marks one left to run on its own: p handles its own failure.
+    // Each file is checked with the tsconfig of its folder, so these cover
+    // exactly what `npm run typecheck` compiles.
+    files: [
+      'privileged-helper/{src,test,bench}/**/*.ts',
+      'main/{src,test}/**/*.ts',
+      'renderer/{src,test}/**/*.{ts,tsx}',
+      'electron/*.cts',
+      'e2e/**/*.ts',
+    ],
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': 'error',
     },
   },
   {
