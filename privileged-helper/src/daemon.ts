@@ -277,8 +277,8 @@ async function serve(config: HelperConfig): Promise<void> {
     db.close();
     process.exit(0);
   };
-  process.once('SIGTERM', () => void shutdown('SIGTERM'));
-  process.once('SIGINT', () => void shutdown('SIGINT'));
+  process.once('SIGTERM', () => void shutdown('SIGTERM').catch(fatal));
+  process.once('SIGINT', () => void shutdown('SIGINT').catch(fatal));
 }
 
 async function purge(config: HelperConfig): Promise<void> {
@@ -313,7 +313,10 @@ async function main(): Promise<void> {
   return serve(config);
 }
 
-main().catch((err: unknown) => {
+/** Ends the helper on a failure nothing else handles, with it in the log. */
+function fatal(err: unknown): never {
   log(`fatal: ${(err as Error)?.stack ?? String(err)}`);
   process.exit(1);
-});
+}
+
+main().catch(fatal);
