@@ -11,18 +11,27 @@ export async function runTerminal(client: HelperClient, workspace: string, argv:
     rows: out.rows || 24,
   });
   const stdin = process.stdin;
-  return new Promise<number>((resolve) => {
+  return new Promise<number>((resolve, reject) => {
+    const restoreStdin = () => {
+      if (stdin.isTTY) stdin.setRawMode(false);
+      stdin.pause();
+    };
     client.on('exec.output', (e) => {
       if (e.session === session) out.write(e.data);
     });
     client.on('exec.exit', (e) => {
       if (e.session !== session) return;
-      if (stdin.isTTY) stdin.setRawMode(false);
-      stdin.pause();
+      restoreStdin();
       resolve(e.exitCode);
     });
     if (stdin.isTTY) stdin.setRawMode(true);
-    stdin.on('data', (chunk: Buffer) => void client.request('exec.write', { session, data: chunk.toString('utf8') }));
+    // Typing that cannot reach the session (the helper went away) ends the terminal with why.
+    stdin.on('data', (chunk: Buffer) =>
+      void client.request('exec.write', { session, data: chunk.toString('utf8') }).catch((err: unknown) => {
+        restoreStdin();
+        reject(err);
+      }),
+    );
     out.on('resize', () => void client.request('exec.resize', { session, cols: out.columns, rows: out.rows }).catch(() => undefined));
   });
 }
