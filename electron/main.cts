@@ -65,7 +65,9 @@ app.on('web-contents-created', (_event, contents) => {
   });
   contents.on('will-attach-webview', (event) => event.preventDefault());
   contents.setWindowOpenHandler(({ url }) => {
-    if (/^https:\/\//.test(url)) void shell.openExternal(url);
+    if (/^https:\/\//.test(url)) {
+      void shell.openExternal(url).catch((err: unknown) => console.error(`Grove could not open ${url} in the browser: ${(err as Error).message}`));
+    }
     return { action: 'deny' };
   });
 });
