@@ -11,6 +11,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { readFile, readdir, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { whenAbsent } from './absent.js';
 import type { BranchLimits } from '../protocol/entities.js';
 import { GroveError } from '../protocol/wire.js';
 
@@ -193,6 +194,7 @@ export async function removeCgroups(name: string): Promise<void> {
 /** Branch ids that have a group of this instance under any controller (for the clean-up at start). */
 export async function cgroupsOfInstance(instance: string): Promise<string[]> {
   const ids = new Set<string>();
+  // A controller this instance made no group under has no folder for it.
   for (const c of CONTROLLERS) for (const id of await readdir(dir(c, `grove-${instance}`)).catch(() => [] as string[])) ids.add(id);
   return [...ids].filter((id) => /^[0-9a-f]{8}$/.test(id));
 }
@@ -200,9 +202,10 @@ export async function cgroupsOfInstance(instance: string): Promise<string[]> {
 /** Removes the instance's parent groups once they are empty (purge). */
 export async function removeInstanceCgroups(instance: string): Promise<void> {
   for (const id of await cgroupsOfInstance(instance)) await removeCgroups(cgroupName(instance, id));
-  for (const c of CONTROLLERS) await rmdir(dir(c, `grove-${instance}`)).catch(() => undefined);
+  for (const c of CONTROLLERS) await rmdir(dir(c, `grove-${instance}`)).catch(whenAbsent(undefined));
 }
 
+/** A group's file, or `fallback` where this kernel's controller has no such file or the group is gone. */
 async function readOr(file: string, fallback: string): Promise<string> {
   return (await readFile(file, 'utf8').catch(() => fallback)).trim();
 }

@@ -10,6 +10,7 @@
 import { mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CGROUP_ROOT } from './cgroups.js';
+import { whenAbsent } from './absent.js';
 import { programStarter } from './run.js';
 
 export function helperCgroupName(instance: string): string {
@@ -83,10 +84,9 @@ async function joinCgroup(dir: string): Promise<void> {
 
 /** Removes the (stopped) helper's own groups: purge. */
 export async function removeHelperCgroups(instance: string): Promise<void> {
+  // No cgroup file system mounted: the helper made no groups.
   for (const hierarchy of await readdir(CGROUP_ROOT).catch(() => [] as string[])) {
-    await rmdir(path.join(CGROUP_ROOT, hierarchy, helperCgroupName(instance))).catch((err: NodeJS.ErrnoException) => {
-      if (err.code !== 'ENOENT' && err.code !== 'ENOTDIR') throw err;
-    });
+    await rmdir(path.join(CGROUP_ROOT, hierarchy, helperCgroupName(instance))).catch(whenAbsent(undefined));
   }
 }
 

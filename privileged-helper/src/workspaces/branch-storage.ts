@@ -33,6 +33,7 @@ import { access, chown, mkdir, readdir, readFile, writeFile } from 'node:fs/prom
 import path from 'node:path';
 import { allSettled } from '../concurrency.js';
 import { createSubvolume, deleteSubvolume, snapshot } from '../host/btrfs.js';
+import { whenAbsent } from '../host/absent.js';
 import type { DiskQuota } from '../host/disk-quota.js';
 import { isMounted } from '../host/mounts.js';
 import { rootOwner, shiftOwnership } from '../host/idmap.js';
@@ -190,7 +191,8 @@ export class BranchStorage {
       ...(await readdir(this.pool.workspaces)).map((e) => path.join(this.pool.workspaces, e)),
       ...(await readdir(this.pool.versions)).map((e) => path.join(this.pool.versions, e, 'files')),
     ];
-    const lowers = await Promise.all(dirs.map((d) => readFile(path.join(d, 'lower'), 'utf8').catch(() => '')));
+    // One being made has no 'lower' yet. Any other failure must not make its image look unused (it would be deleted).
+    const lowers = await Promise.all(dirs.map((d) => readFile(path.join(d, 'lower'), 'utf8').catch(whenAbsent(''))));
     return new Set(lowers.map((l) => l.trim()).filter(Boolean));
   }
 
