@@ -388,7 +388,8 @@ class ForkTransaction {
 /** Running and not left stopped (state T) by an interrupted dump. */
 async function sourceAlive(ws: WorkspaceRecord): Promise<boolean> {
   if (ws.pid === null || ws.pidStart === null || !(await isSameProcess(ws.pid, ws.pidStart))) return false;
-  const stat = await readFile(`/proc/${ws.pid}/stat`, 'utf8').catch(() => '');
+  const stat = await readFile(`/proc/${ws.pid}/stat`, 'utf8').catch(() => null);
+  if (stat === null) return false; // exited since the look above
   const state = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
   return state !== 'T' && state !== 't' && state !== 'Z';
 }

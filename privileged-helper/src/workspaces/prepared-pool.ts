@@ -108,7 +108,7 @@ export class PreparedPool {
         this.ready.push(slot);
       } catch (err) {
         this.d.log(`preparing a branch network ahead failed: ${(err as Error).message}`);
-        await this.d.remove(slot).catch(() => undefined);
+        await this.d.remove(slot).catch((e: Error) => this.d.log(`removing the half-made branch network failed (start-up removes it): ${e.message}`));
         return; // tried again at the next take
       } finally {
         this.making.delete(slot);
