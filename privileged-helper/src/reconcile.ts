@@ -101,7 +101,7 @@ async function removeUnrecordedRoots(d: ReconcileDeps, recorded: Set<string>): P
 
 /** Each entry of `dir` that is no recorded directory, unless something is mounted at or below it. */
 async function removeUnrecordedEntries(d: ReconcileDeps, dir: string, recorded: Set<string>): Promise<void> {
-  for (const entry of await readdir(dir).catch(() => [])) {
+  for (const entry of await readdir(dir).catch(() => [])) { // none made yet: nothing to remove
     const sub = path.join(dir, entry);
     if (recorded.has(`directory:${sub}`) || (await hasMountAtOrBelow(sub))) continue;
     d.log(`removing unrecorded ${sub}`);

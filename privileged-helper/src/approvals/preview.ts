@@ -101,7 +101,7 @@ async function processesOf(initPid: number): Promise<{ count: number; names: str
   const pids = (await pidsByNamespace(new Set([ns]))).get(ns) ?? [];
   const counts = new Map<string, number>();
   for (const pid of pids) {
-    const name = (await readFile(`/proc/${pid}/comm`, 'utf8').catch(() => '')).trim();
+    const name = (await readFile(`/proc/${pid}/comm`, 'utf8').catch(() => '')).trim(); // exited since it was listed
     if (name) counts.set(name, (counts.get(name) ?? 0) + 1);
   }
   const names = [...counts].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).map(([n, c]) => (c > 1 ? `${n} ×${c}` : n));

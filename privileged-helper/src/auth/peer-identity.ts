@@ -64,6 +64,7 @@ export async function userName(uid: number): Promise<string> {
 export async function identify(socketRole: Role, cred: PeerCredentials, groups: RoleGroups): Promise<Actor | null> {
   const role = roleOf(socketRole, cred, groups);
   if (role === null) return null;
+  // The peer may have exited since it connected; its process name is only shown.
   const [user, comm] = await Promise.all([userName(cred.uid), readFile(`/proc/${cred.pid}/comm`, 'utf8').catch(() => '?\n')]);
   return { role, uid: cred.uid, user, pid: cred.pid, process: comm.trim(), client: '' };
 }

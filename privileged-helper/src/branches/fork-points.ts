@@ -32,7 +32,7 @@ export class ForkPoints {
   /** Removes every fork point no branch or version descends from any more (after a discard, a version's deletion, at start). */
   prune(): Promise<string[]> {
     const next = this.pruning.then(() => this.pruneNow());
-    this.pruning = next.catch(() => undefined);
+    this.pruning = next.catch(() => undefined); // this prune's caller is told; the next one runs regardless
     return next;
   }
 

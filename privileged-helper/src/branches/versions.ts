@@ -80,7 +80,7 @@ export class VersionService {
       this.d.ksm.hold(async () => {
         const capture = await this.capture(id, { label, fault, forRollbacks: true });
         fixed(capture);
-        await capture.dumped.catch(() => undefined);
+        await capture.dumped.catch(() => undefined); // persist() reports a failed dump: here it only ends the hold
       }),
     );
     const { version, dumped } = await Promise.race([captured, held.then(() => captured)]);

@@ -365,6 +365,7 @@ async function children(pid: number): Promise<number[]> {
 /** Every process's children, by host pid (this kernel has no /proc/PID/task/TID/children). */
 async function childMap(): Promise<Map<number, number[]>> {
   const children = new Map<number, number[]>();
+  // The walks that use this run unawaited (killTree, hangUp): they must not reject, and /proc is always there.
   for (const name of await readdir('/proc').catch(() => [] as string[])) {
     if (!/^\d+$/.test(name)) continue;
     const ppid = Number((await statFields(Number(name)))[1]);
@@ -404,7 +405,7 @@ async function stop(pid: number): Promise<void> {
 }
 
 async function allThreadsHalted(pid: number): Promise<boolean> {
-  const threads = await readdir(`/proc/${pid}/task`).catch(() => [] as string[]);
+  const threads = await readdir(`/proc/${pid}/task`).catch(() => [] as string[]); // gone: nothing left to stop
   for (const tid of threads) {
     const state = (await statFields(`${pid}/task/${tid}`))[0];
     if (state !== undefined && !HALTED_STATES.has(state)) return false;

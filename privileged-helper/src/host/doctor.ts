@@ -65,7 +65,7 @@ export class Doctor {
   }
 
   private async criu(): Promise<{ version: string | null; checkPassed: boolean; checkDetail: string }> {
-    const v = await run(this.config.criu, ['--version'], { allowFailure: true }).catch(() => null);
+    const v = await run(this.config.criu, ['--version'], { allowFailure: true }).catch(() => null); // as in tool()
     const version = v && v.exitCode === 0 ? (/Version:\s*(\S+)/.exec(v.stdout)?.[1] ?? null) : null;
     if (!version) return { version: null, checkPassed: false, checkDetail: 'criu is not installed (build/host/criu.sh builds it)' };
     const check = await run(this.config.criu, ['check'], { allowFailure: true, timeoutMs: 60_000 });
@@ -99,6 +99,7 @@ async function detached(instance: string): Promise<DoctorCheck> {
 }
 
 async function tool(name: string, args: string[]): Promise<DoctorCheck> {
+  // run() rejects only when grove-spawn cannot start: the report goes on, and its own check says so.
   const res = await run(name, args, { allowFailure: true }).catch(() => null);
   const ok = res !== null && res.exitCode === 0;
   return { name, ok, detail: ok ? (res.stdout || res.stderr).split('\n')[0]! : `${name} is not installed` };

@@ -74,6 +74,7 @@ export class KernelTier {
 
   private async whyNotLoadable(): Promise<string | null> {
     if (!(await exists(path.join(this.paths.proc, 'modules')))) return `this kernel (${os.release()}) was built without module support`;
+    // A kernel without the switch cannot turn module loading off.
     const disabled = await readFile(path.join(this.paths.proc, 'sys/kernel/modules_disabled'), 'utf8').catch(() => '0');
     if (disabled.trim() === '1') return 'module loading is switched off on this host (kernel.modules_disabled = 1)';
     return null;

@@ -73,8 +73,9 @@ export class KsmPacer {
     const want = this.pace() === 'fast' ? FAST : IDLE;
     if (want === this.applied) return;
     this.applied = want;
+    // The pace only tunes how fast shared pages are found: a failed write is tried again next time.
     await this.write(want).catch(() => {
-      this.applied = null; // unknown: written again next time
+      this.applied = null;
     });
   }
 

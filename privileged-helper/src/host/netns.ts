@@ -68,7 +68,7 @@ export async function foreignRoutesIn(subnet: string, instance: string): Promise
  */
 export async function nameserversIn(subnet: string, resolvConf = '/etc/resolv.conf'): Promise<string[]> {
   const prefix = `${subnet.split('.').slice(0, 2).join('.')}.`;
-  const text = await readFile(resolvConf, 'utf8').catch(() => '');
+  const text = await readFile(resolvConf, 'utf8').catch(() => ''); // no resolv.conf: no name server to avoid
   return [...text.matchAll(/^\s*nameserver\s+(\d+\.\d+\.\d+\.\d+)/gm)].map((m) => m[1]!).filter((ip) => ip.startsWith(prefix));
 }
 

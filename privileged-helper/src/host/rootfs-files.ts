@@ -9,6 +9,7 @@ async function safeDir(rootfs: string, relDir: string, owner: FileOwner = null):
   let dir = rootfs;
   for (const part of relDir.split('/').filter(Boolean)) {
     dir = path.join(dir, part);
+    // Taken as missing, and made: mkdir says what else is wrong.
     const st = await lstat(dir).catch(() => null);
     if (st === null) {
       await mkdir(dir, { mode: 0o755 });
@@ -31,6 +32,7 @@ const NEVER_WAIT = constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOC
 /** A file of the branch's root, '' when there is none; refused when it is not a regular file or is over MAX_READ_BYTES. */
 export async function readInside(rootfs: string, rel: string): Promise<string> {
   const dir = await safeDir(rootfs, path.dirname(rel));
+  // None there, or a link (never followed; writeInside refuses one).
   const fh = await open(path.join(dir, path.basename(rel)), constants.O_RDONLY | NEVER_WAIT).catch(() => null);
   if (!fh) return '';
   try {

@@ -58,7 +58,7 @@ export async function kindInside(root: string, p: string, o: { followLast?: bool
     }
     const host = path.join(root, ...at, part);
     const st = await lstat(host).catch(() => null);
-    if (!st) return null;
+    if (!st) return null; // nothing at this path in the tree
     if (st.isSymbolicLink() && (todo.length > 0 || followLast)) {
       if (++links > MAX_LINKS) return null;
       const target = await readlink(host);

@@ -140,7 +140,7 @@ export async function diskUsage(dir: string): Promise<number | null> {
 
 export async function removePartialStreams(cacheDir: string): Promise<void> {
   const dir = path.join(cacheDir, 'images');
-  const entries = await readdir(dir).catch(() => [] as string[]);
+  const entries = await readdir(dir).catch(() => [] as string[]); // no images folder yet: nothing half fetched
   await Promise.all(entries.filter((e) => e.endsWith('.partial')).map((e) => rm(path.join(dir, e), { force: true })));
 }
 

@@ -64,6 +64,7 @@ export class SpaceService {
   watch(changed: (space: PoolSpace) => void, branchChanged: (workspaceId: string) => void, intervalMs = SPACE_WATCH_INTERVAL_MS): void {
     const tick = async () => {
       this.fullBranchesChanged().forEach(branchChanged);
+      // Looked at again at the next tick; space.get reports why it cannot be read.
       const space = await this.poolSpace().catch(() => null);
       if (!space || space.low === this.lastLow) return;
       this.lastLow = space.low;

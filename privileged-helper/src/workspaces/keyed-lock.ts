@@ -24,6 +24,7 @@ export class KeyedLock {
   /** Runs `task` once the exclusive operations queued before it are done, beside other reads. */
   read<T>(key: string, task: () => Promise<T>): Promise<T> {
     const previous = this.tails.get(key) ?? Promise.resolve();
+    // The operation before it failed or not, the read runs after it (its own caller is told of its failure).
     const next = previous.catch(() => undefined).then(task);
     const reads = this.reads.get(key) ?? new Set<Promise<unknown>>();
     reads.add(next);

@@ -253,7 +253,7 @@ export class Criu {
       thawed = true;
       if (!(req.pagesFollow && req.userns)) return announce();
       madeReadable = openToRestores(req.imagesDir);
-      madeReadable.then(announce, () => undefined);
+      madeReadable.then(announce, () => undefined); // its failure is the dump's: awaited below
     };
     const signals = thawSignalDir(req.imagesDir);
     await rm(signals, { recursive: true, force: true }); // left by a helper killed mid-dump
@@ -266,7 +266,7 @@ export class Criu {
         );
         await rm(path.join(signals, THAWED_FILE), { force: true });
         if (res.exitCode === 0) break;
-        const log = await readFile(logFile, 'utf8').catch(() => '');
+        const log = await readFile(logFile, 'utf8').catch(() => ''); // no log: not known to be worth another try
         // Once the caller was told the instant is fixed, there is no other try: it would be another instant.
         if (attempt >= DUMP_ATTEMPTS || thawed || !transientDumpFailure(log)) throw await this.failure('dump', logFile, res.signal ? `killed by ${res.signal}` : res.stderr);
         // The tree ran on (--leave-running); a fresh images directory and a moment for the reader to drain its socket.
@@ -278,6 +278,7 @@ export class Criu {
     }
     // A restore in the tree's user namespace reads some images once it is in it, as ids the images' owner (host root) is not.
     if (req.userns) await (madeReadable ?? openToRestores(req.imagesDir));
+    // The stats are only timings to show: a dump that worked does not fail for want of them.
     return dumpStats(await readFile(path.join(req.imagesDir, 'stats-dump')).catch(() => Buffer.alloc(0)));
   }
 
@@ -327,13 +328,13 @@ export class Criu {
     }
     const pid = Number((await readFile(pidFile, 'utf8')).trim());
     if (!Number.isInteger(pid) || pid <= 1) throw new GroveError('E_HOST', `criu restore wrote no pid to ${pidFile}`);
-    const stats = restoreStats(await readFile(path.join(workDir, 'stats-restore')).catch(() => Buffer.alloc(0)));
+    const stats = restoreStats(await readFile(path.join(workDir, 'stats-restore')).catch(() => Buffer.alloc(0))); // as after a dump
     await rm(workDir, { recursive: true, force: true }); // a version's images are restored again and again
     return { pid, stats };
   }
 
   private async failure(what: string, logFile: string, stderr: string): Promise<GroveError> {
-    const log = await readFile(logFile, 'utf8').catch(() => stderr);
+    const log = await readFile(logFile, 'utf8').catch(() => stderr); // CRIU failed before it wrote a log
     // Named for the run's directory too: a fork's restores can fail in the same millisecond.
     const kept = path.join(this.logsDir, `criu-${what}-${new Date().toISOString().replace(/[:.]/g, '-')}-${path.basename(path.dirname(logFile))}.log`);
     await mkdir(this.logsDir, { recursive: true, mode: 0o700 });
@@ -354,7 +355,7 @@ export class Criu {
  * next to nothing is free there. Null otherwise.
  */
 async function fullWhereImagesGo(imagesDir: string, failure: CriuFailure | null): Promise<string | null> {
-  const space = await spaceAt(imagesDir).catch(() => null);
+  const space = await spaceAt(imagesDir).catch(() => null); // only words for an error being reported
   const free = space ? ` (${mib(space.freeBytes)} MiB free)` : '';
   if (failure?.noSpace) return `no space left where its images go${free}: ${failure.cause}`;
   if (!failure && space && space.freeBytes < NEARLY_FULL_BYTES) return `no space left where its images go${free}, not even for its log`;

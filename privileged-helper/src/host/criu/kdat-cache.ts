@@ -29,7 +29,7 @@ export type KdatCacheState = 'present' | 'written' | 'not written';
 export async function ensureKdatCache(criuBinary: string): Promise<KdatCacheState> {
   await ensureTmpfs(KDAT_DIR, 'grove-criu', ['size=1m']);
   if (await exists(KDAT_CACHE)) return 'present';
-  const tmp = await stat(KDAT_TMP).catch(() => null);
+  const tmp = await stat(KDAT_TMP).catch(() => null); // none left by a killed run
   if (tmp && Date.now() - tmp.mtimeMs > STALE_TMP_MS) await rm(KDAT_TMP, { force: true });
   // `criu check` runs kerndat and saves its result; its verdict on the kernel is the doctor's business.
   await run(criuBinary, ['check'], { allowFailure: true, timeoutMs: 60_000 });

@@ -45,6 +45,7 @@ async function leftoverRuns(binary: string, dirs: readonly string[]): Promise<Le
   for (const entry of (await readdir('/proc')).filter((e) => /^\d+$/.test(e))) {
     const pid = Number(entry);
     // A branch's process may name itself anything; only a CRIU of ours, in the host's pid namespace, is one.
+    // Each may exit while it is looked at: it is then no leftover.
     if ((await readlink(`/proc/${pid}/exe`).catch(() => null)) !== binary || (await pidNamespace(pid)) !== ownNs) continue;
     const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
     const command = argv[1];
