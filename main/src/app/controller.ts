@@ -197,7 +197,7 @@ export class Controller {
         return c.request('exec.resize', { session: p.session as string, cols: p.cols as number, rows: p.rows as number });
       case 'terminal.close':
         this.terminals.delete(p.session as string);
-        return c.request('exec.close', { session: p.session as string }).catch(() => ({}));
+        return c.request('exec.close', { session: p.session as string }).catch(() => ({})); // ended, or its connection is gone: closed already
     }
   }
 
@@ -265,6 +265,8 @@ export class Controller {
     };
     this.operations = [...this.operations, op].slice(-MAX_OPERATIONS);
     this.log(YOU, action, target, 'started', '');
+    // What is told is the operation's outcome. A refresh after it that fails leaves the state as
+    // events keep it, and a reconnect (after a lost connection, its usual cause) reads it all again.
     try {
       const result = await run();
       this.finish(op, 'done', null);
@@ -449,7 +451,7 @@ export class Controller {
     const branch = this.branchIdOf(e.target);
     if (e.actor?.role === 'agent' && branch && !e.action.startsWith('desktop.')) this.agents.call(branch, e, e.actor);
     const mine = e.actor !== null && isSelf(e.actor, this.self); // logged as it was done, with its outcome
-    if (!mine && e.action.startsWith('image.')) void this.readImages().catch(() => undefined);
+    if (!mine && e.action.startsWith('image.')) void this.readImages().catch(() => undefined); // as a refresh after an operation
     if (mine || (e.outcome === 'ok' && toldByItsEvents(e.action))) return this.changed();
     const target = e.target === null ? null : this.nameOf(branch ?? e.target);
     this.log(attribute(e.actor, this.self), callDone(e.action), target, e.outcome === 'ok' ? 'ok' : 'failed', e.detail ?? '');

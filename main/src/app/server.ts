@@ -189,6 +189,7 @@ function serveApi(controller: Controller, ws: WebSocket): void {
   ws.on('close', () => {
     off();
     offImages();
+    // The page is gone: no one is left to tell that a terminal had ended already, or could not be closed.
     for (const session of sessions) void controller.handle('terminal.close', { session }, owner).catch(() => undefined);
   });
 }
@@ -202,7 +203,7 @@ async function serveStatic(root: string, pathname: string, res: http.ServerRespo
   }
   let file = path.join(root, path.normalize(rel));
   if (!file.startsWith(root)) return void res.writeHead(403).end();
-  const st = await stat(file).catch(() => null);
+  const st = await stat(file).catch(() => null); // no such file: the page's own route, served by index.html
   if (!st || st.isDirectory()) file = path.join(root, 'index.html');
   try {
     const body = await readFile(file);

@@ -32,6 +32,7 @@ export async function runTerminal(client: HelperClient, workspace: string, argv:
         reject(err);
       }),
     );
+    // A size that did not arrive does no harm: the next one replaces it, and typing says if the helper is gone.
     out.on('resize', () => void client.request('exec.resize', { session, cols: out.columns, rows: out.rows }).catch(() => undefined));
   });
 }

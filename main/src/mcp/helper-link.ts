@@ -35,7 +35,7 @@ export class HelperLink implements HelperSource {
   async close(): Promise<void> {
     const pending = this.current;
     this.current = null;
-    (await pending?.catch(() => null))?.close();
+    (await pending?.catch(() => null))?.close(); // one that never connected has nothing to close
   }
 
   private client(): Promise<HelperClient> {
