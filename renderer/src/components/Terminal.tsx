@@ -31,6 +31,7 @@ export function Terminal({ branchId }: { branchId: string }) {
     void api
       .request('terminal.open', { workspace: branchId, cols: term.cols, rows: term.rows })
       .then((r) => {
+        // Opened after the panel went away: closed at once, and nothing is left to show a failure in.
         if (closed) return void api.request('terminal.close', { session: r.session }).catch(() => undefined);
         session = r.session;
         setStatus('');
@@ -46,11 +47,12 @@ export function Terminal({ branchId }: { branchId: string }) {
       })
       .catch((err: unknown) => setStatus(humanError(err)));
     const input = term.onData((data) => {
+      // Input a session cannot take: its end (its exit, or the lost connection's) is shown when it comes.
       if (session) void api.request('terminal.write', { session, data }).catch(() => undefined);
     });
     const ro = new ResizeObserver(() => {
       fit.fit();
-      if (session) void api.request('terminal.resize', { session, cols: term.cols, rows: term.rows }).catch(() => undefined);
+      if (session) void api.request('terminal.resize', { session, cols: term.cols, rows: term.rows }).catch(() => undefined); // the next size replaces it
     });
     ro.observe(el.current);
     return () => {
@@ -58,7 +60,7 @@ export function Terminal({ branchId }: { branchId: string }) {
       ro.disconnect();
       input.dispose();
       offs.forEach((f) => f());
-      if (session) void api.request('terminal.close', { session }).catch(() => undefined);
+      if (session) void api.request('terminal.close', { session }).catch(() => undefined); // the panel, where it would show, is going
       term.dispose();
     };
   }, [api, branchId, dark]);
