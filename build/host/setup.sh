@@ -56,7 +56,7 @@ else
   echo "up to date" >&2
 fi
 
-step "CRIU ≥ 4.2"
+step "CRIU 4.2.1 (Debian's source, pinned by sha256 in build/host/criu.sh)"
 "$repo/build/host/criu.sh"
 
 step "native helpers (grove-enter cages what belongs to a branch; grove-mount makes idmapped and caged bind mounts; grove-netlock silences a netns while CRIU restores into it; grove-spawn starts the helper's programs; grove-action is what CRIU runs at a fork's actions; grove-share holds a fork's memory for the kernel tier; grove-quota gives each branch its disk limit; peercred.node reads a peer's credentials; inroot.node opens a branch's files inside its root)"
