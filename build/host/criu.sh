@@ -22,22 +22,20 @@ case "${1:-}" in
   *) die "unknown argument: $1 (the only one is --tree-only)" ;;
 esac
 
-# The one source the patches are written for. The .dsc is what Debian signed
-# and names every file of the package with its sha256; the orig tarball is
-# upstream's release, the only file the build unpacks (Debian's own packaging
-# and patches are not used). Another version or another upload stops the
-# setup: the patches are known to apply and work on this source only.
-# To move to another version: set CRIU_VERSION and CRIU_ORIG_TARBALL to the
-# new one's, run `GROVE_CACHE=<scratch dir> criu.sh --tree-only`, which fetches
-# it and stops on each sha256 saying what it found, check those files and copy
-# their sums here, then refresh the patches on the new source
-# (criu-patches/README.md).
-CRIU_VERSION="4.2.1-1"
-CRIU_DSC_SHA256="9286c86e5adfd70b97a68e117c2905d91bf9e31132296e7ebf57066189a2f0b0"
-CRIU_ORIG_TARBALL="criu_4.2.1.orig.tar.xz"
+# The one source the patches are written for: upstream's release tarball of
+# CRIU_VERSION, checked by its sha256, the only file the build unpacks (Debian's
+# own packaging and patches are not used). It is fetched as the orig tarball of
+# unstable's criu source package, whichever Debian revision of that version
+# unstable carries (each revision ships the same upstream tarball, and unstable
+# keeps only its newest). Another version, or a tarball with another sum,
+# stops the setup: the patches are known to apply and work on this source only.
+# To move to another version: set CRIU_VERSION and CRIU_ORIG_SHA256 to the new
+# one's, run `GROVE_CACHE=<scratch dir> criu.sh --tree-only`, which fetches it
+# and stops on the sha256 saying what it found, check that file and copy its
+# sum here, then refresh the patches on the new source (criu-patches/README.md).
+CRIU_VERSION="4.2.1"
 CRIU_ORIG_SHA256="29ec0ee09e296479fe7048c80980e8ef1d0684d0b0204c2b101dfea19f6725b9"
-CRIU_DSC="criu_${CRIU_VERSION}.dsc"
-CRIU_UPSTREAM_VERSION="${CRIU_VERSION%-*}"
+CRIU_ORIG_TARBALL="criu_${CRIU_VERSION}.orig.tar.xz"
 
 # Our patches on top of the source (criu-patches/*.patch, applied in name
 # order): an install built from another source, another set of patches or
@@ -52,7 +50,7 @@ RUNDIR="/run/grove-criu"
 build_stamp() {
   local files=("$here"/criu-patches/*.patch)
   {
-    echo "SOURCE=$CRIU_VERSION $CRIU_DSC_SHA256"
+    echo "SOURCE=$CRIU_VERSION $CRIU_ORIG_SHA256"
     if [ -e "${files[0]}" ]; then cat "${files[@]}"; else echo none; fi
     echo "RUNDIR=$RUNDIR"
   } | sha256sum | cut -d' ' -f1
@@ -60,7 +58,7 @@ build_stamp() {
 
 installed_ok() {
   [ -x "$PREFIX/sbin/criu" ] || return 1
-  "$PREFIX/sbin/criu" --version 2>/dev/null | grep -qx "Version: $CRIU_UPSTREAM_VERSION" || return 1
+  "$PREFIX/sbin/criu" --version 2>/dev/null | grep -qx "Version: $CRIU_VERSION" || return 1
   [ "$(cat "$PREFIX/.build-stamp" 2>/dev/null)" = "$(build_stamp)" ]
 }
 
@@ -85,24 +83,24 @@ write_private_sources() {
   apt_private=(-o "Dir::Etc::SourceList=$work/sid.list" -o Dir::Etc::SourceParts=/dev/null -o "Dir::State::Lists=$work/lists")
 }
 
-source_fetched() { [ -e "$work/src/$CRIU_DSC" ] && [ -e "$work/src/$CRIU_ORIG_TARBALL" ]; }
+source_fetched() { [ -e "$work/src/$CRIU_ORIG_TARBALL" ]; }
 
-# Fetches the pinned version's .dsc and orig tarball into $work/src unless
-# they are there already. Unstable carries only its newest upload of criu, so
-# once Debian moves on the pinned version cannot be fetched any more.
+# Fetches unstable's criu source package into $work/src unless the pinned
+# tarball is there already. Once unstable moves to another upstream version,
+# the pinned one cannot be fetched from it any more.
 fetch_source() {
   source_fetched && return 0
   log "fetching unstable's criu $CRIU_VERSION source package"
   apt-get "${apt_private[@]}" -q update >&2
   # apt-get fails if any file of the package fails, and some mirrors do not
-  # serve the Debian tarball, which is not used: what counts is the two files.
-  (cd "$work/src" && apt-get "${apt_private[@]}" -q --download-only source "criu=$CRIU_VERSION" >&2) || true
+  # serve the Debian tarball, which is not used: what counts is the orig tarball.
+  (cd "$work/src" && apt-get "${apt_private[@]}" -q --download-only source criu >&2) || true
   source_fetched && return 0
   local offered
   offered="$(apt-cache "${apt_private[@]}" showsrc criu 2>/dev/null | awk '$1 == "Version:" {print $2}' | sort -uV | paste -sd' ' || true)"
   die "expected criu $CRIU_VERSION (the version pinned in $0), but Debian unstable offers ${offered:-no criu at all}." \
-    "To update the pin: set CRIU_VERSION and the three values below it in $0 (the comment above them says how) and refresh the patches on the new source." \
-    "Or put $CRIU_DSC and $CRIU_ORIG_TARBALL (from snapshot.debian.org) into $work/src."
+    "To update the pin: set CRIU_VERSION and CRIU_ORIG_SHA256 in $0 (the comment above them says how) and refresh the patches on the new source." \
+    "Or put upstream's $CRIU_ORIG_TARBALL (from snapshot.debian.org, or CRIU's release of $CRIU_VERSION) into $work/src."
 }
 
 check_sha256() { # FILE EXPECTED
@@ -115,7 +113,6 @@ check_sha256() { # FILE EXPECTED
 }
 
 verify_source() {
-  check_sha256 "$CRIU_DSC" "$CRIU_DSC_SHA256"
   check_sha256 "$CRIU_ORIG_TARBALL" "$CRIU_ORIG_SHA256"
 }
 
@@ -138,7 +135,7 @@ build_and_install() {
   rm -rf "$PREFIX"
   make -C "$srcdir" install-criu PREFIX="$PREFIX" RUNDIR="$RUNDIR" >&2
   build_stamp > "$PREFIX/.build-stamp"
-  installed_ok || die "build finished but $PREFIX/sbin/criu is not $CRIU_UPSTREAM_VERSION"
+  installed_ok || die "build finished but $PREFIX/sbin/criu is not $CRIU_VERSION"
   log "installed: $("$PREFIX/sbin/criu" --version | head -1)"
 }
 
