@@ -49,8 +49,11 @@ export async function pidNamespace(pid: number): Promise<string | null> {
 }
 
 /**
- * The processes in each of the given pid namespaces, from one pass over /proc
- * (one pass serves any number of branches). Processes that exit meanwhile are left out.
+ * The running processes in each of the given pid namespaces, from one pass
+ * over /proc (one pass serves any number of branches). Processes that exit
+ * meanwhile are left out, and so are zombies: ended, though their namespace
+ * stays readable until their parent (for a branch's init, the host's init,
+ * in its own time) reaps them.
  */
 export async function pidsByNamespace(namespaces: ReadonlySet<string>): Promise<Map<string, number[]>> {
   const found = new Map<string, number[]>();
@@ -58,7 +61,8 @@ export async function pidsByNamespace(namespaces: ReadonlySet<string>): Promise<
   await Promise.all(
     entries.map(async (entry) => {
       const ns = await pidNamespace(Number(entry));
-      if (ns !== null && namespaces.has(ns)) found.set(ns, [...(found.get(ns) ?? []), Number(entry)]);
+      if (ns === null || !namespaces.has(ns) || (await startTime(Number(entry))) === null) return;
+      found.set(ns, [...(found.get(ns) ?? []), Number(entry)]);
     }),
   );
   return found;

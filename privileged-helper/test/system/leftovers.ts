@@ -2,6 +2,7 @@
 // (not from the helper's registry, which is what is being checked).
 import { access, readdir, readFile, readlink } from 'node:fs/promises';
 import { execa } from 'execa';
+import { pidsByNamespace } from '../../src/host/proc.js';
 import type { TestInstance } from './helper-process.js';
 
 export async function netnsNames(): Promise<string[]> {
@@ -49,14 +50,9 @@ export async function pidNamespaceOf(pid: number): Promise<string> {
   return readlink(`/proc/${pid}/ns/pid`);
 }
 
-/** Processes that live in the given pid namespace (e.g. 'pid:[4026532251]'). */
+/** Running processes in the given pid namespace (e.g. 'pid:[4026532251]'): zombies have ended, as the helper counts them. */
 export async function processesInPidNs(ns: string): Promise<number[]> {
-  const pids: number[] = [];
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    if ((await readlink(`/proc/${entry}/ns/pid`).catch(() => '')) === ns) pids.push(Number(entry));
-  }
-  return pids;
+  return (await pidsByNamespace(new Set([ns]))).get(ns) ?? [];
 }
 
 /** Pid namespaces of every workspace the tests created (see support.ts: createWorkspace). */
