@@ -66,7 +66,7 @@ function blobPath(layoutDir: string, digest: string): string {
  */
 export const MAX_LAYER_PATH_BYTES = 3840;
 
-/** What tar reads between two checkpoints: 100 records of 10 KiB (its default record size). */
+/** tar says how many records it has read every this many (about 1 MiB of its default 10 KiB records). */
 const CHECKPOINT_RECORDS = 100;
 const RECORD_BYTES = 10_240;
 /** The stream and every entry's header: each entry takes at least a 512-byte block there. */
@@ -137,7 +137,7 @@ function listLayer(file: string): Listing {
   eachLine(tar.stderr, (line) => {
     const reached = /^tar: #(\d+)$/.exec(line);
     const total = /^Total bytes read: (\d+)/.exec(line);
-    if (reached) checkpoint(Number(reached[1]) * CHECKPOINT_RECORDS * RECORD_BYTES);
+    if (reached) checkpoint(Number(reached[1]) * RECORD_BYTES); // %u: the records read so far
     else if (total) totalBytes = Number(total[1]);
     else lastWords = line.replace(/^tar: /, '');
   });
