@@ -1,18 +1,22 @@
 // How big an image will be once unpacked, measured before anything is
-// unpacked: GNU tar lists each layer of the fetched OCI layout, decompressing
-// it in processes of its own (tar finds the compression by its magic, as the
-// image storage does), and the helper reads only the listing. A layer's
-// compressed size says nothing of what it unpacks to (a tar bomb is a few MiB
-// that unpack to terabytes) and a gzip trailer's size is the sender's word, so
-// two measures are taken, and the larger counts:
-//   - the tar stream tar reads, from its checkpoints as it goes and its total
-//     at the end: the count stops as soon as it passes the room in the pool;
-//   - the entries' own sizes, from the listing: a sparse entry's holes take
-//     almost nothing in the stream, but are written out in full.
+// unpacked. A layer's compressed size says nothing of what it unpacks to (a
+// tar bomb is a few MiB that unpack to terabytes) and a gzip trailer's size is
+// the sender's word, so each layer of the fetched OCI layout is decompressed
+// once (its compression found by its magic, as the image storage finds it;
+// gzip by Node's zlib, in its thread pool, the rest by their own programs) and
+// two measures are taken, the larger counting:
+//   - the decompressed stream, counted as it passes: the count stops as soon
+//     as it passes the room in the pool;
+//   - the entries' own sizes, from GNU tar's listing of that stream: a sparse
+//     entry's holes take almost nothing in the stream, but are written out in
+//     full.
 // The same listing gives every name, so a path too long for the image storage
 // to remove later is refused before anything is unpacked.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import { open, readFile } from 'node:fs/promises';
+import type { Readable } from 'node:stream';
+import { createGunzip } from 'node:zlib';
 import path from 'node:path';
 import { GroveError } from '../protocol/wire.js';
 
@@ -66,9 +70,8 @@ function blobPath(layoutDir: string, digest: string): string {
  */
 export const MAX_LAYER_PATH_BYTES = 3840;
 
-/** tar says how many records it has read every this many (about 1 MiB of its default 10 KiB records). */
-const CHECKPOINT_RECORDS = 100;
-const RECORD_BYTES = 10_240;
+/** Node's zlib hands on this much at a time: its default (16 KiB) spends more on the hand-offs than on inflating. */
+const INFLATE_CHUNK_BYTES = 1 << 20;
 /** The stream and every entry's header: each entry takes at least a 512-byte block there. */
 const HEADER_BYTES = 512;
 /** A listing line longer than this is not kept whole: its name alone is over any path Grove takes. */
@@ -76,27 +79,82 @@ const MAX_LINE_BYTES = 64 << 10;
 
 /** The layer's bytes once unpacked, or more than `room` as soon as they pass it (the rest is not read). */
 async function countLayer(file: string, room: number): Promise<number> {
-  const listing = listLayer(file);
+  const source = createReadStream(file, { highWaterMark: INFLATE_CHUNK_BYTES });
+  const layer = decompressed(source, await magicOf(file));
+  const listing = listTar(layer.stream);
   let streamBytes = 0;
   let entryBytes = 0;
   let longestPath = 0;
   const over = () => Math.max(streamBytes, entryBytes) > room;
-  listing.onCheckpoint((bytes) => {
-    streamBytes = Math.max(streamBytes, bytes);
-    if (over()) listing.stop();
+  const stop = () => {
+    source.destroy();
+    layer.stop();
+    listing.stop();
+  };
+  layer.stream.on('data', (chunk: Buffer) => {
+    streamBytes += chunk.length;
+    if (over()) stop();
   });
   listing.onEntry((entry) => {
     entryBytes += entry.size + HEADER_BYTES;
     longestPath = Math.max(longestPath, entry.pathBytes);
-    if (over()) listing.stop();
+    if (over()) stop();
   });
-  const end = await listing.done;
+  const [read, listed] = await Promise.all([endOf(layer.stream), listing.done]);
   if (over()) return Math.max(streamBytes, entryBytes);
-  if (end.error !== null) throw new GroveError('E_INVALID_PARAMS', `a layer could not be read: ${end.error}`);
+  const error = read ?? listed;
+  if (error !== null) throw new GroveError('E_INVALID_PARAMS', `a layer could not be read: ${error}`);
   if (longestPath > MAX_LAYER_PATH_BYTES) {
     throw new GroveError('E_INVALID_PARAMS', `a layer could not be unpacked inside the image: it holds a path of ${longestPath} bytes, and Grove takes at most ${MAX_LAYER_PATH_BYTES}`);
   }
-  return Math.max(end.totalBytes ?? streamBytes, entryBytes);
+  return Math.max(streamBytes, entryBytes);
+}
+
+type Compression = 'gzip' | 'zstd' | 'xz' | 'bzip2' | 'none';
+
+/** The compression a file's first bytes say it has. */
+async function magicOf(file: string): Promise<Compression> {
+  const fh = await open(file, 'r');
+  try {
+    const { buffer, bytesRead } = await fh.read(Buffer.alloc(6), 0, 6, 0);
+    const head = buffer.subarray(0, bytesRead);
+    if (head[0] === 0x1f && head[1] === 0x8b) return 'gzip';
+    if (bytesRead >= 4 && head.readUInt32LE(0) === 0xfd2fb528) return 'zstd';
+    if (head.equals(Buffer.from([0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00]))) return 'xz';
+    if (head.subarray(0, 3).toString('latin1') === 'BZh') return 'bzip2';
+    return 'none';
+  } finally {
+    await fh.close();
+  }
+}
+
+/** The layer's tar stream, and how to end whatever makes it. */
+function decompressed(source: Readable, compression: Compression): { stream: Readable; stop: () => void } {
+  if (compression === 'none') return { stream: source, stop: () => undefined };
+  if (compression === 'gzip') {
+    const gunzip = source.pipe(createGunzip({ chunkSize: INFLATE_CHUNK_BYTES }));
+    source.on('error', (err) => gunzip.destroy(err));
+    return { stream: gunzip, stop: () => gunzip.destroy() };
+  }
+  const program = spawn(compression, ['-dc'], { stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+  let said = '';
+  program.stderr.on('data', (chunk: Buffer) => (said = (said + chunk.toString('utf8')).slice(-4096)));
+  source.pipe(program.stdin);
+  program.stdin.on('error', () => undefined); // it ended: its exit says why
+  program.on('error', () => program.stdout.destroy(new Error(`a layer is ${compression}-compressed and ${compression} is not installed`)));
+  program.on('close', (code) => {
+    if (code !== 0 && code !== null) program.stdout.destroy(new Error(said.trim().split('\n').at(-1) || `${compression} exited ${code}`));
+  });
+  return { stream: program.stdout, stop: () => killGroup(program) };
+}
+
+/** Resolves once the stream has ended: null, or why it failed (a stream destroyed on purpose has not failed). */
+function endOf(stream: Readable): Promise<string | null> {
+  return new Promise((resolve) => {
+    stream.on('end', () => resolve(null));
+    stream.on('close', () => resolve(null));
+    stream.on('error', (err) => resolve(err.message));
+  });
 }
 
 interface ListedEntry {
@@ -105,54 +163,45 @@ interface ListedEntry {
   pathBytes: number;
 }
 
-interface ListingEnd {
-  /** tar's own count of the stream it read ("Total bytes read"), if it got that far. */
-  totalBytes: number | null;
-  /** Why tar failed, in its words; null if it listed the whole layer (or was stopped). */
-  error: string | null;
-}
-
 interface Listing {
-  onCheckpoint(fn: (streamBytes: number) => void): void;
   onEntry(fn: (entry: ListedEntry) => void): void;
-  /** Ends tar and its decompressor now. */
+  /** Ends tar now. */
   stop(): void;
-  /** Resolves once tar and its decompressor have ended. */
-  done: Promise<ListingEnd>;
+  /** Resolves once tar has ended: null, or why it failed in its words (not when stopped). */
+  done: Promise<string | null>;
 }
 
-/** GNU tar listing `file` verbosely, in a process group of its own (with the decompressor it starts). */
-function listLayer(file: string): Listing {
-  const tar = spawn(
-    'tar',
-    ['--list', '--verbose', '--numeric-owner', '--full-time', '--utc', '--quoting-style=escape', '--totals', `--checkpoint=${CHECKPOINT_RECORDS}`, '--checkpoint-action=echo=#%u', '--file', file],
-    { stdio: ['ignore', 'pipe', 'pipe'], detached: true, env: { ...process.env, LC_ALL: 'C.UTF-8' } },
-  );
-  let checkpoint: (bytes: number) => void = () => undefined;
+/**
+ * GNU tar listing the tar read from `stream`, verbosely. tar may end before
+ * the stream does (at an end-of-archive block): the stream is still read to
+ * its end, and counted.
+ */
+function listTar(stream: Readable): Listing {
+  const tar = spawn('tar', ['--list', '--verbose', '--numeric-owner', '--full-time', '--utc', '--quoting-style=escape', '--file', '-'], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    detached: true,
+    env: { ...process.env, LC_ALL: 'C.UTF-8' },
+  });
   let entry: (e: ListedEntry) => void = () => undefined;
   let stopped = false;
-  let totalBytes: number | null = null;
   let lastWords = '';
+  stream.pipe(tar.stdin);
+  tar.stdin.on('error', () => undefined);
+  tar.stdin.on('close', () => {
+    stream.unpipe(tar.stdin);
+    stream.resume();
+  });
   eachLine(tar.stdout, (line, bytes) => entry(parseEntry(line, bytes)));
-  eachLine(tar.stderr, (line) => {
-    const reached = /^tar: #(\d+)$/.exec(line);
-    const total = /^Total bytes read: (\d+)/.exec(line);
-    if (reached) checkpoint(Number(reached[1]) * RECORD_BYTES); // %u: the records read so far
-    else if (total) totalBytes = Number(total[1]);
-    else lastWords = line.replace(/^tar: /, '');
+  eachLine(tar.stderr, (line) => (lastWords = line.replace(/^tar: /, '')));
+  const done = new Promise<string | null>((resolve) => {
+    tar.on('error', () => resolve('tar could not be started'));
+    tar.on('close', (code) => resolve(stopped || code === 0 ? null : lastWords || `tar exited ${code}`));
   });
   const stop = () => {
     stopped = true;
     killGroup(tar);
   };
-  const done = new Promise<ListingEnd>((resolve) => {
-    tar.on('error', () => resolve({ totalBytes: null, error: 'tar could not be started' }));
-    tar.on('close', (code) => {
-      killGroup(tar); // a decompressor tar left behind
-      resolve({ totalBytes, error: stopped || code === 0 ? null : lastWords || `tar exited ${code}` });
-    });
-  });
-  return { onCheckpoint: (fn) => (checkpoint = fn), onEntry: (fn) => (entry = fn), stop, done };
+  return { onEntry: (fn) => (entry = fn), stop, done };
 }
 
 function killGroup(child: ChildProcess): void {

@@ -31,6 +31,7 @@ function layout(layers: { mediaType: string; data: Buffer }[]): void {
 
 const GZIP = 'application/vnd.oci.image.layer.v1.tar+gzip';
 const TAR = 'application/vnd.oci.image.layer.v1.tar';
+const ZSTD = 'application/vnd.oci.image.layer.v1.tar+zstd';
 
 describe('unpackedBytes', () => {
   it('sums what gzip and plain layers unpack to: their tar streams', async () => {
@@ -43,7 +44,7 @@ describe('unpackedBytes', () => {
     expect(await unpackedBytes(dir, 10 ** 9)).toBe(big.length + small.length);
   });
 
-  it('counts a layer of many checkpoints by its size, below the room it fits in', async () => {
+  it('counts a layer of several MiB by its size, in room just above it', async () => {
     const layer = tarOf(['a', 'b', 'c'], 3 << 20);
     layout([{ mediaType: GZIP, data: gzipSync(layer) }]);
     expect(await unpackedBytes(dir, layer.length + 4096)).toBe(layer.length);
@@ -70,16 +71,24 @@ describe('unpackedBytes', () => {
     }
   });
 
-  it('leaves no tar, nor its decompressor, once it stops reading a tar bomb', async () => {
+  it.each(['gzip', 'zstd'] as const)('leaves no tar, nor its decompressor, once it stops reading a %s tar bomb', async (compression) => {
     const header = tarOf(['zeros']).subarray(0, 512);
     header.write(((256 << 20).toString(8) + '\0').padStart(12, '0'), 124, 'ascii'); // the size field: 256 MiB
     header.write('        ', 148, 'ascii');
     header.write((header.reduce((sum, b) => sum + b, 0).toString(8) + '\0 ').padStart(8, '0'), 148, 'ascii');
-    layout([{ mediaType: GZIP, data: gzipSync(Buffer.concat([header, Buffer.alloc(256 << 20)])) }]);
-    const before = decompressors();
+    const bomb = Buffer.concat([header, Buffer.alloc(256 << 20)]);
+    const data = compression === 'gzip' ? gzipSync(bomb) : execFileSync('zstd', ['-c', '-q'], { input: bomb, maxBuffer: 64 << 20 });
+    layout([{ mediaType: compression === 'gzip' ? GZIP : ZSTD, data }]);
+    const before = programsNamed('zstd');
     expect(await unpackedBytes(dir, 1 << 20)).toBe((1 << 20) + 1);
     expect(tarsOfOurs()).toEqual([]);
-    expect(decompressors().filter((pid) => !before.includes(pid))).toEqual([]);
+    expect(programsNamed('zstd').filter((pid) => !before.includes(pid))).toEqual([]);
+  });
+
+  it('sums what a zstd layer unpacks to', async () => {
+    const layer = tarOf(['z'], 100_000);
+    layout([{ mediaType: ZSTD, data: execFileSync('zstd', ['-c', '-q'], { input: layer }) }]);
+    expect(await unpackedBytes(dir, 10 ** 9)).toBe(layer.length);
   });
 
   it('refuses a digest that is not sha256 hex (no path out of the layout)', async () => {
@@ -110,9 +119,9 @@ function tarOf(names: string[], size = 1): Buffer {
   return execFileSync('python3', ['-c', script, JSON.stringify(names), String(size)], { maxBuffer: 128 << 20 });
 }
 
-/** Running gzip processes. */
-function decompressors(): string[] {
-  return readdirSync('/proc').filter((pid) => /^\d+$/.test(pid) && statOf(pid).startsWith('(gzip) ') && statOf(pid).split(' ')[1] !== 'Z');
+/** Running processes of this name. */
+function programsNamed(name: string): string[] {
+  return readdirSync('/proc').filter((pid) => /^\d+$/.test(pid) && statOf(pid).startsWith(`(${name}) `) && statOf(pid).split(' ')[1] !== 'Z');
 }
 
 /** tar processes this one started that are still running. */
