@@ -17,6 +17,8 @@ npx electron-builder --linux dir --config build/electron-builder.yml \
 test -f "$stub/out/linux-unpacked/resources/app.asar"
 test -f "$stub/out/linux-unpacked/resources/helper/grove-helper.service"
 test -f "$stub/out/linux-unpacked/resources/helper/daemon.mjs"
+test -f "$stub/out/linux-unpacked/resources/helper/package.json"
+test -x "$stub/out/linux-unpacked/resources/helper/privileged-helper/image/desktop/build.sh"
 npx asar list "$stub/out/linux-unpacked/resources/app.asar" 2>/dev/null | grep -q '/electron/dist/main.cjs' ||
   node -e 'const a=require("@electron/asar");const l=a.listPackage(process.argv[1]);if(!l.some(f=>f.endsWith("/electron/dist/main.cjs")))process.exit(1)' "$stub/out/linux-unpacked/resources/app.asar"
-echo "packaging config OK: app.asar, helper bundle and service unit in place (stub Electron, not runnable)"
+echo "packaging config OK: app.asar, helper bundle with its image recipes and service unit in place (stub Electron, not runnable)"

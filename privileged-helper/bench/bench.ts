@@ -39,6 +39,7 @@ import { loadConfig } from '../src/config.js';
 import { pidNamespace } from '../src/host/proc.js';
 import { firstFrame } from '../src/host/rfb-probe.js';
 import type { Workspace } from '../src/protocol/entities.js';
+import { groveFile } from '../src/protocol/grove-files.js';
 import { GroveError } from '../src/protocol/wire.js';
 import { purge, startHelper, tail, testInstance, type TestInstance } from '../test/system/helper-process.js';
 import { leftovers } from '../test/system/leftovers.js';
@@ -58,7 +59,7 @@ import { BenchResult, BenchSection, RESULT_SCHEMA, type FanoutPoint, type HostIn
 import { round, roundAll, speedup, summarizeByKey, type Summary } from './stats.js';
 import { checkTargets } from './targets.js';
 
-export const RESULTS_DIR = path.join(import.meta.dirname, 'results');
+export const RESULTS_DIR = groveFile('privileged-helper/bench/results');
 /** Not the dev helper's (10.213/10.214) nor the system tests' (10.215) range. */
 const BENCH_SUBNET = '10.217.0.0/16';
 /** The uncaged comparison instance's range (cage section). */

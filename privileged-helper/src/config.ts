@@ -5,6 +5,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { cacheDirOf, groveSpawnPath } from './tool-paths.js';
 import { builtModulePath, type KernelTierPaths } from './host/kernel-tier.js';
+import { groveFile } from './protocol/grove-files.js';
 import { DEFAULT_RUN_DIR, helperSockets } from './protocol/sockets.js';
 import { AUDIT_DAYS_KEPT, AUDIT_ROWS_KEPT, type AuditRetention } from './registry/registry.js';
 
@@ -103,7 +104,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HelperConfig {
     },
     subnet: Subnet.parse(env.GROVE_SUBNET ?? '10.213.0.0/16'),
     criu: env.GROVE_CRIU ?? path.join(cacheDir, 'criu/sbin/criu'),
-    recipesDir: path.resolve(import.meta.dirname, '../image'),
+    recipesDir: groveFile('privileged-helper/image'),
     groveEnter: env.GROVE_ENTER ?? path.join(cacheDir, 'bin/grove-enter'),
     diskQuota: env.GROVE_BENCH_NO_DISK_QUOTA !== '1',
     groveQuota: env.GROVE_QUOTA ?? path.join(cacheDir, 'bin/grove-quota'),

@@ -14,13 +14,14 @@ import net from 'node:net';
 import path from 'node:path';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { z } from 'zod';
+import { groveFile } from '../../../privileged-helper/src/protocol/grove-files.js';
 import { API_PATH, RequestFrame, VNC_PATH_PATTERN, isRequestName, requests, type EventData, type EventName } from '../api/contract.js';
 import { GroveError } from '../helper-client/client.js';
 import { bridgeToVnc } from '../streams/vnc-bridge.js';
 import type { Controller, TerminalOwner } from './controller.js';
 
 export const COOKIE = 'grove_token';
-export const DEFAULT_RENDERER_DIR = path.resolve(import.meta.dirname, '../../../renderer/dist');
+export const DEFAULT_RENDERER_DIR = groveFile('renderer/dist');
 
 export interface WebOptions {
   host?: string;

@@ -1,12 +1,12 @@
 // The client side of `grove mcp`, for programs that drive Grove the way an
 // MCP-capable agent does (the reference agent, tests, the benchmark): spawn
 // `grove mcp` with the SDK's stdio transport and call its tools.
-import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { groveFile } from '../../../privileged-helper/src/protocol/grove-files.js';
 
-const GROVE = path.resolve(import.meta.dirname, '../../bin/grove');
+const GROVE = groveFile('main/bin/grove');
 
 export interface GroveMcpOptions {
   /** The helper socket `grove mcp` uses (default: the agent socket). */

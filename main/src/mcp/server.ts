@@ -3,14 +3,14 @@
 // default) an agent gets exactly the agent role, and what only a person may
 // do becomes a request to a person. stdout carries MCP and nothing else.
 import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { groveFile } from '../../../privileged-helper/src/protocol/grove-files.js';
 import { HelperClient } from '../helper-client/client.js';
 import { HelperLink, type HelperSource } from './helper-link.js';
 import { TOOLS } from './tools/index.js';
 
-const VERSION = (JSON.parse(readFileSync(path.resolve(import.meta.dirname, '../../../package.json'), 'utf8')) as { version: string }).version;
+const VERSION = (JSON.parse(readFileSync(groveFile('package.json'), 'utf8')) as { version: string }).version;
 
 const INSTRUCTIONS = [
   'Grove runs your work in live Linux desktop workspaces ("branches") that can be forked: each fork is an isolated copy of a running desktop, with its own processes, screen, files and network.',

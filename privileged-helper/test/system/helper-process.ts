@@ -5,9 +5,10 @@ import net from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { execa } from 'execa';
+import { groveRoot } from '../../src/protocol/grove-files.js';
 import { helperSockets } from '../../src/protocol/sockets.js';
 
-export const REPO = path.resolve(import.meta.dirname, '../../..');
+export const REPO = groveRoot();
 const DAEMON = path.join(REPO, 'privileged-helper/src/daemon.ts');
 const START_HELPER = path.join(REPO, 'build/host/start-helper.sh');
 const TSX = path.join(REPO, 'node_modules/tsx/dist/loader.mjs');
