@@ -5,6 +5,8 @@ import { defineConfig } from 'vitest/config';
 // system: the real helper as root against real btrfs, crun, netns and CRIU;
 //   one helper instance for the whole run (privileged-helper/test/system/global-setup.ts),
 //   files in sequence because workspaces compete for 2 cores.
+// unit and system compile Grove's programs first when a source changed
+// (privileged-helper/test/compile-first.ts): some of their tests run them.
 export default defineConfig({
   test: {
     projects: [
@@ -12,6 +14,7 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['{privileged-helper,main}/test/unit/**/*.test.ts'],
+          globalSetup: ['privileged-helper/test/compile-first.ts'],
         },
       },
       {
@@ -25,7 +28,7 @@ export default defineConfig({
         test: {
           name: 'system',
           include: ['{privileged-helper,main}/test/system/**/*.test.ts'],
-          globalSetup: ['privileged-helper/test/system/global-setup.ts'],
+          globalSetup: ['privileged-helper/test/compile-first.ts', 'privileged-helper/test/system/global-setup.ts'],
           setupFiles: ['privileged-helper/test/system/log-on-failure.ts'],
           fileParallelism: false,
           testTimeout: 180_000,

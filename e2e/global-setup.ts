@@ -13,8 +13,6 @@ import { purge, REPO, startHelper, tail, testInstance } from '../privileged-help
 import { removeOutsideWorld, type OutsidePlan } from '../privileged-helper/test/system/outside-world.js';
 import { agentUserNames, ensureAgentUsers, removeAgentUsers } from '../privileged-helper/test/system/agent-users.js';
 
-const TSX = path.join(REPO, 'node_modules/tsx/dist/loader.mjs');
-
 export default async function globalSetup(): Promise<() => Promise<void>> {
   if (process.getuid?.() !== 0) throw new Error('the e2e tests run as root (they start a real helper)');
   // GROVE_E2E_HELPER=SOCKET runs against a helper that is already up (e.g. a
@@ -65,9 +63,9 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
   }
 }
 
-/** `grove app --web` against the socket; its first stdout line is the URL with the secret. */
+/** `grove app --web` (the compiled CLI, as a person runs it) against the socket; its first stdout line is the URL with the secret. */
 async function startController(socketPath: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', `file://${TSX}`, path.join(REPO, 'main/src/cli/grove.ts'), '--socket', socketPath, 'app', '--web'], {
+  const child = spawn(path.join(REPO, 'main/bin/grove'), ['--socket', socketPath, 'app', '--web'], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   try {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything Grove needs on a Debian 12 host, idempotently: Debian
-# packages, the npm dependencies, CRIU 4.2 (built from source into the cache)
-# and the grove group. A second run only checks and returns in seconds.
+# packages, the npm dependencies, Grove's programs compiled from TypeScript,
+# CRIU 4.2 (built from source into the cache) and the grove group. A second run only checks and returns in seconds.
 # Caches live outside the repository, under $GROVE_CACHE (/var/cache/grove).
 set -euo pipefail
 
@@ -55,6 +55,9 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
 else
   echo "up to date" >&2
 fi
+
+step "Grove's programs: the helper, the CLI and the bench, compiled into dist/ (build/compile.sh)"
+"$repo/build/compile.sh"
 
 step "CRIU 4.2.1 (Debian's source, pinned by sha256 in build/host/criu.sh)"
 "$repo/build/host/criu.sh"

@@ -1,16 +1,16 @@
-// `grove bench`: runs the benchmark (privileged-helper/bench/main.ts) as a
-// program of its own, so that nothing of the bench, nor the test harness it
-// starts helpers with, is part of the CLI. Its output streams through as it
+// `grove bench`: runs the benchmark (privileged-helper/bench/main.ts, compiled
+// like the CLI by build/compile.sh) as a program of its own, so that nothing
+// of the bench, nor the test harness it starts helpers with, is part of the CLI. Its output streams through as it
 // is, and its exit code becomes grove's.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { constants } from 'node:os';
-import path from 'node:path';
 import type { Command } from 'commander';
+import { compiledProgram } from '../../../privileged-helper/src/protocol/grove-files.js';
 import { GroveError } from '../helper-client/client.js';
 import { globals } from './context.js';
 
-const BENCH_MAIN = path.resolve(import.meta.dirname, '../../../privileged-helper/bench/main.ts');
+const BENCH_MAIN = compiledProgram('privileged-helper/bench/main.ts');
 /** The bench removes what it made on each of these: grove passes them on and waits for it. */
 const HANDED_ON = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
@@ -48,8 +48,8 @@ function benchArgs(opts: BenchOptions, json: boolean): string[] {
  * than twice, and grove stays until its clean-up is over.
  */
 function runBenchProgram(args: string[]): Promise<number> {
-  if (!existsSync(BENCH_MAIN)) throw new GroveError('E_PRECONDITION', `grove bench runs from a source checkout: ${BENCH_MAIN} is missing`);
-  // execArgv carries tsx's loader when grove itself runs through tsx.
+  if (!existsSync(BENCH_MAIN)) throw new GroveError('E_PRECONDITION', `${BENCH_MAIN} is missing: run npm run build`);
+  // execArgv carries node's options (source maps) over to the bench.
   const child = spawn(process.execPath, [...process.execArgv, BENCH_MAIN, ...args], { stdio: 'inherit', detached: true });
   const handOn = (sig: NodeJS.Signals) => child.kill(sig);
   for (const sig of HANDED_ON) process.on(sig, handOn);

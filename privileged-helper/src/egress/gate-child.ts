@@ -25,7 +25,7 @@ export interface GateChildOptions {
   log(msg: string): void;
 }
 
-const READY_TIMEOUT_MS = 60_000; // a first start under tsx compiles the gate's modules
+const READY_TIMEOUT_MS = 60_000; // generous: node starts slowly on a host busy restoring desktops, and only a hung gate waits it out
 const MIN_BACKOFF_MS = 500;
 const MAX_BACKOFF_MS = 30_000;
 /** A gate that ran this long before it died is started again at once. */

@@ -1,6 +1,7 @@
 // Where Grove's own files are (package.json, the image recipes, the CLI's
-// launcher, the renderer's build), for the helper and its clients alike. The
-// same module runs from its TypeScript source (vitest, tsx) and from the
+// launcher, the renderer's build, the compiled programs), for the helper and
+// its clients alike. The same module runs from its TypeScript source (vitest,
+// tsx), from the compiled programs in dist/ (build/compile.sh) and from the
 // Electron package's bundles, each at another depth: counting ../ from a
 // module would hold for one of them only. The root is the nearest directory
 // above this module whose package.json is Grove's.
@@ -18,6 +19,11 @@ export function groveRoot(): string {
 /** A file of Grove's by its path from the root, e.g. 'main/bin/grove'. */
 export function groveFile(relative: string): string {
   return path.join(groveRoot(), relative);
+}
+
+/** Where build/compile.sh puts the program whose source is `source` (from the root, e.g. 'privileged-helper/src/daemon.ts'). */
+export function compiledProgram(source: string): string {
+  return groveFile(path.join('dist', source.replace(/\.ts$/, '.js')));
 }
 
 function rootAbove(start: string): string {

@@ -5,13 +5,13 @@ import net from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { execa } from 'execa';
-import { groveRoot } from '../../src/protocol/grove-files.js';
+import { compiledProgram, groveRoot } from '../../src/protocol/grove-files.js';
 import { helperSockets } from '../../src/protocol/sockets.js';
 
 export const REPO = groveRoot();
-const DAEMON = path.join(REPO, 'privileged-helper/src/daemon.ts');
+/** The helper as build/host/start-helper.sh runs it (compiled there first when its sources changed). */
+const DAEMON = compiledProgram('privileged-helper/src/daemon.ts');
 const START_HELPER = path.join(REPO, 'build/host/start-helper.sh');
-const TSX = path.join(REPO, 'node_modules/tsx/dist/loader.mjs');
 
 export interface TestInstance {
   instance: string;
@@ -87,7 +87,7 @@ export async function stopHelper(t: TestInstance, signal: 'SIGTERM' | 'SIGKILL' 
 /** Removes every host object of the instance (workspaces, netns, pool, state). */
 export async function purge(t: TestInstance): Promise<void> {
   await stopHelper(t);
-  const res = await execa(process.execPath, ['--import', `file://${TSX}`, DAEMON, '--purge'], {
+  const res = await execa(process.execPath, ['--enable-source-maps', DAEMON, '--purge'], {
     env: { ...process.env, ...t.env },
     reject: false,
     all: true,
