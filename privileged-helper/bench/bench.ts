@@ -22,6 +22,8 @@
 //   8. the disk quota's cost: a fork's, a checkpoint's and a discard's disk
 //      work on scratch pools with simple quotas, none and full qgroups, side
 //      by side (quota.ts).
+//   9. the CLI: a call of grove as a person or a script makes it, from start
+//      to exit (cli-calls.ts).
 // `only` runs one section (e.g. computer-use: a check in a minute).
 // It writes JSON (result-schema.ts) and an SVG (plots.ts) to bench/results/
 // (which git ignores; latest.json there is the run the docs quote),
@@ -47,6 +49,7 @@ import { measureCage } from './cage.js';
 import { measureProfile } from './profile.js';
 import { measureOwnWork } from './own-work.js';
 import { measureComputerUse } from './computer-use.js';
+import { measureCliCalls } from './cli-calls.js';
 import { QuotaPools } from './quota.js';
 import { BaselineFork, readBaselineSource, type BaselineSetting, type BaselineSource } from './baseline.js';
 import { criuFanout, fits, groveFanout, measureFanout, type FanoutRun } from './fanout.js';
@@ -86,6 +89,7 @@ function plan(quick: boolean) {
     readRounds: quick ? 200 : 1000,
     settleMs: 30_000,
     computerUseSamples: quick ? 20 : 50,
+    cliCalls: quick ? 10 : 30,
     ownWorkRounds: quick ? 1 : 3,
     quotaRounds: quick ? 10 : 30,
   };
@@ -177,7 +181,7 @@ export async function runBench(opts: BenchOptions): Promise<number> {
   const p = plan(opts.quick);
   const s = new Session();
   // Handled on every signal, not once: with no handler left, a second signal
-  // (another Ctrl-C, or one relayed again by npm or tsx) would end the process
+  // (another Ctrl-C, or one relayed again by npm or grove) would end the process
   // halfway through the removal.
   const onSignal = (sig: NodeJS.Signals) => {
     if (s.interrupted) return log(`${sig}: still removing what the benchmark made, please wait`);
@@ -233,6 +237,7 @@ async function measure(s: Session, p: Plan, quick: boolean, sections: BenchSecti
 
   const runs = (section: BenchSection) => sections.includes(section);
   const computerUse = runs('computer-use') ? await measureComputerUse(c, source, p.computerUseSamples, log) : null;
+  const cli = runs('cli') ? await measureCliCalls(s.t.socketPath, p.cliCalls, log) : null;
   const forks = runs('fork') ? await forkLatency(s, p, source, baseSource) : { grove: [], criu: [], groveErrors: [], criuErrors: [] };
   const noFanout = { points: [], skipped: [] };
   const fan = runs('fanout') ? await fanouts(s, p, source, baseSource) : { grove: noFanout, criu: noFanout };
@@ -260,6 +265,7 @@ async function measure(s: Session, p: Plan, quick: boolean, sections: BenchSecti
     ratio: ratio === null ? null : round(ratio, 3),
     depthForks: chain.depthForks,
     computerUse,
+    cli,
     cage,
     profile,
     ownWork,
@@ -277,6 +283,7 @@ const NOTES = [
   'grove.readLatency: real Grove branches, a chain of forks (each parent discarded once its child is up), read inside the branch. criu.readLatency: layout naive-overlay = an overlay with depth+1 stacked lowerdirs (one per fork generation) plus a private upper, built on the host; the file comes from the bottom layer, read through the top mount by the same script.',
   'readLatency.us = µs per open+read+close of a small inherited file (warm); bigRead* = one sequential read after POSIX_FADV_DONTNEED on that file.',
   'computerUse: through the helper\'s socket like an agent. screenshotMs = desktop.screenshot of the whole screen, request to reply (PNG, base64); actionToFrameMs = from sending desktop.key (a letter into the start page\'s note) until a second VNC client (the bench\'s own) receives the frame with the page\'s new colour; pngEncodeMs = the helper\'s PNG encoder on one full-screen frame, in process.',
+  'cli: whoamiMs = main/bin/grove --socket (the bench helper\'s) whoami, from spawn to exit, the launcher\'s check that dist/ is fresh included; after one untimed call.',
   'cage: caged = a fresh desktop of this run’s helper; uncaged = a second helper instance with GROVE_BENCH_UNCAGED=1 (Docker’s default capabilities, no no_new_privs, no seccomp, no cgroups) and a desktop of its own from the same image; one fork each in turn. forkToFirstFrameMs is the helper’s fork report total; childPssMiB sums PSS over the child’s pid namespace right after its first frame.',
   'ownWork: pull = image.pull of a ~500 MiB image (Debian shared libraries, FROM scratch) from a docker-registry on loopback with TLS and basic auth, against skopeo copy to an OCI layout + umoci unpack of it into the pool; project = file.copyIn (the path a --project copy takes) of 20,000 files, 300 MiB (random, so incompressible) into the running desktop, against cp -a of it into the pool, after a sync each; fork = the report\'s fork → first frame of a branch of an image built FROM grove/desktop against the desktop, alternating.',
   'quota: three scratch pools made as the helper makes its pool (4 GiB sparse loop file, compress=zstd:1, noatime), each with the same files: simple quotas enabled as the helper does (grove-quota), none, full qgroups (btrfs quota enable). The files: the desktop\'s files subvolume (btrfs send/receive) and an agent\'s work copied into its upper (5,000 files of 4-64 KiB and a 200 MiB file, random). Per round and pool, in turn: 1 MiB written into the files (untimed); fork = grove-action post-dump\'s writable snapshot + the child\'s limit (grove-quota limit; none on the no-quota pool) beside a bind mount of the child\'s home (grove-mount), as the helper sets it beside the child\'s mounts + a 4 KiB write in the child + btrfs filesystem sync; checkpoint = the read-only snapshot + sync; discard = btrfs subvolume delete of both + sync. The fork and checkpoint sections above run on the bench helper\'s own pool, which has simple quotas.',

@@ -17,7 +17,7 @@ import { noteColour, type Rgb } from '../../main/src/agent/note-colour.js';
 import type { Workspace } from '../src/protocol/entities.js';
 import { measureMcpScreenshot } from './mcp-roundtrip.js';
 import type { ComputerUse, Percentiles } from './result-schema.js';
-import { round, summarize } from './stats.js';
+import { percentiles, round } from './stats.js';
 
 /** The start page's note field, and a point of its top section away from the note and the pointer. */
 const NOTE = { x: 360, y: 236 };
@@ -107,10 +107,4 @@ async function pngEncode(viewer: RfbSession, samples: number): Promise<Percentil
     times.push(performance.now() - t0);
   }
   return percentiles(times);
-}
-
-function percentiles(samples: number[]): Percentiles {
-  if (samples.length === 0) return { p50: null, p95: null };
-  const s = summarize(samples);
-  return { p50: round(s.p50), p95: round(s.p95) };
 }

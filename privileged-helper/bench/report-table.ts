@@ -12,6 +12,7 @@ export function reportTable(r: BenchResult): string {
     ...only('fanout', () => fanoutSection(r)),
     ...only('read-latency', () => readSection(r)),
     ...computerUseSection(r),
+    ...cliSection(r),
     ...cageSection(r),
     ...profileSection(r),
     ...ownWorkSection(r),
@@ -75,6 +76,16 @@ function computerUseSection(r: BenchResult): string[] {
   lines.push(row(['PNG encode (in process)', num(u.pngEncodeMs.p50), num(u.pngEncodeMs.p95)], 26));
   if (u.mcpScreenshotMs) lines.push(row(['MCP screenshot call', num(u.mcpScreenshotMs.p50), num(u.mcpScreenshotMs.p95)], 26));
   if (u.errors.length) lines.push(`${u.errors.length} failure(s), first: ${u.errors[0]!.slice(0, 300)}`);
+  return lines;
+}
+
+function cliSection(r: BenchResult): string[] {
+  const c = r.cli;
+  if (!c) return [];
+  const lines = ['', `The CLI, start to exit (${c.samples} calls; ms)`];
+  lines.push(row(['measure', 'p50', 'p95'], 26));
+  lines.push(row(['grove whoami', num(c.whoamiMs.p50), num(c.whoamiMs.p95)], 26));
+  if (c.errors.length) lines.push(`${c.errors.length} failure(s), first: ${c.errors[0]!.slice(0, 300)}`);
   return lines;
 }
 
@@ -153,7 +164,7 @@ function profileSection(r: BenchResult): string[] {
 }
 
 function targetSection(r: BenchResult): string[] {
-  const lines = ['', 'Targets (fork: issues 6 and 14; computer use: issue 10; cage: issue 11; own work: issue 41; disk quota: issue 42)'];
+  const lines = ['', 'Targets (fork: issues 6 and 14; computer use: issue 10; cage: issue 11; own work: issue 41; disk quota: issue 42; CLI: issue 43)'];
   for (const t of r.targets) {
     const verdict = t.met === null ? 'not measured' : t.met ? 'met' : 'NOT MET';
     lines.push(`  ${t.name.padEnd(42)} ${t.target.padEnd(12)} ${t.measured.padEnd(42)} ${verdict}`);

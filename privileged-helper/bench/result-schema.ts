@@ -8,8 +8,8 @@
 import { z } from 'zod';
 import { ForkReport } from '../src/protocol/entities.js';
 
-/** 3: the computer-use section and `sections`; 4: the cage section (caged vs uncaged); 5: the profile section; 6: own work; 7: the disk quota's cost. */
-export const RESULT_SCHEMA = 'grove-bench@7' as const;
+/** 3: the computer-use section and `sections`; 4: the cage section (caged vs uncaged); 5: the profile section; 6: own work; 7: the disk quota's cost; 8: the CLI's calls. */
+export const RESULT_SCHEMA = 'grove-bench@8' as const;
 
 const Ms = z.number().nonnegative();
 const MaybeMs = Ms.nullable();
@@ -106,6 +106,14 @@ export const ComputerUse = z.strictObject({
 });
 export type ComputerUse = z.infer<typeof ComputerUse>;
 
+/** Calls of the grove CLI as a person or a script makes them (cli-calls.ts): main/bin/grove whoami against the bench's helper, from start to exit. */
+export const CliCalls = z.strictObject({
+  whoamiMs: Percentiles,
+  samples: z.number().int().nonnegative(),
+  errors: z.array(z.string()),
+});
+export type CliCalls = z.infer<typeof CliCalls>;
+
 /** One side of the cage comparison (cage.ts): forks of one source into one child each. */
 export const CageSide = z.strictObject({
   /** The helper's fork report: fork → the child's first frame. */
@@ -197,7 +205,7 @@ export const OwnWork = z.strictObject({
 export type OwnWork = z.infer<typeof OwnWork>;
 
 /** The parts of the benchmark a run can measure (`--only` picks one). */
-export const BenchSection = z.enum(['fork', 'fanout', 'read-latency', 'computer-use', 'cage', 'profile', 'own-work', 'quota']);
+export const BenchSection = z.enum(['fork', 'fanout', 'read-latency', 'computer-use', 'cli', 'cage', 'profile', 'own-work', 'quota']);
 export type BenchSection = z.infer<typeof BenchSection>;
 
 /** A target (issue 6, 10 or 11) next to what this run measured; met is null when nothing was measured. */
@@ -239,6 +247,8 @@ export const BenchResult = z.strictObject({
   depthForks: z.array(StageTimings),
   /** Null when the run left the section out. */
   computerUse: ComputerUse.nullable(),
+  /** Null when the run left the section out (and in results from before it). */
+  cli: CliCalls.nullable().default(null),
   /** Null when the run left the section out. */
   cage: CageCost.nullable(),
   /** Null when the run left the section out. */

@@ -5,6 +5,7 @@
 // "R-7" / numpy default definition): with n samples sorted ascending,
 // p is found at position (n - 1) * p / 100. With 3-5 samples a p95 is close
 // to the maximum; that is what it is, and the raw samples are kept in the JSON.
+import type { Percentiles } from './result-schema.js';
 
 export interface Summary {
   n: number;
@@ -66,6 +67,13 @@ export function summarizeByKey(records: readonly Record<string, number>[]): Reco
 export function round(x: number, digits = 1): number {
   const f = 10 ** digits;
   return Math.round(x * f) / f;
+}
+
+/** The p50 and p95 of some timings, rounded; null for none (every sample failed). */
+export function percentiles(samples: readonly number[]): Percentiles {
+  if (samples.length === 0) return { p50: null, p95: null };
+  const s = summarize(samples);
+  return { p50: round(s.p50), p95: round(s.p95) };
 }
 
 /** Every value of a record rounded (a fork's stage timings, for JSON). */

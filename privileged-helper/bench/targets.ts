@@ -1,4 +1,4 @@
-// Issues 6, 10, 11 and 14's targets, checked against a run's printed numbers (never by timed
+// Issues 6, 10, 11, 14, 41, 42 and 43's targets, checked against a run's printed numbers (never by timed
 // assertions): each target next to what was measured and whether it was met.
 // Pure, so it is unit-tested (test/unit/bench-targets.test.ts).
 import type { BenchResult, TargetCheck } from './result-schema.js';
@@ -28,6 +28,8 @@ const OWN_FORK_OVERHEAD = 0.1;
 /** Issue 42: the disk quota may cost a fork's and a checkpoint's disk work this much, or QUOTA_SLACK_MS where that is more (their few ms wobble more than that). */
 const QUOTA_OVERHEAD = 0.1;
 const QUOTA_SLACK_MS = 5;
+/** Issue 43: a call of the CLI that asks the helper one small thing, start to exit. */
+const CLI_CALL_MS = 150;
 
 export function checkTargets(r: Measured): TargetCheck[] {
   const fan = r.grove.fanout.find((f) => f.copies === FANOUT_COPIES);
@@ -51,6 +53,7 @@ export function checkTargets(r: Measured): TargetCheck[] {
     check('fork with a 1 GiB heap p50', `≤ ${HEAP_FORK_MS / 1000} s`, median(r.profile?.heap.map((f) => f.timings.total)), (x) => x <= HEAP_FORK_MS, ms, 'not measured (--only profile measures it)'),
     ...ownWorkTargets(r),
     ...quotaTargets(r),
+    check('grove whoami, start to exit p50', `≤ ${CLI_CALL_MS} ms`, r.cli?.whoamiMs.p50 ?? null, (x) => x <= CLI_CALL_MS, ms),
   ];
 }
 

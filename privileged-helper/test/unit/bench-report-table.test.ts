@@ -35,6 +35,15 @@ describe('bench report table', () => {
     expect(reportTable({ ...r, cage: null })).not.toMatch(/The cage's cost/);
   });
 
+  it("prints the CLI's calls and their target", () => {
+    const r = sampleResult();
+    const table = reportTable({ ...r, targets: checkTargets(r) });
+    expect(table).toMatch(/The CLI, start to exit \(30 calls; ms\)/);
+    expect(table).toMatch(/grove whoami\s+120\s+160/);
+    expect(table).toMatch(/grove whoami, start to exit p50\s+≤ 150 ms\s+120 ms\s+met/);
+    expect(reportTable({ ...r, cli: null })).not.toMatch(/The CLI, start to exit/);
+  });
+
   it('prints the disk quota comparison: each pool side by side, and its targets', () => {
     const r = sampleResult();
     const table = reportTable({ ...r, targets: checkTargets(r) });

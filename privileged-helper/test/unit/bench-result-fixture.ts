@@ -41,11 +41,11 @@ function side(total: number, layout: 'grove' | 'naive-overlay', perCopyMiB: numb
 
 export function sampleResult(): BenchResult {
   return BenchResult.parse({
-    schema: 'grove-bench@7',
+    schema: 'grove-bench@8',
     startedAt: '2026-11-30T12:00:00.000Z',
     finishedAt: '2026-11-30T12:20:00.000Z',
     quick: false,
-    sections: ['fork', 'fanout', 'read-latency', 'computer-use', 'cage', 'profile'],
+    sections: ['fork', 'fanout', 'read-latency', 'computer-use', 'cli', 'cage', 'profile'],
     forks: 5,
     host: { kernel: '6.18', cpus: 2, memTotalMiB: 24_000, loadavgStart: [0.5, 0.4, 0.3], loadavgEnd: [1, 1, 1], criu: 'Version: 4.2.1' },
     layout: 'overlay',
@@ -62,6 +62,7 @@ export function sampleResult(): BenchResult {
       samples: 50,
       errors: [],
     },
+    cli: { whoamiMs: { p50: 120, p95: 160 }, samples: 30, errors: [] },
     cage: {
       forks: 5,
       caged: { forkToFirstFrameMs: { p50: 1050, p95: 1200 }, childPssMiB: { p50: 420, p95: 440 }, sourcePssMiB: 600, errors: [] },

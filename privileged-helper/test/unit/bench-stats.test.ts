@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { median, percentile, round, roundAll, speedup, summarize, summarizeByKey } from '../../bench/stats.js';
+import { median, percentile, percentiles, round, roundAll, speedup, summarize, summarizeByKey } from '../../bench/stats.js';
 
 describe('bench stats', () => {
   it('takes the median of what was measured, and says null when nothing was', () => {
@@ -17,6 +17,11 @@ describe('bench stats', () => {
     expect(percentile([1, 2, 3, 4, 5], 95)).toBeCloseTo(4.8);
     expect(percentile([5, 1, 4, 2, 3], 0)).toBe(1);
     expect(percentile([5, 1, 4, 2, 3], 100)).toBe(5);
+  });
+
+  it('gives the p50 and p95 of timings, rounded, and nulls when every sample failed', () => {
+    expect(percentiles([10.04, 20, 30.06])).toEqual({ p50: 20, p95: 29.1 });
+    expect(percentiles([])).toEqual({ p50: null, p95: null });
   });
 
   it('does not reorder its input', () => {

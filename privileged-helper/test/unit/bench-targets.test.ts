@@ -26,7 +26,9 @@ describe('bench targets', () => {
       'fork of an image of your own vs the desktop (p50)',
       "fork's disk work, quota vs none (p50)",
       "checkpoint's disk work, quota vs none (p50)",
+      'grove whoami, start to exit p50',
     ]);
+    expect(checks[18]).toEqual({ name: 'grove whoami, start to exit p50', target: '≤ 150 ms', measured: '120 ms', met: true });
     expect(checks[16]).toEqual({ name: "fork's disk work, quota vs none (p50)", target: 'within 10 % (or 5 ms)', measured: '31.2 vs 28.4 ms (+9.9 %)', met: true });
     expect(checks[17]).toMatchObject({ measured: '12.5 vs 12.0 ms (+4.2 %)', met: true });
     expect(checks[13]).toEqual({ name: 'image pull vs skopeo copy + umoci unpack (p50)', target: '≤ 1.2×', measured: '1.14×', met: true });
@@ -58,6 +60,7 @@ describe('bench targets', () => {
     r.ownWork!.pull.ratio = 1.21;
     r.ownWork!.project.ratio = 1.25; // 80 %: met
     r.ownWork!.fork.ratio = 1.1;
+    r.cli!.whoamiMs.p50 = 151;
     expect(verdicts(r)).toEqual({
       'fork → first frame p50': false,
       'speed-up over plain CRIU (p50)': false,
@@ -77,6 +80,7 @@ describe('bench targets', () => {
       'fork of an image of your own vs the desktop (p50)': true,
       "fork's disk work, quota vs none (p50)": true,
       "checkpoint's disk work, quota vs none (p50)": true,
+      'grove whoami, start to exit p50': false,
     });
   });
 
@@ -91,14 +95,15 @@ describe('bench targets', () => {
   it('judges only computer use after --only computer-use', () => {
     const r = sampleResult();
     const empty = { ...r.grove, forkToFirstFrameMs: { p50: null, p95: null }, sourceFrozenMs: { p50: null, p95: null }, fanout: [], readLatency: [] };
-    const checks = checkTargets({ ...r, sections: ['computer-use'], grove: empty, ratio: null, cage: null, profile: null, ownWork: null, quota: null });
+    const checks = checkTargets({ ...r, sections: ['computer-use'], grove: empty, ratio: null, cli: null, cage: null, profile: null, ownWork: null, quota: null });
     expect(checks.filter((t) => t.met !== null).map((t) => t.name)).toEqual(['screenshot p50 (whole screen)', 'key press → changed frame p50']);
     const withoutComputerUse = checkTargets({ ...r, computerUse: null });
     expect(withoutComputerUse.find((t) => t.name === 'key press → changed frame p50')).toMatchObject({ measured: 'not measured', met: null });
-    expect(checkTargets({ ...r, cage: null }).at(-9)).toMatchObject({ measured: 'not measured', met: null });
-    expect(checkTargets({ ...r, profile: null }).at(-6)).toMatchObject({ measured: 'not measured (--only profile measures it)', met: null });
-    expect(checkTargets({ ...r, ownWork: null }).at(-3)).toMatchObject({ measured: 'not measured (--only own-work measures it)', met: null });
-    expect(checkTargets({ ...r, quota: null }).at(-1)).toMatchObject({ measured: 'not measured (--only quota measures it)', met: null });
+    expect(checkTargets({ ...r, cage: null }).at(-10)).toMatchObject({ measured: 'not measured', met: null });
+    expect(checkTargets({ ...r, profile: null }).at(-7)).toMatchObject({ measured: 'not measured (--only profile measures it)', met: null });
+    expect(checkTargets({ ...r, ownWork: null }).at(-4)).toMatchObject({ measured: 'not measured (--only own-work measures it)', met: null });
+    expect(checkTargets({ ...r, quota: null }).at(-2)).toMatchObject({ measured: 'not measured (--only quota measures it)', met: null });
+    expect(checkTargets({ ...r, cli: null }).at(-1)).toMatchObject({ measured: 'not measured', met: null });
   });
 
   it('says what a quick run did not measure instead of judging it', () => {
