@@ -5,12 +5,12 @@
 #   dist/main/src/cli/grove.js             the CLI (main/bin/grove), with grove mcp and grove app
 #   dist/privileged-helper/bench/main.js   the bench (grove bench), with the test
 #                                          harness it starts its helpers with
-# One esbuild run bundles each program with the packages it uses (Node loads
-# one file much faster than the hundreds of modules a call of the CLI would
-# otherwise read) and splits what they share, and what the CLI needs for some
-# commands only, into dist/chunks/. The native addons stay packages of their
-# own. Source maps lead back to the TypeScript (node --enable-source-maps).
-# It does not typecheck: npm run typecheck does.
+# One esbuild run (build/bundle.mjs) bundles each program with the packages
+# it uses (Node loads one file much faster than the hundreds of modules a
+# call of the CLI would otherwise read) and splits what they share, and what
+# the CLI needs for some commands only, into dist/chunks/. The native addons
+# stay packages of their own. Source maps lead back to the TypeScript (node
+# --enable-source-maps). It does not typecheck: npm run typecheck does.
 #   build/compile.sh [--quiet]     --quiet: nothing on stderr unless it fails
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -20,17 +20,16 @@ quiet=false
 [ "${1:-}" = --quiet ] && quiet=true
 say() { $quiet || echo "$*" >&2; }
 
-entries=(main/src/cli/grove.ts privileged-helper/src/daemon.ts privileged-helper/bench/main.ts)
 # What the programs are made of: their sources (the bench's harness lives
-# under test/system), the packages, and this script.
-sources=(main/src privileged-helper/src privileged-helper/bench privileged-helper/test/system)
-inputs=(package.json package-lock.json build/compile.sh)
-[ -e "$repo/node_modules/.package-lock.json" ] && inputs+=(node_modules/.package-lock.json)
+# under test/system), the packages, and the compile itself.
+sources=("$repo/main/src" "$repo/privileged-helper/src" "$repo/privileged-helper/bench" "$repo/privileged-helper/test/system")
+inputs=("$repo/package.json" "$repo/package-lock.json" "$repo/build/compile.sh" "$repo/build/bundle.mjs")
+[ -e "$repo/node_modules/.package-lock.json" ] && inputs+=("$repo/node_modules/.package-lock.json")
 
 stale() {
-  [ ! -e "$stamp" ] && return 0
-  [ -n "$(cd "$repo" && find "${sources[@]}" -name '*.ts' -newer "$stamp" -print -quit)" ] && return 0
-  [ -n "$(cd "$repo" && find "${inputs[@]}" -newer "$stamp" -print -quit)" ]
+  [ ! -e "$stamp" ] ||
+    [ -n "$(find "${sources[@]}" -name '*.ts' -newer "$stamp" -print -quit)" ] ||
+    [ -n "$(find "${inputs[@]}" -newer "$stamp" -print -quit)" ]
 }
 
 fail() {
@@ -55,19 +54,6 @@ started=$(date +%s%N)
 # Its time is that of the sources as this compile reads them: one changed
 # meanwhile is newer, and the next call compiles again.
 touch "$stamp.next" || fail "cannot write into $dist: run npm run build as its owner"
-# The banner gives the bundled CommonJS packages the require() they call.
-(cd "$repo" && node_modules/.bin/esbuild "${entries[@]}" \
-  --bundle --splitting --format=esm --platform=node --target=node20 \
-  --outdir=dist --outbase=. --chunk-names='chunks/[name]-[hash]' \
-  --sourcemap --sources-content=false --metafile=dist/.meta.json \
-  --external:better-sqlite3 --external:node-pty --external:bufferutil --external:utf-8-validate \
-  --banner:js="import { createRequire as __groveRequire } from 'node:module'; const require = __groveRequire(import.meta.url);" \
-  --log-level=warning) || fail "esbuild failed (above)"
-# Chunks are named after their content: those of earlier compiles that this
-# one did not write are left over.
-written="$(grep -o '"dist/chunks/[^"]*"' "$dist/.meta.json" | tr -d '"')"
-for file in "$dist"/chunks/*; do
-  grep -qxF "dist/chunks/${file##*/}" <<<"$written" || rm -f "$file"
-done
+node "$repo/build/bundle.mjs" || fail "esbuild failed (above)"
 mv "$stamp.next" "$stamp"
-say "compiled ${entries[*]} into $dist in $((($(date +%s%N) - started) / 1000000)) ms"
+say "compiled the helper, the CLI and the bench into $dist in $((($(date +%s%N) - started) / 1000000)) ms"
