@@ -100,7 +100,9 @@ async function countLayer(file: string, room: number): Promise<number> {
     longestPath = Math.max(longestPath, entry.pathBytes);
     if (over()) stop();
   });
-  const [read, listed] = await Promise.all([endOf(layer.stream), listing.done]);
+  // Every descriptor on the blob is closed before the count answers: the pull
+  // then removes the blob, and a file still open keeps its blocks in the pool.
+  const [read, listed] = await Promise.all([endOf(layer.stream), listing.done, closed(source), layer.ended]);
   if (over()) return Math.max(streamBytes, entryBytes);
   const error = read ?? listed;
   if (error !== null) throw new GroveError('E_INVALID_PARAMS', `a layer could not be read: ${error}`);
@@ -128,13 +130,13 @@ async function magicOf(file: string): Promise<Compression> {
   }
 }
 
-/** The layer's tar stream, and how to end whatever makes it. */
-function decompressed(source: Readable, compression: Compression): { stream: Readable; stop: () => void } {
-  if (compression === 'none') return { stream: source, stop: () => undefined };
+/** The layer's tar stream, how to end whatever makes it, and when that has ended. */
+function decompressed(source: Readable, compression: Compression): { stream: Readable; stop: () => void; ended: Promise<void> } {
+  if (compression === 'none') return { stream: source, stop: () => undefined, ended: Promise.resolve() };
   if (compression === 'gzip') {
     const gunzip = source.pipe(createGunzip({ chunkSize: INFLATE_CHUNK_BYTES }));
     source.on('error', (err) => gunzip.destroy(err));
-    return { stream: gunzip, stop: () => gunzip.destroy() };
+    return { stream: gunzip, stop: () => gunzip.destroy(), ended: Promise.resolve() };
   }
   const program = spawn(compression, ['-dc'], { stdio: ['pipe', 'pipe', 'pipe'], detached: true });
   let said = '';
@@ -145,7 +147,16 @@ function decompressed(source: Readable, compression: Compression): { stream: Rea
   program.on('close', (code) => {
     if (code !== 0 && code !== null) program.stdout.destroy(new Error(said.trim().split('\n').at(-1) || `${compression} exited ${code}`));
   });
-  return { stream: program.stdout, stop: () => killGroup(program) };
+  const ended = new Promise<void>((resolve) => {
+    program.on('close', () => resolve());
+    program.on('error', () => resolve()); // never started: nothing to wait for
+  });
+  return { stream: program.stdout, stop: () => killGroup(program), ended };
+}
+
+/** Resolves once the file stream has closed its descriptor (at its end, or destroyed). */
+function closed(stream: Readable): Promise<void> {
+  return stream.closed ? Promise.resolve() : new Promise((resolve) => stream.once('close', () => resolve()));
 }
 
 /** Resolves once the stream has ended: null, or why it failed (a stream destroyed on purpose has not failed). */

@@ -3,7 +3,7 @@
 // passes the room there is, without being read to its end.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -83,6 +83,8 @@ describe('unpackedBytes', () => {
     expect(await unpackedBytes(dir, 1 << 20)).toBe((1 << 20) + 1);
     expect(tarsOfOurs()).toEqual([]);
     expect(programsNamed('zstd').filter((pid) => !before.includes(pid))).toEqual([]);
+    // The pull removes the blob next: a descriptor still on it would keep its blocks in the pool.
+    expect(descriptorsOn(dir)).toEqual([]);
   });
 
   it('sums what a zstd layer unpacks to', async () => {
@@ -117,6 +119,19 @@ describe('unpackedBytes', () => {
 function tarOf(names: string[], size = 1): Buffer {
   const script = 'import io, sys, tarfile, json\nout = io.BytesIO()\nwith tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as t:\n    for n in json.loads(sys.argv[1]):\n        i = tarfile.TarInfo(n); i.size = int(sys.argv[2]); t.addfile(i, io.BytesIO(bytes(i.size)))\nsys.stdout.buffer.write(out.getvalue())';
   return execFileSync('python3', ['-c', script, JSON.stringify(names), String(size)], { maxBuffer: 128 << 20 });
+}
+
+/** This process's descriptors on files under `folder`. */
+function descriptorsOn(folder: string): string[] {
+  return readdirSync('/proc/self/fd')
+    .map((fd) => {
+      try {
+        return readlinkSync(`/proc/self/fd/${fd}`);
+      } catch {
+        return '';
+      }
+    })
+    .filter((target) => target.startsWith(`${folder}/`));
 }
 
 /** Running processes of this name. */
