@@ -82,13 +82,7 @@ export default defineConfig(
     // `void p` marks one left to run on its own: p handles its own failure.
     // Each file is checked with the tsconfig of its folder, so these cover
     // exactly what `npm run typecheck` compiles.
-    files: [
-      'privileged-helper/{src,test,bench}/**/*.ts',
-      'main/{src,test}/**/*.ts',
-      'renderer/{src,test}/**/*.{ts,tsx}',
-      'electron/*.cts',
-      'e2e/**/*.ts',
-    ],
+    files: ['privileged-helper/{src,test,bench}/**/*.ts', 'main/{src,test}/**/*.ts', 'renderer/{src,test}/**/*.{ts,tsx}', 'electron/*.cts', 'e2e/**/*.ts'],
     languageOptions: {
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
     },

@@ -25,28 +25,30 @@ const zodInEnglishOnly = {
   },
 };
 
-const built = await esbuild.build({
-  absWorkingDir: repo,
-  entryPoints: ['main/src/cli/grove.ts', 'privileged-helper/src/daemon.ts', 'privileged-helper/bench/main.ts'],
-  bundle: true,
-  splitting: true,
-  format: 'esm',
-  platform: 'node',
-  target: 'node20',
-  outdir: dist,
-  outbase: '.',
-  chunkNames: 'chunks/[name]-[hash]',
-  sourcemap: true,
-  sourcesContent: false,
-  metafile: true,
-  // The native addons are built for the node that loads them; ws's optional
-  // native speed-ups are not installed.
-  external: ['better-sqlite3', 'node-pty', 'bufferutil', 'utf-8-validate'],
-  // The bundled CommonJS packages call require().
-  banner: { js: "import { createRequire as __groveRequire } from 'node:module'; const require = __groveRequire(import.meta.url);" },
-  plugins: [zodInEnglishOnly],
-  logLevel: 'warning',
-}).catch(() => null); // esbuild has said why
+const built = await esbuild
+  .build({
+    absWorkingDir: repo,
+    entryPoints: ['main/src/cli/grove.ts', 'privileged-helper/src/daemon.ts', 'privileged-helper/bench/main.ts'],
+    bundle: true,
+    splitting: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    outdir: dist,
+    outbase: '.',
+    chunkNames: 'chunks/[name]-[hash]',
+    sourcemap: true,
+    sourcesContent: false,
+    metafile: true,
+    // The native addons are built for the node that loads them; ws's optional
+    // native speed-ups are not installed.
+    external: ['better-sqlite3', 'node-pty', 'bufferutil', 'utf-8-validate'],
+    // The bundled CommonJS packages call require().
+    banner: { js: "import { createRequire as __groveRequire } from 'node:module'; const require = __groveRequire(import.meta.url);" },
+    plugins: [zodInEnglishOnly],
+    logLevel: 'warning',
+  })
+  .catch(() => null); // esbuild has said why
 if (!built) process.exit(1);
 
 // Chunks are named after their content: those of earlier compiles that this

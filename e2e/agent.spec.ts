@@ -21,7 +21,9 @@ const BRANCH = 'e2e-agent';
 const REFERENCE_AGENT = path.join(REPO, 'main/src/agent/reference-agent.ts');
 
 // Set by global-setup.ts for the helper instance it starts (with its own agent users).
-const agent: { user: string; socket: string } | null = process.env.GROVE_E2E_AGENT ? (JSON.parse(process.env.GROVE_E2E_AGENT) as { user: string; socket: string }) : null;
+const agent: { user: string; socket: string } | null = process.env.GROVE_E2E_AGENT
+  ? (JSON.parse(process.env.GROVE_E2E_AGENT) as { user: string; socket: string })
+  : null;
 
 test.describe.configure({ mode: 'serial' });
 test.skip(!agent, 'needs the agent user and agent socket e2e/global-setup.ts makes; skipped with GROVE_E2E_HELPER');
@@ -40,7 +42,8 @@ test.afterAll(async () => {
   // Every branch of the spec's workspace, the main line last.
   const tree = (await helper?.request('workspace.get', { workspace: BRANCH }).catch(() => null))?.tree;
   const mine = (await helper?.request('workspace.list', {}))?.filter((w) => w.tree === tree) ?? [];
-  for (const w of [...mine.filter((x) => !x.main), ...mine.filter((x) => x.main)]) await helper.request('workspace.delete', { workspace: w.id }).catch(() => undefined);
+  for (const w of [...mine.filter((x) => !x.main), ...mine.filter((x) => x.main)])
+    await helper.request('workspace.delete', { workspace: w.id }).catch(() => undefined);
   helper?.close();
   await page?.close();
 });
@@ -72,7 +75,11 @@ async function requestOf(kind: Approval['action']['kind']): Promise<Approval> {
 test('an MCP client from the SDK lists the tools and calls screenshot and fork', async () => {
   test.setTimeout(300_000);
   await helper.request('workspace.create', { name: BRANCH });
-  mcp = await connectGroveMcp({ name: 'e2e-mcp', socketPath: agent!.socket, runAs: ['setpriv', '--reuid', agent!.user, '--regid', agent!.user, '--init-groups'] });
+  mcp = await connectGroveMcp({
+    name: 'e2e-mcp',
+    socketPath: agent!.socket,
+    runAs: ['setpriv', '--reuid', agent!.user, '--regid', agent!.user, '--init-groups'],
+  });
   const { tools } = await mcp.listTools();
   expect(tools.map((t) => t.name)).toEqual(expect.arrayContaining(['list_branches', 'computer', 'fork', 'request_promote', 'request_discard']));
 

@@ -232,7 +232,6 @@ test('the activity log and the diff view tell what happened', async () => {
   for (const what of ['create workspace', 'fork into 2', 'discard', 'checkpoint', 'promote to main line']) await expect(log).toContainText(what);
   await shot('10-activity');
 
-
   await page.getByRole('button', { name: 'toggle theme' }).click();
   await expect(page.locator('html')).toHaveAttribute('data-theme', 'dark');
   await page.getByRole('tab', { name: 'Desktop' }).click();

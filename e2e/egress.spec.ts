@@ -53,7 +53,8 @@ test.afterEach(async ({}, testInfo) => {
 
 const row = (name: string) => page.getByTestId(`branch-${name}`);
 /** This test's request waiting in the queue (the branch's Chromium asks the gate for hosts of its own too). */
-const held = (path: string) => page.locator(`[data-testid="approvals"] [data-testid="approval"][data-state="pending"][data-host="${HOST}"]`, { hasText: `http://${HOST}:8080${path}` });
+const held = (path: string) =>
+  page.locator(`[data-testid="approvals"] [data-testid="approval"][data-state="pending"][data-host="${HOST}"]`, { hasText: `http://${HOST}:8080${path}` });
 /** A request among the recently decided, by its id. */
 const decidedOne = (id: string) => page.locator(`[data-testid="approvals-decided"] [data-testid="approval"][data-request="${id}"]`);
 
@@ -153,7 +154,9 @@ test('a branch set to "Ask me" in the app waits for approval; approve once lets 
   await stop.uncheck();
   await expect.poll(async () => (await helper.request('grant.list', { workspace: BRANCH })).length).toBe(0);
   await expect(stop).not.toBeChecked();
-  const audit = (await helper.request('audit.list', { limit: 1000 })).filter((e) => e.action.startsWith('grant.') && (e.target === granted!.tree || e.target === granted!.id));
+  const audit = (await helper.request('audit.list', { limit: 1000 })).filter(
+    (e) => e.action.startsWith('grant.') && (e.target === granted!.tree || e.target === granted!.id),
+  );
   expect(audit.map((e) => [e.action, e.actor?.role, e.actor?.user, e.outcome])).toEqual([
     ['grant.set', 'person', 'root', 'ok'],
     ['grant.revoke', 'person', 'root', 'ok'],

@@ -34,7 +34,8 @@ test.beforeAll(async ({ browser }) => {
   mkdirSync(path.join(project, 'src'));
   writeFileSync(path.join(project, 'README.md'), 'an e2e project\n');
   writeFileSync(path.join(project, 'src/main.py'), 'print("hello from the project")\n');
-  const git = (...args: string[]) => execFileSync('git', ['-C', project, '-c', 'user.name=e2e', '-c', 'user.email=e2e@grove.test', ...args], { encoding: 'utf8' }).trim();
+  const git = (...args: string[]) =>
+    execFileSync('git', ['-C', project, '-c', 'user.name=e2e', '-c', 'user.email=e2e@grove.test', ...args], { encoding: 'utf8' }).trim();
   git('init', '-q', '-b', 'e2e-main');
   git('add', '.');
   git('commit', '-q', '-m', 'the project as the person has it');
@@ -125,5 +126,7 @@ test('a workspace made from it in the app, with a project folder, holds both', a
   expect((await inBranch('cat /root/work/README.md /root/work/src/main.py')).stdout).toBe('an e2e project\nprint("hello from the project")\n');
   expect((await inBranch('test -f /root/work/.git/HEAD && echo repository')).stdout).toBe('repository\n');
   await page.getByRole('tab', { name: 'Activity' }).click();
-  await expect(page.getByTestId('activity')).toContainText(`created ${BRANCH} (${ws.id}) from ${IMAGE}, with ${project} (git ${commit.slice(0, 12)} on e2e-main) in /root/work`);
+  await expect(page.getByTestId('activity')).toContainText(
+    `created ${BRANCH} (${ws.id}) from ${IMAGE}, with ${project} (git ${commit.slice(0, 12)} on e2e-main) in /root/work`,
+  );
 });

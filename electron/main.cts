@@ -15,7 +15,8 @@ const CONTROLLER = path.join(__dirname, 'controller.mjs');
 const RENDERER = path.join(__dirname, '..', '..', 'renderer', 'dist');
 /** The preload's one call (preload.cts names it too). */
 const PICK_FOLDER = 'grove:pick-folder';
-const CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'none'";
+const CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'none'";
 
 let stopController: (() => Promise<void>) | null = null;
 /** The controller's origin: the only one the window may show. */
@@ -92,6 +93,6 @@ app.on('window-all-closed', () => app.quit());
 app.on('will-quit', () => void stopController?.());
 
 main().catch((err: unknown) => {
-    console.error(`Grove could not start: ${(err as Error).message}`);
-    app.exit(1);
-  });
+  console.error(`Grove could not start: ${(err as Error).message}`);
+  app.exit(1);
+});

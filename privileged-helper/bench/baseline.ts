@@ -66,7 +66,14 @@ export interface BaselineSource {
  */
 export async function readBaselineSource(where: { pid: number; subvolume: string; rootfs: string; netns: string }): Promise<BaselineSource> {
   const overlay = await sourceLayout(where.rootfs);
-  return { pid: where.pid, subvolume: where.subvolume, overlay, netns: where.netns, binds: overlay ? EXTERNAL_BINDS : [], userns: await inOwnUserNamespace(where.pid) };
+  return {
+    pid: where.pid,
+    subvolume: where.subvolume,
+    overlay,
+    netns: where.netns,
+    binds: overlay ? EXTERNAL_BINDS : [],
+    userns: await inOwnUserNamespace(where.pid),
+  };
 }
 
 /** Reads the source's layout: an overlay mounted at overlayRoot (its lower), or a plain subvolume root. */
@@ -75,7 +82,10 @@ async function sourceLayout(overlayRoot: string): Promise<BaselineSource['overla
   for (const line of mounts.split('\n')) {
     const [, where, type, opts] = line.split(' ');
     if (where !== overlayRoot || type !== 'overlay' || !opts) continue;
-    const lower = opts.split(',').find((o) => o.startsWith('lowerdir='))?.slice('lowerdir='.length);
+    const lower = opts
+      .split(',')
+      .find((o) => o.startsWith('lowerdir='))
+      ?.slice('lowerdir='.length);
     if (!lower) throw new Error(`overlay at ${overlayRoot} has no lowerdir`);
     return { lower };
   }
@@ -183,7 +193,11 @@ export class BaselineFork {
 
   private async measure(): Promise<BaselineTimings> {
     // Plain CRIU: no KSM launcher, and the pages are saved in the freeze.
-    const criu = new Criu(this.s.criuBinary, this.s.failedLogsDir, null, this.s.reachableDir, { pagesAfterThaw: false, action: this.s.action, netlock: this.s.netlock });
+    const criu = new Criu(this.s.criuBinary, this.s.failedLogsDir, null, this.s.reachableDir, {
+      pagesAfterThaw: false,
+      action: this.s.action,
+      netlock: this.s.netlock,
+    });
     const t: BaselineTimings = { prepare: 0, dump: 0, sourceFrozen: 0, restore: 0, firstFrame: 0, total: 0 };
     const started = performance.now();
     const timed = async <T>(stage: string, work: () => Promise<T>): Promise<T> => {
@@ -195,24 +209,30 @@ export class BaselineFork {
     };
 
     await timed('prepare', async () => {
-      await this.make('images directory', () => mkdir(this.imagesDir, { recursive: true, mode: 0o700 }), () =>
-        rm(this.imagesDir, { recursive: true, force: true }),
+      await this.make(
+        'images directory',
+        () => mkdir(this.imagesDir, { recursive: true, mode: 0o700 }),
+        () => rm(this.imagesDir, { recursive: true, force: true }),
       );
       await allSettled(this.copies.map((c) => this.prepareNetwork(c.net)));
     });
 
     let frozen: CriuDumpStats | null = null;
     await timed('dump', async () => {
-      await this.make(`subvolume ${this.forkPoint}`, async () => {
-        frozen = await criu.dump({
-          initPid: this.source.pid,
-          netnsPath: netnsPath(this.source.netns),
-          imagesDir: this.imagesDir,
-          snapshot: { from: this.source.subvolume, to: this.forkPoint },
-          binds: this.source.binds.map((b) => b.containerPath),
-          userns: this.source.userns,
-        }).done;
-      }, () => deleteWithRetry(this.forkPoint));
+      await this.make(
+        `subvolume ${this.forkPoint}`,
+        async () => {
+          frozen = await criu.dump({
+            initPid: this.source.pid,
+            netnsPath: netnsPath(this.source.netns),
+            imagesDir: this.imagesDir,
+            snapshot: { from: this.source.subvolume, to: this.forkPoint },
+            binds: this.source.binds.map((b) => b.containerPath),
+            userns: this.source.userns,
+          }).done;
+        },
+        () => deleteWithRetry(this.forkPoint),
+      );
     });
     t.sourceFrozen = (frozen as CriuDumpStats | null)?.sourceFrozenMs ?? t.dump;
 
@@ -260,13 +280,21 @@ export class BaselineFork {
   }
 
   private async prepareNetwork(net: NetPlan): Promise<void> {
-    await this.make(`netns ${net.netns}`, () => createNetwork(net), () => deleteNetns(net.netns));
+    await this.make(
+      `netns ${net.netns}`,
+      () => createNetwork(net),
+      () => deleteNetns(net.netns),
+    );
     if (!this.source.userns) return;
     const sysfs = netnsSysfsPath(this.s.reachableDir, netnsPath(net.netns));
-    await this.make(`sysfs ${sysfs}`, () => mountNetnsSysfs(netnsPath(net.netns), sysfs), async () => {
-      await unmountWithRetry(sysfs);
-      await rm(sysfs, { recursive: true, force: true });
-    });
+    await this.make(
+      `sysfs ${sysfs}`,
+      () => mountNetnsSysfs(netnsPath(net.netns), sysfs),
+      async () => {
+        await unmountWithRetry(sysfs);
+        await rm(sysfs, { recursive: true, force: true });
+      },
+    );
   }
 
   private async restoreCopy(criu: Criu, copy: Copy): Promise<void> {
@@ -279,7 +307,7 @@ export class BaselineFork {
       name: `baseline-${copy.name}`,
       binds: copy.bindSources,
       cgroups: [],
-        mergeable: true, // plain CRIU: no launcher, so no cgroups of Grove's
+      mergeable: true, // plain CRIU: no launcher, so no cgroups of Grove's
       userns: this.source.userns,
     });
     const settled = restored.catch(() => undefined);
@@ -307,17 +335,37 @@ export class BaselineFork {
    * snapshot's upper), so a change of the branch layout is one edit here.
    */
   private async buildRoot(copy: Copy): Promise<void> {
-    await this.make(`subvolume ${copy.subvolume}`, () => snapshot(this.forkPoint, copy.subvolume), () => deleteWithRetry(copy.subvolume));
+    await this.make(
+      `subvolume ${copy.subvolume}`,
+      () => snapshot(this.forkPoint, copy.subvolume),
+      () => deleteWithRetry(copy.subvolume),
+    );
     const overlay = this.source.overlay;
     if (!overlay) return;
-    await this.make(`directory ${copy.rootfs}`, () => mkdir(copy.rootfs, { recursive: true }), () => rm(copy.rootfs, { recursive: true, force: true }));
+    await this.make(
+      `directory ${copy.rootfs}`,
+      () => mkdir(copy.rootfs, { recursive: true }),
+      () => rm(copy.rootfs, { recursive: true, force: true }),
+    );
     const layers = { lower: overlay.lower, upper: path.join(copy.subvolume, 'upper'), work: path.join(copy.subvolume, 'work') };
-    await this.make(`mount ${copy.rootfs}`, () => mountOverlay(this.s.groveMount, copy.rootfs, layers), () => unmountWithRetry(copy.rootfs));
+    await this.make(
+      `mount ${copy.rootfs}`,
+      () => mountOverlay(this.s.groveMount, copy.rootfs, layers),
+      () => unmountWithRetry(copy.rootfs),
+    );
     if (!this.source.userns) return;
     for (const [i, b] of this.source.binds.entries()) {
       const at = copy.bindSources[i]!.source;
-      await this.make(`directory ${at}`, () => mkdir(at, { recursive: true }), () => rm(at, { recursive: true, force: true }));
-      await this.make(`mount ${at}`, () => bindMount(this.s.groveMount, path.join(copy.subvolume, b.dir), at), () => unmountWithRetry(at));
+      await this.make(
+        `directory ${at}`,
+        () => mkdir(at, { recursive: true }),
+        () => rm(at, { recursive: true, force: true }),
+      );
+      await this.make(
+        `mount ${at}`,
+        () => bindMount(this.s.groveMount, path.join(copy.subvolume, b.dir), at),
+        () => unmountWithRetry(at),
+      );
     }
   }
 

@@ -58,7 +58,17 @@ import { NaiveOverlay } from './naive-overlay.js';
 import { benchSvg } from './plots.js';
 import { IMAGE_FILES, inBranch, measureReadLatency } from './read-latency.js';
 import { reportTable } from './report-table.js';
-import { BenchResult, BenchSection, RESULT_SCHEMA, type FanoutPoint, type HostInfo, type ReadLatency, type Side, type SkippedFanout, type StageTimings } from './result-schema.js';
+import {
+  BenchResult,
+  BenchSection,
+  RESULT_SCHEMA,
+  type FanoutPoint,
+  type HostInfo,
+  type ReadLatency,
+  type Side,
+  type SkippedFanout,
+  type StageTimings,
+} from './result-schema.js';
 import { round, roundAll, speedup, summarizeByKey, type Summary } from './stats.js';
 import { checkTargets } from './targets.js';
 
@@ -246,9 +256,26 @@ async function measure(s: Session, p: Plan, quick: boolean, sections: BenchSecti
   const cage = runs('cage') ? await cageCost(s, p) : null;
   const profile = runs('profile') ? await measureProfile(c, CRIU, source, p.forks, log) : null;
   const quota = runs('quota') ? await quotaCost(s, p, baseSource) : null;
-  const ownWork = runs('own-work') ? await measureOwnWork({ client: c, desktop: source, poolDir: path.join(s.t.stateDir, 'pool'), workDir: '/var/tmp', rounds: p.ownWorkRounds, proceed: () => s.proceed(), log, desktopUp: (ws) => desktopUp(c, ws) }) : null;
+  const ownWork = runs('own-work')
+    ? await measureOwnWork({
+        client: c,
+        desktop: source,
+        poolDir: path.join(s.t.stateDir, 'pool'),
+        workDir: '/var/tmp',
+        rounds: p.ownWorkRounds,
+        proceed: () => s.proceed(),
+        log,
+        desktopUp: (ws) => desktopUp(c, ws),
+      })
+    : null;
 
-  const grove: Side = { ...side(forks.grove), errors: [...forks.groveErrors, ...chain.errors], fanout: fan.grove.points, fanoutSkipped: fan.grove.skipped, readLatency: chain.reads };
+  const grove: Side = {
+    ...side(forks.grove),
+    errors: [...forks.groveErrors, ...chain.errors],
+    fanout: fan.grove.points,
+    fanoutSkipped: fan.grove.skipped,
+    readLatency: chain.reads,
+  };
   const criu: Side = { ...side(forks.criu), errors: forks.criuErrors, fanout: fan.criu.points, fanoutSkipped: fan.criu.skipped, readLatency: naiveReads };
   const ratio = speedup(criu.forkToFirstFrameMs.p50 ?? Number.NaN, grove.forkToFirstFrameMs.p50 ?? Number.NaN);
   const measured = {
@@ -282,11 +309,11 @@ const NOTES = [
   'Plain CRIU restores keep the source’s VM_MERGEABLE marks, so ksmd (paced by the helper: fast for a while after each Grove fork) can merge their pages too.',
   'grove.readLatency: real Grove branches, a chain of forks (each parent discarded once its child is up), read inside the branch. criu.readLatency: layout naive-overlay = an overlay with depth+1 stacked lowerdirs (one per fork generation) plus a private upper, built on the host; the file comes from the bottom layer, read through the top mount by the same script.',
   'readLatency.us = µs per open+read+close of a small inherited file (warm); bigRead* = one sequential read after POSIX_FADV_DONTNEED on that file.',
-  'computerUse: through the helper\'s socket like an agent. screenshotMs = desktop.screenshot of the whole screen, request to reply (PNG, base64); actionToFrameMs = from sending desktop.key (a letter into the start page\'s note) until a second VNC client (the bench\'s own) receives the frame with the page\'s new colour; pngEncodeMs = the helper\'s PNG encoder on one full-screen frame, in process.',
-  'cli: whoamiMs = main/bin/grove --socket (the bench helper\'s) whoami, from spawn to exit, the launcher\'s check that dist/ is fresh included; after one untimed call.',
+  "computerUse: through the helper's socket like an agent. screenshotMs = desktop.screenshot of the whole screen, request to reply (PNG, base64); actionToFrameMs = from sending desktop.key (a letter into the start page's note) until a second VNC client (the bench's own) receives the frame with the page's new colour; pngEncodeMs = the helper's PNG encoder on one full-screen frame, in process.",
+  "cli: whoamiMs = main/bin/grove --socket (the bench helper's) whoami, from spawn to exit, the launcher's check that dist/ is fresh included; after one untimed call.",
   'cage: caged = a fresh desktop of this run’s helper; uncaged = a second helper instance with GROVE_BENCH_UNCAGED=1 (Docker’s default capabilities, no no_new_privs, no seccomp, no cgroups) and a desktop of its own from the same image; one fork each in turn. forkToFirstFrameMs is the helper’s fork report total; childPssMiB sums PSS over the child’s pid namespace right after its first frame.',
-  'ownWork: pull = image.pull of a ~500 MiB image (Debian shared libraries, FROM scratch) from a docker-registry on loopback with TLS and basic auth, against skopeo copy to an OCI layout + umoci unpack of it into the pool; project = file.copyIn (the path a --project copy takes) of 20,000 files, 300 MiB (random, so incompressible) into the running desktop, against cp -a of it into the pool, after a sync each; fork = the report\'s fork → first frame of a branch of an image built FROM grove/desktop against the desktop, alternating.',
-  'quota: three scratch pools made as the helper makes its pool (4 GiB sparse loop file, compress=zstd:1, noatime), each with the same files: simple quotas enabled as the helper does (grove-quota), none, full qgroups (btrfs quota enable). The files: the desktop\'s files subvolume (btrfs send/receive) and an agent\'s work copied into its upper (5,000 files of 4-64 KiB and a 200 MiB file, random). Per round and pool, in turn: 1 MiB written into the files (untimed); fork = grove-action post-dump\'s writable snapshot + the child\'s limit (grove-quota limit; none on the no-quota pool) beside a bind mount of the child\'s home (grove-mount), as the helper sets it beside the child\'s mounts + a 4 KiB write in the child + btrfs filesystem sync; checkpoint = the read-only snapshot + sync; discard = btrfs subvolume delete of both + sync. The fork and checkpoint sections above run on the bench helper\'s own pool, which has simple quotas.',
+  "ownWork: pull = image.pull of a ~500 MiB image (Debian shared libraries, FROM scratch) from a docker-registry on loopback with TLS and basic auth, against skopeo copy to an OCI layout + umoci unpack of it into the pool; project = file.copyIn (the path a --project copy takes) of 20,000 files, 300 MiB (random, so incompressible) into the running desktop, against cp -a of it into the pool, after a sync each; fork = the report's fork → first frame of a branch of an image built FROM grove/desktop against the desktop, alternating.",
+  "quota: three scratch pools made as the helper makes its pool (4 GiB sparse loop file, compress=zstd:1, noatime), each with the same files: simple quotas enabled as the helper does (grove-quota), none, full qgroups (btrfs quota enable). The files: the desktop's files subvolume (btrfs send/receive) and an agent's work copied into its upper (5,000 files of 4-64 KiB and a 200 MiB file, random). Per round and pool, in turn: 1 MiB written into the files (untimed); fork = grove-action post-dump's writable snapshot + the child's limit (grove-quota limit; none on the no-quota pool) beside a bind mount of the child's home (grove-mount), as the helper sets it beside the child's mounts + a 4 KiB write in the child + btrfs filesystem sync; checkpoint = the read-only snapshot + sync; discard = btrfs subvolume delete of both + sync. The fork and checkpoint sections above run on the bench helper's own pool, which has simple quotas.",
   'Percentiles interpolate linearly between ranks; with 3-5 samples p95 is close to the maximum.',
 ];
 
@@ -353,7 +380,10 @@ const FANOUT_COOLDOWN_MS = 20_000;
 /** For each size: Grove, then plain CRIU; a size that would not fit in memory is skipped and says why. */
 async function fanouts(s: Session, p: Plan, source: Workspace, baseSource: BaselineSource) {
   const c = s.client!;
-  const sides = { grove: { points: [] as FanoutPoint[], skipped: [] as SkippedFanout[] }, criu: { points: [] as FanoutPoint[], skipped: [] as SkippedFanout[] } };
+  const sides = {
+    grove: { points: [] as FanoutPoint[], skipped: [] as SkippedFanout[] },
+    criu: { points: [] as FanoutPoint[], skipped: [] as SkippedFanout[] },
+  };
   const sourceNs = await pidNamespace(source.pid!);
   let perCopyMiB = sourceNs ? (await pssOfPidNamespaces(new Set([sourceNs]))).pssMiB : 1024;
   log(`source PSS ${Math.round(perCopyMiB)} MiB`);
@@ -374,7 +404,9 @@ async function fanouts(s: Session, p: Plan, source: Workspace, baseSource: Basel
         const point = await measureFanout(copies, run, p.settleMs);
         sides[name].points.push(point);
         perCopyMiB = Math.max(perCopyMiB, point.pssMiB / copies);
-        log(`${name} fan-out ${copies}: first on screen after ${Math.round(point.firstMs ?? Number.NaN)} ms, the last after ${Math.round(point.totalMs)} ms, PSS ${point.pssMiB} → ${point.pssMiBSettled} MiB, MemAvailable drop ${point.memAvailableDropMiB} → ${point.memAvailableDropMiBSettled} MiB`);
+        log(
+          `${name} fan-out ${copies}: first on screen after ${Math.round(point.firstMs ?? Number.NaN)} ms, the last after ${Math.round(point.totalMs)} ms, PSS ${point.pssMiB} → ${point.pssMiBSettled} MiB, MemAvailable drop ${point.memAvailableDropMiB} → ${point.memAvailableDropMiBSettled} MiB`,
+        );
       } catch (err) {
         sides[name].skipped.push({ copies, reason: `failed: ${(err as Error).message}` });
         log(`${name} fan-out ${copies} FAILED: ${(err as Error).message}`);
@@ -481,7 +513,7 @@ async function quotaCost(s: Session, p: Plan, source: BaselineSource) {
   try {
     return await pools.measure(p.quotaRounds, () => s.proceed(), log);
   } finally {
-    await removeOrThrow('the quota section\'s scratch pools', () => pools.cleanup());
+    await removeOrThrow("the quota section's scratch pools", () => pools.cleanup());
     s.quotaPools = null;
   }
 }
@@ -502,7 +534,10 @@ async function desktopUp(c: HelperClient, ws: Workspace): Promise<void> {
   await firstFrame({ path: ws.vncSocket }, { timeoutMs: 120_000 });
   const deadline = Date.now() + 120_000;
   for (;;) {
-    const res = await c.request('exec.run', { workspace: ws.id, argv: ['sh', '-c', 'pgrep -x chromium >/dev/null || pgrep -f /usr/lib/chromium/chromium >/dev/null'] });
+    const res = await c.request('exec.run', {
+      workspace: ws.id,
+      argv: ['sh', '-c', 'pgrep -x chromium >/dev/null || pgrep -f /usr/lib/chromium/chromium >/dev/null'],
+    });
     if (res.exitCode === 0) break;
     if (Date.now() > deadline) throw new Error('Chromium did not start in the workspace within 120 s');
     await sleep(1000);

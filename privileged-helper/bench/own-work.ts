@@ -118,7 +118,10 @@ async function forks(s: OwnWorkSetting, work: string, errors: string[]): Promise
     const desktopMs: number[] = [];
     // Forks vary more than copies do: four times the rounds, alternating, so both sides see the same load.
     for (let i = 0; i < s.rounds * 4; i++) {
-      for (const [source, into] of [[own, ownMs], [s.desktop, desktopMs]] as const) {
+      for (const [source, into] of [
+        [own, ownMs],
+        [s.desktop, desktopMs],
+      ] as const) {
         s.proceed();
         await timed(into, errors, `fork of ${source.name}`, async () => {
           const report = await c.request('branch.fork', { workspace: source.id, copies: 1, names: [`bench-of-${source.name}-${i}`] });

@@ -86,7 +86,15 @@ function stageBars(f: Frame, r: BenchResult): string {
       text(x0 + slot / 2 - 2, area.y + area.h + 14, STAGE_LABEL[s] ?? s, { anchor: 'middle', size: 9 }),
     ].join('');
   });
-  return frame(f, yAxis(area, yMax), bars.join('\n'), legend(area, [{ name: 'grove', color: COLOR.grove }, { name: 'criu', color: COLOR.criu }]));
+  return frame(
+    f,
+    yAxis(area, yMax),
+    bars.join('\n'),
+    legend(area, [
+      { name: 'grove', color: COLOR.grove },
+      { name: 'criu', color: COLOR.criu },
+    ]),
+  );
 }
 
 function lineChart(f: Frame, series: Series[]): string {
@@ -98,7 +106,9 @@ function lineChart(f: Frame, series: Series[]): string {
   const yMax = niceMax(Math.max(...all.map(([, v]) => v)));
   const px = (x: number) => area.x + (x / xMax) * area.w;
   const py = (v: number) => area.y + area.h - (v / yMax) * area.h;
-  const xTicks = xs.map((x) => line(px(x), area.y + area.h, px(x), area.y + area.h + 4, '#444') + text(px(x), area.y + area.h + 16, fmt(x), { anchor: 'middle' }));
+  const xTicks = xs.map(
+    (x) => line(px(x), area.y + area.h, px(x), area.y + area.h + 4, '#444') + text(px(x), area.y + area.h + 16, fmt(x), { anchor: 'middle' }),
+  );
   const paths = series
     .filter((s) => s.points.length > 0)
     .map((s) => {
@@ -131,7 +141,9 @@ function frame(f: Frame, axes: string, body: string, key: string): string {
 function yAxis(area: ReturnType<typeof plotArea>, yMax: number): string {
   const ticks = [0, 0.25, 0.5, 0.75, 1].map((q) => {
     const yy = area.y + area.h - q * area.h;
-    return line(area.x - 4, yy, area.x, yy, '#444') + line(area.x, yy, area.x + area.w, yy, '#eee') + text(area.x - 6, yy + 4, fmt(q * yMax), { anchor: 'end' });
+    return (
+      line(area.x - 4, yy, area.x, yy, '#444') + line(area.x, yy, area.x + area.w, yy, '#eee') + text(area.x - 6, yy + 4, fmt(q * yMax), { anchor: 'end' })
+    );
   });
   return ticks.join('');
 }

@@ -62,7 +62,9 @@ export async function measureProfile(c: HelperClient, criu: string, source: Work
   for (let i = 0; i < forks; i++) {
     try {
       checkpoints.push(await profiledCheckpoint(c, source, `prof-${i}`));
-      log(`profile checkpoint ${i + 1}/${forks}: returned after ${Math.round(checkpoints.at(-1)!.returnMs)} ms, saved after ${Math.round(checkpoints.at(-1)!.savedMs)} ms`);
+      log(
+        `profile checkpoint ${i + 1}/${forks}: returned after ${Math.round(checkpoints.at(-1)!.returnMs)} ms, saved after ${Math.round(checkpoints.at(-1)!.savedMs)} ms`,
+      );
     } catch (err) {
       errors.push((err as Error).message);
     }

@@ -36,7 +36,10 @@ function forkSection(r: BenchResult): string[] {
     const c = r.criu.stages[s];
     lines.push(row([s === 'total' ? 'fork→1st frame' : s, num(g?.p50), num(g?.p95), num(c?.p50), num(c?.p95)]));
   }
-  for (const [name, side] of [['grove', r.grove], ['criu', r.criu]] as const) {
+  for (const [name, side] of [
+    ['grove', r.grove],
+    ['criu', r.criu],
+  ] as const) {
     if (side.errors.length) lines.push(`${name}: ${side.errors.length} failure(s), first: ${side.errors[0]!.slice(0, 300)}`);
   }
   lines.push(`ratio (criu p50 / grove p50, fork → first frame): ${r.ratio === null ? '—' : r.ratio.toFixed(2)}×`);
@@ -48,7 +51,17 @@ function fanoutSection(r: BenchResult): string[] {
   lines.push(row(['side / copies', 'first ms', 'total ms', 'PSS MiB', 'settled', 'MemAvail↓', 'settled'], 16));
   const sideRows = (name: string, side: Side) => {
     for (const f of side.fanout) {
-      lines.push(row([`${name} ${f.copies}`, num(f.firstMs), num(f.totalMs), num(f.pssMiB), num(f.pssMiBSettled), num(f.memAvailableDropMiB), num(f.memAvailableDropMiBSettled)]));
+      lines.push(
+        row([
+          `${name} ${f.copies}`,
+          num(f.firstMs),
+          num(f.totalMs),
+          num(f.pssMiB),
+          num(f.pssMiBSettled),
+          num(f.memAvailableDropMiB),
+          num(f.memAvailableDropMiBSettled),
+        ]),
+      );
     }
     for (const s of side.fanoutSkipped) lines.push(`${name} ${s.copies}: skipped — ${s.reason}`);
   };
@@ -94,10 +107,26 @@ function cageSection(r: BenchResult): string[] {
   if (!c) return [];
   const lines = ['', `The cage's cost: the same fork, caged and uncaged, alternating (${c.forks} forks each; ms, MiB)`];
   lines.push(row(['measure', 'caged p50', 'caged p95', 'uncaged p50', 'uncaged p95'], 26));
-  lines.push(row(['fork → first frame', num(c.caged.forkToFirstFrameMs.p50), num(c.caged.forkToFirstFrameMs.p95), num(c.uncaged.forkToFirstFrameMs.p50), num(c.uncaged.forkToFirstFrameMs.p95)], 26));
-  lines.push(row(['child PSS', num(c.caged.childPssMiB.p50), num(c.caged.childPssMiB.p95), num(c.uncaged.childPssMiB.p50), num(c.uncaged.childPssMiB.p95)], 26));
+  lines.push(
+    row(
+      [
+        'fork → first frame',
+        num(c.caged.forkToFirstFrameMs.p50),
+        num(c.caged.forkToFirstFrameMs.p95),
+        num(c.uncaged.forkToFirstFrameMs.p50),
+        num(c.uncaged.forkToFirstFrameMs.p95),
+      ],
+      26,
+    ),
+  );
+  lines.push(
+    row(['child PSS', num(c.caged.childPssMiB.p50), num(c.caged.childPssMiB.p95), num(c.uncaged.childPssMiB.p50), num(c.uncaged.childPssMiB.p95)], 26),
+  );
   lines.push(row(['source PSS', num(c.caged.sourcePssMiB), '', num(c.uncaged.sourcePssMiB), ''], 26));
-  for (const [name, side] of [['caged', c.caged], ['uncaged', c.uncaged]] as const) {
+  for (const [name, side] of [
+    ['caged', c.caged],
+    ['uncaged', c.uncaged],
+  ] as const) {
     if (side.errors.length) lines.push(`${name}: ${side.errors.length} failure(s), first: ${side.errors[0]!.slice(0, 300)}`);
   }
   return lines;
@@ -123,8 +152,15 @@ function ownWorkSection(r: BenchResult): string[] {
 function quotaSection(r: BenchResult): string[] {
   const q = r.quota;
   if (!q) return [];
-  const sides = [['quota', q.simple], ['no quota', q.off], ['full qgroups', q.full]] as const;
-  const lines = ['', `The disk quota's cost: a fork's, a checkpoint's and a discard's disk work on a branch's files (the desktop's and an agent's work, ${q.filesMiB} MiB), ${q.rounds} rounds (ms, p50 / p95)`];
+  const sides = [
+    ['quota', q.simple],
+    ['no quota', q.off],
+    ['full qgroups', q.full],
+  ] as const;
+  const lines = [
+    '',
+    `The disk quota's cost: a fork's, a checkpoint's and a discard's disk work on a branch's files (the desktop's and an agent's work, ${q.filesMiB} MiB), ${q.rounds} rounds (ms, p50 / p95)`,
+  ];
   lines.push(row(['measure', ...sides.map(([name]) => name)], 26));
   const cell = (p: QuotaSide['forkMs']) => `${num(p.p50)} / ${num(p.p95)}`;
   lines.push(row(['fork: snapshot, limit, write', ...sides.map(([, side]) => cell(side.forkMs))], 26));
@@ -155,10 +191,12 @@ function profileSection(r: BenchResult): string[] {
   const on = p.sequence.filter((f) => f.kdatCache);
   const off = p.sequence.filter((f) => !f.kdatCache);
   lines.push(row(['measure', 'kdat cache', 'no cache', ...p.parallel.map((f) => `${f.copies} copies`), '1 GiB heap'], 24));
-  for (const [name, m] of measures) lines.push(row([name, num(median(on.map(m))), num(median(off.map(m))), ...p.parallel.map((f) => num(m(f))), num(median(p.heap.map(m)))], 24));
+  for (const [name, m] of measures)
+    lines.push(row([name, num(median(on.map(m))), num(median(off.map(m))), ...p.parallel.map((f) => num(m(f))), num(median(p.heap.map(m)))], 24));
   const checkpoints = p.checkpoints;
   const cp = (pick: (c: ProfileCheckpoint) => number) => num(median(checkpoints.map(pick)));
-  if (checkpoints.length) lines.push(`checkpoint (p50 of ${checkpoints.length}): returns after ${cp((c) => c.returnMs)} ms, saved after ${cp((c) => c.savedMs)} ms`);
+  if (checkpoints.length)
+    lines.push(`checkpoint (p50 of ${checkpoints.length}): returns after ${cp((c) => c.returnMs)} ms, saved after ${cp((c) => c.savedMs)} ms`);
   if (p.errors.length) lines.push(`${p.errors.length} failure(s), first: ${p.errors[0]!.slice(0, 300)}`);
   return lines;
 }

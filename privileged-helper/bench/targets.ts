@@ -39,7 +39,13 @@ export function checkTargets(r: Measured): TargetCheck[] {
   const readMissing = `not measured${r.quick ? ' (--quick stops at depth 10)' : ''}`;
   return [
     check('fork → first frame p50', `≤ ${FIRST_FRAME_MS} ms`, r.grove.forkToFirstFrameMs.p50, (x) => x <= FIRST_FRAME_MS, ms),
-    check('speed-up over plain CRIU (p50)', `≥ ${SPEEDUP}×`, r.ratio, (x) => x >= SPEEDUP, (x) => `${x.toFixed(2)}×`),
+    check(
+      'speed-up over plain CRIU (p50)',
+      `≥ ${SPEEDUP}×`,
+      r.ratio,
+      (x) => x >= SPEEDUP,
+      (x) => `${x.toFixed(2)}×`,
+    ),
     check('source frozen p50', `≤ ${SOURCE_FROZEN_MS} ms`, r.grove.sourceFrozenMs.p50, (x) => x <= SOURCE_FROZEN_MS, ms),
     check(`${FANOUT_COPIES} copies, one call`, `≤ ${FANOUT_MS / 1000} s`, fan?.totalMs ?? null, (x) => x <= FANOUT_MS, ms, fanMissing),
     check(`${FANOUT_COPIES} live branches, PSS after settling`, '≤ 2.5 GiB', fan?.pssMiBSettled ?? null, (x) => x <= FANOUT_PSS_MIB, gib, fanMissing),
@@ -49,8 +55,22 @@ export function checkTargets(r: Measured): TargetCheck[] {
     cageCost('caged vs uncaged fork → first frame p50', r.cage?.caged.forkToFirstFrameMs.p50, r.cage?.uncaged.forkToFirstFrameMs.p50, ms),
     cageCost('caged vs uncaged child PSS p50', r.cage?.caged.childPssMiB.p50, r.cage?.uncaged.childPssMiB.p50, (x) => `${Math.round(x)} MiB`),
     check(`${FANOUT_COPIES} live branches, PSS at first frame`, '≤ 2.5 GiB', fan?.pssMiB ?? null, (x) => x <= FANOUT_PSS_MIB, gib, fanMissing),
-    check('checkpoint returns p50', `≤ ${CHECKPOINT_RETURN_MS} ms`, checkpointReturn(r), (x) => x <= CHECKPOINT_RETURN_MS, ms, 'not measured (--only profile measures it)'),
-    check('fork with a 1 GiB heap p50', `≤ ${HEAP_FORK_MS / 1000} s`, median(r.profile?.heap.map((f) => f.timings.total)), (x) => x <= HEAP_FORK_MS, ms, 'not measured (--only profile measures it)'),
+    check(
+      'checkpoint returns p50',
+      `≤ ${CHECKPOINT_RETURN_MS} ms`,
+      checkpointReturn(r),
+      (x) => x <= CHECKPOINT_RETURN_MS,
+      ms,
+      'not measured (--only profile measures it)',
+    ),
+    check(
+      'fork with a 1 GiB heap p50',
+      `≤ ${HEAP_FORK_MS / 1000} s`,
+      median(r.profile?.heap.map((f) => f.timings.total)),
+      (x) => x <= HEAP_FORK_MS,
+      ms,
+      'not measured (--only profile measures it)',
+    ),
     ...ownWorkTargets(r),
     ...quotaTargets(r),
     check('grove whoami, start to exit p50', `≤ ${CLI_CALL_MS} ms`, r.cli?.whoamiMs.p50 ?? null, (x) => x <= CLI_CALL_MS, ms),
@@ -61,7 +81,8 @@ function quotaTargets(r: Measured): TargetCheck[] {
   const q = r.quota;
   const target = `within ${QUOTA_OVERHEAD * 100} % (or ${QUOTA_SLACK_MS} ms)`;
   const compare = (name: string, simple: number | null | undefined, off: number | null | undefined): TargetCheck => {
-    if (simple === null || simple === undefined || off === null || off === undefined || !(off > 0)) return { name, target, measured: 'not measured (--only quota measures it)', met: null };
+    if (simple === null || simple === undefined || off === null || off === undefined || !(off > 0))
+      return { name, target, measured: 'not measured (--only quota measures it)', met: null };
     const change = simple / off - 1;
     const measured = `${simple.toFixed(1)} vs ${off.toFixed(1)} ms (${change >= 0 ? '+' : ''}${(change * 100).toFixed(1)} %)`;
     return { name, target, measured, met: simple - off <= Math.max(off * QUOTA_OVERHEAD, QUOTA_SLACK_MS) };
@@ -78,8 +99,22 @@ function ownWorkTargets(r: Measured): TargetCheck[] {
   const copySpeed = o?.project.ratio ? 1 / o.project.ratio : null;
   return [
     check('image pull vs skopeo copy + umoci unpack (p50)', `≤ ${PULL_RATIO}×`, o?.pull.ratio ?? null, (x) => x <= PULL_RATIO, times, missing),
-    check('project copy speed vs cp -a (p50)', `≥ ${COPY_SPEED * 100} %`, copySpeed, (x) => x >= COPY_SPEED, (x) => `${Math.round(x * 100)} %`, missing),
-    check('fork of an image of your own vs the desktop (p50)', `within ${OWN_FORK_OVERHEAD * 100} %`, o?.fork.ratio ?? null, (x) => x <= 1 + OWN_FORK_OVERHEAD, times, missing),
+    check(
+      'project copy speed vs cp -a (p50)',
+      `≥ ${COPY_SPEED * 100} %`,
+      copySpeed,
+      (x) => x >= COPY_SPEED,
+      (x) => `${Math.round(x * 100)} %`,
+      missing,
+    ),
+    check(
+      'fork of an image of your own vs the desktop (p50)',
+      `within ${OWN_FORK_OVERHEAD * 100} %`,
+      o?.fork.ratio ?? null,
+      (x) => x <= 1 + OWN_FORK_OVERHEAD,
+      times,
+      missing,
+    ),
   ];
 }
 
@@ -89,9 +124,15 @@ function checkpointReturn(r: Measured): number | null {
 
 function cageCost(name: string, caged: number | null | undefined, uncaged: number | null | undefined, show: (x: number) => string): TargetCheck {
   const target = `within ${CAGE_OVERHEAD * 100} %`;
-  if (caged === null || caged === undefined || uncaged === null || uncaged === undefined || !(uncaged > 0)) return { name, target, measured: 'not measured', met: null };
+  if (caged === null || caged === undefined || uncaged === null || uncaged === undefined || !(uncaged > 0))
+    return { name, target, measured: 'not measured', met: null };
   const change = caged / uncaged - 1;
-  return { name, target, measured: `${show(caged)} vs ${show(uncaged)} (${change >= 0 ? '+' : ''}${(change * 100).toFixed(1)} %)`, met: change <= CAGE_OVERHEAD };
+  return {
+    name,
+    target,
+    measured: `${show(caged)} vs ${show(uncaged)} (${change >= 0 ? '+' : ''}${(change * 100).toFixed(1)} %)`,
+    met: change <= CAGE_OVERHEAD,
+  };
 }
 
 function readAtDepth(shallow: number | undefined, deep: number | undefined, missing: string): TargetCheck {

@@ -112,7 +112,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HelperConfig {
     groveNetlock: env.GROVE_NETLOCK ?? path.join(cacheDir, 'bin/grove-netlock'),
     groveAction: env.GROVE_ACTION ?? path.join(cacheDir, 'bin/grove-action'),
     groveSpawn: groveSpawnPath(env),
-    kernelTier: { module: env.GROVE_KERNEL_MODULE ?? builtModulePath(cacheDir), tool: env.GROVE_SHARE ?? path.join(cacheDir, 'bin/grove-share'), proc: '/proc', sys: '/sys' },
+    kernelTier: {
+      module: env.GROVE_KERNEL_MODULE ?? builtModulePath(cacheDir),
+      tool: env.GROVE_SHARE ?? path.join(cacheDir, 'bin/grove-share'),
+      proc: '/proc',
+      sys: '/sys',
+    },
     cage: env.GROVE_BENCH_UNCAGED !== '1',
     allowFaultInjection: env.GROVE_FAULT_INJECTION === '1',
     audit: auditRetention(env),

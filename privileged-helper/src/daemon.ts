@@ -69,9 +69,9 @@ function requireRootAndTools(config: HelperConfig): void {
   for (const [tool, why] of [
     [config.groveEnter, 'it starts what belongs to a branch inside its cage'],
     [config.groveMount, 'it makes the idmapped mounts of branches in user namespaces'],
-    [config.groveNetlock, 'it keeps a branch\'s network silent while CRIU restores it'],
-    [config.groveSpawn, 'it starts the helper\'s programs'],
-    [config.groveAction, 'CRIU runs it at every fork\'s, checkpoint\'s and rollback\'s freeze, thaw and resume'],
+    [config.groveNetlock, "it keeps a branch's network silent while CRIU restores it"],
+    [config.groveSpawn, "it starts the helper's programs"],
+    [config.groveAction, "CRIU runs it at every fork's, checkpoint's and rollback's freeze, thaw and resume"],
   ] as const) {
     if (!existsSync(tool)) throw new Error(`${tool} is missing: run build/host/setup.sh (${why})`);
   }
@@ -97,8 +97,8 @@ async function boot(config: HelperConfig) {
   const pool = await ensurePool(config);
   const quota = new DiskQuota(config.groveQuota, pool.root);
   if (config.diskQuota) await quota.enable(log);
-  else log('GROVE_BENCH_NO_DISK_QUOTA: the pool of this instance has no quotas, its branches no disk limit (for the benchmark\'s comparison only)');
-  if (!config.cage) log('GROVE_BENCH_UNCAGED: branches of this instance run WITHOUT the cage (for the benchmark\'s comparison only)');
+  else log("GROVE_BENCH_NO_DISK_QUOTA: the pool of this instance has no quotas, its branches no disk limit (for the benchmark's comparison only)");
+  if (!config.cage) log("GROVE_BENCH_UNCAGED: branches of this instance run WITHOUT the cage (for the benchmark's comparison only)");
   const launcher = new Launcher(config.groveEnter, path.join(config.runDir, 'seccomp.rules'));
   await launcher.writeRules();
   const ksm = new KsmPacer();
@@ -123,7 +123,15 @@ async function boot(config: HelperConfig) {
   const ids = new IdRanges(db);
   await mkdir(config.rootsDir, { recursive: true, mode: 0o711 });
   await chmod(config.rootsDir, 0o711);
-  const storage: BranchStorage = new BranchStorage(pool, config.rootsDir, ledger, config.groveMount, (ws): IdRange | null => runtime.idRange(ws), quota, (ws) => runtime.limits(ws).diskBytes);
+  const storage: BranchStorage = new BranchStorage(
+    pool,
+    config.rootsDir,
+    ledger,
+    config.groveMount,
+    (ws): IdRange | null => runtime.idRange(ws),
+    quota,
+    (ws) => runtime.limits(ws).diskBytes,
+  );
   const lowersInUse = () => storage.lowersInUse();
   const ociStore = new OciStore({ graphRoot: pool.oci, runRoot: path.join(config.runDir, 'oci') });
   const images = new ImageService({ registry, pool, recipes: new RecipeBuilder(config, pool, lowersInUse), store: ociStore, lowersInUse });
@@ -153,13 +161,19 @@ async function boot(config: HelperConfig) {
   const workspaces = new WorkspaceService(registry, ledger, runtime, storage, images, {
     changed: (workspace) => {
       bus.broadcast('workspace.changed', { workspace });
-      if (workspace.state === 'running') ksm.boost(); // new pages to merge (a start, a fork, a rollback)
+      if (workspace.state === 'running')
+        ksm.boost(); // new pages to merge (a start, a fork, a rollback)
       else desktop.forget(workspace.id);
     },
     removed,
   });
-  const criu = new Criu(config.criu, path.join(config.stateDir, 'logs'), launcher, config.rootsDir, { pagesAfterThaw: true, action: config.groveAction, netlock: config.groveNetlock });
-  if ((await ensureKdatCache(config.criu)) === 'not written') log('CRIU could not write its kernel-probe cache: every CRIU run will probe the kernel again, which each fork and checkpoint waits for');
+  const criu = new Criu(config.criu, path.join(config.stateDir, 'logs'), launcher, config.rootsDir, {
+    pagesAfterThaw: true,
+    action: config.groveAction,
+    netlock: config.groveNetlock,
+  });
+  if ((await ensureKdatCache(config.criu)) === 'not written')
+    log('CRIU could not write its kernel-probe cache: every CRIU run will probe the kernel again, which each fork and checkpoint waits for');
   // Where CRIU writes a fork's or a checkpoint's images: a tmpfs of its own, whatever the run dir is on. Creating
   // a few hundred image files on ext4 (whose inode allocator looks for recently deleted inodes) lengthened
   // every freeze (docs/fork-profile.md); its size is tmpfs's default, half the memory.
@@ -216,7 +230,12 @@ async function boot(config: HelperConfig) {
     },
     grant: (treeId, kind) => registry.findGrant(treeId, kind),
   };
-  const space = new SpaceService(pool, registry, (w) => storage.filesPath(w), (w) => storage.diskUse(w));
+  const space = new SpaceService(
+    pool,
+    registry,
+    (w) => storage.filesPath(w),
+    (w) => storage.diskUse(w),
+  );
   const files = new FileCopy({ exec, poolDir: pool.root });
   const services = {
     registry,

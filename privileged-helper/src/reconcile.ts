@@ -44,7 +44,11 @@ export async function reconcile(d: ReconcileDeps): Promise<void> {
     d.log(`dropping checkpoint ${v.id} of ${v.branchId}: the helper stopped before it was saved`);
     d.registry.deleteVersion(v.id);
   }
-  const known = new Set([...d.registry.listWorkspaces().map((w) => w.id), ...d.registry.listVersions().map((v) => v.id), ...d.registry.listForkPoints().map((f) => f.id)]);
+  const known = new Set([
+    ...d.registry.listWorkspaces().map((w) => w.id),
+    ...d.registry.listVersions().map((v) => v.id),
+    ...d.registry.listForkPoints().map((f) => f.id),
+  ]);
   for (const obj of d.ledger.orphans(known)) {
     d.log(`removing orphaned ${obj.kind} ${obj.name}`);
     await d.ledger.remove(obj);
@@ -101,7 +105,8 @@ async function removeUnrecordedRoots(d: ReconcileDeps, recorded: Set<string>): P
 
 /** Each entry of `dir` that is no recorded directory, unless something is mounted at or below it. */
 async function removeUnrecordedEntries(d: ReconcileDeps, dir: string, recorded: Set<string>): Promise<void> {
-  for (const entry of await readdir(dir).catch(() => [])) { // none made yet: nothing to remove
+  for (const entry of await readdir(dir).catch(() => [])) {
+    // none made yet: nothing to remove
     const sub = path.join(dir, entry);
     if (recorded.has(`directory:${sub}`) || (await hasMountAtOrBelow(sub))) continue;
     d.log(`removing unrecorded ${sub}`);

@@ -92,7 +92,9 @@ const tick = () => act(async () => new Promise((r) => setTimeout(r, 0)));
 
 describe('the agent on the desktop', () => {
   it('draws its pointer where the canvas shows that screen point, and moves it when the canvas is scaled again', async () => {
-    const v = desktop({ [MADE.id]: [act_('click', 'clicking', 'click left at 640,400', { x: 640, y: 400 }), act_('type', 'typing', 'type 3 characters', null)] });
+    const v = desktop({
+      [MADE.id]: [act_('click', 'clicking', 'click left at 640,400', { x: 640, y: 400 }), act_('type', 'typing', 'type 3 characters', null)],
+    });
     await tick();
     const pointer = v.host.querySelector<HTMLElement>('[data-testid="agent-pointer"]')!;
     // Canvas at (130, 0) in the overlay, half size: (640, 400) → (130 + 320, 0 + 200).
@@ -112,7 +114,13 @@ describe('the agent on the desktop', () => {
     await tick();
     expect(v.host.querySelector('[data-testid="agent-pointer"]')).toBeNull();
     const feed = [...v.host.querySelectorAll('[data-testid="agent-feed"] li')].map((li) => li.textContent);
-    expect(feed).toEqual(['alice key ctrl+6 1s ago', 'alice key ctrl+5 2s ago', 'alice key ctrl+4 3s ago', 'alice key ctrl+3 4s ago', 'alice key ctrl+2 5s ago']);
+    expect(feed).toEqual([
+      'alice key ctrl+6 1s ago',
+      'alice key ctrl+5 2s ago',
+      'alice key ctrl+4 3s ago',
+      'alice key ctrl+3 4s ago',
+      'alice key ctrl+2 5s ago',
+    ]);
   });
 });
 

@@ -25,7 +25,9 @@ describe('the queue in the store', () => {
   it('lists what waits until its deadline, and what is being carried out', () => {
     const s = createAppStore(apiWith({}).api);
     expect(pendingApprovals(s.getState(), T0)).toEqual([]);
-    s.getState().applyState(state([at('q00000001'), at('q00000002', DISCARD, -1), at('q00000003', CONNECTION, 5_000), at('q00000004', PROMOTE, -1, { state: 'running' })]));
+    s.getState().applyState(
+      state([at('q00000001'), at('q00000002', DISCARD, -1), at('q00000003', CONNECTION, 5_000), at('q00000004', PROMOTE, -1, { state: 'running' })]),
+    );
     expect(pendingApprovals(s.getState(), T0).map((r) => r.id)).toEqual(['q00000001', 'q00000003']);
     expect(pendingApprovals(s.getState(), T0 + 10_000).map((r) => r.id)).toEqual(['q00000001']);
     // Approved and being carried out: listed (no deadline applies), not counted as waiting.
@@ -45,7 +47,11 @@ describe('the queue in the store', () => {
     const { api, calls } = apiWith({
       'approval.approve': answer,
       'approval.deny': answer,
-      'egress.status': () => ({ workspace: ONE_1.id, policy: { mode: 'gate', allow: [{ host: 'outside.test', port: 8080 }], holdMutating: false }, dropped: { tcp: 0, udp: 0, other: 0 } }),
+      'egress.status': () => ({
+        workspace: ONE_1.id,
+        policy: { mode: 'gate', allow: [{ host: 'outside.test', port: 8080 }], holdMutating: false },
+        dropped: { tcp: 0, udp: 0, other: 0 },
+      }),
       'egress.set': () => ({ mode: 'gate', allow: [], holdMutating: false }),
     });
     const s = createAppStore(api);

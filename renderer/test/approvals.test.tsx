@@ -21,8 +21,18 @@ afterEach(() => view.unmount());
 
 function open(approvals: Approval[], over = {}) {
   const fake = apiWith({
-    'approval.approve': (p) => decided(approvals.find((a) => a.id === p.id)!, APP, true),
-    'approval.deny': (p) => decided(approvals.find((a) => a.id === p.id)!, APP, false),
+    'approval.approve': (p) =>
+      decided(
+        approvals.find((a) => a.id === p.id)!,
+        APP,
+        true,
+      ),
+    'approval.deny': (p) =>
+      decided(
+        approvals.find((a) => a.id === p.id)!,
+        APP,
+        false,
+      ),
     'grant.set': (p) => grant('g00000009', p.kind as 'workspace.stop'),
     'grant.revoke': () => grant('g00000001', 'branch.promote'),
   });
@@ -40,7 +50,9 @@ describe('the queue', () => {
     expect([c.dataset.kind, c.dataset.state]).toEqual(['branch.promote', 'pending']);
     expect(c.querySelector('.approval-head')!.textContent).toBe('Promote one-1 to the main line');
     expect(c.textContent).toContain('Asked by agent alice (uid 1001) the tests pass on this branch');
-    expect(c.querySelector('.approval-effect')!.textContent).toBe('If you approve: one-1 becomes the main line and takes over its host ports; one is kept as a version');
+    expect(c.querySelector('.approval-effect')!.textContent).toBe(
+      'If you approve: one-1 becomes the main line and takes over its host ports; one is kept as a version',
+    );
     expect(part('q00000001', 'approval-thumbnail')!.getAttribute('src')).toBe('data:image/png;base64,iVBORw0KGgo=');
     expect(part('q00000001', 'approval-thumbnail')!.getAttribute('alt')).toBe("one-1's screen when the request was made");
     const diff = part('q00000001', 'approval-diff')!;
@@ -62,7 +74,9 @@ describe('the queue', () => {
     const loss = part('q00000002', 'approval-loss')!;
     expect(loss.textContent).toContain('Lost if you approve');
     expect(loss.textContent).toContain('17 processes end: chromium, xterm, Xvnc');
-    expect(loss.querySelector('[data-testid="approval-diff"]')!.textContent).toContain('Its files, changed since the fork from one: 2 added, 1 changed, 1 removed');
+    expect(loss.querySelector('[data-testid="approval-diff"]')!.textContent).toContain(
+      'Its files, changed since the fork from one: 2 added, 1 changed, 1 removed',
+    );
     expect(loss.textContent).toContain('2 versions of it are kept');
     expect(card('q00000002').querySelector('.approval-head')!.textContent).toBe('Discard one-1');
 
@@ -86,7 +100,12 @@ describe('the queue', () => {
   });
 
   it('shows what an address literal reaches, whatever form the branch wrote it in', () => {
-    const hidden = { ...CONNECTION, host: '::ffff:c000:207', url: 'http://[::ffff:c000:207]:8080/x', address: { reached: '192.0.2.7', what: 'a documentation address (reaches nothing real)' } };
+    const hidden = {
+      ...CONNECTION,
+      host: '::ffff:c000:207',
+      url: 'http://[::ffff:c000:207]:8080/x',
+      address: { reached: '192.0.2.7', what: 'a documentation address (reaches nothing real)' },
+    };
     open([approval('q00000006', hidden), approval('q00000005', CONNECTION)]);
     expect(card('q00000006').querySelector('.approval-address')!.textContent).toBe('192.0.2.7, a documentation address (reaches nothing real)');
     expect(card('q00000005').querySelector('.approval-address')).toBeNull();

@@ -22,7 +22,13 @@ const IMAGES = [
   image('tools', { origin: 'pull', missing: ['Xvnc', 'openbox'] }),
   image('broken', { state: 'failed' }),
 ];
-const PROJECT = { hostPath: '/var/tmp/app', path: '/root/app', commit: '1a2b3c4d5e6f7a8b9c0d1a2b3c4d5e6f7a8b9c0d', gitBranch: 'main', copiedAt: '2026-01-01T00:20:00.000Z' };
+const PROJECT = {
+  hostPath: '/var/tmp/app',
+  path: '/root/app',
+  commit: '1a2b3c4d5e6f7a8b9c0d1a2b3c4d5e6f7a8b9c0d',
+  gitBranch: 'main',
+  copiedAt: '2026-01-01T00:20:00.000Z',
+};
 const state = (over: Partial<AppState> = {}) => appState([branch('aaaaaaa1', 'one')], 'connected', { images: IMAGES, ...over });
 
 let view: Mounted;
@@ -61,7 +67,16 @@ describe('CreateForm', () => {
     expect(calls).toEqual([['workspace.create', { name: 'proj', image: 'mine', project: { hostPath: '/var/tmp/app', path: '/root/app' } }]]);
     expect(button(view.host, 'Creating… (about a minute)').disabled).toBe(true);
 
-    const copying: Operation = { id: 'op1', kind: 'workspace.create', target: 'proj', startedAt: 'x', status: 'running', stages: [{ stage: 'copy', message: '/var/tmp/app: 1.0 MiB of 3.0 MiB copied', at: 'y' }], error: null, finishedAt: null };
+    const copying: Operation = {
+      id: 'op1',
+      kind: 'workspace.create',
+      target: 'proj',
+      startedAt: 'x',
+      status: 'running',
+      stages: [{ stage: 'copy', message: '/var/tmp/app: 1.0 MiB of 3.0 MiB copied', at: 'y' }],
+      error: null,
+      finishedAt: null,
+    };
     view.apply(state({ operations: [copying] }));
     expect(view.host.querySelector('[data-testid="create-progress"]')!.textContent).toBe('/var/tmp/app: 1.0 MiB of 3.0 MiB copied');
     await act(async () => finish(branch('ddddddd4', 'proj', { image: 'mine', project: PROJECT })));

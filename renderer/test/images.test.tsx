@@ -14,9 +14,23 @@ import { appState } from './app-state.js';
 import { apiWith } from './fake-api.js';
 import { button, mount, typeInto, type Mounted } from './mount.js';
 
-const DESKTOP = image('desktop', { origin: 'recipe', source: null, layers: 1, sizeBytes: 3 * 2 ** 30, sharedBytes: null, digest: null, reference: 'localhost/grove/desktop:latest' });
+const DESKTOP = image('desktop', {
+  origin: 'recipe',
+  source: null,
+  layers: 1,
+  sizeBytes: 3 * 2 ** 30,
+  sharedBytes: null,
+  digest: null,
+  reference: 'localhost/grove/desktop:latest',
+});
 const MINE = image('mine');
-const TOOLS = image('tools', { origin: 'pull', source: 'docker://registry.test/tools:1', missing: ['Xvnc', 'openbox'], sizeBytes: 80 * 2 ** 20, sharedBytes: 0 });
+const TOOLS = image('tools', {
+  origin: 'pull',
+  source: 'docker://registry.test/tools:1',
+  missing: ['Xvnc', 'openbox'],
+  sizeBytes: 80 * 2 ** 20,
+  sharedBytes: 0,
+});
 const line = (seq: number, stage: string, message: string): ImageLogLine => ({ seq, stage, message, at: '2026-01-01T00:00:00.000Z' });
 
 let view: Mounted;
@@ -85,7 +99,10 @@ describe('building', () => {
     typeInto(editor, 'FROM grove/desktop\nRUN echo built-in-e2e > /opt/e2e.txt\n');
     typeInto(field<HTMLTextAreaElement>('build arguments'), 'VERSION=2\n\nMODE=fast');
     await submit('build-form');
-    expect(calls.at(-1)).toEqual(['image.build', { name: 'e2e-img', containerfileText: 'FROM grove/desktop\nRUN echo built-in-e2e > /opt/e2e.txt\n', buildArgs: { VERSION: '2', MODE: 'fast' } }]);
+    expect(calls.at(-1)).toEqual([
+      'image.build',
+      { name: 'e2e-img', containerfileText: 'FROM grove/desktop\nRUN echo built-in-e2e > /opt/e2e.txt\n', buildArgs: { VERSION: '2', MODE: 'fast' } },
+    ]);
     expect(button(view.host, 'Building…').disabled).toBe(true);
 
     // Its output streams into the log panel as the controller sends it.
@@ -93,7 +110,11 @@ describe('building', () => {
     expect(panel().dataset.image).toBe('e2e-img');
     act(() => view.store.getState().addImageOutput({ image: 'e2e-img', job: 'image-build-e2e-img-1', line: line(7, 'build', 'STEP 1/2: FROM grove/desktop') }));
     act(() => view.store.getState().addImageOutput({ image: 'other', job: 'image-build-other-1', line: line(8, 'build', 'not this one') }));
-    act(() => view.store.getState().addImageOutput({ image: 'e2e-img', job: 'image-build-e2e-img-1', line: line(9, 'build', 'STEP 2/2: RUN echo built-in-e2e > /opt/e2e.txt') }));
+    act(() =>
+      view.store
+        .getState()
+        .addImageOutput({ image: 'e2e-img', job: 'image-build-e2e-img-1', line: line(9, 'build', 'STEP 2/2: RUN echo built-in-e2e > /opt/e2e.txt') }),
+    );
     expect([...panel().querySelectorAll('[data-testid="image-log"] > div')].map((d) => d.textContent)).toEqual([
       'build STEP 1/2: FROM grove/desktop',
       'build STEP 2/2: RUN echo built-in-e2e > /opt/e2e.txt',
@@ -116,7 +137,9 @@ describe('building', () => {
     expect(view.host.querySelector('[data-testid="build-form"] .hint')!.textContent).toBe('build argument line 1 is not KEY=VALUE');
     typeInto(field<HTMLTextAreaElement>('build arguments'), '');
     await submit('build-form');
-    expect(calls.filter(([m]) => m === 'image.build')).toEqual([['image.build', { name: 'tools2', containerfile: '/home/me/app/Containerfile', context: '/home/me/app' }]]);
+    expect(calls.filter(([m]) => m === 'image.build')).toEqual([
+      ['image.build', { name: 'tools2', containerfile: '/home/me/app/Containerfile', context: '/home/me/app' }],
+    ]);
   });
 
   it("shows the helper's message when a build fails, in a notice and under its output", async () => {
@@ -127,8 +150,26 @@ describe('building', () => {
     });
     typeInto(field('image name'), 'bad');
     await submit('build-form');
-    expect(view.store.getState().errors.map((e) => e.text)).toEqual(["A system tool on the host failed: buildah: RUN exited with 127. The helper's log has the details."]);
-    view.apply(appState([], 'connected', { images: [DESKTOP], operations: [{ id: 'op1', kind: 'image.build', target: 'bad', startedAt: 'x', status: 'failed', stages: [], error: 'buildah: RUN exited with 127', finishedAt: 'y' }] }));
+    expect(view.store.getState().errors.map((e) => e.text)).toEqual([
+      "A system tool on the host failed: buildah: RUN exited with 127. The helper's log has the details.",
+    ]);
+    view.apply(
+      appState([], 'connected', {
+        images: [DESKTOP],
+        operations: [
+          {
+            id: 'op1',
+            kind: 'image.build',
+            target: 'bad',
+            startedAt: 'x',
+            status: 'failed',
+            stages: [],
+            error: 'buildah: RUN exited with 127',
+            finishedAt: 'y',
+          },
+        ],
+      }),
+    );
     expect(view.host.querySelector('[data-testid="image-log-panel"] .op-error')!.textContent).toBe('buildah: RUN exited with 127');
   });
 });
@@ -150,6 +191,10 @@ describe('pulling and the log', () => {
     expect(calls[0]).toEqual(['image.logs', {}]);
     act(() => view.store.getState().addImageOutput({ image: 'mine', job: 'j1', line: line(3, 'done', "image 'mine' is ready") }));
     act(() => button(row('mine'), 'Log').click());
-    expect([...view.host.querySelectorAll('[data-testid="image-log"] > div')].map((d) => d.textContent)).toEqual(['build STEP 1/2', 'build STEP 2/2', "done image 'mine' is ready"]);
+    expect([...view.host.querySelectorAll('[data-testid="image-log"] > div')].map((d) => d.textContent)).toEqual([
+      'build STEP 1/2',
+      'build STEP 2/2',
+      "done image 'mine' is ready",
+    ]);
   });
 });

@@ -62,7 +62,7 @@ describe('layoutTree', () => {
     // a child continues its parent's lane).
     const list: BranchLike[] = [b('n0')];
     let seed = 7;
-    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     for (let i = 1; i < 200; i++) list.push(b(`n${i}`, rand() < 0.05 ? null : `n${Math.floor(rand() * i)}`));
     const l = layoutTree(list);
     expect(l.nodes).toHaveLength(200);
@@ -89,7 +89,7 @@ describe('layoutTree', () => {
 
   it('lays out 200 branches in well under a frame', () => {
     const list: BranchLike[] = [b('r')];
-    for (let i = 1; i < 200; i++) list.push(b(`k${i}`, i < 20 ? 'r' : `k${i % 19 + 1}`));
+    for (let i = 1; i < 200; i++) list.push(b(`k${i}`, i < 20 ? 'r' : `k${(i % 19) + 1}`));
     layoutTree(list); // warm up the JIT
     const times = Array.from({ length: 5 }, () => {
       const t = performance.now();

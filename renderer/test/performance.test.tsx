@@ -32,7 +32,15 @@ const PERF: PerfReport = {
       rssBytes: 700 * MiB,
       swapBytes: 0,
       ksm: { mergingPages: 25600, sharedBytes: 100 * MiB, profitBytes: 95 * MiB, mergeAny: true },
-      cgroup: { limits: { memoryBytes: 2048 * MiB, pids: 2048, cpuWeight: 100, diskBytes: 10 * 2 ** 30 }, memoryBytes: 690 * MiB, dumpableBytes: 400 * MiB, memoryLimitHits: 0, oomKills: 0, pids: 180, pidsRefused: 0 },
+      cgroup: {
+        limits: { memoryBytes: 2048 * MiB, pids: 2048, cpuWeight: 100, diskBytes: 10 * 2 ** 30 },
+        memoryBytes: 690 * MiB,
+        dumpableBytes: 400 * MiB,
+        memoryLimitHits: 0,
+        oomKills: 0,
+        pids: 180,
+        pidsRefused: 0,
+      },
     },
     {
       workspace: 'aaaaaaa2',
@@ -42,7 +50,15 @@ const PERF: PerfReport = {
       rssBytes: 650 * MiB,
       swapBytes: 0,
       ksm: { mergingPages: 51200, sharedBytes: 200 * MiB, profitBytes: 190 * MiB, mergeAny: false },
-      cgroup: { limits: { memoryBytes: 1024 * MiB, pids: 512, cpuWeight: 100, diskBytes: 10 * 2 ** 30 }, memoryBytes: 1020 * MiB, dumpableBytes: 900 * MiB, memoryLimitHits: 7, oomKills: 2, pids: 512, pidsRefused: 31 },
+      cgroup: {
+        limits: { memoryBytes: 1024 * MiB, pids: 512, cpuWeight: 100, diskBytes: 10 * 2 ** 30 },
+        memoryBytes: 1020 * MiB,
+        dumpableBytes: 900 * MiB,
+        memoryLimitHits: 7,
+        oomKills: 2,
+        pids: 512,
+        pidsRefused: 31,
+      },
     },
   ],
   host: {
@@ -145,7 +161,10 @@ describe('PerformancePanel', () => {
     expect(request).not.toHaveBeenCalledWith('space.get', {});
     await act(async () => host.querySelector<HTMLButtonElement>('[data-testid="perf-disk"] button')!.click());
     expect(request).toHaveBeenCalledWith('space.get', {});
-    expect([...host.querySelectorAll('[data-testid="perf-disk"] li')].map((li) => li.textContent)).toEqual(['version v1: frees 250 MiB', 'branch app (running): frees 30 MiB']);
+    expect([...host.querySelectorAll('[data-testid="perf-disk"] li')].map((li) => li.textContent)).toEqual([
+      'version v1: frees 250 MiB',
+      'branch app (running): frees 30 MiB',
+    ]);
   });
 
   it('reads again every few seconds while open, and stops when closed', async () => {

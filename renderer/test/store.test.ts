@@ -154,6 +154,8 @@ describe('app store', () => {
 describe('humanError', () => {
   it('says what a lost connection means', () => {
     expect(humanError(new ApiError('E_DISCONNECTED', 'x'))).toMatch(/reconnects by itself/);
-    expect(humanError(new ApiError('E_PRECONDITION', 'the desktop image is not built'))).toBe('Something this needs is missing: the desktop image is not built.');
+    expect(humanError(new ApiError('E_PRECONDITION', 'the desktop image is not built'))).toBe(
+      'Something this needs is missing: the desktop image is not built.',
+    );
   });
 });

@@ -105,7 +105,12 @@ describe('BranchTree', () => {
     const [calm, full] = branches(2);
     const limitBytes = full!.limits.diskBytes;
     act(() => {
-      store.getState().applyState(state([{ ...calm!, disk: { usedBytes: 2 ** 20, full: false } }, { ...full!, disk: { usedBytes: limitBytes, full: true } }]));
+      store.getState().applyState(
+        state([
+          { ...calm!, disk: { usedBytes: 2 ** 20, full: false } },
+          { ...full!, disk: { usedBytes: limitBytes, full: true } },
+        ]),
+      );
       store.getState().setLink('open');
     });
     const marked = [...host.querySelectorAll('[role="treeitem"]')].filter((row) => row.querySelector('[data-testid="disk-full"]'));

@@ -60,7 +60,15 @@ const log = (message: string) => process.stderr.write(`reference agent: ${messag
 
 async function main(): Promise<void> {
   const opts = parseOptions();
-  const report: Report = { ok: false, failure: null, branch: opts.branch, you: null, startPage: null, children: [], requests: { promote: null, discard: null } };
+  const report: Report = {
+    ok: false,
+    failure: null,
+    branch: opts.branch,
+    you: null,
+    startPage: null,
+    children: [],
+    requests: { promote: null, discard: null },
+  };
   let client: Client | null = null;
   try {
     client = await connectGroveMcp({ name: 'grove-reference-agent', socketPath: opts.socket });
@@ -90,7 +98,9 @@ async function work(client: Client, opts: Options, report: Report): Promise<void
   report.startPage = await expectPage(client, { id: opts.branch, name: opts.branch }, EMPTY_NOTE_RGB, 'the start page');
 
   log(`forking ${opts.branch} into ${NOTES.length}`);
-  const forked = (await callTool(client, 'fork', { branch: opts.branch, copies: NOTES.length })).structuredContent as { children: { id: string; name: string }[] };
+  const forked = (await callTool(client, 'fork', { branch: opts.branch, copies: NOTES.length })).structuredContent as {
+    children: { id: string; name: string }[];
+  };
   report.children = forked.children.map((c, i) => ({ id: c.id, name: c.name, text: NOTES[i]!, expected: noteColour(NOTES[i]!), seen: null }));
 
   for (const child of report.children) await writeNote(client, child);
@@ -106,7 +116,10 @@ async function work(client: Client, opts: Options, report: Report): Promise<void
   if (opts.waitDecisionsS > 0) {
     log(`waiting up to ${opts.waitDecisionsS} s for a person to decide`);
     const until = Date.now() + opts.waitDecisionsS * 1000;
-    [report.requests.promote, report.requests.discard] = await Promise.all([awaitDecision(client, report.requests.promote, until), awaitDecision(client, report.requests.discard, until)]);
+    [report.requests.promote, report.requests.discard] = await Promise.all([
+      awaitDecision(client, report.requests.promote, until),
+      awaitDecision(client, report.requests.discard, until),
+    ]);
   }
 }
 
@@ -120,7 +133,9 @@ async function expectPage(client: Client, branch: { id: string; name: string }, 
       return seen;
     }
     if (Date.now() > deadline) {
-      throw new Error(`${branch.name} does not show ${what}: expected rgb(${rgb.join(',')}) over the page, saw rgb(${seen.rgb.join(',')}) on ${Math.round(seen.share * 100)}% of it`);
+      throw new Error(
+        `${branch.name} does not show ${what}: expected rgb(${rgb.join(',')}) over the page, saw rgb(${seen.rgb.join(',')}) on ${Math.round(seen.share * 100)}% of it`,
+      );
     }
     await callTool(client, 'computer', { branch: branch.id, action: 'wait', duration: 2 });
   }
@@ -135,7 +150,11 @@ async function writeNote(client: Client, child: ChildReport): Promise<void> {
 }
 
 /** Makes a request without waiting for the decision. */
-async function ask(client: Client, tool: 'request_promote' | 'request_discard', args: { branch: string; reason: string; old_main?: string }): Promise<RequestReport> {
+async function ask(
+  client: Client,
+  tool: 'request_promote' | 'request_discard',
+  args: { branch: string; reason: string; old_main?: string },
+): Promise<RequestReport> {
   const report = requestReport(await callTool(client, tool, { ...args, wait_seconds: 0 }));
   log(`${tool} ${report.branch.name}: ${report.answer}`);
   return report;

@@ -26,7 +26,25 @@ import {
 } from '../../../privileged-helper/src/protocol/entities.js';
 import { Id, ImageName, WorkspaceRef } from '../../../privileged-helper/src/protocol/names.js';
 
-export { Actor, AgentRequestKind, Approval, ApprovalState, EgressChange, EgressLogEntry, EgressMode, EgressPolicy, EgressRule, EgressStatus, Grant, Image, Maker, OPEN_STATES, TreeDiff, Version, Workspace };
+export {
+  Actor,
+  AgentRequestKind,
+  Approval,
+  ApprovalState,
+  EgressChange,
+  EgressLogEntry,
+  EgressMode,
+  EgressPolicy,
+  EgressRule,
+  EgressStatus,
+  Grant,
+  Image,
+  Maker,
+  OPEN_STATES,
+  TreeDiff,
+  Version,
+  Workspace,
+};
 export type { ApprovalAction, HeldConnection } from '../../../privileged-helper/src/protocol/approvals.js';
 export type { Point, ScreenSize };
 export type { ForkReport, PerfReport, PoolSpace, SpaceReport };

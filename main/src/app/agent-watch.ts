@@ -12,12 +12,30 @@ export class AgentWatch {
   private byBranch = new Map<string, AgentAction[]>();
 
   desktop(e: DesktopAction, agent: Actor): void {
-    this.add(e.workspace, { by: maker(agent), action: e.action, doing: DESKTOP_DOING[e.action], summary: e.summary, cursor: e.cursor, screen: e.screen, ok: e.ok, at: e.at });
+    this.add(e.workspace, {
+      by: maker(agent),
+      action: e.action,
+      doing: DESKTOP_DOING[e.action],
+      summary: e.summary,
+      cursor: e.cursor,
+      screen: e.screen,
+      ok: e.ok,
+      at: e.at,
+    });
   }
 
   call(branchId: string, e: AuditEntry, agent: Actor): void {
     const summary = e.outcome === 'ok' ? callDone(e.action) : `${callDone(e.action)} failed${e.detail ? `: ${e.detail}` : ''}`;
-    this.add(branchId, { by: maker(agent), action: e.action, doing: callDoing(e.action), summary, cursor: null, screen: null, ok: e.outcome === 'ok', at: e.at });
+    this.add(branchId, {
+      by: maker(agent),
+      action: e.action,
+      doing: callDoing(e.action),
+      summary,
+      cursor: null,
+      screen: null,
+      ok: e.outcome === 'ok',
+      at: e.at,
+    });
   }
 
   forget(branchId: string): void {

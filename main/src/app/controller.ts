@@ -11,7 +11,23 @@ import { GroveError, HelperClient, PERSON_SOCKET } from '../helper-client/client
 import { describeEgressChange, formatRule } from '../../../privileged-helper/src/protocol/egress-rules.js';
 import type { EventPayload } from '../../../privileged-helper/src/protocol/events.js';
 import { describeActor, type Actor } from '../../../privileged-helper/src/protocol/identity.js';
-import type { ActivityEntry, AppState, Approval, Connection, EgressPolicy, EventData, Image, Operation, OperationKind, PoolSpace, RequestName, RequestParams, RequestResult, Version, Workspace } from '../api/contract.js';
+import type {
+  ActivityEntry,
+  AppState,
+  Approval,
+  Connection,
+  EgressPolicy,
+  EventData,
+  Image,
+  Operation,
+  OperationKind,
+  PoolSpace,
+  RequestName,
+  RequestParams,
+  RequestResult,
+  Version,
+  Workspace,
+} from '../api/contract.js';
 import { REQUEST_VERB, isSelf, notADesktop, projectOrigin } from '../api/words.js';
 import { ActivityLog, CONTROLLER, HELPER, YOU, attribute, type Who } from './activity.js';
 import { AgentWatch } from './agent-watch.js';
@@ -127,7 +143,13 @@ export class Controller {
       }
       case 'image.remove': {
         const name = p.name as string;
-        const removed = await this.operation('image.remove', name, 'remove image', () => c.request('image.remove', { name }), () => 'removed');
+        const removed = await this.operation(
+          'image.remove',
+          name,
+          'remove image',
+          () => c.request('image.remove', { name }),
+          () => 'removed',
+        );
         this.imageLogs.forget(name);
         return removed;
       }
@@ -138,11 +160,29 @@ export class Controller {
         return this.operation('workspace.create', create.name, 'create workspace', () => c.request('workspace.create', create), describeCreated);
       }
       case 'workspace.start':
-        return this.operation('workspace.start', this.nameOf(ws), 'start', () => c.request('workspace.start', { workspace: ws }), () => 'running');
+        return this.operation(
+          'workspace.start',
+          this.nameOf(ws),
+          'start',
+          () => c.request('workspace.start', { workspace: ws }),
+          () => 'running',
+        );
       case 'workspace.stop':
-        return this.operation('workspace.stop', this.nameOf(ws), 'stop', () => c.request('workspace.stop', { workspace: ws }), () => 'stopped');
+        return this.operation(
+          'workspace.stop',
+          this.nameOf(ws),
+          'stop',
+          () => c.request('workspace.stop', { workspace: ws }),
+          () => 'stopped',
+        );
       case 'branch.discard':
-        return this.operation('branch.discard', this.nameOf(ws), 'discard', () => c.request('workspace.delete', { workspace: ws, versions: 'keep' }), () => 'discarded');
+        return this.operation(
+          'branch.discard',
+          this.nameOf(ws),
+          'discard',
+          () => c.request('workspace.delete', { workspace: ws, versions: 'keep' }),
+          () => 'discarded',
+        );
       case 'branch.fork':
         return this.operation(
           'branch.fork',
@@ -150,14 +190,35 @@ export class Controller {
           `fork into ${p.copies as number}`,
           () => c.request('branch.fork', { workspace: ws, copies: p.copies as number }),
           (r) =>
-            [`made ${r.children.map((x) => x.name).join(', ')} in ${Math.round(r.timings.total)} ms (source paused ${Math.round(r.timings.sourceFrozen)} ms)`, ...r.leftBehind].join('; '),
+            [
+              `made ${r.children.map((x) => x.name).join(', ')} in ${Math.round(r.timings.total)} ms (source paused ${Math.round(r.timings.sourceFrozen)} ms)`,
+              ...r.leftBehind,
+            ].join('; '),
         );
       case 'branch.checkpoint':
-        return this.operation('branch.checkpoint', this.nameOf(ws), 'checkpoint', () => c.request('branch.checkpoint', { workspace: ws, label: p.label as string | undefined }), (v) => `version ${v.id}`);
+        return this.operation(
+          'branch.checkpoint',
+          this.nameOf(ws),
+          'checkpoint',
+          () => c.request('branch.checkpoint', { workspace: ws, label: p.label as string | undefined }),
+          (v) => `version ${v.id}`,
+        );
       case 'branch.rollback':
-        return this.operation('branch.rollback', this.nameOf(ws), `roll back to ${p.version as string}`, () => c.request('branch.rollback', { workspace: ws, version: p.version as string }), () => 'rolled back');
+        return this.operation(
+          'branch.rollback',
+          this.nameOf(ws),
+          `roll back to ${p.version as string}`,
+          () => c.request('branch.rollback', { workspace: ws, version: p.version as string }),
+          () => 'rolled back',
+        );
       case 'branch.promote':
-        return this.operation('branch.promote', this.nameOf(ws), 'promote to main line', () => c.request('branch.promote', { workspace: ws }), () => 'now the main line');
+        return this.operation(
+          'branch.promote',
+          this.nameOf(ws),
+          'promote to main line',
+          () => c.request('branch.promote', { workspace: ws }),
+          () => 'now the main line',
+        );
       case 'branch.diff':
         return c.request('branch.diff', { workspace: ws, other: p.other as string | undefined });
       case 'egress.status':
@@ -170,20 +231,35 @@ export class Controller {
         return c.request('space.get', {});
       case 'egress.set': {
         const change = p as RequestParams<'egress.set'>;
-        return this.recorded('change outside access', this.nameOf(ws), () => c.request('egress.set', change), (policy) => `${describeEgressChange(change)} → ${describePolicy(policy)}`);
+        return this.recorded(
+          'change outside access',
+          this.nameOf(ws),
+          () => c.request('egress.set', change),
+          (policy) => `${describeEgressChange(change)} → ${describePolicy(policy)}`,
+        );
       }
       case 'approval.approve':
       case 'approval.deny':
         return this.decide(method === 'approval.approve', p as RequestParams<'approval.approve'>);
       case 'grant.set': {
         const { kind } = p as RequestParams<'grant.set'>;
-        return this.recorded(`let agents ${REQUEST_VERB[kind]} without asking`, this.nameOf(ws), () => c.request('grant.set', { workspace: ws, kind }), (g) => `in every branch of ${g.treeName}`);
+        return this.recorded(
+          `let agents ${REQUEST_VERB[kind]} without asking`,
+          this.nameOf(ws),
+          () => c.request('grant.set', { workspace: ws, kind }),
+          (g) => `in every branch of ${g.treeName}`,
+        );
       }
       case 'grant.revoke': {
         const id = p.grant as string;
         const g = this.book.grantById(id);
         const action = g ? `ask again before agents ${REQUEST_VERB[g.kind]}` : 'revoke a standing approval';
-        return this.recorded(action, g?.treeName ?? null, () => c.request('grant.revoke', { grant: id }), (revoked) => `granted by ${revoked.grantedBy.user}`);
+        return this.recorded(
+          action,
+          g?.treeName ?? null,
+          () => c.request('grant.revoke', { grant: id }),
+          (revoked) => `granted by ${revoked.grantedBy.user}`,
+        );
       }
       case 'terminal.open': {
         const res = await c.request('exec.open', { workspace: ws, cols: p.cols as number, rows: p.rows as number });
@@ -372,7 +448,14 @@ export class Controller {
     const epoch = client.hello?.epoch ?? null;
     this.setConnection('connected', null, epoch);
     if (previousEpoch && epoch !== previousEpoch) this.log(CONTROLLER, 'helper restarted', null, 'info', 'state read again from the new helper');
-    else this.log(CONTROLLER, 'connected to the helper', null, 'info', `helper ${client.hello?.helperVersion ?? '?'}, as ${client.hello ? describeActor(client.hello.identity) : '?'}`);
+    else
+      this.log(
+        CONTROLLER,
+        'connected to the helper',
+        null,
+        'info',
+        `helper ${client.hello?.helperVersion ?? '?'}, as ${client.hello ? describeActor(client.hello.identity) : '?'}`,
+      );
   }
 
   private async readAll(client: HelperClient): Promise<void> {
@@ -410,7 +493,14 @@ export class Controller {
     const before = this.branches.get(e.workspace.id);
     this.branches.set(e.workspace.id, e.workspace);
     const who = attribute(by, this.self);
-    if (!before) this.log(who, 'branch appeared', e.workspace.name, 'info', `${e.workspace.state}${e.workspace.parent ? `, forked from ${this.nameOf(e.workspace.parent)}` : ''}`);
+    if (!before)
+      this.log(
+        who,
+        'branch appeared',
+        e.workspace.name,
+        'info',
+        `${e.workspace.state}${e.workspace.parent ? `, forked from ${this.nameOf(e.workspace.parent)}` : ''}`,
+      );
     else if (before.state !== e.workspace.state) this.log(who, `branch ${e.workspace.state}`, e.workspace.name, 'info', `was ${before.state}`);
     else if (before.main !== e.workspace.main && e.workspace.main) this.log(who, 'branch is now the main line', e.workspace.name, 'info', '');
     else this.changed();

@@ -52,7 +52,8 @@ const MIME: Record<string, string> = {
 };
 
 // The renderer loads only its own files; it connects back to this origin only.
-const CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'none'";
+const CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'none'";
 
 export function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || (net.isIPv4(host) && host.startsWith('127.'));
@@ -61,7 +62,10 @@ export function isLoopback(host: string): boolean {
 export async function startWebServer(controller: Controller, opts: WebOptions = {}): Promise<WebServer> {
   const host = opts.host ?? '127.0.0.1';
   if (!isLoopback(host) && !opts.tls) {
-    throw new GroveError('E_PRECONDITION', `refusing to listen on ${host} without TLS: give a certificate and key (--tls-cert, --tls-key), or listen on 127.0.0.1`);
+    throw new GroveError(
+      'E_PRECONDITION',
+      `refusing to listen on ${host} without TLS: give a certificate and key (--tls-cert, --tls-key), or listen on 127.0.0.1`,
+    );
   }
   const secret = opts.secret ?? randomBytes(32).toString('base64url');
   const rendererDir = opts.rendererDir ?? DEFAULT_RENDERER_DIR;
@@ -77,7 +81,9 @@ export async function startWebServer(controller: Controller, opts: WebOptions = 
     res.setHeader('x-content-type-options', 'nosniff');
     res.setHeader('referrer-policy', 'no-referrer');
     if (!authorized(req)) {
-      res.writeHead(401, { 'content-type': 'text/plain; charset=utf-8' }).end('Grove: open the URL printed by `grove app --web` (it carries the launch secret).\n');
+      res
+        .writeHead(401, { 'content-type': 'text/plain; charset=utf-8' })
+        .end('Grove: open the URL printed by `grove app --web` (it carries the launch secret).\n');
       return;
     }
     const url = new URL(req.url ?? '/', 'http://x');
@@ -244,4 +250,3 @@ function equal(a: string | null | undefined, b: string): boolean {
   const y = Buffer.from(b);
   return x.length === y.length && timingSafeEqual(x, y);
 }
-

@@ -32,7 +32,9 @@ export async function askPerson(c: HelperClient, ref: string, action: AgentReque
   if (!opts.reason?.trim()) throw new GroveError('E_INVALID_PARAMS', 'an agent must say why: add --reason TEXT (the person deciding reads it)');
   let a = await c.request('approval.create', { workspace: ref, action, reason: opts.reason });
   if (a.state === 'pending') {
-    process.stderr.write(`asked a person: request ${a.id} (${describeAction(a.action)} ${a.workspaceName}); waiting until ${a.expiresAt}${opts.wait === false ? '' : ' (Ctrl-C stops waiting; the request stays)'}\n`);
+    process.stderr.write(
+      `asked a person: request ${a.id} (${describeAction(a.action)} ${a.workspaceName}); waiting until ${a.expiresAt}${opts.wait === false ? '' : ' (Ctrl-C stops waiting; the request stays)'}\n`,
+    );
   }
   if (opts.wait === false) return a;
   while (a.state === 'pending' || a.state === 'running') a = await c.request('approval.wait', { id: a.id, timeoutMs: WAIT_SLICE_MS });
@@ -48,7 +50,9 @@ function settled(a: Approval): Approval {
 
 /** Prints the outcome of a request an agent made (or its id when it did not wait). */
 export function printAsked(a: Approval): void {
-  output(a, () => console.log(a.state === 'pending' ? `request ${a.id} waits for a person (grove request ${a.id})` : `request ${a.id}: ${a.outcome ?? a.state}`));
+  output(a, () =>
+    console.log(a.state === 'pending' ? `request ${a.id} waits for a person (grove request ${a.id})` : `request ${a.id}: ${a.outcome ?? a.state}`),
+  );
 }
 
 export function registerApprovalCommands(program: Command): void {
@@ -88,7 +92,9 @@ export function registerApprovalCommands(program: Command): void {
     .description('one request: what it would do, its preview, and how it was decided')
     .action((id: string, opts: { wait?: number }) =>
       withClient(async (c) => {
-        const a = opts.wait ? await c.request('approval.wait', { id, timeoutMs: Math.min(300_000, Math.round(opts.wait * 1000)) }) : await c.request('approval.get', { id });
+        const a = opts.wait
+          ? await c.request('approval.wait', { id, timeoutMs: Math.min(300_000, Math.round(opts.wait * 1000)) })
+          : await c.request('approval.get', { id });
         output(a, () => printApproval(a));
       }),
     );
@@ -113,7 +119,11 @@ export function registerApprovalCommands(program: Command): void {
     .action((id: string, opts: { always?: boolean; note?: string }) =>
       withClient(async (c) => {
         const a = await c.request('approval.approve', { id, always: opts.always ?? false, note: opts.note });
-        output(a, () => console.log(`${a.state === 'done' ? 'approved' : a.state} ${a.id}: ${describeAction(a.action)} ${a.workspaceName}${a.outcome ? ` — ${a.outcome}` : ''}`));
+        output(a, () =>
+          console.log(
+            `${a.state === 'done' ? 'approved' : a.state} ${a.id}: ${describeAction(a.action)} ${a.workspaceName}${a.outcome ? ` — ${a.outcome}` : ''}`,
+          ),
+        );
         if (a.state === 'failed') process.exitCode = 1;
       }),
     );

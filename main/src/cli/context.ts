@@ -12,7 +12,7 @@ export interface Global {
 export const program = new Command('grove')
   .description('Supervise AI agents in live, forkable desktop workspaces')
   .option('--socket <path>', "the helper's socket (default $GROVE_SOCKET, else the person socket if you may use it, else the agent socket)")
-  .option('--agent', "use the agent socket even if you may use the person socket (act as an agent: what only a person may do becomes a request)")
+  .option('--agent', 'use the agent socket even if you may use the person socket (act as an agent: what only a person may do becomes a request)')
   .option('--json', 'print machine-readable JSON')
   .showHelpAfterError();
 

@@ -59,12 +59,14 @@ export function registerDesktopCommands(program: Command): void {
     .option('--triple', 'triple click')
     .option('--modifiers <keys>', "keys held during the click, e.g. 'shift' or 'ctrl+alt'")
     .description('click at a point (or where the pointer is)')
-    .action((ref: string, x: number | undefined, y: number | undefined, opts: { button: MouseButton; double?: boolean; triple?: boolean; modifiers?: string }) => {
-      if (opts.double && opts.triple) throw new GroveError('E_INVALID_PARAMS', 'give --double or --triple, not both');
-      const count = opts.triple ? 3 : opts.double ? 2 : 1;
-      const at = point(x, y);
-      return pointerCall((c) => c.request('desktop.click', { workspace: ref, ...at, button: opts.button, count, modifiers: opts.modifiers }));
-    });
+    .action(
+      (ref: string, x: number | undefined, y: number | undefined, opts: { button: MouseButton; double?: boolean; triple?: boolean; modifiers?: string }) => {
+        if (opts.double && opts.triple) throw new GroveError('E_INVALID_PARAMS', 'give --double or --triple, not both');
+        const count = opts.triple ? 3 : opts.double ? 2 : 1;
+        const at = point(x, y);
+        return pointerCall((c) => c.request('desktop.click', { workspace: ref, ...at, button: opts.button, count, modifiers: opts.modifiers }));
+      },
+    );
 
   program
     .command('mouse')
@@ -119,7 +121,8 @@ export function registerDesktopCommands(program: Command): void {
     .action(async (ref: string, arg: string) => {
       const text = arg === '-' ? await readAll(process.stdin) : arg;
       if (text.length === 0) throw new GroveError('E_INVALID_PARAMS', 'nothing to type');
-      if (text.length > MAX_TYPED_CHARS) throw new GroveError('E_INVALID_PARAMS', `text is at most ${MAX_TYPED_CHARS} characters a call (this is ${text.length})`);
+      if (text.length > MAX_TYPED_CHARS)
+        throw new GroveError('E_INVALID_PARAMS', `text is at most ${MAX_TYPED_CHARS} characters a call (this is ${text.length})`);
       return pointerCall((c) => c.request('desktop.type', { workspace: ref, text }));
     });
 
@@ -172,7 +175,8 @@ function notches(name: string) {
 
 function wholeNumber(value: string, name: string, min: number, max: number): number {
   const n = Number(value);
-  if (!/^-?\d+$/.test(value.trim()) || n < min || n > max) throw new GroveError('E_INVALID_PARAMS', `${name} must be a whole number from ${min} to ${max}, not '${value}'`);
+  if (!/^-?\d+$/.test(value.trim()) || n < min || n > max)
+    throw new GroveError('E_INVALID_PARAMS', `${name} must be a whole number from ${min} to ${max}, not '${value}'`);
   return n;
 }
 
@@ -185,7 +189,12 @@ function parsePoint(value: string): { x: number; y: number } {
 function parseRegion(value: string): Region {
   const parts = value.split(',');
   if (parts.length !== 4) throw new GroveError('E_INVALID_PARAMS', `--region takes X,Y,W,H (e.g. 0,0,640,400), not '${value}'`);
-  const [x, y, width, height] = parts.map((p, i) => wholeNumber(p, ['x', 'y', 'width', 'height'][i]!, i < 2 ? 0 : 1, 16384)) as [number, number, number, number];
+  const [x, y, width, height] = parts.map((p, i) => wholeNumber(p, ['x', 'y', 'width', 'height'][i]!, i < 2 ? 0 : 1, 16384)) as [
+    number,
+    number,
+    number,
+    number,
+  ];
   return { x, y, width, height };
 }
 

@@ -46,12 +46,18 @@ export function printApproval(a: Approval): void {
   console.log(`asked by: ${asker(a)} at ${a.at}`);
   console.log(`reason:   ${a.reason}`);
   const p = a.preview;
-  if (p.diff) console.log(`files:    +${p.diff.added} ~${p.diff.changed} -${p.diff.removed} against ${p.diff.against.name}${p.diff.paths.length ? `: ${p.diff.paths.join(', ')}` : ''}`);
+  if (p.diff)
+    console.log(
+      `files:    +${p.diff.added} ~${p.diff.changed} -${p.diff.removed} against ${p.diff.against.name}${p.diff.paths.length ? `: ${p.diff.paths.join(', ')}` : ''}`,
+    );
   if (p.processes) console.log(`ends:     ${p.processes.count} processes (${p.processes.names.join(', ')})`);
   if (p.versions !== null) console.log(`versions: ${p.versions} kept`);
   for (const note of p.notes) console.log(`note:     ${note}`);
   if (a.state === 'pending') console.log(`expires:  ${a.expiresAt}`);
-  if (a.decision) console.log(`decided:  by ${a.decision.by ? describeActor(a.decision.by) : 'the helper'}${a.decision.grant ? ` (grant ${a.decision.grant})` : ''} at ${a.decision.at}${a.decision.note ? `: ${a.decision.note}` : ''}`);
+  if (a.decision)
+    console.log(
+      `decided:  by ${a.decision.by ? describeActor(a.decision.by) : 'the helper'}${a.decision.grant ? ` (grant ${a.decision.grant})` : ''} at ${a.decision.at}${a.decision.note ? `: ${a.decision.note}` : ''}`,
+    );
   if (a.outcome) console.log(`outcome:  ${a.outcome}`);
 }
 

@@ -1,5 +1,14 @@
 // Human-readable output of the CLI (--json prints the objects as they are).
-import type { DoctorReport, ForkReport, Image, PerfReport, PoolSpace, SpaceReport, Version, Workspace } from '../../../privileged-helper/src/protocol/entities.js';
+import type {
+  DoctorReport,
+  ForkReport,
+  Image,
+  PerfReport,
+  PoolSpace,
+  SpaceReport,
+  Version,
+  Workspace,
+} from '../../../privileged-helper/src/protocol/entities.js';
 import type { EgressLogEntry, EgressStatus } from '../../../privileged-helper/src/protocol/entities.js';
 import type { TreeDiff } from '../../../privileged-helper/src/protocol/diff.js';
 import { diskText } from '../api/words.js';
@@ -32,7 +41,9 @@ export function printWorkspace(w: Workspace): void {
   if (w.vncSocket) console.log(`desktop:  ${w.vncSocket} (VNC for root and the grove group, e.g. vncviewer ${w.vncSocket})`);
   for (const p of w.ports) console.log(`port:     ${p.hostAddress}:${p.hostPort} -> ${p.containerPort}`);
   if (w.sensitive) console.log('memory:   kept out of KSM (sensitive: no page sharing with other workspaces)');
-  console.log(`disk:     ${diskText(w)}${w.disk?.full ? ` (delete files in it and the versions that keep them, or raise it: grove ws limits ${w.name} --disk SIZE)` : ''}`);
+  console.log(
+    `disk:     ${diskText(w)}${w.disk?.full ? ` (delete files in it and the versions that keep them, or raise it: grove ws limits ${w.name} --disk SIZE)` : ''}`,
+  );
   if (w.project) {
     const git = w.project.commit ? ` (git ${w.project.commit.slice(0, 12)}${w.project.gitBranch ? ` on ${w.project.gitBranch}` : ''})` : '';
     console.log(`project:  ${w.project.path} from ${w.project.hostPath}${git}`);
@@ -48,7 +59,7 @@ export function printLimits(w: Workspace): void {
 /** With `space` (space.get): what deleting each would free, and the pool's free space. */
 export function printWorkspaces(list: Workspace[], space: SpaceReport | null = null): void {
   if (list.length === 0) {
-    console.log("No workspaces yet. Create one with: grove ws create NAME");
+    console.log('No workspaces yet. Create one with: grove ws create NAME');
     return;
   }
   const freed = (w: Workspace) => {
@@ -76,7 +87,9 @@ function describeCriu(c: ForkReport['criu']): string | null {
   const parts: string[] = [];
   if (c.dump) {
     const d = c.dump;
-    parts.push(`dump: seize ${d.freezingMs} ms, frozen ${d.sourceFrozenMs - d.freezingMs} ms (memory ${d.memdumpMs} ms, written ${d.memwriteMs} ms, ${d.pagesWritten} of ${d.pagesScanned} pages)`);
+    parts.push(
+      `dump: seize ${d.freezingMs} ms, frozen ${d.sourceFrozenMs - d.freezingMs} ms (memory ${d.memdumpMs} ms, written ${d.memwriteMs} ms, ${d.pagesWritten} of ${d.pagesScanned} pages)`,
+    );
   }
   const restores = c.restores.filter((x) => x !== null);
   if (restores.length > 0) parts.push(`restore: ${restores.map((x) => `${x.restoreMs} ms (fork ${x.forkingMs} ms, ${x.pagesRestored} pages)`).join(', ')}`);
@@ -110,7 +123,18 @@ export function printStats(p: PerfReport): void {
     console.log(['BRANCH', 'PSS MiB', 'KSM MiB', 'PROCESSES', 'LIMIT MiB', 'AT LIMIT', 'OOM KILLS', 'FORKS REFUSED'].join('\t'));
     for (const b of p.branches) {
       const c = b.cgroup;
-      console.log([b.name, mib(b.pssBytes), mib(b.ksm.sharedBytes), `${b.processes}/${c.limits.pids}`, mib(c.limits.memoryBytes), c.memoryLimitHits, c.oomKills, c.pidsRefused].join('\t'));
+      console.log(
+        [
+          b.name,
+          mib(b.pssBytes),
+          mib(b.ksm.sharedBytes),
+          `${b.processes}/${c.limits.pids}`,
+          mib(c.limits.memoryBytes),
+          c.memoryLimitHits,
+          c.oomKills,
+          c.pidsRefused,
+        ].join('\t'),
+      );
     }
   }
   console.log();
@@ -134,13 +158,17 @@ export function printSpace(r: SpaceReport): void {
   if (r.versions.length === 0) console.log('No versions.');
   else {
     console.log(['VERSION', 'OF', 'LABEL', 'FREED IF DELETED MiB', 'REFERS TO MiB'].join('\t'));
-    const of = (v: SpaceReport['versions'][number]) => (v.orphanOf !== null ? `${v.orphanOf} (deleted)` : (r.branches.find((b) => b.workspace === v.workspace)?.name ?? v.workspace ?? '-'));
+    const of = (v: SpaceReport['versions'][number]) =>
+      v.orphanOf !== null ? `${v.orphanOf} (deleted)` : (r.branches.find((b) => b.workspace === v.workspace)?.name ?? v.workspace ?? '-');
     for (const v of byFreed(r.versions)) console.log([v.version, of(v), v.label ?? '-', mib(v.exclusiveBytes), mib(v.totalBytes)].join('\t'));
   }
   if (r.forkPoints.length > 0) {
     console.log();
     console.log(['FORK POINT', 'OF', 'FREED IF DELETED MiB', 'REFERS TO MiB'].join('\t'));
-    for (const f of byFreed(r.forkPoints)) console.log([f.forkPoint, r.branches.find((b) => b.workspace === f.source)?.name ?? `${f.source} (deleted)`, mib(f.exclusiveBytes), mib(f.totalBytes)].join('\t'));
+    for (const f of byFreed(r.forkPoints))
+      console.log(
+        [f.forkPoint, r.branches.find((b) => b.workspace === f.source)?.name ?? `${f.source} (deleted)`, mib(f.exclusiveBytes), mib(f.totalBytes)].join('\t'),
+      );
     console.log('(a fork point goes with the last branch or version forked from it: it is their merge base)');
   }
   console.log('\nDelete with: grove ws rm BRANCH, grove versions rm VERSION');

@@ -72,7 +72,10 @@ ws.command('start')
     }),
   );
 withAsking(
-  ws.command('stop').argument('<workspace>', 'id or name').description('stop a workspace (its files are kept); an agent asks a person unless it forked the branch'),
+  ws
+    .command('stop')
+    .argument('<workspace>', 'id or name')
+    .description('stop a workspace (its files are kept); an agent asks a person unless it forked the branch'),
 ).action((ref: string, opts: AskOptions) =>
   withClient(async (c) => {
     if (!(await mayActOn(c, ref))) return printAsked(await askPerson(c, ref, { kind: 'workspace.stop' }, opts));
@@ -145,7 +148,11 @@ program
       const saved = opts.wait ? await watchVersions(c) : null;
       let v = await c.request('branch.checkpoint', { workspace: ref, label: opts.label });
       if (saved) v = await saved(v.id);
-      output(v, () => console.log(`version ${v.id} of ${v.branch}${v.label ? ` (${v.label})` : ''}${v.saved ? ', saved' : ', saving in the background (grove versions shows when it is saved)'}`));
+      output(v, () =>
+        console.log(
+          `version ${v.id} of ${v.branch}${v.label ? ` (${v.label})` : ''}${v.saved ? ', saved' : ', saving in the background (grove versions shows when it is saved)'}`,
+        ),
+      );
     }),
   );
 
@@ -235,7 +242,7 @@ program
   .option('-T, --no-tty', 'never allocate a terminal')
   .option('-i, --stdin', "pass grove's standard input to the command")
   .option('--timeout <seconds>', 'kill the command after this many seconds', Number)
-  .description('run a command inside a workspace; its exit code becomes grove\'s')
+  .description("run a command inside a workspace; its exit code becomes grove's")
   .action((ref: string, command: string[], opts: { tty?: boolean; stdin?: boolean; timeout?: number }) =>
     withClient(async (c) => {
       const tty = opts.tty ?? process.stdin.isTTY;

@@ -51,11 +51,11 @@ export function registerImageCommands(): void {
   image
     .command('build')
     .argument('[name]', 'image to build', 'desktop')
-    .option('-f, --file <Containerfile>', 'build from a Containerfile (FROM grove/desktop starts from Grove\'s desktop)')
+    .option('-f, --file <Containerfile>', "build from a Containerfile (FROM grove/desktop starts from Grove's desktop)")
     .option('--context <dir>', "the build context (default: the Containerfile's folder)")
     .option('--build-arg <KEY=VALUE>', 'a build argument (repeat for more)', collect)
     .option('--rebuild', 'build the desktop again even if an up-to-date one exists')
-    .description('build an image: Grove\'s desktop from its recipe, or yours from a Containerfile (each step\'s output is shown as it goes)')
+    .description("build an image: Grove's desktop from its recipe, or yours from a Containerfile (each step's output is shown as it goes)")
     .action((name: string, opts: { file?: string; context?: string; buildArg?: string[]; rebuild?: boolean }) =>
       withClient(async (c) => {
         await followImage(c, name);
@@ -165,13 +165,16 @@ export function registerExportCommand(): Command {
     .option('--force', 'replace an existing branch of that name (never the one checked out)')
     .description(
       "(persons) a branch's changes to its project since the workspace was made, as one commit on the commit it was copied at: " +
-        "a new branch of your repository (its checkout, index and current branch are never touched), or a patch",
+        'a new branch of your repository (its checkout, index and current branch are never touched), or a patch',
     )
     .action((ref: string, opts: { git?: string; branch?: string; patch?: string; message?: string; force?: boolean }) =>
       withClient(async (c) => {
         if ((opts.git === undefined) === (opts.patch === undefined)) throw new GroveError('E_INVALID_PARAMS', 'give --git REPO --branch NAME, or --patch FILE');
         if (opts.git !== undefined && opts.branch === undefined) throw new GroveError('E_INVALID_PARAMS', '--git needs --branch NAME');
-        const to = opts.git !== undefined ? { kind: 'git' as const, repo: absolute(opts.git), branch: opts.branch!, force: opts.force } : { kind: 'patch' as const, file: absolute(opts.patch!) };
+        const to =
+          opts.git !== undefined
+            ? { kind: 'git' as const, repo: absolute(opts.git), branch: opts.branch!, force: opts.force }
+            : { kind: 'patch' as const, file: absolute(opts.patch!) };
         const done = await c.request('branch.export', { workspace: ref, to, message: opts.message });
         output(done, () =>
           console.log(

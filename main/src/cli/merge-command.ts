@@ -46,9 +46,13 @@ function printMerge(r: MergeResult, target: string): void {
   const mark = { write: 'M', delete: 'D' } as const;
   for (const c of r.changes) console.log(`${mark[c.action]} ${c.path}\t(${c.source}${c.how === 'source' ? '' : `, ${c.how}`})`);
   for (const c of r.conflicts) printConflict(c, target);
-  if (r.conflicts.length > 0) console.log(`\n${r.conflicts.length} conflict(s): nothing was written. Settle each with --take PATH=SOURCE or --take PATH=target, then merge again.`);
+  if (r.conflicts.length > 0)
+    console.log(`\n${r.conflicts.length} conflict(s): nothing was written. Settle each with --take PATH=SOURCE or --take PATH=target, then merge again.`);
   else if (r.dryRun) console.log(`\ndry run: ${r.changes.length} file(s) would change under ${r.scope}`);
-  else if (r.version) console.log(`\nmerged ${r.changes.length} file(s) under ${r.scope} in ${Math.round(r.ms)} ms; ${target} before the merge is version ${r.version} (grove rollback ${target} --to ${r.version} undoes it)`);
+  else if (r.version)
+    console.log(
+      `\nmerged ${r.changes.length} file(s) under ${r.scope} in ${Math.round(r.ms)} ms; ${target} before the merge is version ${r.version} (grove rollback ${target} --to ${r.version} undoes it)`,
+    );
   else console.log(`\nnothing to merge under ${r.scope}`);
 }
 

@@ -26,11 +26,13 @@ export async function runTerminal(client: HelperClient, workspace: string, argv:
     });
     if (stdin.isTTY) stdin.setRawMode(true);
     // Typing that cannot reach the session (the helper went away) ends the terminal with why.
-    stdin.on('data', (chunk: Buffer) =>
-      void client.request('exec.write', { session, data: chunk.toString('utf8') }).catch((err: unknown) => {
-        restoreStdin();
-        reject(err);
-      }),
+    stdin.on(
+      'data',
+      (chunk: Buffer) =>
+        void client.request('exec.write', { session, data: chunk.toString('utf8') }).catch((err: unknown) => {
+          restoreStdin();
+          reject(err);
+        }),
     );
     // A size that did not arrive does no harm: the next one replaces it, and typing says if the helper is gone.
     out.on('resize', () => void client.request('exec.resize', { session, cols: out.columns, rows: out.rows }).catch(() => undefined));

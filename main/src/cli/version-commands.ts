@@ -116,5 +116,6 @@ function printVersions(list: Version[], branches: Workspace[]): void {
   const workspaceOf = (v: Version) => (v.orphanOf !== undefined ? `${v.orphanOf} (deleted)` : (mainOf.get(v.tree) ?? v.tree));
   const size = (v: Version) => (v.sizeBytes === undefined ? '-' : `${(v.sizeBytes / 2 ** 20).toFixed(1)} MiB`);
   console.log(['VERSION', 'WORKSPACE', 'BRANCH', 'CREATED', 'SAVED', 'SIZE', 'LABEL'].join('\t'));
-  for (const v of list) console.log([v.id, workspaceOf(v), nameOf.get(v.branch) ?? v.branch, v.createdAt, v.saved ? 'yes' : 'saving…', size(v), v.label ?? ''].join('\t'));
+  for (const v of list)
+    console.log([v.id, workspaceOf(v), nameOf.get(v.branch) ?? v.branch, v.createdAt, v.saved ? 'yes' : 'saving…', size(v), v.label ?? ''].join('\t'));
 }

@@ -20,7 +20,10 @@ export function closedVerdict(a: Approval): Verdict {
   const note = a.decision?.note ? `: ${a.decision.note}` : '';
   switch (a.state) {
     case 'done':
-      return { code: null, words: `request ${a.id} was approved by ${by}${a.decision?.grant ? ` (standing approval ${a.decision.grant})` : ''}${a.decision?.note ? ` (note: ${a.decision.note})` : ''} and carried out: ${a.outcome ?? 'done'}` };
+      return {
+        code: null,
+        words: `request ${a.id} was approved by ${by}${a.decision?.grant ? ` (standing approval ${a.decision.grant})` : ''}${a.decision?.note ? ` (note: ${a.decision.note})` : ''} and carried out: ${a.outcome ?? 'done'}`,
+      };
     case 'denied':
       return { code: 'E_DENIED', words: `request ${a.id} was denied by ${by}${note}` };
     case 'expired':

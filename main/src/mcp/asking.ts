@@ -11,7 +11,13 @@ import { DEFAULT_WAIT_SECONDS } from './inputs.js';
 import { closedVerdict } from '../helper-client/requests.js';
 import { textResult } from './tool.js';
 
-export async function requestDecision(h: Helper, branch: string, action: AgentRequestAction, reason: string, waitSeconds: number | undefined): Promise<CallToolResult> {
+export async function requestDecision(
+  h: Helper,
+  branch: string,
+  action: AgentRequestAction,
+  reason: string,
+  waitSeconds: number | undefined,
+): Promise<CallToolResult> {
   const opened = await h.request('approval.create', { workspace: branch, action, reason });
   return requestAnswer(await waitForDecision(h, opened, waitSeconds));
 }

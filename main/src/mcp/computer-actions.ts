@@ -4,7 +4,14 @@
 // mapping is unit-tested on its own.
 import { z } from 'zod';
 import { GroveError } from '../helper-client/client.js';
-import { MAX_TYPED_CHARS, Region, type MouseButton, type PointerState, type Screenshot, type WaitResult } from '../../../privileged-helper/src/protocol/desktop.js';
+import {
+  MAX_TYPED_CHARS,
+  Region,
+  type MouseButton,
+  type PointerState,
+  type Screenshot,
+  type WaitResult,
+} from '../../../privileged-helper/src/protocol/desktop.js';
 import type { MethodName, Params } from '../../../privileged-helper/src/protocol/methods.js';
 import { Branch } from './inputs.js';
 
@@ -38,7 +45,7 @@ const DEFAULT_SCROLL_NOTCHES = 3;
 
 export const computerInput = {
   branch: Branch,
-  action: z.enum(COMPUTER_ACTIONS).describe('what to do on the branch\'s desktop'),
+  action: z.enum(COMPUTER_ACTIONS).describe("what to do on the branch's desktop"),
   coordinate: Coordinate.optional().describe(
     '[x, y] in screen pixels from the top-left corner: where to click, press, release, move to, scroll, or end a drag. Clicks, presses and scrolls default to where the pointer is',
   ),
@@ -47,7 +54,9 @@ export const computerInput = {
     .string()
     .min(1)
     .optional()
-    .describe('key: the key combo, e.g. "ctrl+l", "Return", "alt+F4" (several separated by spaces are pressed in turn); type: the text to type; clicks: keys held during the click, e.g. "shift" or "ctrl+alt"'),
+    .describe(
+      'key: the key combo, e.g. "ctrl+l", "Return", "alt+F4" (several separated by spaces are pressed in turn); type: the text to type; clicks: keys held during the click, e.g. "shift" or "ctrl+alt"',
+    ),
   scroll_direction: z.enum(['up', 'down', 'left', 'right']).optional().describe('scroll: which way'),
   scroll_amount: z.number().int().min(1).max(50).optional().describe(`scroll: how many wheel notches (default ${DEFAULT_SCROLL_NOTCHES})`),
   duration: z
@@ -136,7 +145,10 @@ function checkFields(args: ComputerArgs): void {
   const stray = ALL_FIELDS.filter((f) => args[f] !== undefined && !required.includes(f) && !optional.includes(f));
   if (stray.length > 0) {
     const takes = [...required, ...optional];
-    throw new GroveError('E_INVALID_PARAMS', `${args.action} does not take ${stray.join(' or ')}${takes.length ? ` (it takes ${takes.join(', ')})` : ' (it takes no other field)'}`);
+    throw new GroveError(
+      'E_INVALID_PARAMS',
+      `${args.action} does not take ${stray.join(' or ')}${takes.length ? ` (it takes ${takes.join(', ')})` : ' (it takes no other field)'}`,
+    );
   }
 }
 
@@ -181,11 +193,16 @@ export function chunks(text: string, max: number): string[] {
 /** The helper's answer to the last call of an action, in a few words for the model. */
 export function describeOutcome(args: ComputerArgs, result: Screenshot | PointerState | WaitResult): string {
   if ('png' in result) {
-    const part = result.region.width === result.screen.width && result.region.height === result.screen.height ? 'the' : `a ${result.region.width}x${result.region.height} region at ${result.region.x},${result.region.y} of the`;
+    const part =
+      result.region.width === result.screen.width && result.region.height === result.screen.height
+        ? 'the'
+        : `a ${result.region.width}x${result.region.height} region at ${result.region.x},${result.region.y} of the`;
     return `screenshot (${result.width}x${result.height} px) of ${part} ${result.screen.width}x${result.screen.height} screen; the pointer is at ${result.cursor.x},${result.cursor.y}`;
   }
   if ('satisfied' in result) {
-    return result.satisfied ? `the screen was still after ${result.waitedMs} ms` : `the screen was still changing after ${result.waitedMs} ms (gave up waiting)`;
+    return result.satisfied
+      ? `the screen was still after ${result.waitedMs} ms`
+      : `the screen was still changing after ${result.waitedMs} ms (gave up waiting)`;
   }
   const done = args.action === 'cursor_position' ? 'the pointer is' : `${args.action.replaceAll('_', ' ')} done; the pointer is now`;
   return `${done} at ${result.cursor.x},${result.cursor.y} (screen ${result.screen.width}x${result.screen.height})`;

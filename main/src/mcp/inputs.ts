@@ -15,5 +15,7 @@ export function waitSeconds(byDefault: number) {
     .min(0)
     .max(300)
     .optional()
-    .describe(`how long to wait for a person's decision before answering "still waiting" (default ${byDefault}; 0 answers at once; past ~55 s your MCP client may give up on the call first)`);
+    .describe(
+      `how long to wait for a person's decision before answering "still waiting" (default ${byDefault}; 0 answers at once; past ~55 s your MCP client may give up on the call first)`,
+    );
 }

@@ -51,13 +51,16 @@ describe('grove mcp, as an agent', () => {
     await mcp?.close();
     // Every branch of the test's workspace, the main line last.
     const mine = (await person.request('workspace.list', {})).filter((w) => w.tree === main?.tree);
-    for (const w of [...mine.filter((x) => !x.main), ...mine.filter((x) => x.main)]) await person.request('workspace.delete', { workspace: w.id }).catch(() => undefined);
+    for (const w of [...mine.filter((x) => !x.main), ...mine.filter((x) => x.main)])
+      await person.request('workspace.delete', { workspace: w.id }).catch(() => undefined);
     person?.close();
   });
 
   it('lists its tools and knows the caller as that agent', async () => {
     const { tools } = await mcp.listTools();
-    expect(tools.map((t) => t.name)).toEqual(expect.arrayContaining(['list_branches', 'computer', 'exec', 'fork', 'discard', 'request_promote', 'request_discard', 'request_status']));
+    expect(tools.map((t) => t.name)).toEqual(
+      expect.arrayContaining(['list_branches', 'computer', 'exec', 'fork', 'discard', 'request_promote', 'request_discard', 'request_status']),
+    );
     const listed = (await callTool(mcp, 'list_branches', {})).structuredContent as { you: unknown; workspaces: { branches: { name: string }[] }[] };
     expect(listed.you).toEqual({ role: 'agent', user: agent.name, uid: agent.uid });
     expect(listed.workspaces.flatMap((w) => w.branches.map((b) => b.name))).toContain(MAIN);
@@ -133,7 +136,11 @@ describe('grove mcp, as an agent', () => {
     for (const c of report.children) expect(c.seen?.rgb, c.name).toEqual(c.expected);
     expect(report.requests.promote).toMatchObject({ request: promote.id, state: 'done' });
     expect(report.requests.promote.answer).toMatch(/approved by person root \(uid 0\) \(note: good idea\) and carried out/);
-    expect(report.requests.discard).toMatchObject({ request: discard.id, state: 'denied', answer: `denied: request ${discard.id} was denied by person root (uid 0): keep it for now` });
+    expect(report.requests.discard).toMatchObject({
+      request: discard.id,
+      state: 'denied',
+      answer: `denied: request ${discard.id} was denied by person root (uid 0): keep it for now`,
+    });
 
     // request_status tells any later session of the agent the same.
     expect((await callTool(mcp, 'request_status', { request: promote.id })).structuredContent).toMatchObject({ state: 'done', note: 'good idea' });

@@ -54,11 +54,20 @@ describe('approvals book', () => {
   it('keeps a bounded history, newest decision first, through a reconnect', () => {
     const book = new ApprovalBook();
     const at = (i: number) => `2026-01-01T00:${String(i).padStart(2, '0')}:00.000Z`;
-    const closed = (i: number) => ({ ...approval(`q000000${String(i).padStart(2, '0')}`, CONNECTION), state: 'denied' as const, decision: { by: APP, grant: null, at: at(i), note: null, always: false } });
+    const closed = (i: number) => ({
+      ...approval(`q000000${String(i).padStart(2, '0')}`, CONNECTION),
+      state: 'denied' as const,
+      decision: { by: APP, grant: null, at: at(i), note: null, always: false },
+    });
     book.apply(approval('q000000bb', PROMOTE));
     for (let i = 0; i < 30; i++) book.apply(closed(i));
     expect(book.snapshot().decided).toHaveLength(MAX_DECIDED);
-    expect(book.snapshot().decided.slice(0, 2).map((a) => a.id)).toEqual(['q00000029', 'q00000028']);
+    expect(
+      book
+        .snapshot()
+        .decided.slice(0, 2)
+        .map((a) => a.id),
+    ).toEqual(['q00000029', 'q00000028']);
     // After a reconnect: what the helper holds open replaces what the app had (q000000bb closed meanwhile); the history stays.
     book.reset([approval('q000000aa', PROMOTE)], [grant('g00000001', 'branch.discard')]);
     const s = book.snapshot();
@@ -77,8 +86,12 @@ describe('what the log says about requests', () => {
   it('names the asker, the change asked for, and whoever decided: this app, another person, a standing approval', () => {
     const policy = approval('q00000001', POLICY);
     expect(lines(policy, null)).toEqual(['agent:alice asks to change outside access · “the tests pass on this branch” · waiting for a person']);
-    expect(lines(decided(policy, BOB, true, 'fine'), 'pending')).toEqual(['person:bob approve change outside access · mode allow, allow pypi.org:443 · agent alice: “the tests pass on this branch” · note: fine']);
-    expect(lines(decided(policy, APP, true), 'pending')).toEqual(['you approve change outside access · mode allow, allow pypi.org:443 · agent alice: “the tests pass on this branch”']);
+    expect(lines(decided(policy, BOB, true, 'fine'), 'pending')).toEqual([
+      'person:bob approve change outside access · mode allow, allow pypi.org:443 · agent alice: “the tests pass on this branch” · note: fine',
+    ]);
+    expect(lines(decided(policy, APP, true), 'pending')).toEqual([
+      'you approve change outside access · mode allow, allow pypi.org:443 · agent alice: “the tests pass on this branch”',
+    ]);
     // Carried out: the audit log tells that, in the asker's name.
     expect(lines({ ...decided(policy, APP, true), state: 'done', outcome: 'done' }, 'running')).toEqual([]);
     // Decided and carried out before the app saw it: the decision still.
@@ -86,12 +99,18 @@ describe('what the log says about requests', () => {
       'person:bob approve change outside access · mode allow, allow pypi.org:443 · agent alice: “the tests pass on this branch”',
     ]);
     const byGrant = { ...policy, state: 'running' as const, decision: { by: null, grant: 'g00000001', at: policy.at, note: null, always: false } };
-    expect(lines(byGrant, 'pending')).toEqual(['helper approve change outside access · mode allow, allow pypi.org:443 · agent alice: “the tests pass on this branch” · by standing approval g00000001']);
-    expect(lines({ ...policy, state: 'withdrawn' }, 'pending')).toEqual(['agent:alice withdrew its request · mode allow, allow pypi.org:443 · agent alice: “the tests pass on this branch”']);
+    expect(lines(byGrant, 'pending')).toEqual([
+      'helper approve change outside access · mode allow, allow pypi.org:443 · agent alice: “the tests pass on this branch” · by standing approval g00000001',
+    ]);
+    expect(lines({ ...policy, state: 'withdrawn' }, 'pending')).toEqual([
+      'agent:alice withdrew its request · mode allow, allow pypi.org:443 · agent alice: “the tests pass on this branch”',
+    ]);
     const held = approval('q00000002', { ...CONNECTION, held: 'mutating' } as typeof CONNECTION);
     expect(lines(held, null)).toEqual(['helper asks for outside access · GET http://outside.test:8080/x · waiting for a person (a mutating request)']);
     // A connection let through says nothing more than its decision.
-    expect(lines({ ...decided(held, BOB, true, null, true), state: 'done' }, 'pending')).toEqual(['person:bob always allow outside access · GET http://outside.test:8080/x']);
+    expect(lines({ ...decided(held, BOB, true, null, true), state: 'done' }, 'pending')).toEqual([
+      'person:bob always allow outside access · GET http://outside.test:8080/x',
+    ]);
     expect(lines({ ...held, state: 'abandoned', outcome: 'the client went away' }, 'pending')).toEqual(['helper request abandoned · the client went away']);
   });
 });

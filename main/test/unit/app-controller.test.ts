@@ -68,7 +68,9 @@ describe('web mode access', () => {
   it('refuses WebSocket upgrades without the secret or from another origin', async () => {
     const noCookie = new WebSocket(`${web.url.replace('http', 'ws')}api`);
     await expect(new Promise((r, j) => (noCookie.once('open', r), noCookie.once('error', j)))).rejects.toThrow(/401/);
-    const otherOrigin = new WebSocket(`${web.url.replace('http', 'ws')}api`, { headers: { cookie: `grove_token=${web.secret}`, origin: 'http://evil.example' } });
+    const otherOrigin = new WebSocket(`${web.url.replace('http', 'ws')}api`, {
+      headers: { cookie: `grove_token=${web.secret}`, origin: 'http://evil.example' },
+    });
     await expect(new Promise((r, j) => (otherOrigin.once('open', r), otherOrigin.once('error', j)))).rejects.toThrow(/401/);
     const opaque = new WebSocket(`${web.url.replace('http', 'ws')}api`, { headers: { cookie: `grove_token=${web.secret}`, origin: 'null' } });
     await expect(new Promise((r, j) => (opaque.once('open', r), opaque.once('error', j)))).rejects.toThrow(/401/);
@@ -110,7 +112,27 @@ describe('web mode access', () => {
   it('serves HTTPS with a Secure cookie when given a certificate', async () => {
     const cert = path.join(dir, 'cert.pem');
     const key = path.join(dir, 'key.pem');
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-keyout', key, '-out', cert], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+      ],
+      { stdio: 'ignore' },
+    );
     const tls = await startWebServer(controller, { tls: { cert, key }, rendererDir: path.join(dir, 'dist') });
     try {
       expect(tls.launchUrl).toMatch(/^https:\/\/127\.0\.0\.1:\d+\/\?token=/);
@@ -144,7 +166,12 @@ describe('controller', () => {
     // A helper error comes back with its code; the activity log records who did what.
     expect((await r.call('workspace.stop', { workspace: 'one' })).error).toEqual({ code: 'E_BUSY', message: 'a fork holds it' });
     const after = await until(() => r.states.find((x) => x.activity.some((a) => a.outcome === 'failed' && a.action === 'stop')));
-    expect(after.activity.find((a) => a.action === 'stop' && a.outcome === 'failed')).toMatchObject({ actor: 'you', who: null, target: 'one', detail: 'a fork holds it' });
+    expect(after.activity.find((a) => a.action === 'stop' && a.outcome === 'failed')).toMatchObject({
+      actor: 'you',
+      who: null,
+      target: 'one',
+      detail: 'a fork holds it',
+    });
     expect(after.operations.at(-1)).toMatchObject({ kind: 'workspace.stop', status: 'failed' });
     r.ws.close();
   });
@@ -184,13 +211,25 @@ describe('controller', () => {
   it('attributes what the helper reports to whoever caused it: this app, another client, or the helper', async () => {
     const r = await renderer(web.secret);
     await until(() => r.states.at(-1));
-    const child = { ...W('bbbbbbb2', 'one-1'), parent: 'aaaaaaa1', tree: 'aaaaaaa1', main: false, madeBy: { role: 'agent' as const, uid: 1001, user: 'alice' } };
+    const child = {
+      ...W('bbbbbbb2', 'one-1'),
+      parent: 'aaaaaaa1',
+      tree: 'aaaaaaa1',
+      main: false,
+      madeBy: { role: 'agent' as const, uid: 1001, user: 'alice' },
+    };
     helper.emit('workspace.changed', { workspace: child }, ALICE);
     helper.emit('workspace.changed', { workspace: { ...child, state: 'stopped' } }, APP);
     helper.emit('workspace.changed', { workspace: { ...child, state: 'running' } });
     const s = await until(() => r.states.find((x) => x.activity.some((a) => a.action === 'branch running')));
     expect(s.activity.slice(-3)).toEqual([
-      expect.objectContaining({ actor: 'agent', who: { role: 'agent', uid: 1001, user: 'alice' }, action: 'branch appeared', target: 'one-1', detail: 'running, forked from one' }),
+      expect.objectContaining({
+        actor: 'agent',
+        who: { role: 'agent', uid: 1001, user: 'alice' },
+        action: 'branch appeared',
+        target: 'one-1',
+        detail: 'running, forked from one',
+      }),
       expect.objectContaining({ actor: 'you', who: null, action: 'branch stopped' }),
       expect.objectContaining({ actor: 'helper', who: null, action: 'branch running' }),
     ]);
@@ -229,7 +268,13 @@ describe('controller', () => {
     expect(queued.approvals.map((a) => a.action.kind)).toEqual(['branch.promote', 'egress.connection', 'branch.discard']);
     expect(queued.approvals[0]!.preview.thumbnail).toMatch(/^data:image\/png/);
     expect(queued.activity.slice(-3)).toEqual([
-      expect.objectContaining({ actor: 'agent', who: expect.objectContaining({ user: 'alice' }), action: 'asks to promote', target: 'one-1', detail: '“the tests pass on this branch” · waiting for a person' }),
+      expect.objectContaining({
+        actor: 'agent',
+        who: expect.objectContaining({ user: 'alice' }),
+        action: 'asks to promote',
+        target: 'one-1',
+        detail: '“the tests pass on this branch” · waiting for a person',
+      }),
       expect.objectContaining({ actor: 'helper', action: 'asks for outside access', detail: 'GET http://outside.test:8080/x · waiting for a person' }),
       expect.objectContaining({ actor: 'agent', action: 'asks to discard' }),
     ]);
@@ -252,7 +297,12 @@ describe('controller', () => {
     expect(after.decided.every((a) => a.preview.thumbnail === null)).toBe(true);
     // Each decision once, when it was made; what the approved request did, in the name of the agent that asked.
     const actions = after.activity.map((a) => `${a.actor}${a.who ? `:${a.who.user}` : ''} ${a.action} ${a.outcome}`);
-    expect(actions.slice(-4)).toEqual(['you approve promote ok', 'agent:alice promote to main line ok', 'you deny outside access ok', 'person:bob deny discard ok']);
+    expect(actions.slice(-4)).toEqual([
+      'you approve promote ok',
+      'agent:alice promote to main line ok',
+      'you deny outside access ok',
+      'person:bob deny discard ok',
+    ]);
     expect(after.activity.find((a) => a.action === 'approve promote')!.detail).toBe('agent alice: “the tests pass on this branch” · note: ship it');
     expect(after.activity.find((a) => a.action === 'promote to main line')).toMatchObject({ target: 'one-1', detail: 'approved by person root (uid 0)' });
     expect(after.activity.find((a) => a.action === 'deny outside access')!.detail).toBe('GET http://outside.test:8080/x');
@@ -263,18 +313,31 @@ describe('controller', () => {
     // A request nobody decided expires.
     const stop = approval('q00000004', { kind: 'workspace.stop' });
     helper.emit('approval.opened', stop, ALICE);
-    helper.emit('approval.changed', { ...stop, state: 'expired', decision: { by: null, grant: null, at: new Date().toISOString(), note: null, always: false } });
+    helper.emit('approval.changed', {
+      ...stop,
+      state: 'expired',
+      decision: { by: null, grant: null, at: new Date().toISOString(), note: null, always: false },
+    });
     const expired = await until(() => r.states.find((x) => x.activity.some((a) => a.action === 'request expired')));
     expect(expired.approvals).toEqual([]);
     expect(expired.decided.find((a) => a.id === 'q00000001')?.state).toBe('done');
-    expect(expired.activity.at(-1)).toMatchObject({ actor: 'helper', target: 'one-1', detail: 'agent alice: “the tests pass on this branch” · nobody decided in time' });
+    expect(expired.activity.at(-1)).toMatchObject({
+      actor: 'helper',
+      target: 'one-1',
+      detail: 'agent alice: “the tests pass on this branch” · nobody decided in time',
+    });
 
     // Deciding a request the helper no longer has says so, and the queue drops it.
     helper.emit('approval.opened', approval('q00000005', DISCARD), ALICE);
     await until(() => r.states.find((x) => x.approvals.some((a) => a.id === 'q00000005')));
     expect((await r.call('approval.approve', { id: 'q00000005' })).error?.code).toBe('E_NOT_FOUND');
     const dropped = await until(() => r.states.find((x) => x.activity.at(-1)?.outcome === 'failed' && x.approvals.length === 0));
-    expect(dropped.activity.at(-1)).toMatchObject({ actor: 'you', action: 'approve discard', target: 'one-1', detail: "agent alice: “the tests pass on this branch”: no pending request 'q00000005'" });
+    expect(dropped.activity.at(-1)).toMatchObject({
+      actor: 'you',
+      action: 'approve discard',
+      target: 'one-1',
+      detail: "agent alice: “the tests pass on this branch”: no pending request 'q00000005'",
+    });
     r.ws.close();
   });
 
@@ -284,7 +347,9 @@ describe('controller', () => {
     expect((await r.call('grant.set', { workspace: 'aaaaaaa1', kind: 'branch.promote' })).result).toMatchObject({ id: 'g00000001', kind: 'branch.promote' });
     expect(helper.params.at(-1)).toEqual({ workspace: 'aaaaaaa1', kind: 'branch.promote' });
     const set = await until(() => r.states.find((x) => x.grants.length === 1 && x.activity.some((a) => a.action.startsWith('let agents'))));
-    expect(set.activity.filter((a) => a.action === 'let agents promote without asking')).toEqual([expect.objectContaining({ actor: 'you', target: 'one', outcome: 'ok' })]);
+    expect(set.activity.filter((a) => a.action === 'let agents promote without asking')).toEqual([
+      expect.objectContaining({ actor: 'you', target: 'one', outcome: 'ok' }),
+    ]);
     // Another person revokes it with the CLI.
     helper.emit('grant.changed', { grant: set.grants[0], revoked: true }, BOB);
     const revoked = await until(() => r.states.find((x) => x.activity.at(-1)?.action === 'ask again before agents promote'));
@@ -309,7 +374,13 @@ describe('controller', () => {
     // Bounded per branch, oldest first; a person's desktop use is not an agent's.
     expect(seen).toHaveLength(8);
     expect(seen.every((a) => a.by.user === 'alice')).toBe(true);
-    expect(seen.at(-2)).toMatchObject({ action: 'type', doing: 'typing', summary: 'type 12 characters', cursor: { x: 109, y: 200 }, screen: { width: 1280, height: 800 } });
+    expect(seen.at(-2)).toMatchObject({
+      action: 'type',
+      doing: 'typing',
+      summary: 'type 12 characters',
+      cursor: { x: 109, y: 200 },
+      screen: { width: 1280, height: 800 },
+    });
     expect(seen.at(-1)).toMatchObject({ action: 'exec.run', doing: 'running a command', summary: 'run a command', cursor: null });
     // The log folds an agent's run of desktop actions into one entry.
     const uses = s.activity.filter((a) => a.action === 'use the desktop');
@@ -361,7 +432,9 @@ describe('controller', () => {
     await helper.listen();
     const back = await until(() => r.states.find((x) => x.connection.status === 'connected' && x.connection.epoch === 'epoch-2'), 8000);
     expect(back.branches.map((b) => b.name)).toEqual(['two']);
-    expect(helper.calls).toEqual(expect.arrayContaining(['hello', 'events.subscribe', 'workspace.list', 'version.list', 'image.list', 'approval.list', 'grant.list', 'space.pool']));
+    expect(helper.calls).toEqual(
+      expect.arrayContaining(['hello', 'events.subscribe', 'workspace.list', 'version.list', 'image.list', 'approval.list', 'grant.list', 'space.pool']),
+    );
     expect(back.activity.some((a) => a.action === 'helper restarted')).toBe(true);
     r.ws.close();
   });

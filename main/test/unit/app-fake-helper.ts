@@ -10,7 +10,12 @@ import type { WebServer } from '../../src/app/server.js';
 import { APP, audit, decided, grant } from './app-fixtures.js';
 
 /** The method an approved agent request runs as. */
-const CARRIED_OUT_AS: Partial<Record<Approval['action']['kind'], string>> = { 'branch.promote': 'branch.promote', 'branch.discard': 'workspace.delete', 'workspace.stop': 'workspace.stop', 'egress.policy': 'egress.set' };
+const CARRIED_OUT_AS: Partial<Record<Approval['action']['kind'], string>> = {
+  'branch.promote': 'branch.promote',
+  'branch.discard': 'workspace.delete',
+  'workspace.stop': 'workspace.stop',
+  'egress.policy': 'egress.set',
+};
 
 /** A helper that speaks just enough of protocol 2: the app connects as APP. */
 export class FakeHelper {
@@ -92,7 +97,12 @@ export class FakeHelper {
         let after = decided(open, APP, approve, (req.params.note as string | undefined) ?? null, req.params.always === true);
         this.emit('approval.changed', after, APP);
         if (approve) {
-          if (open.requestedBy) this.emit('audit', audit(++this.seq, open.requestedBy, CARRIED_OUT_AS[open.action.kind]!, open.workspace, 'ok', 'approved by person root (uid 0)'), APP);
+          if (open.requestedBy)
+            this.emit(
+              'audit',
+              audit(++this.seq, open.requestedBy, CARRIED_OUT_AS[open.action.kind]!, open.workspace, 'ok', 'approved by person root (uid 0)'),
+              APP,
+            );
           after = { ...after, state: 'done', outcome: `${open.workspaceName}: done` };
           this.emit('approval.changed', after, APP);
         }

@@ -56,7 +56,15 @@ export const PROMOTE: ApprovalAction = { kind: 'branch.promote' };
 export const DISCARD: ApprovalAction = { kind: 'branch.discard' };
 export const STOP: ApprovalAction = { kind: 'workspace.stop' };
 export const POLICY: ApprovalAction = { kind: 'egress.policy', change: { mode: 'allow', allow: [{ host: 'pypi.org', port: 443 }] } };
-export const CONNECTION: ApprovalAction = { kind: 'egress.connection', host: 'outside.test', port: 8080, method: 'GET', url: 'http://outside.test:8080/x', held: 'destination', address: null };
+export const CONNECTION: ApprovalAction = {
+  kind: 'egress.connection',
+  host: 'outside.test',
+  port: 8080,
+  method: 'GET',
+  url: 'http://outside.test:8080/x',
+  held: 'destination',
+  address: null,
+};
 
 const EFFECT: Record<ApprovalAction['kind'], string> = {
   'branch.promote': 'one-1 becomes the main line and takes over its host ports; one is kept as a version',
@@ -83,7 +91,13 @@ export function approval(id: string, action: ApprovalAction, over: Partial<Appro
       thumbnail: connection ? null : 'data:image/png;base64,iVBORw0KGgo=',
       diff:
         action.kind === 'branch.promote' || action.kind === 'branch.discard'
-          ? { against: { id: 'aaaaaaa1', name: 'one' }, added: 2, changed: 1, removed: 1, paths: ['+/root/app/new.py', '+/root/app/b.py', '~/root/app/main.py', '-/root/app/old.py'] }
+          ? {
+              against: { id: 'aaaaaaa1', name: 'one' },
+              added: 2,
+              changed: 1,
+              removed: 1,
+              paths: ['+/root/app/new.py', '+/root/app/b.py', '~/root/app/main.py', '-/root/app/old.py'],
+            }
           : null,
       processes: action.kind === 'branch.discard' || action.kind === 'workspace.stop' ? { count: 17, names: ['chromium', 'xterm', 'Xvnc'] } : null,
       versions: action.kind === 'branch.discard' ? 2 : null,
@@ -107,10 +121,22 @@ export function grant(id: string, kind: Grant['kind'], tree = 'aaaaaaa1', treeNa
   return { id, tree, treeName, kind, grantedBy: APP, at: '2026-01-01T00:05:00.000Z' };
 }
 
-export function audit(seq: number, actor: Actor | null, action: string, target: string | null, outcome: 'ok' | 'error' = 'ok', detail: string | null = null): AuditEntry {
+export function audit(
+  seq: number,
+  actor: Actor | null,
+  action: string,
+  target: string | null,
+  outcome: 'ok' | 'error' = 'ok',
+  detail: string | null = null,
+): AuditEntry {
   return { seq, at: new Date().toISOString(), actor, action, target, outcome, detail };
 }
 
-export function desktopAction(action: DesktopAction['action'], summary: string, cursor: { x: number; y: number } | null, at = new Date().toISOString()): DesktopAction {
+export function desktopAction(
+  action: DesktopAction['action'],
+  summary: string,
+  cursor: { x: number; y: number } | null,
+  at = new Date().toISOString(),
+): DesktopAction {
   return { workspace: 'aaaaaaa2', workspaceName: 'one-1', action, summary, cursor, screen: cursor ? { width: 1280, height: 800 } : null, ok: true, at };
 }

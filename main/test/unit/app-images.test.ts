@@ -169,7 +169,9 @@ describe('pulling and removing images', () => {
     });
     const r = await connected();
     // Credentials are not the app's to send: a registry that wants them is the CLI's (it reads auth.json).
-    expect((await r.call('image.pull', { name: 'tools', ref: 'docker://registry.test/tools:1', credentials: { username: 'a', password: 'b' } })).error?.code).toBe('E_INVALID_PARAMS');
+    expect(
+      (await r.call('image.pull', { name: 'tools', ref: 'docker://registry.test/tools:1', credentials: { username: 'a', password: 'b' } })).error?.code,
+    ).toBe('E_INVALID_PARAMS');
     expect((await r.call('image.pull', { name: 'tools', ref: 'registry.test/tools:1' })).error?.code).toBe('E_INVALID_PARAMS');
     expect((await r.call('image.pull', { name: 'tools', ref: 'docker://registry.test/tools:1' })).result).toMatchObject({ name: 'tools', missing: ['Xvnc'] });
     const pulled = await until(() => r.states.find((x) => x.operations.at(-1)?.status === 'done'));
@@ -214,11 +216,18 @@ describe('progress', () => {
   });
 
   it("creates a workspace from an image with a project, showing the copy's progress on that branch's operation only", async () => {
-    const project = { hostPath: '/var/tmp/app', path: '/root/app', commit: '1a2b3c4d5e6f7a8b9c0d1a2b3c4d5e6f7a8b9c0d', gitBranch: 'main', copiedAt: '2026-01-01T00:20:00.000Z' };
+    const project = {
+      hostPath: '/var/tmp/app',
+      path: '/root/app',
+      commit: '1a2b3c4d5e6f7a8b9c0d1a2b3c4d5e6f7a8b9c0d',
+      gitBranch: 'main',
+      copiedAt: '2026-01-01T00:20:00.000Z',
+    };
     const params: Record<string, unknown>[] = [];
     helper.handlers.set('workspace.create', (p) => {
       params.push(p);
-      const copy = (message: string, workspace = 'proj') => helper.emit('progress', { job: `copy-${workspace}-1`, stage: 'copy', message, done: false, workspace });
+      const copy = (message: string, workspace = 'proj') =>
+        helper.emit('progress', { job: `copy-${workspace}-1`, stage: 'copy', message, done: false, workspace });
       copy('/var/tmp/app: 1.0 MiB of 3.0 MiB copied');
       copy('/var/tmp/elsewhere: 9.0 MiB copied', 'other');
       copy('/var/tmp/app: 3.0 MiB of 3.0 MiB copied');
@@ -232,7 +241,12 @@ describe('progress', () => {
     expect(params).toEqual([{ name: 'proj', image: 'mine', project: { hostPath: '/var/tmp/app', path: '/root/app' } }]);
     const s = await until(() => r.states.find((x: AppState) => x.operations.at(-1)?.status === 'done'));
     expect(s.operations.at(-1)!.stages.map((st) => [st.stage, st.message])).toEqual([['copy', '/var/tmp/app: 3.0 MiB of 3.0 MiB copied']]);
-    expect(s.activity.at(-1)).toMatchObject({ action: 'create workspace', target: 'proj', outcome: 'ok', detail: 'created proj (ddddddd4) from mine, with /var/tmp/app (git 1a2b3c4d5e6f on main) in /root/app' });
+    expect(s.activity.at(-1)).toMatchObject({
+      action: 'create workspace',
+      target: 'proj',
+      outcome: 'ok',
+      detail: 'created proj (ddddddd4) from mine, with /var/tmp/app (git 1a2b3c4d5e6f on main) in /root/app',
+    });
     // Only the branch's own name and image go to the helper; ports are not the app's to ask for.
     expect((await r.call('workspace.create', { name: 'x', ports: [8080] })).error?.code).toBe('E_INVALID_PARAMS');
     expect((await r.call('workspace.create', { name: 'x', project: { hostPath: 'relative/path' } })).error?.code).toBe('E_INVALID_PARAMS');

@@ -17,8 +17,15 @@ function groveUnprivileged(args: string[]) {
 
 describe('grove bench', () => {
   it("passes its options to the bench program and returns the bench's words and exit code", async () => {
-    const [refused, notRoot] = await Promise.all([groveUnprivileged(['bench', '--quick', '--only', 'no-such-section']), groveUnprivileged(['bench', '--quick'])]);
-    expect([refused.exitCode, refused.stdout, refused.stderr]).toEqual([2, '', '--only takes one of: fork, fanout, read-latency, computer-use, cli, cage, profile, own-work, quota']);
+    const [refused, notRoot] = await Promise.all([
+      groveUnprivileged(['bench', '--quick', '--only', 'no-such-section']),
+      groveUnprivileged(['bench', '--quick']),
+    ]);
+    expect([refused.exitCode, refused.stdout, refused.stderr]).toEqual([
+      2,
+      '',
+      '--only takes one of: fork, fanout, read-latency, computer-use, cli, cage, profile, own-work, quota',
+    ]);
     expect(notRoot.exitCode).toBe(1);
     expect(notRoot.stderr).toMatch(/the benchmark runs as root/);
   }, 60_000);

@@ -47,7 +47,9 @@ describe('layering lint', () => {
 
   it("lets product code import its own package and the helper's contract lazily", async () => {
     expect(await layeringMessages('main/src/cli/grove.ts', "export const s = await import('../mcp/server.js');\n")).toEqual([]);
-    expect(await layeringMessages('main/src/cli/grove.ts', "export const p = await import('../../../privileged-helper/src/protocol/entities.js');\n")).toEqual([]);
+    expect(await layeringMessages('main/src/cli/grove.ts', "export const p = await import('../../../privileged-helper/src/protocol/entities.js');\n")).toEqual(
+      [],
+    );
   });
 
   it('holds static imports to the same rules', async () => {

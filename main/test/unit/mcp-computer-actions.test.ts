@@ -9,7 +9,9 @@ const SCREEN = { width: 1280, height: 800 };
 
 describe('computer actions → desktop calls', () => {
   it('maps scroll direction and amount onto wheel notches (dy > 0 down, dx > 0 right), 3 by default', () => {
-    expect(on({ action: 'scroll', scroll_direction: 'down', scroll_amount: 5 })).toEqual([{ method: 'desktop.scroll', params: { workspace: 'one-1', dx: 0, dy: 5 } }]);
+    expect(on({ action: 'scroll', scroll_direction: 'down', scroll_amount: 5 })).toEqual([
+      { method: 'desktop.scroll', params: { workspace: 'one-1', dx: 0, dy: 5 } },
+    ]);
     expect(on({ action: 'scroll', scroll_direction: 'up', coordinate: [700, 450] })).toEqual([
       { method: 'desktop.scroll', params: { workspace: 'one-1', x: 700, y: 450, dx: 0, dy: -3 } },
     ]);
@@ -18,13 +20,21 @@ describe('computer actions → desktop calls', () => {
   });
 
   it('maps the click kinds onto button and count, with keys held and the pointer position by default', () => {
-    const kinds = { left_click: ['left', 1], right_click: ['right', 1], middle_click: ['middle', 1], double_click: ['left', 2], triple_click: ['left', 3] } as const;
+    const kinds = {
+      left_click: ['left', 1],
+      right_click: ['right', 1],
+      middle_click: ['middle', 1],
+      double_click: ['left', 2],
+      triple_click: ['left', 3],
+    } as const;
     for (const [action, [button, count]] of Object.entries(kinds)) {
       expect(on({ action: action as keyof typeof kinds, coordinate: [10, 20] }), action).toEqual([
         { method: 'desktop.click', params: { workspace: 'one-1', x: 10, y: 20, button, count, modifiers: undefined } },
       ]);
     }
-    expect(on({ action: 'left_click', text: 'shift' })).toEqual([{ method: 'desktop.click', params: { workspace: 'one-1', button: 'left', count: 1, modifiers: 'shift' } }]);
+    expect(on({ action: 'left_click', text: 'shift' })).toEqual([
+      { method: 'desktop.click', params: { workspace: 'one-1', button: 'left', count: 1, modifiers: 'shift' } },
+    ]);
   });
 
   it('maps moves, drags and single button presses', () => {
@@ -33,7 +43,9 @@ describe('computer actions → desktop calls', () => {
       { method: 'desktop.drag', params: { workspace: 'one-1', from: { x: 1, y: 2 }, to: { x: 300, y: 400 }, button: 'left' } },
     ]);
     expect(on({ action: 'left_mouse_down' })).toEqual([{ method: 'desktop.button', params: { workspace: 'one-1', button: 'left', action: 'down' } }]);
-    expect(on({ action: 'left_mouse_up', coordinate: [7, 8] })).toEqual([{ method: 'desktop.button', params: { workspace: 'one-1', x: 7, y: 8, button: 'left', action: 'up' } }]);
+    expect(on({ action: 'left_mouse_up', coordinate: [7, 8] })).toEqual([
+      { method: 'desktop.button', params: { workspace: 'one-1', x: 7, y: 8, button: 'left', action: 'up' } },
+    ]);
   });
 
   it('maps keys, screenshots and the pointer position', () => {
@@ -75,13 +87,19 @@ describe('computer actions → desktop calls', () => {
 describe('computer answers in words', () => {
   it('describes screenshots, waits and pointer actions', () => {
     const shot = { png: '', width: 100, height: 50, region: { x: 0, y: 0, width: 200, height: 100 }, screen: SCREEN, cursor: { x: 3, y: 4 }, at: '' };
-    expect(describeOutcome({ branch: 'b', action: 'screenshot' }, shot)).toBe('screenshot (100x50 px) of a 200x100 region at 0,0 of the 1280x800 screen; the pointer is at 3,4');
+    expect(describeOutcome({ branch: 'b', action: 'screenshot' }, shot)).toBe(
+      'screenshot (100x50 px) of a 200x100 region at 0,0 of the 1280x800 screen; the pointer is at 3,4',
+    );
     expect(describeOutcome({ branch: 'b', action: 'screenshot' }, { ...shot, width: 1280, height: 800, region: { x: 0, y: 0, ...SCREEN } })).toBe(
       'screenshot (1280x800 px) of the 1280x800 screen; the pointer is at 3,4',
     );
     expect(describeOutcome({ branch: 'b', action: 'wait' }, { satisfied: true, waitedMs: 612, screen: SCREEN })).toBe('the screen was still after 612 ms');
     expect(describeOutcome({ branch: 'b', action: 'wait' }, { satisfied: false, waitedMs: 5000, screen: SCREEN })).toMatch(/still changing after 5000 ms/);
-    expect(describeOutcome({ branch: 'b', action: 'double_click' }, { cursor: { x: 9, y: 8 }, screen: SCREEN })).toBe('double click done; the pointer is now at 9,8 (screen 1280x800)');
-    expect(describeOutcome({ branch: 'b', action: 'cursor_position' }, { cursor: { x: 9, y: 8 }, screen: SCREEN })).toBe('the pointer is at 9,8 (screen 1280x800)');
+    expect(describeOutcome({ branch: 'b', action: 'double_click' }, { cursor: { x: 9, y: 8 }, screen: SCREEN })).toBe(
+      'double click done; the pointer is now at 9,8 (screen 1280x800)',
+    );
+    expect(describeOutcome({ branch: 'b', action: 'cursor_position' }, { cursor: { x: 9, y: 8 }, screen: SCREEN })).toBe(
+      'the pointer is at 9,8 (screen 1280x800)',
+    );
   });
 });

@@ -23,11 +23,14 @@ describe('HelperLink', () => {
   it('shares one connection, and connects again after it closed or failed', async () => {
     const made: HelperClient[] = [];
     let refuse = false;
-    const link = new HelperLink(async () => {
-      if (refuse) throw new GroveError('E_PRECONDITION', 'the Grove helper is not running');
-      made.push(fakeClient(made.length + 1));
-      return made.at(-1)!;
-    }, () => undefined);
+    const link = new HelperLink(
+      async () => {
+        if (refuse) throw new GroveError('E_PRECONDITION', 'the Grove helper is not running');
+        made.push(fakeClient(made.length + 1));
+        return made.at(-1)!;
+      },
+      () => undefined,
+    );
     const which = () => link.use((h) => h.request('workspace.list', {}) as unknown as Promise<number>);
 
     expect(await Promise.all([which(), which()])).toEqual([1, 1]);

@@ -73,7 +73,15 @@ describe('grove mcp tools', () => {
 
   it('returns a screenshot as PNG image content, and pointer actions as words', async () => {
     await connect(ALICE, {
-      'desktop.screenshot': () => ({ png: 'iVBORw0KGgo=', width: 1280, height: 800, region: { x: 0, y: 0, width: 1280, height: 800 }, screen: POINTER.screen, cursor: POINTER.cursor, at: '' }),
+      'desktop.screenshot': () => ({
+        png: 'iVBORw0KGgo=',
+        width: 1280,
+        height: 800,
+        region: { x: 0, y: 0, width: 1280, height: 800 },
+        screen: POINTER.screen,
+        cursor: POINTER.cursor,
+        at: '',
+      }),
       'desktop.click': () => POINTER,
     });
     const shot = await call('computer', { branch: 'one-1', action: 'screenshot' });
@@ -97,7 +105,10 @@ describe('grove mcp tools', () => {
       content: [{ type: 'text', text: '5000,100 is off the screen (E_INVALID_PARAMS)' }],
       isError: true,
     });
-    expect(await call('computer', { branch: 'one-1', action: 'key' })).toMatchObject({ isError: true, content: [{ text: 'key needs text (E_INVALID_PARAMS)' }] });
+    expect(await call('computer', { branch: 'one-1', action: 'key' })).toMatchObject({
+      isError: true,
+      content: [{ text: 'key needs text (E_INVALID_PARAMS)' }],
+    });
     expect(await call('list_branches', {})).toMatchObject({ isError: true, content: [{ text: 'the connection to the helper closed' }] });
     const bad = await call('fork', { branch: '../etc', copies: 99 });
     expect(bad.isError).toBe(true);
@@ -127,10 +138,17 @@ describe('grove mcp tools', () => {
 
   it('answers "still waiting" with the request id when nobody decided in time', async () => {
     const asked = approval('q0000000b', { kind: 'branch.discard' });
-    await connect(ALICE, { 'approval.create': () => asked, 'approval.get': () => ({ ...asked, state: 'done', outcome: 'one-1 was discarded', decision: decided(asked, APP, true).decision }) });
-    expect(text(await call('request_discard', { branch: 'one-1', reason: 'a dead end', wait_seconds: 0 }))).toMatch(/^still waiting: request q0000000b \(use request_status/);
+    await connect(ALICE, {
+      'approval.create': () => asked,
+      'approval.get': () => ({ ...asked, state: 'done', outcome: 'one-1 was discarded', decision: decided(asked, APP, true).decision }),
+    });
+    expect(text(await call('request_discard', { branch: 'one-1', reason: 'a dead end', wait_seconds: 0 }))).toMatch(
+      /^still waiting: request q0000000b \(use request_status/,
+    );
     expect(stub.calls.map((c) => c.method)).toEqual(['approval.create']);
-    expect(text(await call('request_status', { request: 'q0000000b' }))).toBe('done: request q0000000b was approved by person root (uid 0) and carried out: one-1 was discarded');
+    expect(text(await call('request_status', { request: 'q0000000b' }))).toBe(
+      'done: request q0000000b was approved by person root (uid 0) and carried out: one-1 was discarded',
+    );
   });
 
   it('discards a branch the agent forked itself at once, and asks for any other', async () => {
@@ -161,7 +179,12 @@ describe('grove mcp tools', () => {
 
   it('lists branches by workspace, with parents, makers, versions and who the caller is', async () => {
     const main = branch('aaaaaaa1', 'one');
-    const child = branch('aaaaaaa2', 'one-1', { parent: 'aaaaaaa1', tree: 'aaaaaaa1', main: false, madeBy: { role: 'agent', uid: ALICE.uid, user: ALICE.user } });
+    const child = branch('aaaaaaa2', 'one-1', {
+      parent: 'aaaaaaa1',
+      tree: 'aaaaaaa1',
+      main: false,
+      madeBy: { role: 'agent', uid: ALICE.uid, user: ALICE.user },
+    });
     await connect(ALICE, {
       'workspace.list': () => [main, child],
       'version.list': () => [
@@ -178,7 +201,15 @@ describe('grove mcp tools', () => {
           mainLine: { id: 'aaaaaaa1', name: 'one' },
           branches: [
             { id: 'aaaaaaa1', name: 'one', state: 'running', parent: null, main: true, madeBy: main.madeBy, versions: [] },
-            { id: 'aaaaaaa2', name: 'one-1', state: 'running', parent: { id: 'aaaaaaa1', name: 'one' }, main: false, madeBy: child.madeBy, versions: [{ id: 'bbbbbbb1', label: 'green', at: 't1', saved: true }] },
+            {
+              id: 'aaaaaaa2',
+              name: 'one-1',
+              state: 'running',
+              parent: { id: 'aaaaaaa1', name: 'one' },
+              main: false,
+              madeBy: child.madeBy,
+              versions: [{ id: 'bbbbbbb1', label: 'green', at: 't1', saved: true }],
+            },
           ],
           versionsOfGoneBranches: [{ id: 'bbbbbbb2', label: null, branch: 'aaaaaaa9', at: 't2', saved: false }],
         },

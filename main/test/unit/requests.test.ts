@@ -14,7 +14,9 @@ describe('asking a person, client side', () => {
       words: 'request q00000002 was denied by person root (uid 0): not this one',
     });
     expect(closedVerdict(approval('q00000003', PROMOTE, { state: 'expired' })).code).toBe('E_TIMEOUT');
-    expect(closedVerdict(approval('q00000004', PROMOTE, { state: 'failed', decision: by, outcome: 'the branch is stopped' })).words).toMatch(/but failed: the branch is stopped$/);
+    expect(closedVerdict(approval('q00000004', PROMOTE, { state: 'failed', decision: by, outcome: 'the branch is stopped' })).words).toMatch(
+      /but failed: the branch is stopped$/,
+    );
     expect(closedVerdict(approval('q00000005', PROMOTE, { state: 'withdrawn', outcome: 'withdrawn by agent alice' })).code).toBe('E_CONFLICT');
   });
 

@@ -75,7 +75,10 @@ export class ApprovalQueue {
       decision: null,
       outcome: null,
     };
-    const timer = setTimeout(() => this.close(approval.id, 'expired', null, `nobody decided within ${Math.round(request.timeoutMs / 1000)} s`), request.timeoutMs);
+    const timer = setTimeout(
+      () => this.close(approval.id, 'expired', null, `nobody decided within ${Math.round(request.timeoutMs / 1000)} s`),
+      request.timeoutMs,
+    );
     timer.unref();
     this.entries.set(approval.id, { approval, request, timer });
     this.events.opened(approval);
@@ -104,7 +107,13 @@ export class ApprovalQueue {
 
   deny(id: string, by: Actor, note: string | null): Approval {
     const entry = this.pending(id);
-    return this.close(id, 'denied', { by, grant: null, at: new Date().toISOString(), note, always: false }, `denied by ${describeActor(by)}${note ? `: ${note}` : ''}`, entry);
+    return this.close(
+      id,
+      'denied',
+      { by, grant: null, at: new Date().toISOString(), note, always: false },
+      `denied by ${describeActor(by)}${note ? `: ${note}` : ''}`,
+      entry,
+    );
   }
 
   /** The agent that asked takes it back. */

@@ -92,7 +92,13 @@ export class ApprovalService {
 
   /** Agents may now do `kind` anywhere in the workspace without asking; its waiting requests of that kind are approved too. */
   async grant(actor: Actor, ws: WorkspaceRecord, kind: AgentRequestKind): Promise<Grant> {
-    const record = this.d.registry.putGrant({ id: `g${randomBytes(4).toString('hex')}`, treeId: ws.treeId, kind, grantedBy: actor, at: new Date().toISOString() });
+    const record = this.d.registry.putGrant({
+      id: `g${randomBytes(4).toString('hex')}`,
+      treeId: ws.treeId,
+      kind,
+      grantedBy: actor,
+      at: new Date().toISOString(),
+    });
     const grant = this.view(record);
     this.d.grantChanged(grant, false);
     const waiting = this.d.queue.openOf((a) => a.tree === ws.treeId && a.action.kind === kind && a.state === 'pending');
@@ -112,9 +118,11 @@ export class ApprovalService {
   /** Refuses now what could never be carried out, rather than after a person approved it. */
   private check(ws: WorkspaceRecord, action: AgentRequestAction): void {
     if (action.kind === 'branch.promote' && ws.isMain) throw new GroveError('E_CONFLICT', `'${ws.name}' is the main line already`);
-    if (action.kind === 'branch.promote' && ws.state !== 'running') throw new GroveError('E_CONFLICT', `only a running branch can be promoted; '${ws.name}' is ${ws.state}`);
+    if (action.kind === 'branch.promote' && ws.state !== 'running')
+      throw new GroveError('E_CONFLICT', `only a running branch can be promoted; '${ws.name}' is ${ws.state}`);
     if (action.kind === 'workspace.stop' && ws.state !== 'running') throw new GroveError('E_CONFLICT', `'${ws.name}' is ${ws.state} already`);
-    if (action.kind === 'branch.merge' && ws.state !== 'running') throw new GroveError('E_CONFLICT', `only a live branch can be merged into; '${ws.name}' is ${ws.state}`);
+    if (action.kind === 'branch.merge' && ws.state !== 'running')
+      throw new GroveError('E_CONFLICT', `only a live branch can be merged into; '${ws.name}' is ${ws.state}`);
     if (action.kind === 'egress.policy' && describeEgressChange(action.change) === 'no change') {
       throw new GroveError('E_INVALID_PARAMS', 'the requested change of outside access changes nothing');
     }
@@ -124,7 +132,9 @@ export class ApprovalService {
     switch (action.kind) {
       case 'branch.promote': {
         const main = this.d.registry.listWorkspaces().find((w) => w.treeId === ws.treeId && w.isMain);
-        const fate = { version: 'is checkpointed as a version and removed', discard: 'is discarded', keep: 'keeps running as a branch' }[action.oldMain ?? 'version'];
+        const fate = { version: 'is checkpointed as a version and removed', discard: 'is discarded', keep: 'keeps running as a branch' }[
+          action.oldMain ?? 'version'
+        ];
         return `${ws.name} becomes the main line and takes over its stable host ports and desktop socket; the main line now${main ? ` (${main.name})` : ''} ${fate}`;
       }
       case 'branch.discard':
@@ -169,7 +179,11 @@ export class ApprovalService {
       }
       case 'branch.merge': {
         const r = await this.d.merges.merge({ workspace: ws.id, sources: action.sources, take: action.take, all: action.all });
-        if (!r.merged) throw new GroveError('E_CONFLICT', `nothing was merged: ${r.conflicts.length} conflict(s) (${r.conflicts.map((c) => c.path).join(', ')}); ask again with take settling each`);
+        if (!r.merged)
+          throw new GroveError(
+            'E_CONFLICT',
+            `nothing was merged: ${r.conflicts.length} conflict(s) (${r.conflicts.map((c) => c.path).join(', ')}); ask again with take settling each`,
+          );
         return r.version ? `merged ${r.changes.length} file(s) into ${ws.name}; before it is version ${r.version}` : `nothing to merge into ${ws.name}`;
       }
     }

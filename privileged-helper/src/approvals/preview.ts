@@ -43,7 +43,11 @@ export class PreviewMaker {
     const compareWith = this.comparisonBase(ws, action, notes);
     const [thumbnail, diff, processes] = await Promise.all([
       running && action.kind !== 'egress.policy' ? part('thumbnail', () => this.thumbnail(ws)) : null,
-      action.kind === 'branch.merge' ? part('dry run of the merge', () => this.mergePreview(ws, action, notes)) : compareWith ? part('diff', () => this.diff(compareWith, ws)) : null,
+      action.kind === 'branch.merge'
+        ? part('dry run of the merge', () => this.mergePreview(ws, action, notes))
+        : compareWith
+          ? part('diff', () => this.diff(compareWith, ws))
+          : null,
       losing && running ? part('process list', () => processesOf(ws.pid!)) : null,
     ]);
     const versions = action.kind === 'egress.policy' ? null : this.d.registry.listVersions(ws.treeId).filter((v) => v.branchId === ws.id).length;
@@ -64,9 +68,14 @@ export class PreviewMaker {
   }
 
   /** A merge: its dry run, as the files it would write and delete in the branch; its conflicts in the notes. */
-  private async mergePreview(ws: WorkspaceRecord, action: Extract<AgentRequestAction, { kind: 'branch.merge' }>, notes: string[]): Promise<NonNullable<ApprovalPreview['diff']>> {
+  private async mergePreview(
+    ws: WorkspaceRecord,
+    action: Extract<AgentRequestAction, { kind: 'branch.merge' }>,
+    notes: string[],
+  ): Promise<NonNullable<ApprovalPreview['diff']>> {
     const r = await this.d.merges.merge({ workspace: ws.id, sources: action.sources, take: action.take, all: action.all, dryRun: true });
-    if (r.conflicts.length > 0) notes.push(`${r.conflicts.length} conflict(s), so nothing would be merged: ${r.conflicts.map((c) => `${c.path} (${c.kind}, ${c.source})`).join(', ')}`);
+    if (r.conflicts.length > 0)
+      notes.push(`${r.conflicts.length} conflict(s), so nothing would be merged: ${r.conflicts.map((c) => `${c.path} (${c.kind}, ${c.source})`).join(', ')}`);
     const first = r.sources[0]!;
     return {
       against: { id: first.id, name: r.sources.map((s) => s.name).join(', ') },

@@ -59,7 +59,7 @@ export const AUTHORITY = {
   'branch.promote': ask('branch.promote'),
   'branch.diff': read,
   'file.copyIn': allow,
-  'file.copyOut': personBecause('copying out of a branch onto the host is for persons only: what leaves the sandbox is a person\'s to decide'),
+  'file.copyOut': personBecause("copying out of a branch onto the host is for persons only: what leaves the sandbox is a person's to decide"),
   'branch.export': personBecause("writing a branch's work into a repository on the host is a person's to do: ask a person to export it"),
   // Into a branch the agent forked itself it may; into the main line, or another's branch, it asks.
   'branch.merge': ownOrAsk('branch.merge'),
@@ -108,7 +108,8 @@ export const AUTHORITY = {
  */
 export function versionsFate(actor: Actor, asked: VersionsFate | undefined): VersionsFate {
   if (actor.role === 'person') return asked ?? 'delete';
-  if (asked === 'delete') throw new GroveError('E_FORBIDDEN', `only a person may delete versions; ${actor.user} connected as an agent (its deletions keep a workspace's versions)`);
+  if (asked === 'delete')
+    throw new GroveError('E_FORBIDDEN', `only a person may delete versions; ${actor.user} connected as an agent (its deletions keep a workspace's versions)`);
   return 'keep';
 }
 

@@ -111,11 +111,7 @@ interface Item {
  * when it is a folder in both; otherwise the whole trees. The paths reported
  * are from the roots either way.
  */
-export async function diffTrees(
-  a: string,
-  b: string,
-  opts: { maxTextBytes?: number; maxFiles?: number; under?: string } = {},
-): Promise<TreeDiff> {
+export async function diffTrees(a: string, b: string, opts: { maxTextBytes?: number; maxFiles?: number; under?: string } = {}): Promise<TreeDiff> {
   const maxTextBytes = opts.maxTextBytes ?? DEFAULT_MAX_TEXT_BYTES;
   const maxFiles = opts.maxFiles ?? DEFAULT_MAX_FILES;
   const rootA = await checkRoot(a, 'from');
@@ -207,14 +203,30 @@ function changedDuringScan(exitCode: number, stderr: string): boolean {
  */
 function sandboxWith(trees: Record<string, string>): string[] {
   return [
-    '--ro-bind', '/usr', '/usr',
-    '--symlink', 'usr/bin', '/bin',
-    '--symlink', 'usr/lib', '/lib',
-    '--symlink', 'usr/lib64', '/lib64',
+    '--ro-bind',
+    '/usr',
+    '/usr',
+    '--symlink',
+    'usr/bin',
+    '/bin',
+    '--symlink',
+    'usr/lib',
+    '/lib',
+    '--symlink',
+    'usr/lib64',
+    '/lib64',
     ...Object.entries(trees).flatMap(([at, tree]) => ['--ro-bind', tree, at]),
-    '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-net', '--unshare-cgroup-try',
-    '--die-with-parent', '--new-session',
-    '--cap-drop', 'ALL', '--cap-add', 'CAP_DAC_READ_SEARCH',
+    '--unshare-pid',
+    '--unshare-ipc',
+    '--unshare-uts',
+    '--unshare-net',
+    '--unshare-cgroup-try',
+    '--die-with-parent',
+    '--new-session',
+    '--cap-drop',
+    'ALL',
+    '--cap-add',
+    'CAP_DAC_READ_SEARCH',
   ];
 }
 
@@ -229,8 +241,12 @@ function scanned(rootA: string, rootB: string, under: string | undefined): strin
   if (under === undefined) return '';
   const folder = path.posix.normalize(under).replace(/\/+$/, '');
   if (folder === '') return '';
-  if (!folder.startsWith('/') || folder.split('/').includes('..')) throw new GroveError('E_INVALID_PARAMS', `diff: ${JSON.stringify(under)} is not a folder's absolute path`);
-  const folders = folder.split('/').slice(1).map((_, i, parts) => `/${parts.slice(0, i + 1).join('/')}`);
+  if (!folder.startsWith('/') || folder.split('/').includes('..'))
+    throw new GroveError('E_INVALID_PARAMS', `diff: ${JSON.stringify(under)} is not a folder's absolute path`);
+  const folders = folder
+    .split('/')
+    .slice(1)
+    .map((_, i, parts) => `/${parts.slice(0, i + 1).join('/')}`);
   return folders.every((f) => kindInRoot(rootA, f) === 'dir' && kindInRoot(rootB, f) === 'dir') ? folder : '';
 }
 

@@ -63,14 +63,17 @@ export class ForkPoints {
       const older = [s.point, t.point].filter((p) => p !== null).sort((a, b) => a.seq - b.seq)[0];
       if (older) return older;
     }
-    throw new GroveError('E_PRECONDITION', 'these branches have no fork point in common (one of them was forked before fork points were kept, or they are of different workspaces)');
+    throw new GroveError(
+      'E_PRECONDITION',
+      'these branches have no fork point in common (one of them was forked before fork points were kept, or they are of different workspaces)',
+    );
   }
 
   /** The branch, then each branch its files descend from, with the fork point they left it at. */
   private line(branchId: string): LineStep[] {
     const steps: LineStep[] = [{ branch: branchId, point: null }];
     const seen = new Set<string>();
-    for (let id = this.registry.forkPointOf(branchId); id !== null && !seen.has(id); ) {
+    for (let id = this.registry.forkPointOf(branchId); id !== null && !seen.has(id);) {
       seen.add(id);
       const fp = this.registry.findForkPoint(id);
       if (!fp) break;

@@ -138,7 +138,16 @@ class ForkTransaction {
     this.d.registry.recordFork({ fork: this.id, source: this.source, copies: children.length, timings: this.timings });
     this.recordForkPoint(forkPoint, children);
     this.d.progress(this.id, 'done', `forked ${this.source.name} into ${children.length} in ${Math.round(this.timings.total)} ms`, true);
-    return { fork: this.id, source: this.source.id, children, timings: this.timings, readyMs: this.readyMs, memory: this.memory, criu: this.criuStats, leftBehind: this.leftBehind() };
+    return {
+      fork: this.id,
+      source: this.source.id,
+      children,
+      timings: this.timings,
+      readyMs: this.readyMs,
+      memory: this.memory,
+      criu: this.criuStats,
+      leftBehind: this.leftBehind(),
+    };
   }
 
   /**
@@ -150,7 +159,11 @@ class ForkTransaction {
   private async undo(err: unknown): Promise<unknown> {
     await this.twins.releaseTwins().catch(() => undefined); // the error to tell is the fork's
     // CRIU writes into the images until it exits; a dump that failed is what made the restores fail.
-    const failure = (await this.dumped.then(() => null, (e: unknown) => e)) ?? err;
+    const failure =
+      (await this.dumped.then(
+        () => null,
+        (e: unknown) => e,
+      )) ?? err;
     const told = await undoAfter(failure, [
       ...[...this.children].reverse().map((child) => () => this.d.workspaces.destroy(child)),
       () => this.holder?.stop(),
@@ -240,16 +253,21 @@ class ForkTransaction {
   private async requireSpace(): Promise<void> {
     const dump = (await this.d.runtime.usage(this.source)).dumpableBytes;
     await requireSpace(`a fork of '${this.source.name}' into ${this.opts.copies}`, [
-      { where: 'the pool', dir: this.d.storage.workspacesDir, bytes: this.opts.copies * BRANCH_HEADROOM_BYTES, why: `${mib(BRANCH_HEADROOM_BYTES)} MiB for each child's first writes` },
+      {
+        where: 'the pool',
+        dir: this.d.storage.workspacesDir,
+        bytes: this.opts.copies * BRANCH_HEADROOM_BYTES,
+        why: `${mib(BRANCH_HEADROOM_BYTES)} MiB for each child's first writes`,
+      },
       { where: 'the scratch space', dir: this.d.scratchDir, bytes: dump, why: "the dump of the source's memory" },
     ]);
   }
 
   /** Terminals open in the source: their shells belong to the helper's sessions, so CRIU (dumping the branch's own tree) leaves them out. */
   private leftBehind(): string[] {
-    return this.d.terminalsIn(this.source).map(
-      (t) => `terminal ${t.session} (${t.command}) stays with ${this.source.name}: the children start without it; open a new one in them`,
-    );
+    return this.d
+      .terminalsIn(this.source)
+      .map((t) => `terminal ${t.session} (${t.command}) stays with ${this.source.name}: the children start without it; open a new one in them`);
   }
 
   /** Free names NAME-1, NAME-2… that do not exist yet. */
@@ -368,8 +386,18 @@ class ForkTransaction {
 
   /** The fork point is the children's and their descendants' from now on: the source's own line continues from its parent's. */
   private recordForkPoint(forkPoint: string, children: Workspace[]): void {
-    const point = { id: this.pointId, path: forkPoint, sourceId: this.source.id, parentId: this.d.registry.forkPointOf(this.source.id), treeId: this.source.treeId, madeAt: new Date().toISOString() };
-    this.d.registry.insertForkPoint(point, children.map((c) => c.id));
+    const point = {
+      id: this.pointId,
+      path: forkPoint,
+      sourceId: this.source.id,
+      parentId: this.d.registry.forkPointOf(this.source.id),
+      treeId: this.source.treeId,
+      madeAt: new Date().toISOString(),
+    };
+    this.d.registry.insertForkPoint(
+      point,
+      children.map((c) => c.id),
+    );
   }
 
   /** The children, each announced running as it came up. */

@@ -133,7 +133,10 @@ export class MergePlan {
   /** Merges one path a source changed into the plan. */
   async mergePath(rel: string, trees: Trees, sides: Sides): Promise<void> {
     if (++this.pathsSeen > this.bounds.paths) {
-      throw new GroveError('E_INVALID_PARAMS', `the sources changed more than ${this.bounds.paths} paths: merge a narrower --scope, or bring the project home with grove export`);
+      throw new GroveError(
+        'E_INVALID_PARAMS',
+        `the sources changed more than ${this.bounds.paths} paths: merge a narrower --scope, or bring the project home with grove export`,
+      );
     }
     const [base, source] = await Promise.all([readEntry(trees.base, rel), readEntry(trees.source, rel)]);
     if (sameEntry(base, source)) return; // touched, not changed
@@ -179,7 +182,10 @@ export class MergePlan {
     if (entry.kind === 'other') throw new GroveError('E_PRECONDITION', `${rel} in '${sides.source.name}' is ${entry.what}: it cannot be merged`);
     this.plannedBytes += bytesOf(entry) - bytesOf(this.planned.get(rel));
     if (this.plannedBytes > this.bounds.writeBytes) {
-      throw new GroveError('E_INVALID_PARAMS', `the merge would write more than ${mib(this.bounds.writeBytes)} MiB of files: merge a narrower --scope, or bring the project home with grove export`);
+      throw new GroveError(
+        'E_INVALID_PARAMS',
+        `the merge would write more than ${mib(this.bounds.writeBytes)} MiB of files: merge a narrower --scope, or bring the project home with grove export`,
+      );
     }
     this.planned.set(rel, entry);
     const action = entry.kind === 'none' ? 'delete' : 'write';

@@ -58,7 +58,9 @@ export class MergeService {
     const scope = this.scopeOf(target, req.all ?? false);
     const takes = this.takesOf(req.take ?? [], sources, scope);
     const turns = [{ id: target.id, exclusive: true }, ...sources.map((s) => ({ id: s.id, exclusive: false }))];
-    return this.underTurns(turns, () => new MergeRun(this.d, `merge-${this.d.registry.freshId()}`).run(target.id, sources, { scope, takes, dryRun: req.dryRun ?? false, fault }));
+    return this.underTurns(turns, () =>
+      new MergeRun(this.d, `merge-${this.d.registry.freshId()}`).run(target.id, sources, { scope, takes, dryRun: req.dryRun ?? false, fault }),
+    );
   }
 
   private sourcesOf(target: WorkspaceRecord, refs: readonly string[]): WorkspaceRecord[] {
@@ -71,7 +73,8 @@ export class MergeService {
   private scopeOf(target: WorkspaceRecord, all: boolean): string {
     if (all) return '/';
     const project = this.d.registry.project(target.treeId);
-    if (!project) throw new GroveError('E_PRECONDITION', `'${target.name}' has no project (its workspace was made without --project): merge everything with --all`);
+    if (!project)
+      throw new GroveError('E_PRECONDITION', `'${target.name}' has no project (its workspace was made without --project): merge everything with --all`);
     return path.posix.normalize(project.path).replace(/\/+$/, '') || '/';
   }
 
@@ -80,7 +83,8 @@ export class MergeService {
     const settled = new Map<string, string>();
     for (const t of takes) {
       const rel = path.posix.normalize(t.path);
-      if (!mergeable(rel, scope)) throw new GroveError('E_INVALID_PARAMS', `--take ${t.path}: not a path this merge writes (it merges under ${scope}, never Grove's own files)`);
+      if (!mergeable(rel, scope))
+        throw new GroveError('E_INVALID_PARAMS', `--take ${t.path}: not a path this merge writes (it merges under ${scope}, never Grove's own files)`);
       const side = t.side === 'target' ? 'target' : sources.find((s) => s.id === t.side || s.name === t.side)?.id;
       if (!side) throw new GroveError('E_INVALID_PARAMS', `--take ${t.path}=${t.side}: '${t.side}' is not one of the sources (or 'target')`);
       settled.set(rel, side);
@@ -133,7 +137,13 @@ class MergeRun {
       if (o.dryRun || plan.conflicts.length > 0 || plan.changes.length === 0) {
         return { ...result, merged: !o.dryRun && plan.conflicts.length === 0, version: null, ms: performance.now() - this.started };
       }
-      const version = await this.write(target, targetRoot, plan, sources.map((s) => s.name), o.fault);
+      const version = await this.write(
+        target,
+        targetRoot,
+        plan,
+        sources.map((s) => s.name),
+        o.fault,
+      );
       return { ...result, merged: true, version, ms: performance.now() - this.started };
     } finally {
       await this.d.ledger.removeOwned(this.id);
@@ -159,7 +169,12 @@ class MergeRun {
     try {
       injectFault(fault, 'checkpoint', "fault injected after the merge's checkpoint");
       this.d.registry.beginPendingOp({ ...pending, writing: true });
-      await writeInBranch(this.d.exec, exec, target.name, [...plan.planned].map(([rel, entry]) => step(rel, entry)));
+      await writeInBranch(
+        this.d.exec,
+        exec,
+        target.name,
+        [...plan.planned].map(([rel, entry]) => step(rel, entry)),
+      );
       injectFault(fault, 'write', "fault injected after the merge's files were written");
     } catch (err) {
       throw await undoAfter(err, [() => writeInBranch(this.d.exec, exec, target.name, undo), () => this.d.versions.delete(version.id)]);
@@ -178,7 +193,9 @@ function step(rel: string, entry: Entry): WriteStep {
 /** What writes the target's paths back as they were: each original the merge writes over, then the folders it made, deepest first. */
 function undoSteps(plan: MergePlan, made: string[]): WriteStep[] {
   // What was neither file nor link there, the writer never replaced.
-  const back = [...plan.planned.keys()].filter((rel) => plan.original.get(rel)?.kind !== 'other').map((rel) => step(rel, plan.original.get(rel) ?? { kind: 'none' }));
+  const back = [...plan.planned.keys()]
+    .filter((rel) => plan.original.get(rel)?.kind !== 'other')
+    .map((rel) => step(rel, plan.original.get(rel) ?? { kind: 'none' }));
   return [...back, ...made.sort((a, b) => b.length - a.length).map((dir): WriteStep => ({ op: 'rmdir', path: dir }))];
 }
 

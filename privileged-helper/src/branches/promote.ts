@@ -73,7 +73,8 @@ export class PromoteService {
     const branch = this.workspaces.record(branchId);
     const main = this.workspaces.record(mainId);
     if (branch.state !== 'running') throw new GroveError('E_CONFLICT', `only a running branch can be promoted; '${branch.name}' is ${branch.state}`);
-    const version = oldMain === 'version' && main.state === 'running' ? await this.versions.checkpointLocked(main.id, `main before ${branch.name} was promoted`) : null;
+    const version =
+      oldMain === 'version' && main.state === 'running' ? await this.versions.checkpointLocked(main.id, `main before ${branch.name} was promoted`) : null;
     const leases = [branch, main].map((w) => ({ id: w.id, ports: this.registry.ports(w.id) }));
     this.registry.beginPendingOp({ kind: 'promote', workspaceId: branch.id, mainId: main.id, oldMain, version: version?.id ?? null, leases });
     try {

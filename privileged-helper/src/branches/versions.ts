@@ -117,7 +117,12 @@ export class VersionService {
     const dump = (await this.d.runtime.usage(ws)).dumpableBytes;
     await requireSpace(`a checkpoint of '${ws.name}'`, [
       { where: 'the scratch space', dir: this.d.scratchDir, bytes: dump, why: `its processes' memory, ${mib(dump)} MiB` },
-      { where: 'the pool', dir: this.d.versionsDir, bytes: dump + VERSION_HEADROOM_BYTES, why: `its processes' memory, ${mib(dump)} MiB, and ${mib(VERSION_HEADROOM_BYTES)} MiB for its files` },
+      {
+        where: 'the pool',
+        dir: this.d.versionsDir,
+        bytes: dump + VERSION_HEADROOM_BYTES,
+        why: `its processes' memory, ${mib(dump)} MiB, and ${mib(VERSION_HEADROOM_BYTES)} MiB for its files`,
+      },
     ]);
     const vid = this.d.registry.freshId();
     const dir = path.join(this.d.versionsDir, vid);
@@ -146,7 +151,15 @@ export class VersionService {
       await dumped.catch(() => undefined); // CRIU writes into the scratch space until it exits
       throw await undoAfter(err, [() => this.d.captures.drop(vid), () => this.d.ledger.removeOwned(vid)]);
     }
-    const record: VersionRecord = { id: vid, branchId: ws.id, treeId: ws.treeId, label: label ?? null, createdAt: new Date().toISOString(), orphanOf: null, saved: false };
+    const record: VersionRecord = {
+      id: vid,
+      branchId: ws.id,
+      treeId: ws.treeId,
+      label: label ?? null,
+      createdAt: new Date().toISOString(),
+      orphanOf: null,
+      saved: false,
+    };
     this.d.registry.insertVersion(record);
     this.d.events.changed(toVersion(record));
     return { version: record, dumped };
@@ -203,14 +216,18 @@ export class VersionService {
       if (n === 0) this.inUse.delete(versionId);
       else this.inUse.set(versionId, n);
     };
-    return this.d.workspaces.lock.run(id, () => this.d.ksm.hold(async () => {
-      const ws = this.d.workspaces.record(id);
-      const version = this.d.registry.findVersion(versionId);
-      if (!version) throw new GroveError('E_NOT_FOUND', `no version '${versionId}'`);
-      if (version.treeId !== ws.treeId) throw new GroveError('E_CONFLICT', `version ${versionId} belongs to another workspace`);
-      await this.saved(version.id);
-      return this.completeRollback(ws, version.id, await this.setAside(ws, version.id), fault);
-    })).finally(release);
+    return this.d.workspaces.lock
+      .run(id, () =>
+        this.d.ksm.hold(async () => {
+          const ws = this.d.workspaces.record(id);
+          const version = this.d.registry.findVersion(versionId);
+          if (!version) throw new GroveError('E_NOT_FOUND', `no version '${versionId}'`);
+          if (version.treeId !== ws.treeId) throw new GroveError('E_CONFLICT', `version ${versionId} belongs to another workspace`);
+          await this.saved(version.id);
+          return this.completeRollback(ws, version.id, await this.setAside(ws, version.id), fault);
+        }),
+      )
+      .finally(release);
   }
 
   /**
@@ -260,7 +277,9 @@ export class VersionService {
         const ws = this.d.registry.findWorkspace(op.workspaceId);
         if (!ws) return;
         this.d.log(`finishing the rollback of '${ws.name}' to ${op.to} that the last helper was killed in`);
-        await this.completeRollback(ws, op.to, op.before).catch((err: Error) => this.d.log(`the rollback of '${ws.name}' could not be finished: ${err.message}`));
+        await this.completeRollback(ws, op.to, op.before).catch((err: Error) =>
+          this.d.log(`the rollback of '${ws.name}' could not be finished: ${err.message}`),
+        );
       }),
     );
   }
@@ -331,7 +350,8 @@ export class VersionService {
       await this.dropSetAside(ws, before);
     } catch (err) {
       await this.d.runtime.tearDown(ws);
-      const kept = 'version' in before ? `its state before the rollback is version ${before.version}` : `its files before the rollback are kept in ${before.files}`;
+      const kept =
+        'version' in before ? `its state before the rollback is version ${before.version}` : `its files before the rollback are kept in ${before.files}`;
       const told = `rollback failed (${cause.message}) and so did going back (${(err as Error).message}); ${kept}`;
       this.d.registry.setExited(ws.id, told);
       this.d.workspaces.publish(ws.id);
@@ -362,7 +382,10 @@ export class VersionService {
    * has branches, or had no versions: nothing became of any.
    */
   async settleOrphans(treeId: string, fate: VersionsFate): Promise<{ deleted: string[]; kept: string[] } | null> {
-    const orphans = this.d.registry.listVersions(treeId).filter((v) => v.orphanOf !== null).map((v) => v.id);
+    const orphans = this.d.registry
+      .listVersions(treeId)
+      .filter((v) => v.orphanOf !== null)
+      .map((v) => v.id);
     if (orphans.length === 0) return null;
     if (fate === 'keep') return { deleted: [], kept: orphans };
     for (const id of orphans) await this.remove(id);
@@ -409,5 +432,13 @@ export class VersionService {
 }
 
 function toVersion(v: VersionRecord): Version {
-  return { id: v.id, branch: v.branchId, tree: v.treeId, label: v.label, createdAt: v.createdAt, saved: v.saved, ...(v.orphanOf !== null && { orphanOf: v.orphanOf }) };
+  return {
+    id: v.id,
+    branch: v.branchId,
+    tree: v.treeId,
+    label: v.label,
+    createdAt: v.createdAt,
+    saved: v.saved,
+    ...(v.orphanOf !== null && { orphanOf: v.orphanOf }),
+  };
 }

@@ -34,7 +34,10 @@ export interface DesktopOptions {
    * typing characters the keyboard layout lacks never runs out of keycodes
    * (keymap.ts); when it fails, Xvnc adds them itself while it has room.
    */
-  exec(t: DesktopTarget, req: { argv: string[]; env: Record<string, string>; timeoutMs: number }): Promise<{ exitCode: number; stdout: string; stderr: string }>;
+  exec(
+    t: DesktopTarget,
+    req: { argv: string[]; env: Record<string, string>; timeoutMs: number },
+  ): Promise<{ exitCode: number; stdout: string; stderr: string }>;
   vncPort?: number;
   /** A branch's session is closed after this long without calls. */
   idleMs?: number;
@@ -187,7 +190,10 @@ export class DesktopService {
       this.pool.input(t, async (s) => {
         const at = pointOrCursor(p, s);
         s.pointer(at.x, at.y, s.buttons);
-        const turns = [...Array<number>(Math.abs(p.dy)).fill(p.dy > 0 ? WHEEL.down : WHEEL.up), ...Array<number>(Math.abs(p.dx)).fill(p.dx > 0 ? WHEEL.right : WHEEL.left)];
+        const turns = [
+          ...Array<number>(Math.abs(p.dy)).fill(p.dy > 0 ? WHEEL.down : WHEEL.up),
+          ...Array<number>(Math.abs(p.dx)).fill(p.dx > 0 ? WHEEL.right : WHEEL.left),
+        ];
         for (const [i, wheel] of turns.entries()) {
           if (i > 0) await sleep(WHEEL_NOTCH_MS);
           s.pointer(at.x, at.y, s.buttons | wheel);
@@ -269,7 +275,8 @@ export class DesktopService {
   private async clickDelivered(t: DesktopTarget): Promise<void> {
     if (!this.buttonsSent.delete(t.id)) return;
     const res = await this.inBranch(t, ['python3', '-c', X_POINTER_FREE_PY, String(POINTER_FREE_S)]);
-    if (res.exitCode !== 0 || /still grabbed/.test(res.stdout)) this.o.log(`desktop ${t.name}: keys may reach the app before the click before them (${res.stdout.trim() || res.stderr.trim()})`);
+    if (res.exitCode !== 0 || /still grabbed/.test(res.stdout))
+      this.o.log(`desktop ${t.name}: keys may reach the app before the click before them (${res.stdout.trim() || res.stderr.trim()})`);
   }
 
   private inBranch(t: DesktopTarget, argv: string[]) {
@@ -285,7 +292,12 @@ export class DesktopService {
   }
 
   /** Runs the call and publishes it, whatever the outcome. */
-  private async publish<T extends PointerState | Screenshot | WaitResult>(t: DesktopTarget, action: DesktopActionKind, summary: string, call: () => Promise<T>): Promise<T> {
+  private async publish<T extends PointerState | Screenshot | WaitResult>(
+    t: DesktopTarget,
+    action: DesktopActionKind,
+    summary: string,
+    call: () => Promise<T>,
+  ): Promise<T> {
     const touchesPointer = ['move', 'click', 'button', 'drag', 'scroll'].includes(action);
     const event = { workspace: t.id, workspaceName: t.name, action };
     try {
@@ -326,7 +338,10 @@ function pointOrCursor(p: At, s: RfbSession): Point {
 
 function checkPoint(p: Point, screen: ScreenSize): void {
   if (p.x >= screen.width || p.y >= screen.height) {
-    throw new GroveError('E_INVALID_PARAMS', `${p.x},${p.y} is off the screen: it is ${screen.width}x${screen.height}, so x is 0-${screen.width - 1} and y 0-${screen.height - 1}`);
+    throw new GroveError(
+      'E_INVALID_PARAMS',
+      `${p.x},${p.y} is off the screen: it is ${screen.width}x${screen.height}, so x is 0-${screen.width - 1} and y 0-${screen.height - 1}`,
+    );
   }
 }
 

@@ -36,7 +36,11 @@ export function parseKeycodes(xmodmapPk: string): KeycodeMap {
   const map: KeycodeMap = new Map();
   for (const line of xmodmapPk.split('\n')) {
     const m = /^\s*(\d+)\s+((?:0x[0-9a-f]+ \([^)]*\)\s*)*)$/i.exec(line);
-    if (m) map.set(Number(m[1]), [...m[2]!.matchAll(/0x([0-9a-f]+)/gi)].map((v) => parseInt(v[1]!, 16)));
+    if (m)
+      map.set(
+        Number(m[1]),
+        [...m[2]!.matchAll(/0x([0-9a-f]+)/gi)].map((v) => parseInt(v[1]!, 16)),
+      );
   }
   if (map.size === 0) throw new Error('xmodmap -pk printed no keycodes');
   return map;
@@ -80,7 +84,13 @@ function segmentsOf(keysyms: readonly number[], keycodes: KeycodeMap, recent: Re
 }
 
 /** The longest run of keysyms from `start` whose missing ones fit on at most `most` keycodes, none of them in `avoid`. */
-function takeSegment(keysyms: readonly number[], start: number, map: KeycodeMap, avoid: ReadonlySet<number>, most: number): { end: number; plan: Segment['assign'] } {
+function takeSegment(
+  keysyms: readonly number[],
+  start: number,
+  map: KeycodeMap,
+  avoid: ReadonlySet<number>,
+  most: number,
+): { end: number; plan: Segment['assign'] } {
   const wanted = new Set<number>();
   const reachable = reachableKeysyms(map);
   let plan: Segment['assign'] = [];
@@ -101,7 +111,11 @@ function assignments(wanted: Set<number>, map: KeycodeMap, reachable: Set<number
   if (missing.length === 0) return [];
   const inUse = (syms: number[]) => syms.some((k) => wanted.has(k));
   // From the top down, as Xvnc picks them (the lowest keycodes are the oddest to toolkits).
-  const codes = (keep: (syms: number[]) => boolean) => [...map].filter(([code, syms]) => !avoid.has(code) && keep(syms)).map(([code]) => code).sort((a, b) => b - a);
+  const codes = (keep: (syms: number[]) => boolean) =>
+    [...map]
+      .filter(([code, syms]) => !avoid.has(code) && keep(syms))
+      .map(([code]) => code)
+      .sort((a, b) => b - a);
   const free = codes((syms) => syms.every((k) => k === 0));
   const reusable = codes((syms) => !inUse(syms) && onlyAdded(syms));
   const usable = [...free, ...reusable];

@@ -84,7 +84,9 @@ export async function handshake(socket: net.Socket, reader: ByteReader): Promise
 /** A screen size the helper will hold a framebuffer for; an error that says why otherwise. */
 export function checkScreen(width: number, height: number): { width: number; height: number } {
   if (width === 0 || height === 0 || width > MAX_SCREEN_SIDE || height > MAX_SCREEN_SIDE || width * height > MAX_SCREEN_PIXELS) {
-    throw new Error(`the desktop announced a ${width}×${height} screen, outside what Grove takes (at most ${MAX_SCREEN_SIDE} a side, ${MAX_SCREEN_PIXELS} pixels)`);
+    throw new Error(
+      `the desktop announced a ${width}×${height} screen, outside what Grove takes (at most ${MAX_SCREEN_SIDE} a side, ${MAX_SCREEN_PIXELS} pixels)`,
+    );
   }
   return { width, height };
 }

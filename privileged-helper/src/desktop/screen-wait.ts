@@ -40,4 +40,3 @@ export function waitForScreen(s: RfbSession, until: 'still' | 'changed', quietMs
     const timeout = setTimeout(() => finish(false), timeoutMs);
   });
 }
-

@@ -122,6 +122,9 @@ export class SessionPool {
   private drop(id: string, entry: Entry): void {
     if (this.entries.get(id) === entry) this.entries.delete(id);
     if (entry.idle) clearTimeout(entry.idle);
-    entry.session.then((s) => s.close(), () => undefined);
+    entry.session.then(
+      (s) => s.close(),
+      () => undefined,
+    );
   }
 }

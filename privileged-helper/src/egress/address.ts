@@ -103,7 +103,7 @@ export function inRange(a: Address, r: Range): boolean {
   const x = effective(a);
   if (x.family !== r.address.family) return false;
   for (let bit = 0; bit < r.prefix; bit++) {
-    const mask = 0x80 >> bit % 8;
+    const mask = 0x80 >> (bit % 8);
     if ((x.bytes[bit >> 3]! & mask) !== (r.address.bytes[bit >> 3]! & mask)) return false;
   }
   return true;

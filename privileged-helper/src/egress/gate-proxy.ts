@@ -100,7 +100,13 @@ export class GateProxy {
 
   private async onRequest(branch: GateBranch, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const method = req.method ?? 'GET';
-    const admitted = await this.admit(branch, () => parseProxyUrl(req.url ?? ''), method, res, (...a) => sendHttp(res, ...a));
+    const admitted = await this.admit(
+      branch,
+      () => parseProxyUrl(req.url ?? ''),
+      method,
+      res,
+      (...a) => sendHttp(res, ...a),
+    );
     if (!admitted) return;
     const { target, ip } = admitted;
     const upstream = http.request({
@@ -129,7 +135,13 @@ export class GateProxy {
 
   private async onConnect(branch: GateBranch, req: http.IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     socket.on('error', () => socket.destroy());
-    const admitted = await this.admit(branch, () => parseConnectTarget(req.url ?? ''), 'CONNECT', socket, (...a) => sendRaw(socket, ...a));
+    const admitted = await this.admit(
+      branch,
+      () => parseConnectTarget(req.url ?? ''),
+      'CONNECT',
+      socket,
+      (...a) => sendRaw(socket, ...a),
+    );
     if (!admitted) return;
     const { target, ip } = admitted;
     const upstream = net.connect({ host: ip, port: target.port });

@@ -196,7 +196,12 @@ export class EgressGate {
         };
       }
       if (d.verdict === 'rejected') {
-        return { ok: false, status: 403, verdict: 'rejected', message: `Grove gate: ${method} ${formatRule(target)} was denied by ${d.by}; request ${info.id}\n` };
+        return {
+          ok: false,
+          status: 403,
+          verdict: 'rejected',
+          message: `Grove gate: ${method} ${formatRule(target)} was denied by ${d.by}; request ${info.id}\n`,
+        };
       }
     } else {
       this.record(branch, target, method, null, 'allowed', 'policy', null);
@@ -214,7 +219,8 @@ export class EgressGate {
       action: { kind: 'egress.connection', host: target.host, port: target.port, method, url: target.url, held: reason, address: describeAddress(target.host) },
       branch: { id: branch.id, name: branch.name, treeId: branch.treeId },
       requestedBy: null,
-      reason: reason === 'destination' ? `${dest} is not on ${branch.name}'s allow list` : `${method} changes something, and ${branch.name} holds such requests`,
+      reason:
+        reason === 'destination' ? `${dest} is not on ${branch.name}'s allow list` : `${method} changes something, and ${branch.name} holds such requests`,
       effect: `${what} from ${branch.name} is let through (always: ${dest} also joins its allow list)`,
       preview: NO_PREVIEW,
       timeoutMs: this.o.holdTimeoutMs,

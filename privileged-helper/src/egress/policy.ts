@@ -106,7 +106,10 @@ function checkPort(text: string): number {
 /** GROVE_GATE_HOSTS='name=ip,name2=ip2' (tests): names the gate resolves without DNS. */
 export function parseHostsMap(text: string | undefined): Map<string, string> {
   const map = new Map<string, string>();
-  for (const item of (text ?? '').split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const item of (text ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const [name, ip] = item.split('=').map((s) => s.trim().toLowerCase());
     if (!name || !ip || !net.isIP(ip)) throw new Error(`GROVE_GATE_HOSTS: expected name=ip, got '${item}'`);
     map.set(name, ip);
@@ -124,7 +127,9 @@ export function parseCidr(text: string): Cidr {
 }
 
 /** Always refused: loopback, unspecified, link-local, multicast, broadcast (v4 and v6). */
-const ALWAYS_FORBIDDEN: Cidr[] = ['0.0.0.0/8', '127.0.0.0/8', '169.254.0.0/16', '224.0.0.0/4', '240.0.0.0/4', '::/128', '::1/128', 'fe80::/10', 'ff00::/8'].map(parseRange);
+const ALWAYS_FORBIDDEN: Cidr[] = ['0.0.0.0/8', '127.0.0.0/8', '169.254.0.0/16', '224.0.0.0/4', '240.0.0.0/4', '::/128', '::1/128', 'fe80::/10', 'ff00::/8'].map(
+  parseRange,
+);
 
 /**
  * Why the gate must refuse to connect to `ip`, or null. `extra` holds Grove's

@@ -123,7 +123,16 @@ export class ExecService {
     // /bin/sh (the command's environment is set by the inner env -i).
     const line = shellJoin(['exec', 'env', '-i', ...envVars(req.env), ...literalCommand(argv)]);
     const [file, args] = this.enter(target, DEFAULT_CWD, false, [
-      'env', '-i', CONTAINER_PATH, 'SHELL=/bin/sh', 'script', '--quiet', '--return', '--command', line, '/dev/null',
+      'env',
+      '-i',
+      CONTAINER_PATH,
+      'SHELL=/bin/sh',
+      'script',
+      '--quiet',
+      '--return',
+      '--command',
+      line,
+      '/dev/null',
     ]);
     const term = pty.spawn(file, args, { name: 'xterm-256color', cols: req.cols, rows: req.rows, env: { ...TOOL_ENV } });
     this.sessions.set(session, { term, owner, target, command: argv.join(' ').slice(0, 80) });
@@ -235,7 +244,13 @@ function literalCommand(argv: readonly string[]): string[] {
 
 async function checkTarget(target: ExecTarget): Promise<void> {
   if (!Number.isInteger(target.pid) || target.pid <= 1) throw new GroveError('E_HOST', `bad workspace init pid ${target.pid}`);
-  const alive = target.pidStart == null ? await readFile(`/proc/${target.pid}/stat`).then(() => true, () => false) : await isSameProcess(target.pid, target.pidStart);
+  const alive =
+    target.pidStart == null
+      ? await readFile(`/proc/${target.pid}/stat`).then(
+          () => true,
+          () => false,
+        )
+      : await isSameProcess(target.pid, target.pidStart);
   if (!alive) throw new GroveError('E_CONFLICT', `workspace init (pid ${target.pid}) is gone`);
 }
 

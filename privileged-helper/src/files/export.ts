@@ -32,7 +32,11 @@ export class Exporter {
   async export(target: ExecTarget, req: ExportRequest, caller: Caller): Promise<ExportResult> {
     const origin = req.origin;
     if (!origin) throw new GroveError('E_PRECONDITION', `'${req.branch.name}' has no project to export: its workspace was made without --project`);
-    if (!origin.commit) throw new GroveError('E_PRECONDITION', `the project of '${req.branch.name}' (${origin.hostPath}) was not a git repository's top when it was copied: there is no commit to build on`);
+    if (!origin.commit)
+      throw new GroveError(
+        'E_PRECONDITION',
+        `the project of '${req.branch.name}' (${origin.hostPath}) was not a git repository's top when it was copied: there is no commit to build on`,
+      );
     const git = await Git.as(caller, req.to.kind === 'git' ? req.to.repo : origin.hostPath);
     await git.requireCommit(origin.commit);
     if (req.to.kind === 'git') await git.requireNewBranch(req.to.branch, req.to.force ?? false);
@@ -53,7 +57,12 @@ export class Exporter {
       if (treeId === (await git.run(['rev-parse', `${origin.commit}^{tree}`], env)).trim()) {
         throw new GroveError('E_PRECONDITION', `'${req.branch.name}' changed nothing in its project since ${origin.commit.slice(0, 12)}: nothing to export`);
       }
-      const commit = (await git.run(['commit-tree', treeId, '-p', origin.commit, '-m', req.message ?? defaultMessage(req)], { ...env, ...(await git.identities(req.branch.madeBy)) })).trim();
+      const commit = (
+        await git.run(['commit-tree', treeId, '-p', origin.commit, '-m', req.message ?? defaultMessage(req)], {
+          ...env,
+          ...(await git.identities(req.branch.madeBy)),
+        })
+      ).trim();
       const files = (await git.run(['diff-tree', '--no-commit-id', '--name-only', '-r', commit], env)).split('\n').filter(Boolean).length;
       if (req.to.kind === 'git') {
         await git.run(['update-ref', '-m', `grove export of '${req.branch.name}'`, `refs/heads/${req.to.branch}`, commit]);
@@ -85,16 +94,21 @@ class Git {
 
   async requireCommit(commit: string): Promise<void> {
     if ((await this.run(['cat-file', '-e', `${commit}^{commit}`], {}, true)) === null) {
-      throw new GroveError('E_PRECONDITION', `${this.repo} has no commit ${commit.slice(0, 12)}, which the project was copied at: export into a clone that has it`);
+      throw new GroveError(
+        'E_PRECONDITION',
+        `${this.repo} has no commit ${commit.slice(0, 12)}, which the project was copied at: export into a clone that has it`,
+      );
     }
   }
 
   async requireNewBranch(branch: string, force: boolean): Promise<void> {
-    if ((await this.run(['check-ref-format', '--branch', branch], {}, true)) === null) throw new GroveError('E_INVALID_PARAMS', `'${branch}' is not a branch name git takes`);
+    if ((await this.run(['check-ref-format', '--branch', branch], {}, true)) === null)
+      throw new GroveError('E_INVALID_PARAMS', `'${branch}' is not a branch name git takes`);
     const exists = (await this.run(['show-ref', '--verify', '--quiet', `refs/heads/${branch}`], {}, true)) !== null;
     if (exists && !force) throw new GroveError('E_CONFLICT', `${this.repo} has a branch '${branch}' already: choose another name, or --force to replace it`);
     const current = (await this.run(['symbolic-ref', '--quiet', '--short', 'HEAD'], {}, true))?.trim();
-    if (exists && current === branch) throw new GroveError('E_CONFLICT', `'${branch}' is the branch checked out in ${this.repo}: export to another (its checkout is never touched)`);
+    if (exists && current === branch)
+      throw new GroveError('E_CONFLICT', `'${branch}' is the branch checked out in ${this.repo}: export to another (its checkout is never touched)`);
   }
 
   async objectsDir(): Promise<string> {

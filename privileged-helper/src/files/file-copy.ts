@@ -84,7 +84,12 @@ export class FileCopy {
   constructor(private readonly d: CopyDeps) {}
 
   /** Copies the caller's `from` into the branch at `to`; `as`: `to` becomes it (a project) rather than receiving it. */
-  async copyIn(target: ExecTarget, what: { branch: string; from: string; to: string; as?: boolean }, caller: Caller, progress?: CopyProgress): Promise<CopyResult> {
+  async copyIn(
+    target: ExecTarget,
+    what: { branch: string; from: string; to: string; as?: boolean },
+    caller: Caller,
+    progress?: CopyProgress,
+  ): Promise<CopyResult> {
     const started = Date.now();
     const source = await callerPath(caller, what.from);
     const total = await callerBytes(caller, source);

@@ -24,7 +24,9 @@ export async function projectOrigin(caller: Caller, hostPath: string, path: stri
   const found = await callerPath(caller, hostPath);
   if (found.kind !== 'directory') throw new GroveError('E_INVALID_PARAMS', `${hostPath} is a file: a project is a folder (copy a file in with grove cp)`);
   const bytes = await callerBytes(caller, found);
-  await requireSpace(`copying the project ${found.real}`, [{ where: 'the pool', dir: poolDir, bytes: bytes + BRANCH_HEADROOM_BYTES, why: `the project (${mib(bytes)} MiB) and the workspace's first writes` }]);
+  await requireSpace(`copying the project ${found.real}`, [
+    { where: 'the pool', dir: poolDir, bytes: bytes + BRANCH_HEADROOM_BYTES, why: `the project (${mib(bytes)} MiB) and the workspace's first writes` },
+  ]);
   const git = async (...args: string[]) => {
     const [file, argv] = await asCaller(caller, ['git', '-c', `safe.directory=${found.real}`, '-C', found.real, ...args]);
     const res = await run(file, argv, { allowFailure: true });

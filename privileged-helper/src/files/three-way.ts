@@ -32,7 +32,8 @@ export async function mergeText(sides: TextSides, labels: { target: string; sour
       cwd: dir,
       allowFailure: true,
     });
-    if (res.exitCode < 0 || res.exitCode > 127) throw new GroveError('E_HOST', `git merge-file: exit ${res.exitCode}: ${res.stderr.trim().split('\n').slice(-3).join('; ')}`);
+    if (res.exitCode < 0 || res.exitCode > 127)
+      throw new GroveError('E_HOST', `git merge-file: exit ${res.exitCode}: ${res.stderr.trim().split('\n').slice(-3).join('; ')}`);
     return { text: Buffer.from(res.stdout, 'utf8'), conflicts: res.exitCode };
   } finally {
     await rm(dir, { recursive: true, force: true });

@@ -35,7 +35,11 @@ export class Crun {
   /** Starts the container; its init is forked by crun inside `cgroups` (and KSM-mergeable), so it inherits both. */
   async start(containerId: string, bundleDir: string, cgroups: readonly string[], mergeable: boolean): Promise<number> {
     const pidFile = path.join(bundleDir, 'init.pid'); // absolute: crun resolves relative paths against the bundle
-    const [file, args] = this.launcher.onHost(cgroups, mergeable, this.argv(['run', '--detach', '--bundle', bundleDir, '--pid-file', pidFile, containerId]).flat());
+    const [file, args] = this.launcher.onHost(
+      cgroups,
+      mergeable,
+      this.argv(['run', '--detach', '--bundle', bundleDir, '--pid-file', pidFile, containerId]).flat(),
+    );
     // stdin a pipe, never /dev/null: in a user namespace crun hands its stdio to the container's root (fchown).
     await run(file, args, { timeoutMs: 30_000, input: '' });
     const state = await this.state(containerId);
@@ -52,7 +56,10 @@ export class Crun {
 
   async list(): Promise<string[]> {
     const res = await this.crun(['list', '--quiet'], { allowFailure: true });
-    return res.stdout.split('\n').map((s) => s.trim()).filter(Boolean);
+    return res.stdout
+      .split('\n')
+      .map((s) => s.trim())
+      .filter(Boolean);
   }
 
   /** Forgets the container (and kills what is left of it). Missing is fine. */

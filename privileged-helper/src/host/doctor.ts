@@ -40,9 +40,9 @@ export class Doctor {
       await present('netns', '/proc/self/ns/net', 'network namespaces'),
       await present('grove-enter', this.config.groveEnter, 'grove-enter (branch processes caged: cgroups, capabilities, seccomp; KSM-mergeable)'),
       await present('grove-mount', this.config.groveMount, 'grove-mount (idmapped mounts: branches in user namespaces)'),
-      await present('grove-netlock', this.config.groveNetlock, 'grove-netlock (a branch\'s network silent while CRIU restores it)'),
-      await present('grove-spawn', this.config.groveSpawn, 'grove-spawn (starts the helper\'s programs without stalling it)'),
-      await present('grove-action', this.config.groveAction, 'grove-action (what CRIU does at a fork\'s freeze, thaw and resume)'),
+      await present('grove-netlock', this.config.groveNetlock, "grove-netlock (a branch's network silent while CRIU restores it)"),
+      await present('grove-spawn', this.config.groveSpawn, "grove-spawn (starts the helper's programs without stalling it)"),
+      await present('grove-action', this.config.groveAction, "grove-action (what CRIU does at a fork's freeze, thaw and resume)"),
       await present('inroot', inrootAddonPath(process.env), "inroot.node (a branch's files opened inside its root, whatever links it plants)"),
       await limitsEnforced(),
       diskLimits(this.quota.mode, this.config.diskQuota),
@@ -87,8 +87,17 @@ export function versionAtLeast(version: string, min: readonly number[]): boolean
 
 /** CRIU's kernel-probe cache (criu/kdat-cache.ts): without it every dump and restore probes the kernel again. */
 async function kdatCache(): Promise<DoctorCheck> {
-  const ok = await access(KDAT_CACHE).then(() => true, () => false);
-  return { name: 'criu cache', ok, detail: ok ? `${KDAT_CACHE} (CRIU's kernel probe, saved)` : `no ${KDAT_CACHE}: every CRIU run probes the kernel again (~40 ms, more under load); the helper writes it at start` };
+  const ok = await access(KDAT_CACHE).then(
+    () => true,
+    () => false,
+  );
+  return {
+    name: 'criu cache',
+    ok,
+    detail: ok
+      ? `${KDAT_CACHE} (CRIU's kernel probe, saved)`
+      : `no ${KDAT_CACHE}: every CRIU run probes the kernel again (~40 ms, more under load); the helper writes it at start`,
+  };
 }
 
 /** The helper (this process) does not die with the terminal or login that started it. */
@@ -126,21 +135,29 @@ function diskLimits(mode: QuotaMode, wanted: boolean): DoctorCheck {
     full: "each branch's disk limit holds: full btrfs qgroups on the pool (enabled before Grove; snapshots cost more than with simple quotas)",
     off: wanted
       ? 'no quotas on the pool: a branch can fill it (simple quotas need Linux ≥ 6.7 and grove-quota, built by build/host/setup.sh; the helper log says why)'
-      : 'no quotas on the pool (GROVE_BENCH_NO_DISK_QUOTA: the benchmark\'s comparison instance)',
+      : "no quotas on the pool (GROVE_BENCH_NO_DISK_QUOTA: the benchmark's comparison instance)",
   };
   return { name: 'disk limits', ok: mode !== 'off' || !wanted, detail: detail[mode] };
 }
 
 /** Which of a branch's limits this host enforces: one cgroup v1 controller each (cgroups.ts). */
 async function limitsEnforced(): Promise<DoctorCheck> {
-  const found = await Promise.all(CONTROLLERS.map((c) => access(path.join(CGROUP_ROOT, c, 'cgroup.procs')).then(() => c, () => null)));
+  const found = await Promise.all(
+    CONTROLLERS.map((c) =>
+      access(path.join(CGROUP_ROOT, c, 'cgroup.procs')).then(
+        () => c,
+        () => null,
+      ),
+    ),
+  );
   const missing = CONTROLLERS.filter((_, i) => found[i] === null);
   const words: Record<(typeof CONTROLLERS)[number], string> = { memory: 'memory', pids: 'processes', cpu: 'CPU weight', devices: 'device allow list' };
   return {
     name: 'limits',
     ok: missing.length === 0,
-    detail: missing.length === 0
-      ? `enforced per branch with cgroup v1: ${CONTROLLERS.map((c) => words[c]).join(', ')}`
-      : `no cgroup v1 ${missing.join(', ')} controller: those limits cannot be enforced`,
+    detail:
+      missing.length === 0
+        ? `enforced per branch with cgroup v1: ${CONTROLLERS.map((c) => words[c]).join(', ')}`
+        : `no cgroup v1 ${missing.join(', ')} controller: those limits cannot be enforced`,
   };
 }

@@ -52,7 +52,9 @@ export class Forwarder {
       if (Date.now() - this.refusedSaidAt > 60_000) {
         this.refusedSaidAt = Date.now();
         const where = this.hostPort === null ? 'the desktop socket' : `127.0.0.1:${this.hostPort}`;
-        this.log(`${where} -> ${this.target.host}:${this.target.port}: refusing connections: ${open} open here, ${totalOpen} in all (at most ${MAX_CONNECTIONS_PER_FORWARDER} here, ${maxTotalConnections()} in all)`);
+        this.log(
+          `${where} -> ${this.target.host}:${this.target.port}: refusing connections: ${open} open here, ${totalOpen} in all (at most ${MAX_CONNECTIONS_PER_FORWARDER} here, ${maxTotalConnections()} in all)`,
+        );
       }
       return;
     }

@@ -67,7 +67,11 @@ export class KernelTier {
       if (failure) return { loaded: false, sharing: false, memory: copiedBecause(failure) };
     }
     if (!(await exists(this.paths.tool))) {
-      return { loaded: true, sharing: false, memory: copiedBecause(`${MODULE} is loaded but its holder ${this.paths.tool} is not built (build/host/setup.sh)`) };
+      return {
+        loaded: true,
+        sharing: false,
+        memory: copiedBecause(`${MODULE} is loaded but its holder ${this.paths.tool} is not built (build/host/setup.sh)`),
+      };
     }
     return { loaded: true, sharing: true, memory: SHARED };
   }
@@ -90,13 +94,20 @@ export class KernelTier {
 
 /** null when loaded; else why not, in the kernel's words (grove_share says why it refuses). */
 async function loadWithInsmod(module: string): Promise<string | null> {
-  const result = await run('insmod', [module], { allowFailure: true, timeoutMs: 30_000 }).catch((err: Error) => ({ exitCode: 1, stdout: '', stderr: err.message }));
+  const result = await run('insmod', [module], { allowFailure: true, timeoutMs: 30_000 }).catch((err: Error) => ({
+    exitCode: 1,
+    stdout: '',
+    stderr: err.message,
+  }));
   if (result.exitCode === 0) return null;
   return `insmod ${module} failed: ${(result.stderr || result.stdout).trim().split('\n').pop() ?? 'no output'} (the kernel log says more)`;
 }
 
 function exists(file: string): Promise<boolean> {
-  return access(file).then(() => true, () => false);
+  return access(file).then(
+    () => true,
+    () => false,
+  );
 }
 
 /** Where setup puts the module built for the running kernel. */

@@ -5,7 +5,12 @@ import { run } from './run.js';
 /** Mount points (decoded) currently in the helper's mount namespace. */
 export async function mountPoints(): Promise<Set<string>> {
   const table = await readFile('/proc/self/mounts', 'utf8');
-  return new Set(table.split('\n').flatMap((l) => { const field = l.split(' ')[1]; return field ? [decodeMountPath(field)] : []; }));
+  return new Set(
+    table.split('\n').flatMap((l) => {
+      const field = l.split(' ')[1];
+      return field ? [decodeMountPath(field)] : [];
+    }),
+  );
 }
 
 export async function isMounted(path: string): Promise<boolean> {

@@ -111,7 +111,12 @@ export async function createNetwork(plan: NetPlan): Promise<void> {
   });
   await run('ip', ['netns', 'exec', plan.netns, 'nft', '-f', '-'], { input: firewallRules(plan) });
   await run('ip', ['-n', plan.netns, '-batch', '-'], {
-    input: batch(['link set lo up', `addr add ${plan.containerAddress}/30 dev eth0`, 'link set eth0 up', `route replace default via ${plan.hostAddress} dev eth0`]),
+    input: batch([
+      'link set lo up',
+      `addr add ${plan.containerAddress}/30 dev eth0`,
+      'link set eth0 up',
+      `route replace default via ${plan.hostAddress} dev eth0`,
+    ]),
   });
 }
 

@@ -20,7 +20,16 @@ import { snapshot } from './btrfs.js';
 import { run } from './run.js';
 
 /** What a build's RUN steps never get: leaving the chroot, devices, raw packets, file capabilities, the kernel's audit and modules. */
-const BUILD_CAPS_DROPPED = ['CAP_SYS_CHROOT', 'CAP_MKNOD', 'CAP_NET_RAW', 'CAP_SETFCAP', 'CAP_AUDIT_WRITE', 'CAP_SYS_ADMIN', 'CAP_SYS_MODULE', 'CAP_SYS_PTRACE'];
+const BUILD_CAPS_DROPPED = [
+  'CAP_SYS_CHROOT',
+  'CAP_MKNOD',
+  'CAP_NET_RAW',
+  'CAP_SETFCAP',
+  'CAP_AUDIT_WRITE',
+  'CAP_SYS_ADMIN',
+  'CAP_SYS_MODULE',
+  'CAP_SYS_PTRACE',
+];
 
 const BUILD_TIMEOUT_MS = 60 * 60_000;
 const COPY_TIMEOUT_MS = 30 * 60_000;
@@ -55,16 +64,26 @@ export class OciStore {
   }
 
   /** Builds `containerfile` in `context` (a copy of the caller's folder) into `reference`; each line of buildah's output goes to onLine. */
-  async build(o: { containerfile: string; context: string; reference: string; buildArgs: Record<string, string>; onLine: (line: string) => void }): Promise<void> {
+  async build(o: {
+    containerfile: string;
+    context: string;
+    reference: string;
+    buildArgs: Record<string, string>;
+    onLine: (line: string) => void;
+  }): Promise<void> {
     await this.buildah(
       [
         'build',
-        '--isolation', 'chroot',
+        '--isolation',
+        'chroot',
         ...BUILD_CAPS_DROPPED.flatMap((c) => ['--cap-drop', c]),
         '--layers',
-        '--format', 'oci',
-        '--file', o.containerfile,
-        '--tag', o.reference,
+        '--format',
+        'oci',
+        '--file',
+        o.containerfile,
+        '--tag',
+        o.reference,
         ...Object.entries(o.buildArgs).flatMap(([k, v]) => ['--build-arg', `${k}=${v}`]),
         '--',
         o.context,
@@ -75,7 +94,9 @@ export class OciStore {
 
   /** Copies an image from `source` (a skopeo transport) to an OCI layout folder, as it is: nothing is unpacked. */
   async fetch(source: string, layoutDir: string, credentials: Credentials | undefined, onLine: (line: string) => void): Promise<void> {
-    await this.withAuth(source, credentials, (auth) => run('skopeo', ['copy', ...auth, '--', source, `oci:${layoutDir}:image`], { timeoutMs: COPY_TIMEOUT_MS, onLine }));
+    await this.withAuth(source, credentials, (auth) =>
+      run('skopeo', ['copy', ...auth, '--', source, `oci:${layoutDir}:image`], { timeoutMs: COPY_TIMEOUT_MS, onLine }),
+    );
   }
 
   /** Unpacks an OCI layout folder's image into the storage as `reference`: containers-storage writes each new layer into its own subvolume. */

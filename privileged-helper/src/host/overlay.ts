@@ -67,7 +67,10 @@ export type BranchMount =
 export async function makeMounts(groveMount: string, mounts: readonly BranchMount[]): Promise<void> {
   const args = mounts.map(mountArgs); // every path checked before anything is touched
   for (const m of mounts) await prepareTarget(m);
-  await run(groveMount, args.flatMap((a, i) => (i === 0 ? a : ['+', ...a])));
+  await run(
+    groveMount,
+    args.flatMap((a, i) => (i === 0 ? a : ['+', ...a])),
+  );
 }
 
 function mountArgs(m: BranchMount): string[] {

@@ -82,7 +82,9 @@ class Collected {
   /** All of it, without one final newline (as execa's stripFinalNewline). */
   end(): string {
     if (this.partial) this.onLine?.(this.partial);
-    return Buffer.concat(this.chunks).toString('utf8').replace(/\r?\n$/, '');
+    return Buffer.concat(this.chunks)
+      .toString('utf8')
+      .replace(/\r?\n$/, '');
   }
 }
 

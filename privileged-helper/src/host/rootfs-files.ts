@@ -63,4 +63,3 @@ export async function writeInside(rootfs: string, rel: string, text: string, own
     await fh.close();
   }
 }
-

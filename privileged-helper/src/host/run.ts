@@ -51,7 +51,12 @@ export async function run(file: string, args: readonly string[], opts: RunOption
     onLine: opts.onLine,
   });
   // A program that could not start says why where its own words would be.
-  const result = { exitCode: res.exitCode, signal: res.signal, stdout: res.stdout, stderr: res.startFailure ? `could not start: ${res.startFailure}` : res.stderr };
+  const result = {
+    exitCode: res.exitCode,
+    signal: res.signal,
+    stdout: res.stdout,
+    stderr: res.startFailure ? `could not start: ${res.startFailure}` : res.stderr,
+  };
   if (result.exitCode !== 0 && !opts.allowFailure) {
     const why = res.timedOut ? 'timed out' : res.signal ? `killed by ${res.signal}` : res.startFailure ? null : `exit ${result.exitCode}`;
     const output = (result.stderr || result.stdout).trim().split('\n').slice(-6).join('\n');

@@ -68,7 +68,11 @@ export class ImageService {
   get(name: string): Image {
     const all = this.d.registry.listImages();
     const record = all.find((r) => r.name === name) ?? (name === DESKTOP_IMAGE ? absent(name) : null);
-    if (!record) throw new GroveError('E_NOT_FOUND', `no image '${name}': build it (grove image build ${name} -f Containerfile) or pull it (grove image pull ${name} REF)`);
+    if (!record)
+      throw new GroveError(
+        'E_NOT_FOUND',
+        `no image '${name}': build it (grove image build ${name} -f Containerfile) or pull it (grove image pull ${name} REF)`,
+      );
     return this.view(record, all);
   }
 
@@ -115,17 +119,23 @@ export class ImageService {
     await this.exclusively(p.name, () =>
       this.inIncoming(`pull-${p.name}`, async (job) => {
         const archive = archivePathOf(p.ref);
-        const source = archive ? `${archive.transport}:${await stageFromCaller(caller, await this.callerFile(caller, archive.path, archive.transport === 'oci' ? 'directory' : 'file'), job)}` : p.ref;
+        const source = archive
+          ? `${archive.transport}:${await stageFromCaller(caller, await this.callerFile(caller, archive.path, archive.transport === 'oci' ? 'directory' : 'file'), job)}`
+          : p.ref;
         progress('fetch', `fetching ${p.ref}`);
         const layout = path.join(job, 'layout');
-        await this.d.store.fetch(source, layout, p.credentials, (line) => progress('fetch', line)).catch((err: unknown) => {
-          throw explainFetchFailure(p.ref, err);
-        });
+        await this.d.store
+          .fetch(source, layout, p.credentials, (line) => progress('fetch', line))
+          .catch((err: unknown) => {
+            throw explainFetchFailure(p.ref, err);
+          });
         await this.requireRoomToUnpack(layout, p.name, progress);
         progress('unpack', 'unpacking the layers into the pool');
-        await this.d.store.unpack(layout, this.d.store.reference(p.name), (line) => progress('unpack', line)).catch((err: unknown) => {
-          throw unpackRefused(p.name, err);
-        });
+        await this.d.store
+          .unpack(layout, this.d.store.reference(p.name), (line) => progress('unpack', line))
+          .catch((err: unknown) => {
+            throw unpackRefused(p.name, err);
+          });
         await this.adopt(p.name, 'pull', p.ref, progress);
       }),
     );
@@ -136,9 +146,11 @@ export class ImageService {
   async push(p: { name: string; ref: string; credentials?: Credentials }, progress: ProgressFn): Promise<{ ref: string; digest: string }> {
     const reference = await this.referenceOf(p.name, progress);
     progress('push', `pushing ${p.name} to ${p.ref}`);
-    const digest = await this.d.store.push(reference, p.ref, p.credentials, path.join(this.d.pool.incoming, `push-${p.name}-${Date.now()}.digest`)).catch((err: unknown) => {
-      throw explainFetchFailure(p.ref, err);
-    });
+    const digest = await this.d.store
+      .push(reference, p.ref, p.credentials, path.join(this.d.pool.incoming, `push-${p.name}-${Date.now()}.digest`))
+      .catch((err: unknown) => {
+        throw explainFetchFailure(p.ref, err);
+      });
     progress('done', `pushed ${p.name} to ${p.ref} (${digest})`);
     return { ref: p.ref, digest };
   }
@@ -182,7 +194,11 @@ export class ImageService {
       const built = await this.d.recipes.build(name, current, { rebuild }, progress);
       const changed = built.id !== current?.id;
       // A new build of the desktop is a new grove/desktop too: made again when a Containerfile needs it.
-      this.d.registry.putImage(changed ? { ...built, reference: null } : { ...built, reference: current?.reference ?? null, digest: current?.digest ?? null, layers: current?.layers ?? [] });
+      this.d.registry.putImage(
+        changed
+          ? { ...built, reference: null }
+          : { ...built, reference: current?.reference ?? null, digest: current?.digest ?? null, layers: current?.layers ?? [] },
+      );
       progress('done', `image '${name}' is ready`);
     } catch (err) {
       this.d.registry.putImage({ ...(this.d.registry.getImage(name) ?? absent(name)), state: 'failed' });
@@ -201,7 +217,13 @@ export class ImageService {
       const stagedFile = await stageFromCaller(caller, containerfile, path.join(job, 'file'));
       if (await startsFromDesktop(stagedFile)) await this.referenceOf(DESKTOP_IMAGE, progress);
       progress('build', `building ${name} from ${containerfile.real}`);
-      await this.d.store.build({ containerfile: stagedFile, context: stagedContext, reference: this.d.store.reference(name), buildArgs: p.buildArgs ?? {}, onLine: (line) => progress('build', line) });
+      await this.d.store.build({
+        containerfile: stagedFile,
+        context: stagedContext,
+        reference: this.d.store.reference(name),
+        buildArgs: p.buildArgs ?? {},
+        onLine: (line) => progress('build', line),
+      });
       await this.adopt(name, 'containerfile', containerfile.real, progress);
     });
   }
@@ -220,7 +242,20 @@ export class ImageService {
     if (fresh) await this.d.store.snapshotFiles(reference, lower);
     try {
       const missing = await missingForDesktop(lower);
-      this.d.registry.putImage({ name, state: 'ready', origin, source, reference, id: stored.id, digest: stored.digest, layers: stored.layers, builtAt: new Date().toISOString(), sizeBytes: await diskUsage(lower), lower, missing });
+      this.d.registry.putImage({
+        name,
+        state: 'ready',
+        origin,
+        source,
+        reference,
+        id: stored.id,
+        digest: stored.digest,
+        layers: stored.layers,
+        builtAt: new Date().toISOString(),
+        sizeBytes: await diskUsage(lower),
+        lower,
+        missing,
+      });
     } catch (err) {
       throw await undoAfter(err, [() => (fresh ? btrfs.deleteSubvolume(lower) : undefined)]);
     }
@@ -234,14 +269,18 @@ export class ImageService {
     progress('check', 'measuring what the layers unpack to');
     const bytes = await unpackedBytes(layout, Math.max(0, room));
     if (bytes > room) {
-      throw new GroveError('E_NO_SPACE', `image '${name}' unpacks to more than ${mib(Math.max(0, room))} MiB, and the pool has ${mib(room + UNPACK_MARGIN_BYTES)} MiB free: nothing was unpacked`);
+      throw new GroveError(
+        'E_NO_SPACE',
+        `image '${name}' unpacks to more than ${mib(Math.max(0, room))} MiB, and the pool has ${mib(room + UNPACK_MARGIN_BYTES)} MiB free: nothing was unpacked`,
+      );
     }
   }
 
   /** The caller's file or folder, as they see it; a clear error if it is the other kind. */
   private async callerFile(caller: Caller, p: string, kind: CallerPath['kind']): Promise<CallerPath> {
     const found = await callerPath(caller, p);
-    if (found.kind !== kind) throw new GroveError('E_INVALID_PARAMS', `${p} is a ${found.kind === 'file' ? 'file' : 'folder'}, not a ${kind === 'file' ? 'file' : 'folder'}`);
+    if (found.kind !== kind)
+      throw new GroveError('E_INVALID_PARAMS', `${p} is a ${found.kind === 'file' ? 'file' : 'folder'}, not a ${kind === 'file' ? 'file' : 'folder'}`);
     return found;
   }
 
@@ -250,7 +289,8 @@ export class ImageService {
     const inUse = await this.d.lowersInUse();
     for (const entry of await readdir(this.d.pool.images)) {
       const sub = path.join(this.d.pool.images, entry);
-      if (entry.startsWith(`${name}-`) && /^[0-9a-f]{16}$/.test(entry.slice(name.length + 1)) && sub !== keep && !inUse.has(sub)) await btrfs.deleteSubvolume(sub);
+      if (entry.startsWith(`${name}-`) && /^[0-9a-f]{16}$/.test(entry.slice(name.length + 1)) && sub !== keep && !inUse.has(sub))
+        await btrfs.deleteSubvolume(sub);
     }
   }
 
@@ -294,11 +334,28 @@ export class ImageService {
 }
 
 function absent(name: string): ImageRecord {
-  return { name, state: 'absent', origin: 'recipe', source: null, reference: null, id: null, digest: null, layers: [], builtAt: null, sizeBytes: null, lower: null, missing: [] };
+  return {
+    name,
+    state: 'absent',
+    origin: 'recipe',
+    source: null,
+    reference: null,
+    id: null,
+    digest: null,
+    layers: [],
+    builtAt: null,
+    sizeBytes: null,
+    lower: null,
+    missing: [],
+  };
 }
 
 function refuseDesktopName(name: string): void {
-  if (name === DESKTOP_IMAGE) throw new GroveError('E_INVALID_PARAMS', `'${DESKTOP_IMAGE}' is Grove's own image, built from its recipe: give yours another name (FROM grove/desktop starts from it)`);
+  if (name === DESKTOP_IMAGE)
+    throw new GroveError(
+      'E_INVALID_PARAMS',
+      `'${DESKTOP_IMAGE}' is Grove's own image, built from its recipe: give yours another name (FROM grove/desktop starts from it)`,
+    );
 }
 
 /** Whether any FROM line of the Containerfile names Grove's desktop. */
@@ -322,7 +379,10 @@ function missingWords(name: string, img: ImageRecord): string {
 function unpackRefused(name: string, err: unknown): unknown {
   if (!(err instanceof GroveError)) return err;
   const said = /ApplyLayer[^:]*:\s*(?:stdout:\s*)?(?:stderr:\s*)?([^"]*?)(?:\s*exit status \d+)?"/.exec(err.message)?.[1]?.trim();
-  return new GroveError('E_INVALID_PARAMS', `image '${name}' was refused: a layer could not be unpacked inside the image (${said || err.message}); nothing of it was kept`);
+  return new GroveError(
+    'E_INVALID_PARAMS',
+    `image '${name}' was refused: a layer could not be unpacked inside the image (${said || err.message}); nothing of it was kept`,
+  );
 }
 
 /** A failed fetch or push in words a person can act on (skopeo's own last line kept). */
@@ -334,7 +394,7 @@ function explainFetchFailure(ref: string, err: unknown): unknown {
     : /manifest unknown|not found|name unknown|404/i.test(m)
       ? 'the registry has no such image or tag'
       : /digest|does not match/i.test(m)
-        ? "what the registry sent does not match the digest asked for: refused"
+        ? 'what the registry sent does not match the digest asked for: refused'
         : /no such host|connection refused|dial tcp|lookup|certificate|x509|tls/i.test(m)
           ? 'the registry could not be reached securely (its address, or its TLS certificate: /etc/containers/certs.d/HOST:PORT/ca.crt)'
           : null;

@@ -34,7 +34,9 @@ export class RecipeBuilder {
       progress('cached', `image '${name}' is up to date`);
       return { ...current, lower: target };
     }
-    await requireSpace(`building the image '${name}'`, [{ where: 'the pool', dir: this.pool.images, bytes: imageRoomBytes(current?.sizeBytes), why: 'the image, unpacked' }]);
+    await requireSpace(`building the image '${name}'`, [
+      { where: 'the pool', dir: this.pool.images, bytes: imageRoomBytes(current?.sizeBytes), why: 'the image, unpacked' },
+    ]);
     await this.produce(name, hash, target, opts.rebuild, progress);
     await this.removeOtherVersions(name, hash);
     return {
@@ -108,7 +110,11 @@ export class RecipeBuilder {
     const dir = this.recipeDir(name);
     const hash = createHash('sha256');
     for (const file of (await readdir(dir)).sort()) {
-      hash.update(file).update('\0').update(await readFile(path.join(dir, file))).update('\0');
+      hash
+        .update(file)
+        .update('\0')
+        .update(await readFile(path.join(dir, file)))
+        .update('\0');
     }
     return hash.digest('hex').slice(0, 16);
   }

@@ -107,7 +107,10 @@ async function countLayer(file: string, room: number): Promise<number> {
   const error = read ?? listed;
   if (error !== null) throw new GroveError('E_INVALID_PARAMS', `a layer could not be read: ${error}`);
   if (longestPath > MAX_LAYER_PATH_BYTES) {
-    throw new GroveError('E_INVALID_PARAMS', `a layer could not be unpacked inside the image: it holds a path of ${longestPath} bytes, and Grove takes at most ${MAX_LAYER_PATH_BYTES}`);
+    throw new GroveError(
+      'E_INVALID_PARAMS',
+      `a layer could not be unpacked inside the image: it holds a path of ${longestPath} bytes, and Grove takes at most ${MAX_LAYER_PATH_BYTES}`,
+    );
   }
   return Math.max(streamBytes, entryBytes);
 }
@@ -229,7 +232,7 @@ function eachLine(stream: NodeJS.ReadableStream, fn: (line: string, bytes: numbe
   let keptBytes = 0;
   let bytes = 0;
   stream.on('data', (chunk: Buffer) => {
-    for (let at = 0; at < chunk.length; ) {
+    for (let at = 0; at < chunk.length;) {
       const newline = chunk.indexOf(10, at);
       const end = newline === -1 ? chunk.length : newline;
       const piece = chunk.subarray(at, Math.min(end, at + Math.max(0, MAX_LINE_BYTES - keptBytes)));

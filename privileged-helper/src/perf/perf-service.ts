@@ -40,9 +40,7 @@ export class PerfService {
   /** Memory of each running branch whose init is still the process the registry knows. */
   private async branches(page: number): Promise<BranchMemory[]> {
     const running = this.registry.listWorkspaces().filter((w) => w.state === 'running' && w.pid !== null && w.pidStart !== null);
-    const withNs = await Promise.all(
-      running.map(async (w) => ((await isSameProcess(w.pid!, w.pidStart!)) ? { w, ns: await pidNamespace(w.pid!) } : null)),
-    );
+    const withNs = await Promise.all(running.map(async (w) => ((await isSameProcess(w.pid!, w.pidStart!)) ? { w, ns: await pidNamespace(w.pid!) } : null)));
     const live = withNs.filter((x): x is { w: WorkspaceRecord; ns: string } => x !== null && x.ns !== null);
     const pids = await pidsByNamespace(new Set(live.map((x) => x.ns)));
     const memory = await readProcesses([...pids.values()].flat());

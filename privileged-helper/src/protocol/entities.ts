@@ -52,10 +52,18 @@ export type PortMapping = z.infer<typeof PortMapping>;
  * EDQUOT).
  */
 export const BranchLimits = z.strictObject({
-  memoryBytes: z.number().int().min(256 * 2 ** 20).max(2 ** 40),
+  memoryBytes: z
+    .number()
+    .int()
+    .min(256 * 2 ** 20)
+    .max(2 ** 40),
   pids: z.number().int().min(64).max(1_000_000),
   cpuWeight: z.number().int().min(1).max(10_000),
-  diskBytes: z.number().int().min(64 * 2 ** 20).max(2 ** 50),
+  diskBytes: z
+    .number()
+    .int()
+    .min(64 * 2 ** 20)
+    .max(2 ** 50),
 });
 export type BranchLimits = z.infer<typeof BranchLimits>;
 

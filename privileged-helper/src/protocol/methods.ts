@@ -3,7 +3,30 @@
 // typed clients derive their signatures from it. Params objects are strict:
 // unknown fields are refused, not ignored.
 import { z } from 'zod';
-import { BranchLimits, CheckpointStage, DiscardStage, DoctorReport, EgressChange, EgressLogEntry, EgressPolicy, EgressStatus, CopyResult, ExecResult, ExportResult, ForkFault, ForkReport, Image, OldMainFate, PerfReport, PoolSpace, PromoteStage, RollbackStage, SpaceReport, Version, Workspace } from './entities.js';
+import {
+  BranchLimits,
+  CheckpointStage,
+  DiscardStage,
+  DoctorReport,
+  EgressChange,
+  EgressLogEntry,
+  EgressPolicy,
+  EgressStatus,
+  CopyResult,
+  ExecResult,
+  ExportResult,
+  ForkFault,
+  ForkReport,
+  Image,
+  OldMainFate,
+  PerfReport,
+  PoolSpace,
+  PromoteStage,
+  RollbackStage,
+  SpaceReport,
+  Version,
+  Workspace,
+} from './entities.js';
 import { AgentRequestAction, AgentRequestKind, Approval, ApprovalId, AuditEntry, Grant, GrantId } from './approvals.js';
 import { MAX_TYPED_CHARS, MouseButton, Point, PointerState, Region, Screenshot, WaitCondition, WaitResult } from './desktop.js';
 import { Actor, Role } from './identity.js';
@@ -19,7 +42,15 @@ const Empty = z.strictObject({});
 const ByWorkspace = z.strictObject({ workspace: WorkspaceRef });
 
 /** argv for a command inside a workspace: a program and its arguments, no shell. */
-const Argv = z.array(z.string().max(4096).refine((s) => !s.includes('\0'), 'NUL in argument')).min(1).max(256);
+const Argv = z
+  .array(
+    z
+      .string()
+      .max(4096)
+      .refine((s) => !s.includes('\0'), 'NUL in argument'),
+  )
+  .min(1)
+  .max(256);
 const EnvVars = z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'bad environment variable name'), z.string().max(4096));
 const TermSize = { cols: z.number().int().min(1).max(1000), rows: z.number().int().min(1).max(500) };
 const SessionId = z.string().regex(/^s[0-9]+$/);
@@ -47,7 +78,13 @@ export const ClientKind = z.enum(['cli', 'app', 'test']);
 
 /** A registry's user name and password or token, for one pull or push: used for that call, never kept or logged. */
 const RegistryCredentials = z.strictObject({ username: z.string().min(1).max(256), password: z.string().min(1).max(8192) });
-const BuildArgs = z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'bad build argument name').max(128), z.string().max(4096));
+const BuildArgs = z.record(
+  z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'bad build argument name')
+    .max(128),
+  z.string().max(4096),
+);
 
 export const methods = {
   hello: {
@@ -211,7 +248,10 @@ export const methods = {
       argv: Argv,
       env: EnvVars.optional(),
       cwd: z.string().startsWith('/').max(1024).optional(),
-      stdin: z.string().max(1 << 20).optional(),
+      stdin: z
+        .string()
+        .max(1 << 20)
+        .optional(),
       timeoutMs: z.number().int().min(1).max(3_600_000).optional(),
     }),
     result: ExecResult,

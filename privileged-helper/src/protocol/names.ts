@@ -9,9 +9,7 @@ export const NAME_PATTERN = /^[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?$/;
 /** Ids the helper generates: 8 lower-case hex digits. */
 export const ID_PATTERN = /^[0-9a-f]{8}$/;
 
-export const Name = z
-  .string()
-  .regex(NAME_PATTERN, 'a name is 1-32 lower-case letters, digits and inner dashes (a-z, 0-9, -)');
+export const Name = z.string().regex(NAME_PATTERN, 'a name is 1-32 lower-case letters, digits and inner dashes (a-z, 0-9, -)');
 
 export const Id = z.string().regex(ID_PATTERN, 'an id is 8 lower-case hex digits');
 

@@ -26,7 +26,9 @@ export class IdRanges {
 
   /** Gives a new tree the lowest free range (call inside the transaction that records its first branch). */
   allocate(treeId: string): IdRange {
-    this.db.prepare('DELETE FROM id_ranges WHERE tree_id NOT IN (SELECT tree_id FROM workspaces UNION SELECT tree_id FROM versions) AND tree_id != ?').run(treeId);
+    this.db
+      .prepare('DELETE FROM id_ranges WHERE tree_id NOT IN (SELECT tree_id FROM workspaces UNION SELECT tree_id FROM versions) AND tree_id != ?')
+      .run(treeId);
     const used = new Set(this.db.prepare('SELECT host_base FROM id_ranges').pluck().all() as number[]);
     for (let slot = 0; slot <= LAST_SLOT; slot++) {
       const hostBase = FIRST_HOST_BASE + slot * ID_RANGE_SIZE;

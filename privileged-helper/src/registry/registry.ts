@@ -305,8 +305,7 @@ export class Registry {
 
   project(treeId: string): ProjectOrigin | null {
     const row = this.db.prepare('SELECT * FROM projects WHERE tree_id = ?').get(treeId) as
-      | { host_path: string; path: string; git_commit: string | null; git_branch: string | null; copied_at: string }
-      | undefined;
+      { host_path: string; path: string; git_commit: string | null; git_branch: string | null; copied_at: string } | undefined;
     return row ? { hostPath: row.host_path, path: row.path, commit: row.git_commit, gitBranch: row.git_branch, copiedAt: row.copied_at } : null;
   }
 
@@ -317,8 +316,7 @@ export class Registry {
 
   findWorkspace(ref: string): WorkspaceRecord | null {
     const row = this.db.prepare('SELECT * FROM workspaces WHERE id = ? OR name = ? ORDER BY id = ? DESC LIMIT 1').get(ref, ref, ref) as
-      | WorkspaceRow
-      | undefined;
+      WorkspaceRow | undefined;
     return row ? toWorkspace(row) : null;
   }
 
@@ -344,7 +342,9 @@ export class Registry {
   /** The branch was restored from `versionId`: its files descend from the fork point the version's did. */
   setVersionOrigin(id: string, versionId: string | null): void {
     this.db
-      .prepare('UPDATE workspaces SET version_id = @versionId, fork_point_id = COALESCE((SELECT fork_point_id FROM versions WHERE id = @versionId), fork_point_id) WHERE id = @id')
+      .prepare(
+        'UPDATE workspaces SET version_id = @versionId, fork_point_id = COALESCE((SELECT fork_point_id FROM versions WHERE id = @versionId), fork_point_id) WHERE id = @id',
+      )
       .run({ id, versionId });
   }
 
@@ -384,12 +384,15 @@ export class Registry {
 
   /** Operations a helper left under way, oldest first. */
   pendingOps(): PendingOp[] {
-    const rows = this.db.prepare('SELECT workspace_id, detail_json FROM pending_ops ORDER BY started_at').all() as { workspace_id: string; detail_json: string }[];
+    const rows = this.db.prepare('SELECT workspace_id, detail_json FROM pending_ops ORDER BY started_at').all() as {
+      workspace_id: string;
+      detail_json: string;
+    }[];
     return rows.map((r) => ({ ...(JSON.parse(r.detail_json) as Omit<PendingOp, 'workspaceId'>), workspaceId: r.workspace_id }) as PendingOp);
   }
 
   usedNetIndexes(): Set<number> {
-    return new Set((this.db.prepare('SELECT net_index FROM workspaces').pluck().all() as number[]));
+    return new Set(this.db.prepare('SELECT net_index FROM workspaces').pluck().all() as number[]);
   }
 
   // ports
@@ -431,7 +434,8 @@ export class Registry {
   /** Every version (orphans included), or those of one tree, oldest first. */
   listVersions(treeId?: string): VersionRecord[] {
     const sql = `SELECT ${VERSION_COLUMNS} FROM versions`;
-    const rows = treeId === undefined ? this.db.prepare(`${sql} ORDER BY created_at`).all() : this.db.prepare(`${sql} WHERE tree_id = ? ORDER BY created_at`).all(treeId);
+    const rows =
+      treeId === undefined ? this.db.prepare(`${sql} ORDER BY created_at`).all() : this.db.prepare(`${sql} WHERE tree_id = ? ORDER BY created_at`).all(treeId);
     return (rows as VersionRow[]).map(versionRecord);
   }
 
@@ -496,17 +500,14 @@ export class Registry {
 
   objects(filter: { owner?: string | null; kind?: HostObjectKind } = {}): HostObject[] {
     const rows = this.db.prepare('SELECT kind, name, owner FROM host_objects ORDER BY seq').all() as HostObject[];
-    return rows.filter(
-      (o) => (filter.kind === undefined || o.kind === filter.kind) && (filter.owner === undefined || o.owner === filter.owner),
-    );
+    return rows.filter((o) => (filter.kind === undefined || o.kind === filter.kind) && (filter.owner === undefined || o.owner === filter.owner));
   }
 
   // egress
   /** The branch's egress policy; the default (deny, nothing allowed) when none was set. */
   egressPolicy(workspaceId: string): EgressPolicy {
     const row = this.db.prepare('SELECT mode, hold_mutating, allow_json FROM egress_policies WHERE workspace_id = ?').get(workspaceId) as
-      | { mode: EgressPolicy['mode']; hold_mutating: number; allow_json: string }
-      | undefined;
+      { mode: EgressPolicy['mode']; hold_mutating: number; allow_json: string } | undefined;
     if (!row) return { mode: 'deny', allow: [], holdMutating: false };
     return { mode: row.mode, holdMutating: row.hold_mutating === 1, allow: JSON.parse(row.allow_json) as EgressPolicy['allow'] };
   }
@@ -557,7 +558,9 @@ export class Registry {
       // Pruned every PRUNE_EVERY rows, not at each: the look for the cut walks the branch's rows.
       if (seq % PRUNE_EVERY === 0) {
         this.db
-          .prepare('DELETE FROM egress_log WHERE workspace_id = ? AND seq <= (SELECT seq FROM egress_log WHERE workspace_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)')
+          .prepare(
+            'DELETE FROM egress_log WHERE workspace_id = ? AND seq <= (SELECT seq FROM egress_log WHERE workspace_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)',
+          )
           .run(entry.workspace, entry.workspace, this.egressRowsPerBranch);
       }
       return seq;
@@ -585,9 +588,14 @@ export class Registry {
 
   /** The newest `limit` forks, newest first. */
   recentForks(limit: number): ForkRecord[] {
-    const rows = this.db
-      .prepare('SELECT id, source_id, source_name, copies, finished_at, timings_json FROM forks ORDER BY seq DESC LIMIT ?')
-      .all(limit) as { id: string; source_id: string; source_name: string; copies: number; finished_at: string; timings_json: string }[];
+    const rows = this.db.prepare('SELECT id, source_id, source_name, copies, finished_at, timings_json FROM forks ORDER BY seq DESC LIMIT ?').all(limit) as {
+      id: string;
+      source_id: string;
+      source_name: string;
+      copies: number;
+      finished_at: string;
+      timings_json: string;
+    }[];
     return rows.map((r) => ({
       fork: r.id,
       source: { id: r.source_id, name: r.source_name },
@@ -601,8 +609,7 @@ export class Registry {
   /** The branch's limits, or null when it has the defaults. */
   limits(workspaceId: string): BranchLimits | null {
     const row = this.db.prepare('SELECT memory_bytes, pids, cpu_weight, disk_bytes FROM limits WHERE workspace_id = ?').get(workspaceId) as
-      | { memory_bytes: number; pids: number; cpu_weight: number; disk_bytes: number }
-      | undefined;
+      { memory_bytes: number; pids: number; cpu_weight: number; disk_bytes: number } | undefined;
     return row ? { memoryBytes: row.memory_bytes, pids: row.pids, cpuWeight: row.cpu_weight, diskBytes: row.disk_bytes } : null;
   }
 

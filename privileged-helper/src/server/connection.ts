@@ -41,7 +41,9 @@ export class Connection implements EventListener {
       else if (!socket.writableNeedDrain) socket.resume(); // a full socket resumes reading at its drain (outgoing.ts)
     });
     this.outgoing = new Outgoing(socket, OUTGOING_LIMIT_BYTES, (unread) =>
-      log(`disconnecting ${describeActor(actor)} [${actor.client || actor.process}, pid ${actor.pid}]: ${unread} bytes of replies and events unread, over the limit of ${OUTGOING_LIMIT_BYTES}`),
+      log(
+        `disconnecting ${describeActor(actor)} [${actor.client || actor.process}, pid ${actor.pid}]: ${unread} bytes of replies and events unread, over the limit of ${OUTGOING_LIMIT_BYTES}`,
+      ),
     );
     socket.on('data', (chunk: Buffer) => {
       if (socket.destroyed) return; // lines still buffered at the close: a subscription made now would never end
@@ -122,7 +124,9 @@ export class Connection implements EventListener {
         // An operation that changes something, or any the host failed, says why in the log too: a failure that
         // depends on timing is explained there, next to what the helper did around it.
         if (audited || (err instanceof GroveError && HOST_FAILURES.has(err.code))) {
-          this.log(`${method}${target ? ` ${target}` : ''} by ${describeActor(actor)} failed: ${err instanceof GroveError ? err.code : 'E_INTERNAL'}: ${(err as Error).message}`);
+          this.log(
+            `${method}${target ? ` ${target}` : ''} by ${describeActor(actor)} failed: ${err instanceof GroveError ? err.code : 'E_INTERNAL'}: ${(err as Error).message}`,
+          );
         }
         throw err;
       }

@@ -76,7 +76,13 @@ export function createHandlers(s: Services): Handlers {
   const copyProgress = (workspace: string, what: string) => {
     const job = `copy-${workspace}-${Date.now()}`;
     return (bytes: number, total: number | null) =>
-      s.bus.broadcast('progress', { job, stage: 'copy', message: `${what}: ${mibText(bytes)}${total === null ? '' : ` of ${mibText(total)}`} copied`, done: false, workspace });
+      s.bus.broadcast('progress', {
+        job,
+        stage: 'copy',
+        message: `${what}: ${mibText(bytes)}${total === null ? '' : ` of ${mibText(total)}`} copied`,
+        done: false,
+        workspace,
+      });
   };
   const desktop = (ref: string): DesktopTarget => s.runtime.desktopTarget(s.workspaces.running(ref));
   const fault = <S extends string>(p: { faultAt?: S; crash?: boolean }) => requestedFault(s.allowFaultInjection, p);
@@ -96,7 +102,12 @@ export function createHandlers(s: Services): Handlers {
       // The project is looked at (and room for it checked) before anything is made.
       const origin = await projectOrigin(ctx.actor, project.hostPath, project.path ?? DEFAULT_PROJECT_PATH, s.storage.workspacesDir);
       return s.workspaces.create(p, ctx.actor, async (ws) => {
-        await s.files.copyIn(s.runtime.execTarget(ws), { branch: ws.name, from: origin.hostPath, to: origin.path, as: true }, ctx.actor, copyProgress(ws.name, origin.hostPath));
+        await s.files.copyIn(
+          s.runtime.execTarget(ws),
+          { branch: ws.name, from: origin.hostPath, to: origin.path, as: true },
+          ctx.actor,
+          copyProgress(ws.name, origin.hostPath),
+        );
         s.registry.setProject(ws.treeId, origin);
       });
     },

@@ -56,7 +56,11 @@ async function accept(socket: net.Socket, plan: SocketPlan, deps: ListenDeps): P
   socket.on('error', () => socket.destroy());
   try {
     const actor = await identify(plan.role, deps.credentials(socket), deps.groups);
-    if (!actor) throw new GroveError('E_FORBIDDEN', `this ${plan.role} socket serves only ${plan.role === 'person' ? "root and the 'grove' group" : "the 'grove-agent' group"}`);
+    if (!actor)
+      throw new GroveError(
+        'E_FORBIDDEN',
+        `this ${plan.role} socket serves only ${plan.role === 'person' ? "root and the 'grove' group" : "the 'grove-agent' group"}`,
+      );
     // A peer that went away while it was identified is not served: its close has
     // passed, so nothing would end what its buffered requests started.
     if (socket.destroyed) return;

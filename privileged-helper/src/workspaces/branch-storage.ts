@@ -142,7 +142,14 @@ export class BranchStorage {
 
   /** Sets every branch's disk limit on its files, in one run (at start: a pool whose quotas were just enabled, a limit a crash left unset). */
   async limitDisks(branches: readonly { id: string }[]): Promise<void> {
-    const made = await Promise.all(branches.map((ws) => access(this.filesPath(ws)).then(() => ws, () => null)));
+    const made = await Promise.all(
+      branches.map((ws) =>
+        access(this.filesPath(ws)).then(
+          () => ws,
+          () => null,
+        ),
+      ),
+    );
     await this.quota.limit(made.filter((ws) => ws !== null).map((ws) => ({ subvolume: this.filesPath(ws), bytes: this.diskLimit(ws) })));
   }
 

@@ -39,7 +39,13 @@ export async function injectInFreeze<S extends string>(fault: Fault<S> | undefin
     () => (ended = true),
   );
   while (!ended) {
-    if (await stat(snapshot).then(() => true, () => false)) return injectFault(fault, stage, "fault injected in the dump's freeze");
+    if (
+      await stat(snapshot).then(
+        () => true,
+        () => false,
+      )
+    )
+      return injectFault(fault, stage, "fault injected in the dump's freeze");
     await sleep(1);
   }
 }

@@ -47,7 +47,10 @@ export class HostLedger {
   /** Objects whose owner the registry no longer knows, newest first (the order to remove them in). */
   orphans(knownOwners: ReadonlySet<string>): HostObject[] {
     // Newest first, as removeOwned: a version's files (a read-only subvolume) go before the directory holding them.
-    return this.registry.objects().filter((o) => o.owner !== null && !knownOwners.has(o.owner)).reverse();
+    return this.registry
+      .objects()
+      .filter((o) => o.owner !== null && !knownOwners.has(o.owner))
+      .reverse();
   }
 }
 

@@ -78,7 +78,6 @@ export class BranchRuntime {
     return planNetwork(this.config.instance, ws.id, this.config.subnet, ws.netIndex);
   }
 
-
   /** A running branch's desktop, for the computer-use API (its VNC server listens on the branch's own address). */
   desktopTarget(ws: WorkspaceRecord): DesktopTarget {
     if (ws.pid === null) throw new GroveError('E_CONFLICT', notRunning(ws));
@@ -149,7 +148,10 @@ export class BranchRuntime {
   /** The sysfs of the branch's network namespace, mounted unless it is; with its mount point, a host object of the branch's. */
   private async ensureSysfs(ws: { id: string }): Promise<void> {
     const at = this.sysfsPath(ws);
-    const objects = [{ kind: 'directory', name: at, owner: ws.id }, { kind: 'mount', name: at, owner: ws.id }] as const;
+    const objects = [
+      { kind: 'directory', name: at, owner: ws.id },
+      { kind: 'mount', name: at, owner: ws.id },
+    ] as const;
     await this.ledger.makeAll(objects, () => mountNetnsSysfs(this.netnsPath(ws), at));
   }
 
@@ -196,7 +198,9 @@ export class BranchRuntime {
     });
     await this.ledger.make({ kind: 'bundle', name: bundle, owner: ws.id }, () => this.crun.writeBundle(bundle, spec));
     const containerId = this.containerId(ws);
-    const pid = await this.ledger.make({ kind: 'container', name: containerId, owner: ws.id }, () => this.crun.start(containerId, bundle, this.cgroups(ws), !ws.sensitive));
+    const pid = await this.ledger.make({ kind: 'container', name: containerId, owner: ws.id }, () =>
+      this.crun.start(containerId, bundle, this.cgroups(ws), !ws.sensitive),
+    );
     return this.adoptProcess(ws, pid);
   }
 
@@ -288,7 +292,8 @@ async function openPreferring(hostPort: number | null, target: ForwardTarget, lo
 
 /** Why a branch cannot be used now, and for an exited one what can be done. */
 export function notRunning(ws: Pick<WorkspaceRecord, 'name' | 'state' | 'exitReason'>): string {
-  if (ws.state === 'exited') return `workspace '${ws.name}' has exited (${ws.exitReason ?? 'its processes ended'}): start it again from its files, or roll it back to a version`;
+  if (ws.state === 'exited')
+    return `workspace '${ws.name}' has exited (${ws.exitReason ?? 'its processes ended'}): start it again from its files, or roll it back to a version`;
   if (ws.state === 'stopped') return `workspace '${ws.name}' is stopped, not running: start it first (grove ws start ${ws.name})`;
   return `workspace '${ws.name}' is ${ws.state}, not running`;
 }

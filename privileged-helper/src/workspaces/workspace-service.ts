@@ -104,11 +104,16 @@ export class WorkspaceService {
     then?: (ws: WorkspaceRecord) => Promise<void>,
   ): Promise<Workspace> {
     if (input.ports?.includes(VNC_PORT)) {
-      throw new GroveError('E_INVALID_PARAMS', `port ${VNC_PORT} is the desktop: it is served on the branch's VNC socket, only to root and the person group, never on a host port`);
+      throw new GroveError(
+        'E_INVALID_PARAMS',
+        `port ${VNC_PORT} is the desktop: it is served on the branch's VNC socket, only to root and the person group, never on a host port`,
+      );
     }
     const image = input.image ?? DESKTOP_IMAGE;
     const imagePath = this.images.readyLower(image);
-    await requireSpace(`workspace '${input.name}'`, [{ where: 'the pool', dir: this.storage.workspacesDir, bytes: BRANCH_HEADROOM_BYTES, why: 'room for its first writes' }]);
+    await requireSpace(`workspace '${input.name}'`, [
+      { where: 'the pool', dir: this.storage.workspacesDir, bytes: BRANCH_HEADROOM_BYTES, why: 'room for its first writes' },
+    ]);
     const ws = this.reserve({ name: input.name, image, parent: null, ports: [...STANDARD_PORTS, ...(input.ports ?? [])], madeBy, sensitive: input.sensitive });
     return this.lock.run(ws.id, async () => {
       try {
@@ -174,7 +179,8 @@ export class WorkspaceService {
     return this.lock.run(id, async () => {
       const current = this.record(id);
       if (current.state === 'running') return this.view(current);
-      if (current.state === 'failed') throw new GroveError('E_CONFLICT', `workspace '${current.name}' failed while it was being discarded and its files are gone: discard it again`);
+      if (current.state === 'failed')
+        throw new GroveError('E_CONFLICT', `workspace '${current.name}' failed while it was being discarded and its files are gone: discard it again`);
       return this.startLocked(current);
     });
   }
@@ -257,7 +263,10 @@ export class WorkspaceService {
       injectFault(fault, 'files', "fault injected after the discard's files");
     } catch (err) {
       this.registry.endPendingOp(ws.id); // what is left is for a person to discard again
-      const filesKept = await access(this.storage.filesPath(ws)).then(() => true, () => false);
+      const filesKept = await access(this.storage.filesPath(ws)).then(
+        () => true,
+        () => false,
+      );
       this.registry.setWorkspaceState(ws.id, filesKept ? 'stopped' : 'failed', null);
       this.publish(ws.id);
       const left = filesKept ? 'it is stopped, with its files' : 'its files are gone too';
@@ -316,7 +325,6 @@ export class WorkspaceService {
       disk: this.storage.diskUse(ws),
     };
   }
-
 }
 
 /** What can be said of a branch whose init was found gone: the kernel's OOM kills in it, if any, and its memory limit. */

@@ -5,7 +5,10 @@
 import fc from 'fast-check';
 
 /** Lengths and counts at the edges of what parsers check: zero, one, sign bits, the limits Grove sets (1 MiB, 8192, 16 Mi) and past them. */
-const INTERESTING = [0, 1, 2, 3, 4, 7, 8, 15, 16, 64, 65, 127, 128, 255, 256, 4096, 8191, 8192, 8193, 0x7fff, 0x8000, 0xffff, 0x10000, 0x100000, 0x100001, 0x1000000, 0x7fffffff, 0x80000000, 0xfffffff0, 0xffffffff];
+const INTERESTING = [
+  0, 1, 2, 3, 4, 7, 8, 15, 16, 64, 65, 127, 128, 255, 256, 4096, 8191, 8192, 8193, 0x7fff, 0x8000, 0xffff, 0x10000, 0x100000, 0x100001, 0x1000000, 0x7fffffff,
+  0x80000000, 0xfffffff0, 0xffffffff,
+];
 
 type Mutation =
   | { kind: 'flip'; at: number; bit: number }

@@ -115,7 +115,11 @@ async function startHolder(client: HelperClient, ws: Workspace): Promise<Held> {
   await client.request('exec.run', { workspace: ws.id, argv: ['tee', '/root/holder.py'], stdin: HOLDER, timeoutMs: 60_000 });
   const res = await client.request('exec.run', {
     workspace: ws.id,
-    argv: ['sh', '-c', 'setsid python3 /root/holder.py </dev/null >/dev/null 2>&1 & for i in $(seq 600); do [ -f /root/held ] && exit 0; sleep 0.5; done; exit 1'],
+    argv: [
+      'sh',
+      '-c',
+      'setsid python3 /root/holder.py </dev/null >/dev/null 2>&1 & for i in $(seq 600); do [ -f /root/held ] && exit 0; sleep 0.5; done; exit 1',
+    ],
     timeoutMs: 300_000,
   });
   if (res.exitCode !== 0) throw new Error(`the holder did not start: ${res.stderr}`);
@@ -129,9 +133,11 @@ async function forkShares(client: HelperClient, source: Workspace, held: Held): 
   const anonBefore = await anonymousMiB();
   const report = await client.request('branch.fork', { workspace: source.id, copies: 2 });
   const timings = Object.entries(report.timings).map(([stage, ms]) => `${stage} ${Math.round(ms)}`);
-  console.log(`# fork into 2 (ms, emulated): ${timings.join(', ')}; the guest's anonymous memory ${anonBefore} MiB before, +${(await anonymousMiB()) - anonBefore} MiB after`);
+  console.log(
+    `# fork into 2 (ms, emulated): ${timings.join(', ')}; the guest's anonymous memory ${anonBefore} MiB before, +${(await anonymousMiB()) - anonBefore} MiB after`,
+  );
   check(report.memory.startsWith('shared copy-on-write'), "the fork's report says the children's memory is shared by the kernel tier", report.memory);
-  check(sameFrames(before, await framesOf(held)) >= held.pages - SLACK_PAGES, "the source keeps its frames through the fork");
+  check(sameFrames(before, await framesOf(held)) >= held.pages - SLACK_PAGES, 'the source keeps its frames through the fork');
   const childrenHeld: Held[] = [];
   for (const child of report.children) {
     const childHeld = await findHeld(client, child);
@@ -146,9 +152,19 @@ async function forkShares(client: HelperClient, source: Workspace, held: Held): 
   const written = Buffer.from('written by the first child only');
   await writeHeld(first!, PAGE * 7, written);
   check((await readHeld(first!, PAGE * 7, written.length)).equals(written), 'a write in a child is seen there');
-  check((await readHeld(held, PAGE * 7, written.length)).equals(fingerprint.subarray(PAGE * 7, PAGE * 7 + written.length)), "the child's write is not seen in the source");
-  check((await readHeld(second!, PAGE * 7, written.length)).equals(fingerprint.subarray(PAGE * 7, PAGE * 7 + written.length)), "the child's write is not seen in its sibling");
-  check((await framesOf(first!))[7] !== before[7] && (await framesOf(held))[7] === before[7], 'the written page was copied on write, on the child\'s side only', `source frame ${before[7]}`);
+  check(
+    (await readHeld(held, PAGE * 7, written.length)).equals(fingerprint.subarray(PAGE * 7, PAGE * 7 + written.length)),
+    "the child's write is not seen in the source",
+  );
+  check(
+    (await readHeld(second!, PAGE * 7, written.length)).equals(fingerprint.subarray(PAGE * 7, PAGE * 7 + written.length)),
+    "the child's write is not seen in its sibling",
+  );
+  check(
+    (await framesOf(first!))[7] !== before[7] && (await framesOf(held))[7] === before[7],
+    "the written page was copied on write, on the child's side only",
+    `source frame ${before[7]}`,
+  );
   return report.children;
 }
 
@@ -166,7 +182,11 @@ async function grandchildShares(client: HelperClient, child: Workspace): Promise
   const grandchild = report.children[0]!;
   const held = await findHeld(client, grandchild);
   const shared = sameFrames(parentFrames, await framesOf(held));
-  check(shared >= parentHeld.pages - SLACK_PAGES, `'${grandchild.name}' holds its parent's frames, the page its parent wrote included`, `${shared} of ${parentHeld.pages} pages`);
+  check(
+    shared >= parentHeld.pages - SLACK_PAGES,
+    `'${grandchild.name}' holds its parent's frames, the page its parent wrote included`,
+    `${shared} of ${parentHeld.pages} pages`,
+  );
   await client.request('workspace.delete', { workspace: child.id });
   check((await readHeld(held, 0, HELD_BYTES)).equals(parentBytes), `'${grandchild.name}' reads its parent's bytes after its parent was discarded`);
   await client.request('workspace.delete', { workspace: grandchild.id });
@@ -182,10 +202,10 @@ async function rollbackShares(client: HelperClient, source: Workspace, held: Hel
   const rolledBack = await client.request('branch.rollback', { workspace: source.id, version: version.id });
   console.log(`# rollback: ${Math.round(performance.now() - t0)} ms`);
   const restored = await findHeld(client, rolledBack);
-  check((await readHeld(restored, 0, HELD_BYTES)).equals(atCheckpoint), 'the rolled-back tree reads the checkpoint\'s bytes, not the later write');
+  check((await readHeld(restored, 0, HELD_BYTES)).equals(atCheckpoint), "the rolled-back tree reads the checkpoint's bytes, not the later write");
   const shared = sameFrames(framesBefore, await framesOf(restored));
   // Page 0 was written after the checkpoint: the capture kept its old frame, the rest are the very frames the source had.
-  check(shared >= held.pages - SLACK_PAGES, 'the rollback attached the checkpoint\'s frames instead of copying them', `${shared} of ${held.pages} pages`);
+  check(shared >= held.pages - SLACK_PAGES, "the rollback attached the checkpoint's frames instead of copying them", `${shared} of ${held.pages} pages`);
 }
 
 /** Fields of the guest's /proc/meminfo, in MiB. */

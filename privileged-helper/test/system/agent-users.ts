@@ -21,10 +21,24 @@ export function agentUserNames(instance: string): string[] {
 export async function ensureAgentUsers(instance: string): Promise<void> {
   const [a1, a2, none] = agentUserNames(instance);
   await execa('getent', ['group', AGENT_GROUP]).catch(() => execa('groupadd', ['--system', AGENT_GROUP]));
-  for (const [user, groups] of [[a1, AGENT_GROUP], [a2, AGENT_GROUP], [none, '']] as const) {
+  for (const [user, groups] of [
+    [a1, AGENT_GROUP],
+    [a2, AGENT_GROUP],
+    [none, ''],
+  ] as const) {
     const exists = await execa('id', ['-u', user!], { reject: false });
     if (exists.exitCode === 0) continue;
-    await execa('useradd', ['--system', '--user-group', '--no-create-home', '--home-dir', '/nonexistent', '--shell', '/usr/sbin/nologin', ...(groups ? ['--groups', groups] : []), user!]);
+    await execa('useradd', [
+      '--system',
+      '--user-group',
+      '--no-create-home',
+      '--home-dir',
+      '/nonexistent',
+      '--shell',
+      '/usr/sbin/nologin',
+      ...(groups ? ['--groups', groups] : []),
+      user!,
+    ]);
   }
 }
 

@@ -103,15 +103,23 @@ describe('bind mounts of a branch directory', () => {
     await mkdir(source);
     await mkdir(target);
     mounts.push(target);
-    for (const args of [['bind', source, target, '+', 'remount', target], ['bind', source, target, '+'], ['bind', source], ['idmap', '0', '5', source, target]]) {
+    for (const args of [
+      ['bind', source, target, '+', 'remount', target],
+      ['bind', source, target, '+'],
+      ['bind', source],
+      ['idmap', '0', '5', source, target],
+    ]) {
       const res = await execa(groveMount, args, { reject: false });
       expect(res.exitCode, args.join(' ')).toBe(2);
       expect(res.stderr).toMatch(/^usage: grove-mount/);
       expect(await mountOptions(target)).toBeNull();
     }
-    await expect(makeMounts(groveMount, [{ kind: 'bind', source, target }, { kind: 'overlay', target: 'relative', layers: { lower: source, upper: source, work: source } }])).rejects.toThrow(
-      /must be absolute: relative/,
-    );
+    await expect(
+      makeMounts(groveMount, [
+        { kind: 'bind', source, target },
+        { kind: 'overlay', target: 'relative', layers: { lower: source, upper: source, work: source } },
+      ]),
+    ).rejects.toThrow(/must be absolute: relative/);
     expect(await mountOptions(target)).toBeNull();
   });
 });

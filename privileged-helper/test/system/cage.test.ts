@@ -34,7 +34,10 @@ async function idMapOf(c: HelperClient, ws: Workspace): Promise<{ id: string; ui
 /** The distinct cpu groups of every thread of every process the branch shows (the listing's own included). */
 async function cpuGroups(c: HelperClient, ws: Workspace): Promise<string[]> {
   const lines = await sh(c, ws, "cat /proc/[0-9]*/task/[0-9]*/cgroup 2>/dev/null | grep -E '^[0-9]+:cpu:' | sort -u");
-  return lines.trim().split('\n').map((l) => l.replace(/^\d+:cpu:/, ''));
+  return lines
+    .trim()
+    .split('\n')
+    .map((l) => l.replace(/^\d+:cpu:/, ''));
 }
 
 /** A host process's group in the cpu hierarchy, from /proc/PID/cgroup. */
@@ -45,7 +48,10 @@ async function hostCpuGroup(pid: number): Promise<string | undefined> {
 /** The network devices the host lists (`ip -o link`: NAME or NAME@PEER). */
 async function hostLinkNames(): Promise<string[]> {
   const { stdout } = await execa('ip', ['-o', 'link', 'show']);
-  return stdout.split('\n').map((l) => l.split(': ')[1]?.split('@')[0] ?? '').filter(Boolean);
+  return stdout
+    .split('\n')
+    .map((l) => l.split(': ')[1]?.split('@')[0] ?? '')
+    .filter(Boolean);
 }
 
 /**
@@ -55,12 +61,17 @@ async function hostLinkNames(): Promise<string[]> {
  * another branch's veth.
  */
 async function expectOwnNetworkInSys(c: HelperClient, branch: Workspace, other: Workspace): Promise<void> {
-  const [classNet, virtualNet] = (await sh(c, branch, 'ls /sys/class/net; echo --; ls /sys/devices/virtual/net')).split('--\n').map((l) => l.trim().split(/\s+/).sort());
+  const [classNet, virtualNet] = (await sh(c, branch, 'ls /sys/class/net; echo --; ls /sys/devices/virtual/net'))
+    .split('--\n')
+    .map((l) => l.trim().split(/\s+/).sort());
   const host = await hostLinkNames();
   const othersVeth = `gv${instance().instance}${other.id}`;
   expect(host).toContain(othersVeth);
   const seen = new Set([...classNet!, ...virtualNet!]);
-  expect(host.filter((name) => seen.has(name) && name !== 'lo' && name !== 'eth0'), branch.name).toEqual([]);
+  expect(
+    host.filter((name) => seen.has(name) && name !== 'lo' && name !== 'eth0'),
+    branch.name,
+  ).toEqual([]);
   expect(classNet, branch.name).toEqual(['eth0', 'lo']);
   expect(virtualNet, branch.name).toEqual(['eth0', 'lo']);
   const { stdout } = await execa('ip', ['-n', `grove-${instance().instance}-${branch.id}`, '-o', 'link', 'show', 'eth0']);
@@ -91,7 +102,8 @@ describe('a branch is a cage', () => {
     await sh(c, sibling, 'cd /tmp && (setsid python3 -m http.server 8000 >/dev/null 2>&1 &) ; sleep 1');
     // The tests look at Chromium in both (and in what is forked and rolled back from them): a desktop starts it
     // some seconds after the branch runs, more on a busy host.
-    for (const branch of [ws, sibling]) await waitFor(`Chromium in ${branch.name}`, async () => (await attempt(c, branch, 'pgrep -o chromium')).code === 0, 120_000);
+    for (const branch of [ws, sibling])
+      await waitFor(`Chromium in ${branch.name}`, async () => (await attempt(c, branch, 'pgrep -o chromium')).code === 0, 120_000);
   });
 
   afterAll(async () => {
@@ -99,8 +111,8 @@ describe('a branch is a cage', () => {
     c?.close();
   });
 
-  it('runs its init, its desktop and exec\'d commands with the filter, no_new_privs and only the branch capabilities', async () => {
-    for (const pid of ['1', '$$', "$(pgrep -o Xvnc)", "$(pgrep -o chromium)"]) {
+  it("runs its init, its desktop and exec'd commands with the filter, no_new_privs and only the branch capabilities", async () => {
+    for (const pid of ['1', '$$', '$(pgrep -o Xvnc)', '$(pgrep -o chromium)']) {
       const status = await cageOf(c, ws, pid);
       expect(status, pid).toMatch(CAGED);
       expect(status, pid).toContain(BOUNDING);
@@ -195,7 +207,7 @@ describe('a branch is a cage', () => {
     expect((await sh(c, ws, 'echo back')).trim()).toBe('back');
   });
 
-  it("runs the helper, and what it starts, in a cpu group of its own that goes before the branches", async () => {
+  it('runs the helper, and what it starts, in a cpu group of its own that goes before the branches', async () => {
     const t = instance();
     const helper = Number(await readFile(t.pidFile, 'utf8'));
     const own = `/${helperCgroupName(t.instance)}`;
@@ -206,12 +218,14 @@ describe('a branch is a cage', () => {
     // What it starts inherits the group: the egress gate, its child the whole time.
     const children = (await readFile(`/proc/${helper}/task/${helper}/children`, 'utf8')).trim().split(/\s+/).filter(Boolean);
     const gates = [];
-    for (const child of children) if ((await readFile(`/proc/${child}/cmdline`, 'utf8').catch(() => '')).split('\0').includes('--gate')) gates.push(Number(child));
+    for (const child of children)
+      if ((await readFile(`/proc/${child}/cmdline`, 'utf8').catch(() => '')).split('\0').includes('--gate')) gates.push(Number(child));
     expect(gates).toHaveLength(1);
     expect(await hostCpuGroup(gates[0]!)).toBe(own);
     // And grove-spawn, which starts its programs: started before the helper moved itself, it was moved with it.
     const spawners = [];
-    for (const child of children) if ((await readFile(`/proc/${child}/cmdline`, 'utf8').catch(() => '')).split('\0')[0]!.endsWith('/grove-spawn')) spawners.push(Number(child));
+    for (const child of children)
+      if ((await readFile(`/proc/${child}/cmdline`, 'utf8').catch(() => '')).split('\0')[0]!.endsWith('/grove-spawn')) spawners.push(Number(child));
     expect(spawners).toHaveLength(1);
     expect(await hostCpuGroup(spawners[0]!)).toBe(own);
     // The branches do not.

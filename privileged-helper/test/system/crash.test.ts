@@ -24,7 +24,10 @@ afterAll(() => c?.close());
  * die, and starts a new one. (A checkpoint answers once its instant is fixed
  * and is saved after: killed in the save, it has answered already.)
  */
-async function crashDuring(method: 'branch.fork' | 'branch.checkpoint' | 'branch.rollback' | 'branch.promote' | 'workspace.delete', params: Record<string, unknown>): Promise<void> {
+async function crashDuring(
+  method: 'branch.fork' | 'branch.checkpoint' | 'branch.rollback' | 'branch.promote' | 'workspace.delete',
+  params: Record<string, unknown>,
+): Promise<void> {
   const t = instance();
   const pid = Number(await readFile(t.pidFile, 'utf8'));
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- one call for five methods' params
@@ -53,7 +56,11 @@ async function worksAsBefore(ws: Workspace): Promise<void> {
   expect(await sh(c, child, 'echo child')).toBe('child\n');
   await c.request('workspace.delete', { workspace: child.id });
   const v = await c.request('branch.checkpoint', { workspace: ws.id, label: 'after the crash' });
-  await waitFor('the checkpoint to be saved', async () => (await c.request('version.list', { workspace: ws.id })).some((x) => x.id === v.id && x.saved), 60_000);
+  await waitFor(
+    'the checkpoint to be saved',
+    async () => (await c.request('version.list', { workspace: ws.id })).some((x) => x.id === v.id && x.saved),
+    60_000,
+  );
   await c.request('version.delete', { version: v.id });
 }
 
@@ -70,21 +77,25 @@ describe('a helper killed in a fork or a checkpoint', () => {
   });
 
   afterAll(async () => {
-    for (const w of (await c.request('workspace.list', {})).filter((x) => x.tree === ws.tree)) await c.request('workspace.delete', { workspace: w.id, versions: 'delete' }).catch(() => undefined);
+    for (const w of (await c.request('workspace.list', {})).filter((x) => x.tree === ws.tree))
+      await c.request('workspace.delete', { workspace: w.id, versions: 'delete' }).catch(() => undefined);
   });
 
-  it.each(['prepare', 'freeze', 'dump', 'thaw', 'restore', 'expose', 'commit'] as const)('leaves the source as it was when killed in a fork at %s', async (stage) => {
-    await crashDuring('branch.fork', { workspace: ws.id, copies: 2, faultAt: stage });
-    expect((await c.request('workspace.get', { workspace: ws.id })).pid).toBe(ws.pid); // the same processes, never restarted
-    expect((await treeStates(ws.tree)).filter((s) => s !== 'running')).toEqual([]);
-    await worksAsBefore(ws);
-    // Children that were up when it died are adopted, each a branch of its own.
-    for (const w of (await c.request('workspace.list', {})).filter((x) => x.tree === ws.tree && x.id !== ws.id)) {
-      await track(w);
-      expect(await sh(c, w, 'echo adopted')).toBe('adopted\n');
-      await c.request('workspace.delete', { workspace: w.id });
-    }
-  });
+  it.each(['prepare', 'freeze', 'dump', 'thaw', 'restore', 'expose', 'commit'] as const)(
+    'leaves the source as it was when killed in a fork at %s',
+    async (stage) => {
+      await crashDuring('branch.fork', { workspace: ws.id, copies: 2, faultAt: stage });
+      expect((await c.request('workspace.get', { workspace: ws.id })).pid).toBe(ws.pid); // the same processes, never restarted
+      expect((await treeStates(ws.tree)).filter((s) => s !== 'running')).toEqual([]);
+      await worksAsBefore(ws);
+      // Children that were up when it died are adopted, each a branch of its own.
+      for (const w of (await c.request('workspace.list', {})).filter((x) => x.tree === ws.tree && x.id !== ws.id)) {
+        await track(w);
+        expect(await sh(c, w, 'echo adopted')).toBe('adopted\n');
+        await c.request('workspace.delete', { workspace: w.id });
+      }
+    },
+  );
 
   it.each(['freeze', 'dump', 'save'] as const)('drops the checkpoint and leaves the branch as it was when killed in it at %s', async (stage) => {
     await crashDuring('branch.checkpoint', { workspace: ws.id, label: 'killed', faultAt: stage });
@@ -110,7 +121,7 @@ describe('a helper killed in a rollback', () => {
     await c.request('workspace.delete', { workspace: ws.id, versions: 'delete' }).catch(() => undefined);
   });
 
-  it.each(['aside', 'files', 'restore', 'adopt'] as const)('finishes a running branch\'s rollback killed at %s', async (stage) => {
+  it.each(['aside', 'files', 'restore', 'adopt'] as const)("finishes a running branch's rollback killed at %s", async (stage) => {
     await sh(c, ws, 'echo v2 > /root/marker');
     await crashDuring('branch.rollback', { workspace: ws.id, version: versionId, faultAt: stage });
     ws = await track(await c.request('workspace.get', { workspace: ws.id }));
@@ -141,7 +152,8 @@ describe('a helper killed in a promotion or a discard', () => {
   });
 
   afterAll(async () => {
-    for (const w of (await c.request('workspace.list', {})).filter((x) => x.tree === main.tree)) await c.request('workspace.delete', { workspace: w.id, versions: 'delete' }).catch(() => undefined);
+    for (const w of (await c.request('workspace.list', {})).filter((x) => x.tree === main.tree))
+      await c.request('workspace.delete', { workspace: w.id, versions: 'delete' }).catch(() => undefined);
   });
 
   const branchOf = async (ws: Workspace) => track((await c.request('branch.fork', { workspace: ws.id, copies: 1 })).children[0]!);

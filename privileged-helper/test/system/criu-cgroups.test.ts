@@ -49,7 +49,10 @@ describe("CRIU's dump of a tree in a cgroup of its own", () => {
   async function dump(pid: number, extra: string[]): Promise<{ images: string; log: string }> {
     const images = path.join(dir, `images-${extra.length}`);
     await mkdir(images);
-    const res = await execa(criu, ['dump', '-t', String(pid), '-D', images, '-o', 'dump.log', '-v4', '--leave-running', ...extra], { env: CRIU_ENV, reject: false });
+    const res = await execa(criu, ['dump', '-t', String(pid), '-D', images, '-o', 'dump.log', '-v4', '--leave-running', ...extra], {
+      env: CRIU_ENV,
+      reject: false,
+    });
     const log = await readFile(path.join(images, 'dump.log'), 'utf8');
     expect(res.exitCode, log.slice(-2000)).toBe(0);
     return { images, log };

@@ -121,7 +121,8 @@ describe("our CRIU's restore", () => {
     return images;
   }
 
-  const restore = (images: string) => execa(criu, ['restore', '-D', images, '-o', 'restore.log', '-v4', '--restore-detached'], { env: CRIU_ENV, reject: false });
+  const restore = (images: string) =>
+    execa(criu, ['restore', '-D', images, '-o', 'restore.log', '-v4', '--restore-detached'], { env: CRIU_ENV, reject: false });
   const restoreLog = (images: string) => readFile(path.join(images, 'restore.log'), 'utf8');
 
   it('restores a socket pair held whole by one process and in part by a lower pid, and its ends talk on', async () => {
@@ -165,7 +166,15 @@ describe("our CRIU's restore", () => {
     // The segment is saved with its IPC namespace, and CRIU saves only a namespace that is not its own. (unshare execs: the pid stays.)
     const report = path.join(dir, 'report.json');
     const root = start(['/usr/bin/unshare', '--ipc', '/usr/bin/python3', REWRITER, report, 'sysvshm']);
-    await waitFor('the rewriter to report (its segment made)', () => readFile(report).then(() => true, () => false), 10_000);
+    await waitFor(
+      'the rewriter to report (its segment made)',
+      () =>
+        readFile(report).then(
+          () => true,
+          () => false,
+        ),
+      10_000,
+    );
     const images = await dump(root);
     const segments = (await readdir(images)).filter((f) => f.startsWith('pagemap-shmem-'));
     expect(segments).toHaveLength(1);
@@ -181,20 +190,38 @@ describe("our CRIU's restore", () => {
     // Such a copy has no path the restorer's report of a failed page read could measure (criu-patches/0015).
     const file = path.join(dir, 'deleted');
     const pid = start(['/usr/bin/python3', DELETED_FILE_MAPPING, file]);
-    await waitFor('the process to map and delete its file', () => readFile(`${file}.ready`).then(() => true, () => false), 10_000);
+    await waitFor(
+      'the process to map and delete its file',
+      () =>
+        readFile(`${file}.ready`).then(
+          () => true,
+          () => false,
+        ),
+      10_000,
+    );
     const base = await readFile(`${file}.ready`, 'utf8');
     const images = await dump(pid);
     const res = await restore(images);
     expect(res.exitCode, (await restoreLog(images)).slice(-2000)).toBe(0);
     const end = hex(BigInt(`0x${base}`) + 3n * 4096n);
-    expect(await restoreLog(images)).toContain(`Mapping ${base}-${end} at 0x0 of ${file}, a file deleted before the dump, reaches past the end of its restored copy (0x1000 bytes)`);
+    expect(await restoreLog(images)).toContain(
+      `Mapping ${base}-${end} at 0x0 of ${file}, a file deleted before the dump, reaches past the end of its restored copy (0x1000 bytes)`,
+    );
   });
 
   it('says, when a page read fails, which page could not be written and what the process has mapped there now', async () => {
     // A private file mapping past its file's end faults as if nothing were mapped there: a cause of the EFAULT CI saw (criu-patches/0005).
     const file = path.join(dir, 'mapped');
     const pid = start(['/usr/bin/python3', COW_FILE_MAPPING, file]);
-    await waitFor('the process to write its mapping', () => readFile(`${file}.ready`).then(() => true, () => false), 10_000);
+    await waitFor(
+      'the process to write its mapping',
+      () =>
+        readFile(`${file}.ready`).then(
+          () => true,
+          () => false,
+        ),
+      10_000,
+    );
     const [mapping] = (await readFile(`/proc/${pid}/maps`, 'utf8')).split('\n').filter((l) => l.endsWith(file));
     const base = BigInt(`0x${mapping!.split('-')[0]}`);
     const images = await dump(pid);
@@ -204,9 +231,18 @@ describe("our CRIU's restore", () => {
     const res = await restore(images);
     expect(res.exitCode).not.toBe(0);
     const log = await restoreLog(images);
-    process.stderr.write(`[criu-restore] a failed page read says:\n${log.split('\n').filter((l) => /read pages data| {2}page 0x| {2}mapped now| {2}each of its pages/.test(l)).join('\n')}\n`);
+    process.stderr.write(
+      `[criu-restore] a failed page read says:\n${log
+        .split('\n')
+        .filter((l) => /read pages data| {2}page 0x| {2}mapped now| {2}each of its pages/.test(l))
+        .join('\n')}\n`,
+    );
     // The first page is read; the read stops at the second, past the file's end.
-    expect(log).toMatch(new RegExp(`Can't read pages data \\(-14\\) into 0x${hex(base + 4096n)}\\+0x2000 \\(\\d+ iovs\\): vma 0x${hex(base)}-0x${hex(base + 3n * 4096n)} prot 0x3 flags 0x2 `));
+    expect(log).toMatch(
+      new RegExp(
+        `Can't read pages data \\(-14\\) into 0x${hex(base + 4096n)}\\+0x2000 \\(\\d+ iovs\\): vma 0x${hex(base)}-0x${hex(base + 3n * 4096n)} prot 0x3 flags 0x2 `,
+      ),
+    );
     expect(log).toContain(`  page 0x${hex(base + 4096n)} of it reads -14`);
     expect(log).toContain(`  mapped now: ${hex(base)}-${hex(base + 3n * 4096n)} rw-p 00000000 `);
     expect(log).toMatch(new RegExp(`  mapped now: [^\\n]* ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\(file size 0x1000\\)`));

@@ -48,7 +48,15 @@ describe("CRIU's pages saved after the thaw", () => {
     await waitFor('the rewriters to end', async () => (await processesOf(REWRITER)).length === 0, 10_000);
     pids.clear();
     for (const group of cgroups.splice(0)) {
-      await waitFor(`${group} to be removed`, async () => (await rmdir(group).then(() => true, (err: NodeJS.ErrnoException) => err.code === 'ENOENT')), 10_000);
+      await waitFor(
+        `${group} to be removed`,
+        async () =>
+          await rmdir(group).then(
+            () => true,
+            (err: NodeJS.ErrnoException) => err.code === 'ENOENT',
+          ),
+        10_000,
+      );
     }
     for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
   });
@@ -89,7 +97,21 @@ describe("CRIU's pages saved after the thaw", () => {
   ): Promise<{ pid: number; images: string; report: string; dumpLog: string; source: RewriterReport }> {
     const { dir, pid, report, images } = await startRewriter(mode);
     await around.before(pid);
-    const dumpArgs = ['dump', '-t', String(pid), '-D', images, '-o', 'dump.log', '-v4', '--leave-running', '--pages-after-thaw', '--action-script', groveAction, ...extraDumpArgs];
+    const dumpArgs = [
+      'dump',
+      '-t',
+      String(pid),
+      '-D',
+      images,
+      '-o',
+      'dump.log',
+      '-v4',
+      '--leave-running',
+      '--pages-after-thaw',
+      '--action-script',
+      groveAction,
+      ...extraDumpArgs,
+    ];
     const thawed = path.join(dir, 'thawed');
     const dump = await execa(criu, dumpArgs, { env: { ...CRIU_ENV, GROVE_THAWED_FILE: thawed }, reject: false });
     await around.after();
@@ -205,7 +227,10 @@ describe("CRIU's pages saved after the thaw", () => {
     await abortedOn('the spinner');
     const images = path.join(dir, 'images');
     await mkdir(images);
-    const dump = await execa(criu, ['dump', '-t', String(pid), '-D', images, '-o', 'dump.log', '-v4', '--leave-running', '--pages-after-thaw'], { env: CRIU_ENV, reject: false });
+    const dump = await execa(criu, ['dump', '-t', String(pid), '-D', images, '-o', 'dump.log', '-v4', '--leave-running', '--pages-after-thaw'], {
+      env: CRIU_ENV,
+      reject: false,
+    });
     const dumpLog = await readFile(path.join(images, 'dump.log'), 'utf8');
     expect(dump.exitCode, dumpLog.slice(-2000)).toBe(0);
     expect(dumpLog).toMatch(/Twin of \d+ is \d+/);
@@ -275,7 +300,22 @@ describe("CRIU's pages saved after the thaw", () => {
   /** A dump of a running rewriter that keeps the pages in its twin, started (through `wrap`, if given) and past saying they are ready. */
   async function startTwinsDump(wrap: string[] = []) {
     const { pid, report, images } = await startRewriter('wipeonfork');
-    const args = ['dump', '-t', String(pid), '-D', images, '-o', 'dump.log', '-v4', '--leave-running', '--pages-after-thaw', '--pages-ready-file', 'ready', '--pages-in-twins', 'release'];
+    const args = [
+      'dump',
+      '-t',
+      String(pid),
+      '-D',
+      images,
+      '-o',
+      'dump.log',
+      '-v4',
+      '--leave-running',
+      '--pages-after-thaw',
+      '--pages-ready-file',
+      'ready',
+      '--pages-in-twins',
+      'release',
+    ];
     const [file, ...argv] = [...wrap, criu, ...args];
     const dump = execa(file!, argv, { env: CRIU_ENV, reject: false });
     dumps.add(dump);

@@ -99,7 +99,8 @@ describe('computer use on a branch desktop', () => {
   });
 
   it("waits for the desktop's apps to catch up after a keymap change, and not forever for one that is stopped", async () => {
-    const catchUp = async (seconds: number) => (await client.request('exec.run', { workspace: ws.id, argv: ['python3', '-c', X_CATCH_UP_PY, String(seconds)] })).stdout.trim();
+    const catchUp = async (seconds: number) =>
+      (await client.request('exec.run', { workspace: ws.id, argv: ['python3', '-c', X_CATCH_UP_PY, String(seconds)] })).stdout.trim();
     // Chromium and the editor answer pings; xterm does not, and is not waited for.
     expect(await catchUp(5)).toBe('2 of 2 windows caught up');
     const editor = (await sh(client, ws, 'pgrep -x mousepad')).trim();
@@ -276,7 +277,8 @@ describe('computer use on a branch desktop', () => {
   });
 
   it('is on the command line: screenshot to a file, cursor, wait, and clear errors', async () => {
-    const grove = (...args: string[]) => execa(path.join(REPO, 'main/bin/grove'), ['--socket', instance().socketPath, ...args], { reject: false, timeout: 60_000 });
+    const grove = (...args: string[]) =>
+      execa(path.join(REPO, 'main/bin/grove'), ['--socket', instance().socketPath, ...args], { reject: false, timeout: 60_000 });
     const file = path.join(await mkdtemp(path.join(tmpdir(), 'grove-shot-')), 'part.png');
     try {
       const shot = await grove('screenshot', 'cu', '-o', file, '--region', '0,0,640,400', '--scale', '0.5');

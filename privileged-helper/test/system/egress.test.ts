@@ -109,7 +109,12 @@ async function tunnelIn(client: HelperClient, ws: Workspace, host: string, port:
 async function bypassIn(client: HelperClient, ws: Workspace): Promise<Record<string, string>> {
   const res = await client.request('exec.run', { workspace: ws.id, argv: ['python3', '-c', BYPASS], timeoutMs: 60_000 });
   expect(res.exitCode, res.stderr).toBe(0);
-  return Object.fromEntries(res.stdout.trim().split('\n').map((l) => l.split(' ') as [string, string]));
+  return Object.fromEntries(
+    res.stdout
+      .trim()
+      .split('\n')
+      .map((l) => l.split(' ') as [string, string]),
+  );
 }
 
 describe('egress: policy, gate and approvals', () => {
@@ -148,7 +153,8 @@ describe('egress: policy, gate and approvals', () => {
     await approver.subscribe(['approval.opened']);
     // Only this test's destinations: the workspace's Chromium asks the gate for hosts of its own too.
     approver.on('approval.opened', (r) => {
-      if (r.action.kind === 'egress.connection' && (r.action.host.endsWith('.test') || r.action.address?.what.startsWith('a documentation address'))) requests.push(r);
+      if (r.action.kind === 'egress.connection' && (r.action.host.endsWith('.test') || r.action.address?.what.startsWith('a documentation address')))
+        requests.push(r);
     });
     ws = await createWorkspace(client, 'egress-a');
     made.push(ws.id);
@@ -163,11 +169,13 @@ describe('egress: policy, gate and approvals', () => {
 
   it('has an outside world the host itself can reach (control)', async () => {
     const body = await new Promise<string>((resolve, reject) => {
-      http.get({ host: OUTSIDE, port: 8080, path: '/control', timeout: 5000 }, (res) => {
-        let b = '';
-        res.on('data', (c: Buffer) => (b += c.toString()));
-        res.on('end', () => resolve(b));
-      }).on('error', reject);
+      http
+        .get({ host: OUTSIDE, port: 8080, path: '/control', timeout: 5000 }, (res) => {
+          let b = '';
+          res.on('data', (c: Buffer) => (b += c.toString()));
+          res.on('end', () => resolve(b));
+        })
+        .on('error', reject);
     });
     expect(body).toBe('hello from outside GET /control');
   });
@@ -186,7 +194,11 @@ describe('egress: policy, gate and approvals', () => {
     expect(tunnel.body).toMatch(/403/);
 
     const bypass = await bypassIn(client, ws);
-    expect(bypass).toMatchObject({ tcp: expect.not.stringMatching(/^open$/), udp: expect.not.stringMatching(/^answered$/), dns: expect.not.stringMatching(/^answered$/) });
+    expect(bypass).toMatchObject({
+      tcp: expect.not.stringMatching(/^open$/),
+      udp: expect.not.stringMatching(/^answered$/),
+      dns: expect.not.stringMatching(/^answered$/),
+    });
     expect(bypass.gatehost).not.toBe('open');
     expect(hits()).toBe(seen);
     expect(udpHits()).toBe(udpSeen);
@@ -242,11 +254,23 @@ describe('egress: policy, gate and approvals', () => {
     let pending = fetchIn(client, ws, 'GET', 'http://outside.test:8080/approve-me');
     let held = await nextHeld(n);
     expect(held).toMatchObject({ workspace: ws.id, workspaceName: 'egress-a', requestedBy: null, state: 'pending' });
-    expect(connection(held)).toEqual({ kind: 'egress.connection', host: 'outside.test', port: 8080, method: 'GET', url: 'http://outside.test:8080/approve-me', held: 'destination', address: null });
+    expect(connection(held)).toEqual({
+      kind: 'egress.connection',
+      host: 'outside.test',
+      port: 8080,
+      method: 'GET',
+      url: 'http://outside.test:8080/approve-me',
+      held: 'destination',
+      address: null,
+    });
     expect(held.reason).toContain('not on egress-a');
     expect((await client.request('approval.list', {})).map((r) => r.id)).toContain(held.id);
     expect(hits()).toBe(seen); // nothing reached the outside while held
-    expect(await approver.request('approval.approve', { id: held.id })).toMatchObject({ state: 'done', outcome: 'let through once', decision: { by: { role: 'person', uid: 0 } } });
+    expect(await approver.request('approval.approve', { id: held.id })).toMatchObject({
+      state: 'done',
+      outcome: 'let through once',
+      decision: { by: { role: 'person', uid: 0 } },
+    });
     expect(await pending).toEqual({ status: 200, body: 'hello from outside GET /approve-me' });
 
     // deny
@@ -258,7 +282,10 @@ describe('egress: policy, gate and approvals', () => {
     const denied = await pending;
     expect(denied.status).toBe(403);
     expect(denied.body).toMatch(/denied by person:root/);
-    await expect(approver.request('approval.approve', { id: held.id })).rejects.toMatchObject({ code: 'E_CONFLICT', message: expect.stringContaining('already denied') });
+    await expect(approver.request('approval.approve', { id: held.id })).rejects.toMatchObject({
+      code: 'E_CONFLICT',
+      message: expect.stringContaining('already denied'),
+    });
 
     // an address literal, in a form that hides what it is, is shown as the address it reaches
     n = requests.length;

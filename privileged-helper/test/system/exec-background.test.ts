@@ -39,7 +39,7 @@ describe('what exec leaves running', () => {
     c?.close();
   });
 
-  it('inherits nothing of the helper but stdio, not even another session\'s terminal', async () => {
+  it("inherits nothing of the helper but stdio, not even another session's terminal", async () => {
     const terminal = await c.request('exec.open', { workspace: ws.id, cols: 80, rows: 24 });
     try {
       const fds = (await sh(c, ws, 'ls /proc/self/fd')).trim().split('\n').map(Number);
@@ -56,13 +56,21 @@ describe('what exec leaves running', () => {
     for (const [way, port] of WAYS) await expect.poll(() => get(c, ws, port).catch(() => ''), { timeout: 20_000, message: way }).toBe('1\n');
     // Each exec'd service lives in a session inside the branch, never the helper's.
     const sessions = await sh(c, ws, 'ps -o sid= -C python3');
-    expect(sessions.trim().split(/\s+/).map(Number).every((sid) => sid > 1)).toBe(true);
+    expect(
+      sessions
+        .trim()
+        .split(/\s+/)
+        .map(Number)
+        .every((sid) => sid > 1),
+    ).toBe(true);
 
     const t0 = Date.now();
     const report = await c.request('branch.fork', { workspace: ws.id, copies: 2 });
     const children = await Promise.all(report.children.map(track));
     made.push(...children.map((x) => x.id));
-    process.stderr.write(`[exec-background] fork into 2 with ${WAYS.length} exec'd services: ${Date.now() - t0} ms (total ${Math.round(report.timings.total)} ms)\n`);
+    process.stderr.write(
+      `[exec-background] fork into 2 with ${WAYS.length} exec'd services: ${Date.now() - t0} ms (total ${Math.round(report.timings.total)} ms)\n`,
+    );
 
     // Each child and the source carry on from the count at the fork, each on its own.
     for (const branch of [...children, ws]) {

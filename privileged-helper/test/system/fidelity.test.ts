@@ -270,7 +270,9 @@ describe('fork fidelity: what the source holds, each child holds', () => {
   const forked: string[] = [];
 
   const report = async (ws: Workspace, port: number): Promise<HolderReport> =>
-    JSON.parse(await sh(c, ws, `python3 -c 'import urllib.request; print(urllib.request.urlopen("http://127.0.0.1:${port}/", timeout=10).read().decode())'`)) as HolderReport;
+    JSON.parse(
+      await sh(c, ws, `python3 -c 'import urllib.request; print(urllib.request.urlopen("http://127.0.0.1:${port}/", timeout=10).read().decode())'`),
+    ) as HolderReport;
   const conversation = async (ws: Workspace, name: string): Promise<Conversation> =>
     JSON.parse((await sh(c, ws, `cat /tmp/tcp-${name}.json 2>/dev/null || echo {}`)) || '{}') as Conversation;
   /** The local port of each loopback conversation (CONVERSER talk), as it started in the source. */
@@ -286,17 +288,35 @@ describe('fork fidelity: what the source holds, each child holds', () => {
   /** Are the holder's lock files held? (flock -n / a POSIX test lock from a fresh process.) */
   const locks = async (ws: Workspace, port = 8301) => ({
     flock: (await sh(c, ws, `flock -n /tmp/flock-${port}.lock true && echo free || echo held`)).trim(),
-    posix: (await sh(c, ws, `python3 -c "import fcntl; f=open('/tmp/posix-${port}.lock','w')
+    posix: (
+      await sh(
+        c,
+        ws,
+        `python3 -c "import fcntl; f=open('/tmp/posix-${port}.lock','w')
 try:
     fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB); print('free')
-except OSError: print('held')"`)).trim(),
-    ofd: (await sh(c, ws, `python3 -c "import fcntl, struct; f=open('/tmp/ofd-${port}.lock','w')
+except OSError: print('held')"`,
+      )
+    ).trim(),
+    ofd: (
+      await sh(
+        c,
+        ws,
+        `python3 -c "import fcntl, struct; f=open('/tmp/ofd-${port}.lock','w')
 try:
     fcntl.fcntl(f, fcntl.F_OFD_SETLK, struct.pack('hhxxxxqqixxxx', fcntl.F_WRLCK, 0, 0, 0, 0)); print('free')
-except OSError: print('held')"`)).trim(),
+except OSError: print('held')"`,
+      )
+    ).trim(),
   });
   const windowGeometry = async (ws: Workspace) =>
-    (await sh(c, ws, 'for w in $(DISPLAY=:0 xdotool search --onlyvisible --class "mousepad|xterm"); do DISPLAY=:0 xdotool getwindowgeometry "$w" | tail -n +2; done')).trim();
+    (
+      await sh(
+        c,
+        ws,
+        'for w in $(DISPLAY=:0 xdotool search --onlyvisible --class "mousepad|xterm"); do DISPLAY=:0 xdotool getwindowgeometry "$w" | tail -n +2; done',
+      )
+    ).trim();
   const fork = async (ws: Workspace, label: string, copies = 2): Promise<Workspace[]> => {
     const t0 = Date.now();
     const r = await c.request('branch.fork', { workspace: ws.id, copies });
@@ -313,20 +333,35 @@ except OSError: print('held')"`)).trim(),
     await c.request('exec.run', { workspace: source.id, argv: ['sh', '-c', 'cat > /tmp/holder.py'], stdin: HOLDER });
     await c.request('exec.run', { workspace: source.id, argv: ['sh', '-c', 'cat > /tmp/watcher.py'], stdin: WATCHER });
     await sh(c, source, 'nohup python3 /tmp/holder.py 8301 64 >/tmp/holder.log 2>&1 & nohup python3 /tmp/watcher.py >/tmp/watcher.out 2>&1 &');
-    await waitFor('the holder to report', () => report(source, 8301).then((r) => r.heapIntact).catch(() => false), 30_000);
+    await waitFor(
+      'the holder to report',
+      () =>
+        report(source, 8301)
+          .then((r) => r.heapIntact)
+          .catch(() => false),
+      30_000,
+    );
     await c.request('exec.run', { workspace: source.id, argv: ['sh', '-c', 'cat > /tmp/converse.py'], stdin: CONVERSER });
-    await sh(c, source, [
-      'nohup python3 /tmp/converse.py serve 127.0.0.1 8401 >/tmp/serve4.log 2>&1 &',
-      'nohup python3 /tmp/converse.py serve ::1 8402 >/tmp/serve6.log 2>&1 &',
-      'sleep 0.5',
-      'nohup python3 /tmp/converse.py talk v4 127.0.0.1 8401 >/tmp/talk4.log 2>&1 &',
-      'nohup python3 /tmp/converse.py talk v6 ::1 8402 >/tmp/talk6.log 2>&1 &',
-    ].join('\n'));
+    await sh(
+      c,
+      source,
+      [
+        'nohup python3 /tmp/converse.py serve 127.0.0.1 8401 >/tmp/serve4.log 2>&1 &',
+        'nohup python3 /tmp/converse.py serve ::1 8402 >/tmp/serve6.log 2>&1 &',
+        'sleep 0.5',
+        'nohup python3 /tmp/converse.py talk v4 127.0.0.1 8401 >/tmp/talk4.log 2>&1 &',
+        'nohup python3 /tmp/converse.py talk v6 ::1 8402 >/tmp/talk6.log 2>&1 &',
+      ].join('\n'),
+    );
     for (const name of ['v4', 'v6'] as const) {
       await waitFor(`the ${name} conversation`, () => conversation(source, name).then((s) => (s.n ?? 0) > 3), 15_000);
       talkers[name] = (await conversation(source, name)).port!;
     }
-    await waitFor('the watcher to log', () => sh(c, source, 'touch /tmp/watched/from-source && cat /tmp/watched.log 2>/dev/null || true').then((l) => l.includes('from-source')), 15_000);
+    await waitFor(
+      'the watcher to log',
+      () => sh(c, source, 'touch /tmp/watched/from-source && cat /tmp/watched.log 2>/dev/null || true').then((l) => l.includes('from-source')),
+      15_000,
+    );
   });
 
   afterEach(async () => {
@@ -379,7 +414,11 @@ except OSError: print('held')"`)).trim(),
     }
     // Input to one child reaches neither its sibling nor the source.
     const [typedIn, sibling] = children as [Workspace, Workspace];
-    const [siblingBefore, sourceBefore, typedBefore] = (await Promise.all([sibling, source, typedIn].map((b) => darkPixels(c, b, EDITOR_TEXT)))) as [number, number, number];
+    const [siblingBefore, sourceBefore, typedBefore] = (await Promise.all([sibling, source, typedIn].map((b) => darkPixels(c, b, EDITOR_TEXT)))) as [
+      number,
+      number,
+      number,
+    ];
     await c.request('desktop.type', { workspace: typedIn.id, text: '\n██████████\n██████████' });
     await expect.poll(() => darkPixels(c, typedIn, EDITOR_TEXT), { timeout: 10_000 }).toBeGreaterThan(typedBefore + 1000);
     // A typed line is over 1000 dark pixels; a blinking caret is a few dozen.
@@ -394,7 +433,8 @@ except OSError: print('held')"`)).trim(),
     try {
       await expect.poll(() => report(source, 8302).catch(() => null), { timeout: 120_000, interval: 1000 }).toMatchObject({ heapMiB: 1024, heapIntact: true });
       const children = await fork(source, '1 GiB heap');
-      for (const branch of [...children, source]) expect(await report(branch, 8302), branch.name).toMatchObject({ heapMiB: 1024, heapIntact: true, ghost: 'ghost-content' });
+      for (const branch of [...children, source])
+        expect(await report(branch, 8302), branch.name).toMatchObject({ heapMiB: 1024, heapIntact: true, ghost: 'ghost-content' });
     } finally {
       // [.] keeps pkill from matching the shell that runs it.
       await sh(c, source, 'pkill -f "holder[.]py 8302" || true');
@@ -448,7 +488,12 @@ except OSError: print('held')"`)).trim(),
     const exits: string[] = [];
     await c.subscribe(['exec.exit']);
     c.on('exec.exit', (e) => exits.push(e.session));
-    const terminal = await c.request('exec.open', { workspace: source.id, cols: 80, rows: 24, argv: ['sh', '-c', 'nohup python3 /tmp/holder.py 8303 8 >/dev/null 2>&1 & sleep 0.5; exit 0'] });
+    const terminal = await c.request('exec.open', {
+      workspace: source.id,
+      cols: 80,
+      rows: 24,
+      argv: ['sh', '-c', 'nohup python3 /tmp/holder.py 8303 8 >/dev/null 2>&1 & sleep 0.5; exit 0'],
+    });
     await expect.poll(() => exits.includes(terminal.session), { timeout: 30_000 }).toBe(true); // the session ended on its own
     await expect.poll(() => report(source, 8303).catch(() => null), { timeout: 30_000 }).toMatchObject({ heapIntact: true });
     const children = await fork(source, 'after a -t session left a daemon');
@@ -490,12 +535,18 @@ except OSError: print('held')"`)).trim(),
   it('delivers messages in flight that carry descriptors, each to its reader, in each child and the source', async () => {
     await c.request('exec.run', { workspace: source.id, argv: ['sh', '-c', 'cat > /tmp/passer.py'], stdin: PASSER });
     await sh(c, source, 'rm -f /tmp/scm.go /tmp/scm-*; nohup python3 /tmp/passer.py >/tmp/passer.log 2>&1 &');
-    await waitFor('both messages to be sent', () => sh(c, source, 'ls /tmp/scm-parent.sent /tmp/scm-child.sent >/dev/null 2>&1 && echo yes || true').then((o) => o.includes('yes')), 15_000);
+    await waitFor(
+      'both messages to be sent',
+      () => sh(c, source, 'ls /tmp/scm-parent.sent /tmp/scm-child.sent >/dev/null 2>&1 && echo yes || true').then((o) => o.includes('yes')),
+      15_000,
+    );
     const children = await fork(source, 'descriptors in flight');
     for (const branch of [...children, source]) {
       await sh(c, branch, 'touch /tmp/scm.go');
       const read = () => sh(c, branch, 'for side in parent child; do cat /tmp/scm-$side.txt 2>/dev/null; echo; done').then((t) => t.trim());
-      await expect.poll(read, { timeout: 15_000, message: branch.name }).toBe('to parent: kept by the child; back over the sent pair\nto child: closed by the parent');
+      await expect
+        .poll(read, { timeout: 15_000, message: branch.name })
+        .toBe('to parent: kept by the child; back over the sent pair\nto child: closed by the parent');
     }
   });
 
@@ -553,16 +604,24 @@ except OSError: print('held')"`)).trim(),
     const pid = (await sh(c, source, 'rm -f /tmp/alike.json; nohup python3 /tmp/alike-files.py >/tmp/alike.log 2>&1 & echo $!')).trim();
     /** Each mapping as the fixture reports it on a signal, but for its inode number (a restored deleted file has a new one). */
     const shown = async (ws: Workspace) => {
-      const out = await sh(c, ws, `rm -f /tmp/alike.json; kill -USR1 ${pid}; for i in $(seq 100); do [ -e /tmp/alike.json ] && break; sleep 0.1; done; cat /tmp/alike.json`);
+      const out = await sh(
+        c,
+        ws,
+        `rm -f /tmp/alike.json; kill -USR1 ${pid}; for i in $(seq 100); do [ -e /tmp/alike.json ] && break; sleep 0.1; done; cat /tmp/alike.json`,
+      );
       const mappings = JSON.parse(out) as Record<string, AlikeMapping>;
       return Object.fromEntries(Object.entries(mappings).map(([name, { ino: _ino, ...seen }]) => [name, seen]));
     };
     try {
-      await waitFor('the fixture to map its files', async () => {
-        const state = (await sh(c, source, `test -e /tmp/alike.json && echo ready || kill -0 ${pid} 2>/dev/null || cat /tmp/alike.log`)).trim();
-        if (state !== 'ready' && state !== '') throw new Error(`the fixture stopped: ${state}`);
-        return state === 'ready';
-      }, 60_000);
+      await waitFor(
+        'the fixture to map its files',
+        async () => {
+          const state = (await sh(c, source, `test -e /tmp/alike.json && echo ready || kill -0 ${pid} 2>/dev/null || cat /tmp/alike.log`)).trim();
+          if (state !== 'ready' && state !== '') throw new Error(`the fixture stopped: ${state}`);
+          return state === 'ready';
+        },
+        60_000,
+      );
       const mapped = JSON.parse(await sh(c, source, 'cat /tmp/alike.json')) as Record<string, AlikeMapping>;
       for (const pair of ['apart', 'adjacent', 'deleted']) {
         const image = mapped[`${pair} image`]!;
@@ -611,9 +670,14 @@ except OSError: print('held')"`)).trim(),
 
   it('refuses to fork a branch that holds what cannot be forked, says who holds what and what to do, and leaves it running', async () => {
     // A Landlock ruleset (a sandboxing program's): any process may make one, CRIU cannot take it along.
-    const holder = "import ctypes, struct, time; l = ctypes.CDLL(None); l.syscall(444, ctypes.create_string_buffer(struct.pack('Q', 1)), 8, 0); time.sleep(3600)";
-    await sh(c, source, `nohup python3 -c "${holder}" >/dev/null 2>&1 &
-sleep 1`);
+    const holder =
+      "import ctypes, struct, time; l = ctypes.CDLL(None); l.syscall(444, ctypes.create_string_buffer(struct.pack('Q', 1)), 8, 0); time.sleep(3600)";
+    await sh(
+      c,
+      source,
+      `nohup python3 -c "${holder}" >/dev/null 2>&1 &
+sleep 1`,
+    );
     try {
       const failure = await c.request('branch.fork', { workspace: source.id, copies: 2 }).then(
         () => 'the fork went through',

@@ -393,10 +393,7 @@ describe('a failed fork', () => {
     });
   }
 
-  it.each(ForkStage.options)(
-    'undoes everything when it fails after %s, and the source runs on unchanged',
-    (stage) => expectFaultUndone(2, stage),
-  );
+  it.each(ForkStage.options)('undoes everything when it fails after %s, and the source runs on unchanged', (stage) => expectFaultUndone(2, stage));
 
   it('undoes the networks of children made at their turn (more children than it restores at once), and the source runs on', async () => {
     // The helper restores as many at once as there are cores.
@@ -414,17 +411,26 @@ describe('a failed fork', () => {
       forking.catch(() => undefined);
       // A person's shell whose working directory is in the child's files keeps them from being unmounted.
       let root = '';
-      await waitFor(`${held}'s files to be mounted`, async () => {
-        const child = (await client.request('workspace.list', {})).find((w) => w.name === held);
-        root = child ? `${t.runDir}-roots/${child.id}/root` : '';
-        return root !== '' && (await isMounted(root));
-      }, 60_000);
+      await waitFor(
+        `${held}'s files to be mounted`,
+        async () => {
+          const child = (await client.request('workspace.list', {})).find((w) => w.name === held);
+          root = child ? `${t.runDir}-roots/${child.id}/root` : '';
+          return root !== '' && (await isMounted(root));
+        },
+        60_000,
+      );
       const shell = spawn('sleep', ['600'], { cwd: root, stdio: 'ignore' });
       try {
-        const failure = await forking.then(() => null, (err: unknown) => err as GroveError);
+        const failure = await forking.then(
+          () => null,
+          (err: unknown) => err as GroveError,
+        );
         expect(failure?.code).toBe('E_HOST');
         expect(failure?.message).toMatch(
-          new RegExp(`^fault injected after stage 'commit'; undoing it failed too: discarding '${held}' failed \\(.*busy.*\\); it is stopped, with its files: discard it again$`),
+          new RegExp(
+            `^fault injected after stage 'commit'; undoing it failed too: discarding '${held}' failed \\(.*busy.*\\); it is stopped, with its files: discard it again$`,
+          ),
         );
         const left = (await client.request('workspace.list', {})).filter((w) => names.includes(w.name));
         expect(left.map((w) => ({ name: w.name, state: w.state }))).toEqual([{ name: held, state: 'stopped' }]);
@@ -454,7 +460,10 @@ describe('a failed fork', () => {
         // A discard racing the fork's undo of the same child (as the exit watch did, seeing it killed) made the undo fail.
         const discarding = client.request('workspace.delete', { workspace: await announced });
         discarding.catch(() => undefined);
-        const failure = await forking.then(() => null, (err: unknown) => err as GroveError);
+        const failure = await forking.then(
+          () => null,
+          (err: unknown) => err as GroveError,
+        );
         expect(failure?.message).toBe("fault injected after stage 'commit'");
         await expect(discarding).rejects.toMatchObject({ code: 'E_NOT_FOUND' });
         // Both failures are in the helper's log, with their codes, not only in the replies.
@@ -477,7 +486,11 @@ describe('a failed fork', () => {
     // 512 MiB more in the source keep the children's restores reading pages from the twins for a second or more: the dump
     // dies while they read, if it was not stopped before it listed the pages.
     const ballast = (
-      await sh(client, source, `nohup python3 -c 'import os, time; held = os.urandom(512 << 20); print("held", flush=True); time.sleep(3600)' >/tmp/ballast.log 2>&1 & echo $!`)
+      await sh(
+        client,
+        source,
+        `nohup python3 -c 'import os, time; held = os.urandom(512 << 20); print("held", flush=True); time.sleep(3600)' >/tmp/ballast.log 2>&1 & echo $!`,
+      )
     ).trim();
     await waitFor('the ballast to be held', async () => (await fileIn(client, source, '/tmp/ballast.log')) === 'held\n', 60_000);
     try {
@@ -552,7 +565,9 @@ time.sleep(3600)`;
       await expectUndone(async () => {
         await expect(client.request('branch.fork', { workspace: source.id, copies: 1 })).rejects.toMatchObject({
           code: 'E_HOST',
-          message: expect.stringMatching(/^criu restore failed: Can't read pages data .*file size 0x1000\).* \(process \d+ of the restored tree\); a process maps \/usr\/share\/common-licenses\/GPL-3 past its end: .*restart that process/),
+          message: expect.stringMatching(
+            /^criu restore failed: Can't read pages data .*file size 0x1000\).* \(process \d+ of the restored tree\); a process maps \/usr\/share\/common-licenses\/GPL-3 past its end: .*restart that process/,
+          ),
         });
       });
     } finally {
@@ -567,8 +582,8 @@ time.sleep(3600)`;
   it('refuses fault injection on a helper that does not allow it', async () => {
     // This helper allows it (GROVE_FAULT_INJECTION=1); the switch itself is covered by
     // the schema: an unknown stage is refused before anything is made.
-    await expect(
-      client.request('branch.fork', { workspace: source.id, copies: 1, faultAt: 'nowhere' as 'dump' }),
-    ).rejects.toMatchObject({ code: 'E_INVALID_PARAMS' });
+    await expect(client.request('branch.fork', { workspace: source.id, copies: 1, faultAt: 'nowhere' as 'dump' })).rejects.toMatchObject({
+      code: 'E_INVALID_PARAMS',
+    });
   });
 });

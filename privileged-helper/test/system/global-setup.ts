@@ -52,7 +52,11 @@ export async function teardown(): Promise<void> {
  */
 function criuFailures(t: TestInstance): string {
   const dir = path.join(t.stateDir, 'logs');
-  const logs = existsSync(dir) ? readdirSync(dir).filter((f) => f.startsWith('criu-')).sort() : [];
+  const logs = existsSync(dir)
+    ? readdirSync(dir)
+        .filter((f) => f.startsWith('criu-'))
+        .sort()
+    : [];
   const errorsOf = (log: string) => criuErrors(readFileSync(path.join(dir, log), 'utf8')).slice(0, 8);
   return logs.map((log) => [`${log}:`, ...errorsOf(log).map((l) => `  ${l.trim()}`)].join('\n')).join('\n');
 }

@@ -16,7 +16,10 @@ async function hostProcesses(): Promise<HostProcess[]> {
   const found: HostProcess[] = [];
   for (const entry of await readdir('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
-    const [stat, cmdline] = await Promise.all([readFile(`/proc/${entry}/stat`, 'utf8').catch(() => ''), readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '')]);
+    const [stat, cmdline] = await Promise.all([
+      readFile(`/proc/${entry}/stat`, 'utf8').catch(() => ''),
+      readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => ''),
+    ]);
     const [state, , pgrp, session] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     if (state) found.push({ pid: Number(entry), state, pgrp: Number(pgrp), session: Number(session), cmdline });
   }

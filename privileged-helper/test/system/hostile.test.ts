@@ -118,7 +118,9 @@ describe('a hostile branch and a hostile client', () => {
   it('never opens a host file through links a branch swaps in while it diffs the branch', async () => {
     const canary = mkdtempSync('/var/tmp/grove-canary-');
     writeFileSync(path.join(canary, 'secret'), 'host secret\n', { mode: 0o600 });
-    const watch = spawn('python3', [path.join(REPO, 'privileged-helper/test/system/fixtures/inotify-watch.py'), canary], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const watch = spawn('python3', [path.join(REPO, 'privileged-helper/test/system/fixtures/inotify-watch.py'), canary], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let seen = '';
     watch.stdout.on('data', (d: Buffer) => (seen += d.toString()));
     try {
@@ -195,7 +197,11 @@ describe('a hostile branch and a hostile client', () => {
 
   it("drops a branch's VNC server that announces gigabytes of clipboard, says so, and stays within +64 MiB", async () => {
     await sh(client, ws, 'pkill -x Xvnc; for i in $(seq 50); do pgrep -x Xvnc >/dev/null || break; sleep 0.1; done');
-    await sh(client, ws, `cat > /tmp/fake-vnc.py <<'EOF'\n${FAKE_VNC}\nEOF\nsetsid python3 /tmp/fake-vnc.py >/tmp/fake-vnc.log 2>&1 < /dev/null & for i in $(seq 50); do grep -q listening /tmp/fake-vnc.log && break; sleep 0.1; done`);
+    await sh(
+      client,
+      ws,
+      `cat > /tmp/fake-vnc.py <<'EOF'\n${FAKE_VNC}\nEOF\nsetsid python3 /tmp/fake-vnc.py >/tmp/fake-vnc.log 2>&1 < /dev/null & for i in $(seq 50); do grep -q listening /tmp/fake-vnc.log && break; sleep 0.1; done`,
+    );
     let failure: Error | null = null;
     const growth = await rssGrowthDuring(async () => {
       failure = await client.request('desktop.screenshot', { workspace: ws.id }).then(

@@ -21,7 +21,10 @@ const GROVE = path.join(REPO, 'main/bin/grove');
 
 /** What a call failed with (null if it did not fail). */
 async function failure(p: Promise<unknown>): Promise<GroveError | null> {
-  return p.then(() => null, (err: unknown) => err as GroveError);
+  return p.then(
+    () => null,
+    (err: unknown) => err as GroveError,
+  );
 }
 
 /** Bytes used in the pool's filesystem. */
@@ -123,7 +126,10 @@ describe('images of your own, projects, and files in and out', () => {
         expect(await sh(client, child, check)).toBe(expected);
       }
       // Not while it is used.
-      expect(await failure(client.request('image.remove', { name: 'pkg' }))).toMatchObject({ code: 'E_CONFLICT', message: expect.stringContaining("used by 'img-pkg'") });
+      expect(await failure(client.request('image.remove', { name: 'pkg' }))).toMatchObject({
+        code: 'E_CONFLICT',
+        message: expect.stringContaining("used by 'img-pkg'"),
+      });
     });
 
     it('refuses a Containerfile without FROM, and a RUN that fails saying which step; nothing is left', async () => {
@@ -131,16 +137,28 @@ describe('images of your own, projects, and files in and out', () => {
       expect(noFrom?.code).toBe('E_HOST');
       expect(noFrom?.message).toMatch(/FROM/i);
       await expectNothingOf('no-from');
-      const failing = await failure(client.request('image.build', { name: 'run-fails', containerfile: await containerfile('run-fails', 'FROM grove/desktop\nRUN echo first\nRUN exit 7\n') }));
+      const failing = await failure(
+        client.request('image.build', {
+          name: 'run-fails',
+          containerfile: await containerfile('run-fails', 'FROM grove/desktop\nRUN echo first\nRUN exit 7\n'),
+        }),
+      );
       expect(failing?.message).toMatch(/STEP 3\/3: RUN exit 7|RUN exit 7/);
       expect(failing?.message).toMatch(/exit status 7/);
       await expectNothingOf('run-fails');
     });
 
-    it('reads the Containerfile and its context as the caller: a missing one, a folder, or Grove\'s own name are refused', async () => {
-      expect(await failure(client.request('image.build', { name: 'nope', containerfile: path.join(work, 'missing/Containerfile') }))).toMatchObject({ code: 'E_NOT_FOUND' });
-      expect(await failure(client.request('image.build', { name: 'nope', containerfile: work }))).toMatchObject({ code: 'E_INVALID_PARAMS', message: expect.stringContaining('is a folder, not a file') });
-      expect(await failure(client.request('image.build', { name: 'desktop', containerfile: await containerfile('named-desktop', 'FROM grove/desktop\n') }))).toMatchObject({
+    it("reads the Containerfile and its context as the caller: a missing one, a folder, or Grove's own name are refused", async () => {
+      expect(await failure(client.request('image.build', { name: 'nope', containerfile: path.join(work, 'missing/Containerfile') }))).toMatchObject({
+        code: 'E_NOT_FOUND',
+      });
+      expect(await failure(client.request('image.build', { name: 'nope', containerfile: work }))).toMatchObject({
+        code: 'E_INVALID_PARAMS',
+        message: expect.stringContaining('is a folder, not a file'),
+      });
+      expect(
+        await failure(client.request('image.build', { name: 'desktop', containerfile: await containerfile('named-desktop', 'FROM grove/desktop\n') })),
+      ).toMatchObject({
         code: 'E_INVALID_PARAMS',
         message: expect.stringContaining("Grove's own image"),
       });
@@ -152,10 +170,16 @@ describe('images of your own, projects, and files in and out', () => {
 
     it('pushes two images sharing a base, and the second pull adds only its own layer', async () => {
       // The base holds 64 MiB that compresses to nothing less: it is what sharing saves.
-      base = await containerfile('base', 'FROM scratch\nCOPY busybox /bin/busybox\nCOPY ballast /ballast\n', { busybox: await readFile('/bin/busybox'), ballast: randomBytes(64 << 20) });
+      base = await containerfile('base', 'FROM scratch\nCOPY busybox /bin/busybox\nCOPY ballast /ballast\n', {
+        busybox: await readFile('/bin/busybox'),
+        ballast: randomBytes(64 << 20),
+      });
       await client.request('image.build', { name: 'base', containerfile: base });
       for (const name of ['img-a', 'img-b']) {
-        await client.request('image.build', { name, containerfile: await containerfile(name, `FROM grove/base\nCOPY ${name}.txt /${name}.txt\n`, { [`${name}.txt`]: `${name}\n` }) });
+        await client.request('image.build', {
+          name,
+          containerfile: await containerfile(name, `FROM grove/base\nCOPY ${name}.txt /${name}.txt\n`, { [`${name}.txt`]: `${name}\n` }),
+        });
         const pushed = await grove('image', 'push', name, `docker://${registry.host}/grove-test/${name}:v1`, '--authfile', registry.authFile);
         expect(pushed.exitCode, pushed.all).toBe(0);
       }
@@ -271,7 +295,9 @@ describe('images of your own, projects, and files in and out', () => {
       const head = (await git('rev-parse', 'HEAD')).stdout.trim();
       ws = await create('img-proj', 'desktop', { hostPath: repo });
       expect(ws.project).toMatchObject({ hostPath: repo, path: '/root/work', commit: head, gitBranch: 'trunk' });
-      expect(await sh(client, ws, 'cd /root/work && stat -c "%U:%G %a %n" app.py src/lib.txt && test -d .git && echo has-git')).toBe('root:root 755 app.py\nroot:root 644 src/lib.txt\nhas-git\n');
+      expect(await sh(client, ws, 'cd /root/work && stat -c "%U:%G %a %n" app.py src/lib.txt && test -d .git && echo has-git')).toBe(
+        'root:root 755 app.py\nroot:root 644 src/lib.txt\nhas-git\n',
+      );
       // Every branch of the workspace has the same origin.
       const fork = await client.request('branch.fork', { workspace: ws.id, copies: 1 });
       made.push(fork.children[0]!.id);
@@ -282,18 +308,44 @@ describe('images of your own, projects, and files in and out', () => {
     it("exports the branch's changes as one commit on the origin, as a new branch or a patch, never touching the checkout", async () => {
       const git = (...args: string[]) => execa('git', ['-C', repo, ...args]).then((r) => r.stdout);
       const origin = ws.project!.commit!;
-      await sh(client, ws, `cd /root/work && printf "print('changed')\\n" > app.py && rm src/lib.txt && printf '\\000\\001bin' > data.bin && ln -s app.py link.py && echo '*.log' > .gitignore && echo noise > run.log`);
+      await sh(
+        client,
+        ws,
+        `cd /root/work && printf "print('changed')\\n" > app.py && rm src/lib.txt && printf '\\000\\001bin' > data.bin && ln -s app.py link.py && echo '*.log' > .gitignore && echo noise > run.log`,
+      );
       // The person's repository is dirty: its work tree, index and HEAD stay exactly as they are.
       await writeFile(path.join(repo, 'uncommitted.txt'), 'mine\n');
-      const before = { head: await git('rev-parse', 'HEAD'), branch: await git('symbolic-ref', 'HEAD'), status: await git('status', '--porcelain'), index: await readFile(path.join(repo, '.git/index')) };
-      const done = await client.request('branch.export', { workspace: ws.id, to: { kind: 'git', repo, branch: 'from-grove' }, message: 'Work from the branch' });
+      const before = {
+        head: await git('rev-parse', 'HEAD'),
+        branch: await git('symbolic-ref', 'HEAD'),
+        status: await git('status', '--porcelain'),
+        index: await readFile(path.join(repo, '.git/index')),
+      };
+      const done = await client.request('branch.export', {
+        workspace: ws.id,
+        to: { kind: 'git', repo, branch: 'from-grove' },
+        message: 'Work from the branch',
+      });
       expect(done).toMatchObject({ parent: origin, files: 5, branch: 'from-grove', patch: null });
       expect(await git('log', '-1', '--format=%P|%an|%s', 'from-grove')).toBe(`${origin}|root|Work from the branch`);
-      expect((await git('show', '--name-status', '--format=', 'from-grove')).split('\n').sort()).toEqual(['A\t.gitignore', 'A\tdata.bin', 'A\tlink.py', 'D\tsrc/lib.txt', 'M\tapp.py']);
+      expect((await git('show', '--name-status', '--format=', 'from-grove')).split('\n').sort()).toEqual([
+        'A\t.gitignore',
+        'A\tdata.bin',
+        'A\tlink.py',
+        'D\tsrc/lib.txt',
+        'M\tapp.py',
+      ]);
       expect(await git('ls-tree', 'from-grove', 'link.py')).toMatch(/^120000 blob /); // a symlink, as git records one
-      expect({ head: await git('rev-parse', 'HEAD'), branch: await git('symbolic-ref', 'HEAD'), status: await git('status', '--porcelain'), index: await readFile(path.join(repo, '.git/index')) }).toEqual(before);
+      expect({
+        head: await git('rev-parse', 'HEAD'),
+        branch: await git('symbolic-ref', 'HEAD'),
+        status: await git('status', '--porcelain'),
+        index: await readFile(path.join(repo, '.git/index')),
+      }).toEqual(before);
       // An existing branch is refused, and replaced only when asked.
-      expect(await failure(client.request('branch.export', { workspace: ws.id, to: { kind: 'git', repo, branch: 'from-grove' } }))).toMatchObject({ code: 'E_CONFLICT' });
+      expect(await failure(client.request('branch.export', { workspace: ws.id, to: { kind: 'git', repo, branch: 'from-grove' } }))).toMatchObject({
+        code: 'E_CONFLICT',
+      });
       expect(await failure(client.request('branch.export', { workspace: ws.id, to: { kind: 'git', repo, branch: 'from-grove', force: true } }))).toBeNull();
       // A patch that git am applies on the origin, and nothing written into the repository for it.
       const objects = async () => (await execa('find', [path.join(repo, '.git/objects'), '-type', 'f'])).stdout.split('\n').length;
@@ -313,20 +365,47 @@ describe('images of your own, projects, and files in and out', () => {
       const other = path.join(work, 'other-repo');
       await mkdir(other);
       await execa('git', ['-C', other, 'init', '-q']);
-      expect(await failure(client.request('branch.export', { workspace: ws.id, to: { kind: 'git', repo: work, branch: 'x' } }))).toMatchObject({ code: 'E_INVALID_PARAMS', message: expect.stringContaining('is not a git repository') });
-      expect(await failure(client.request('branch.export', { workspace: ws.id, to: { kind: 'git', repo: other, branch: 'x' } }))).toMatchObject({ code: 'E_PRECONDITION', message: expect.stringContaining('which the project was copied at') });
+      expect(await failure(client.request('branch.export', { workspace: ws.id, to: { kind: 'git', repo: work, branch: 'x' } }))).toMatchObject({
+        code: 'E_INVALID_PARAMS',
+        message: expect.stringContaining('is not a git repository'),
+      });
+      expect(await failure(client.request('branch.export', { workspace: ws.id, to: { kind: 'git', repo: other, branch: 'x' } }))).toMatchObject({
+        code: 'E_PRECONDITION',
+        message: expect.stringContaining('which the project was copied at'),
+      });
       const plain = await create('img-plain', 'desktop');
-      expect(await failure(client.request('branch.export', { workspace: plain.id, to: { kind: 'patch', file: path.join(work, 'x.patch') } }))).toMatchObject({ code: 'E_PRECONDITION', message: expect.stringContaining('has no project to export') });
+      expect(await failure(client.request('branch.export', { workspace: plain.id, to: { kind: 'patch', file: path.join(work, 'x.patch') } }))).toMatchObject({
+        code: 'E_PRECONDITION',
+        message: expect.stringContaining('has no project to export'),
+      });
       const [name] = agentUserNames(instance().instance);
       const agent = await testUser(name!);
-      const res = JSON.parse((await runAs(agent.name, CALL, [instance().agentSocketPath, 'branch.export', JSON.stringify({ workspace: ws.id, to: { kind: 'patch', file: '/tmp/agent.patch' } }), 'call', 'test'])).stdout) as { error?: { code: string; message: string } };
-      expect(res.error).toMatchObject({ code: 'E_FORBIDDEN', message: expect.stringContaining("a branch's work into a repository on the host is a person's to do") });
+      const res = JSON.parse(
+        (
+          await runAs(agent.name, CALL, [
+            instance().agentSocketPath,
+            'branch.export',
+            JSON.stringify({ workspace: ws.id, to: { kind: 'patch', file: '/tmp/agent.patch' } }),
+            'call',
+            'test',
+          ])
+        ).stdout,
+      ) as { error?: { code: string; message: string } };
+      expect(res.error).toMatchObject({
+        code: 'E_FORBIDDEN',
+        message: expect.stringContaining("a branch's work into a repository on the host is a person's to do"),
+      });
     });
 
     it('refuses a project that is missing, a file, or bigger than the pool, before anything is made', async () => {
       const names = async () => (await client.request('workspace.list', {})).map((w) => w.name);
-      expect(await failure(client.request('workspace.create', { name: 'proj-bad', project: { hostPath: path.join(work, 'nowhere') } }))).toMatchObject({ code: 'E_NOT_FOUND' });
-      expect(await failure(client.request('workspace.create', { name: 'proj-bad', project: { hostPath: path.join(work, 'secret') } }))).toMatchObject({ code: 'E_INVALID_PARAMS', message: expect.stringContaining('is a file') });
+      expect(await failure(client.request('workspace.create', { name: 'proj-bad', project: { hostPath: path.join(work, 'nowhere') } }))).toMatchObject({
+        code: 'E_NOT_FOUND',
+      });
+      expect(await failure(client.request('workspace.create', { name: 'proj-bad', project: { hostPath: path.join(work, 'secret') } }))).toMatchObject({
+        code: 'E_INVALID_PARAMS',
+        message: expect.stringContaining('is a file'),
+      });
       const huge = path.join(work, 'huge');
       await mkdir(huge);
       await truncate(await touch(path.join(huge, 'sparse.bin')), 64 * 2 ** 30);
@@ -378,7 +457,13 @@ describe('images of your own, projects, and files in and out', () => {
       let outs = 0;
       for (let i = 0; i < 40; i++) {
         await client.request('file.copyIn', { workspace: ws.id, from: path.join(work, 'race.txt'), to: '/race/d' }).catch(() => undefined);
-        if (await client.request('file.copyOut', { workspace: ws.id, from: '/race/d/f', to: path.join(out, `f${i}`) }).then(() => true, () => false)) outs++;
+        if (
+          await client.request('file.copyOut', { workspace: ws.id, from: '/race/d/f', to: path.join(out, `f${i}`) }).then(
+            () => true,
+            () => false,
+          )
+        )
+          outs++;
       }
       expect((await swapper).stdout).toMatch(/^swapped \d+ times/);
       expect(await readdir(canary)).toEqual([]);
@@ -394,7 +479,10 @@ describe('images of your own, projects, and files in and out', () => {
       await writeFile(readable, 'for the agent\n');
       await chmod(work, 0o755);
       await chmod(readable, 0o644);
-      const call = async (method: string, params: object) => JSON.parse((await runAs(alice.name, CALL, [instance().agentSocketPath, method, JSON.stringify(params), 'call', 'test'])).stdout) as { error?: { code: string; message: string } };
+      const call = async (method: string, params: object) =>
+        JSON.parse((await runAs(alice.name, CALL, [instance().agentSocketPath, method, JSON.stringify(params), 'call', 'test'])).stdout) as {
+          error?: { code: string; message: string };
+        };
       expect((await call('file.copyIn', { workspace: ws.id, from: readable, to: '/tmp' })).error).toBeUndefined();
       expect(await sh(client, ws, 'cat /tmp/for-agent.txt')).toBe('for the agent\n');
       // What the agent cannot read, it cannot copy in.
@@ -431,7 +519,10 @@ async function tinyPackage(dir: string): Promise<string> {
   const root = path.join(dir, 'pkg-root');
   await mkdir(path.join(root, 'DEBIAN'), { recursive: true });
   await mkdir(path.join(root, 'usr/bin'), { recursive: true });
-  await writeFile(path.join(root, 'DEBIAN/control'), 'Package: grove-test-tool\nVersion: 1.0\nArchitecture: all\nMaintainer: Grove tests <tests@grove.invalid>\nDescription: a tool the image tests install\n');
+  await writeFile(
+    path.join(root, 'DEBIAN/control'),
+    'Package: grove-test-tool\nVersion: 1.0\nArchitecture: all\nMaintainer: Grove tests <tests@grove.invalid>\nDescription: a tool the image tests install\n',
+  );
   await writeFile(path.join(root, 'usr/bin/grove-test-tool'), '#!/bin/sh\necho grove test tool works\n');
   await chmod(path.join(root, 'usr/bin/grove-test-tool'), 0o755);
   const deb = path.join(dir, 'grove-test-tool.deb');
@@ -449,7 +540,9 @@ async function tamperLayer(archive: string, dir: string): Promise<string> {
   const unpacked = await mkdtemp(path.join(dir, 'tamper-'));
   await execa('tar', ['-xf', archive, '-C', unpacked]);
   const index = JSON.parse(await readFile(path.join(unpacked, 'index.json'), 'utf8')) as { manifests: { digest: string }[] };
-  const manifest = JSON.parse(await readFile(path.join(unpacked, 'blobs/sha256', index.manifests[0]!.digest.slice(7)), 'utf8')) as { layers: { digest: string }[] };
+  const manifest = JSON.parse(await readFile(path.join(unpacked, 'blobs/sha256', index.manifests[0]!.digest.slice(7)), 'utf8')) as {
+    layers: { digest: string }[];
+  };
   const layer = path.join(unpacked, 'blobs/sha256', manifest.layers.at(-1)!.digest.slice(7));
   const bytes = await readFile(layer);
   bytes[bytes.length - 9] = bytes[bytes.length - 9]! ^ 0xff;

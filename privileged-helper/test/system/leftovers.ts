@@ -41,7 +41,14 @@ export async function loopDevicesFor(prefix: string): Promise<string[]> {
 async function cgroupsNamed(names: string[]): Promise<string[]> {
   const found: string[] = [];
   for (const hierarchy of await readdir('/sys/fs/cgroup').catch(() => [] as string[])) {
-    for (const name of names) if (await access(`/sys/fs/cgroup/${hierarchy}/${name}`).then(() => true, () => false)) found.push(`${hierarchy}/${name}`);
+    for (const name of names)
+      if (
+        await access(`/sys/fs/cgroup/${hierarchy}/${name}`).then(
+          () => true,
+          () => false,
+        )
+      )
+        found.push(`${hierarchy}/${name}`);
   }
   return found;
 }

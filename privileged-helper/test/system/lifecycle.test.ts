@@ -36,7 +36,14 @@ describe('rollback as a transaction', () => {
     ws = await createWorkspace(c, 'lifecycle');
     await c.request('exec.run', { workspace: ws.id, argv: ['sh', '-c', 'cat > /tmp/counter.py'], stdin: COUNTER_SERVER });
     await sh(c, ws, 'echo v1 > /root/marker; setsid python3 /tmp/counter.py 8500 </dev/null >/dev/null 2>&1 &');
-    await waitFor('the counter to answer', () => count(ws).then((n) => n > 0).catch(() => false), 20_000);
+    await waitFor(
+      'the counter to answer',
+      () =>
+        count(ws)
+          .then((n) => n > 0)
+          .catch(() => false),
+      20_000,
+    );
     versionId = (await c.request('branch.checkpoint', { workspace: ws.id, label: 'v1' })).id;
     await sh(c, ws, 'echo v2 > /root/marker');
   });
@@ -60,7 +67,10 @@ describe('rollback as a transaction', () => {
   it('refuses to delete the version while a rollback restores it, then rolls back for real', async () => {
     const rolling = c.request('branch.rollback', { workspace: ws.id, version: versionId });
     await new Promise((r) => setTimeout(r, 300)); // the rollback is checkpointing the branch
-    await expect(c.request('version.delete', { version: versionId })).rejects.toMatchObject({ code: 'E_CONFLICT', message: expect.stringContaining('being rolled back to') });
+    await expect(c.request('version.delete', { version: versionId })).rejects.toMatchObject({
+      code: 'E_CONFLICT',
+      message: expect.stringContaining('being rolled back to'),
+    });
     ws = await track(await rolling);
     expect(await marker(ws)).toBe('v1');
     expect(await versionsOf()).toEqual([versionId]);
@@ -157,8 +167,19 @@ describe('promote and checkpoint as transactions', () => {
     c = await connect('lifecycle-promote');
     main = await createWorkspace(c, 'promo');
     made.push(main.id);
-    await sh(c, main, 'mkdir -p /srv && setsid sh -c "hostname > /srv/index.html; exec python3 -m http.server 3000 --directory /srv" </dev/null >/dev/null 2>&1 &');
-    await waitFor('the dev server', () => servedAt(main).then((t) => t === 'promo').catch(() => false), 20_000);
+    await sh(
+      c,
+      main,
+      'mkdir -p /srv && setsid sh -c "hostname > /srv/index.html; exec python3 -m http.server 3000 --directory /srv" </dev/null >/dev/null 2>&1 &',
+    );
+    await waitFor(
+      'the dev server',
+      () =>
+        servedAt(main)
+          .then((t) => t === 'promo')
+          .catch(() => false),
+      20_000,
+    );
     const report = await c.request('branch.fork', { workspace: main.id, copies: 1 });
     child = await track(report.children[0]!);
     made.push(child.id);
@@ -219,7 +240,7 @@ describe('discard as a transaction', () => {
   it('leaves a branch stopped with its files when discarding it fails once its processes are gone, and it starts again', async () => {
     await expect(c.request('workspace.delete', { workspace: ws.id, faultAt: 'teardown' })).rejects.toMatchObject({
       code: 'E_HOST',
-      message: expect.stringContaining("it is stopped, with its files: discard it again"),
+      message: expect.stringContaining('it is stopped, with its files: discard it again'),
     });
     expect(await c.request('workspace.get', { workspace: ws.id })).toMatchObject({ state: 'stopped', pid: null, vncSocket: null });
     ws = await track(await c.request('workspace.start', { workspace: ws.id }));
@@ -227,9 +248,15 @@ describe('discard as a transaction', () => {
   });
 
   it('says so when it fails once its files are gone too, and discarding it again finishes', async () => {
-    await expect(c.request('workspace.delete', { workspace: ws.id, faultAt: 'files' })).rejects.toMatchObject({ code: 'E_HOST', message: expect.stringContaining('its files are gone too') });
+    await expect(c.request('workspace.delete', { workspace: ws.id, faultAt: 'files' })).rejects.toMatchObject({
+      code: 'E_HOST',
+      message: expect.stringContaining('its files are gone too'),
+    });
     expect((await c.request('workspace.get', { workspace: ws.id })).state).toBe('failed');
-    await expect(c.request('workspace.start', { workspace: ws.id })).rejects.toMatchObject({ code: 'E_CONFLICT', message: expect.stringContaining('discard it again') });
+    await expect(c.request('workspace.start', { workspace: ws.id })).rejects.toMatchObject({
+      code: 'E_CONFLICT',
+      message: expect.stringContaining('discard it again'),
+    });
     expect(await c.request('workspace.delete', { workspace: ws.id })).toEqual({ deleted: ws.id });
     await expect(c.request('workspace.get', { workspace: ws.id })).rejects.toMatchObject({ code: 'E_NOT_FOUND' });
   });

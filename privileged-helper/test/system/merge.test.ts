@@ -109,12 +109,18 @@ describe('merge', () => {
   let main: Workspace;
 
   const cat = (ws: Workspace, file: string) => sh(client, ws, `cat ${file}`);
-  const merge = (sources: Workspace[], more: { dryRun?: boolean; all?: boolean; take?: { path: string; side: string }[]; faultAt?: 'checkpoint' | 'write' } = {}): Promise<MergeResult> =>
-    client.request('branch.merge', { workspace: main.id, sources: sources.map((s) => s.id), ...more });
+  const merge = (
+    sources: Workspace[],
+    more: { dryRun?: boolean; all?: boolean; take?: { path: string; side: string }[]; faultAt?: 'checkpoint' | 'write' } = {},
+  ): Promise<MergeResult> => client.request('branch.merge', { workspace: main.id, sources: sources.map((s) => s.id), ...more });
   const versionsOfMain = async () => (await client.request('version.list', { workspace: main.id })).filter((v) => v.branch === main.id).map((v) => v.id);
   /** A process in main that keeps a value only in its memory, writing it out every 0.2 s: its pid and the value. */
   const startRemembering = async () => {
-    await sh(client, main, `setsid sh -c 'v=$$-$(head -c 8 /dev/urandom | od -An -tx1 | tr -d " \\n"); while :; do echo "$v" > /tmp/remembered.new; mv /tmp/remembered.new /tmp/remembered; sleep 0.2; done' </dev/null >/dev/null 2>&1 &`);
+    await sh(
+      client,
+      main,
+      `setsid sh -c 'v=$$-$(head -c 8 /dev/urandom | od -An -tx1 | tr -d " \\n"); while :; do echo "$v" > /tmp/remembered.new; mv /tmp/remembered.new /tmp/remembered; sleep 0.2; done' </dev/null >/dev/null 2>&1 &`,
+    );
     await waitFor('the process to remember', async () => (await sh(client, main, 'cat /tmp/remembered 2>/dev/null || true')).trim() !== '', 10_000);
     return (await cat(main, '/tmp/remembered')).trim();
   };
@@ -138,9 +144,15 @@ describe('merge', () => {
 
   it('two children that edited different files: main has both edits, its processes the same pids with their memory', async () => {
     const remembered = await startRemembering();
-    const { children: [left, right] } = await fork(client, main, ['mg-left', 'mg-right']);
+    const {
+      children: [left, right],
+    } = await fork(client, main, ['mg-left', 'mg-right']);
     await sh(client, left!, `echo 'a from left' > ${work}/a.txt`);
-    await sh(client, right!, `echo 'b from right' > ${work}/b.txt; mkdir -p ${work}/new/deep; echo 'new' > ${work}/new/deep/file.txt; printf '#!/bin/sh\\necho run\\n' > ${work}/tool.sh; chmod +x ${work}/tool.sh; ln -s a.txt ${work}/link`);
+    await sh(
+      client,
+      right!,
+      `echo 'b from right' > ${work}/b.txt; mkdir -p ${work}/new/deep; echo 'new' > ${work}/new/deep/file.txt; printf '#!/bin/sh\\necho run\\n' > ${work}/tool.sh; chmod +x ${work}/tool.sh; ln -s a.txt ${work}/link`,
+    );
     await sh(client, right!, 'echo from-right > /srv/outside.txt'); // outside the project: not merged without --all
 
     const dry = await merge([left!, right!], { dryRun: true });
@@ -181,7 +193,9 @@ describe('merge', () => {
   });
 
   it('with --all, merges outside the project too, never Grove’s own files', async () => {
-    const { children: [child] } = await fork(client, main, ['mg-all']);
+    const {
+      children: [child],
+    } = await fork(client, main, ['mg-all']);
     await sh(client, child!, 'echo from-child > /srv/outside.txt; echo 10.9.9.9 elsewhere >> /etc/hosts');
     // Both desktops' Chromium goes on writing its own files (logs, caches): with --all those conflict, settled for the
     // target; it is held stopped in both meanwhile, or the merge would find new ones the dry run did not list.
@@ -204,7 +218,9 @@ describe('merge', () => {
   });
 
   it('two children that changed the same lines: the conflict with both sides, nothing written; --take settles it', async () => {
-    const { children: [one, two] } = await fork(client, main, ['mg-one', 'mg-two']);
+    const {
+      children: [one, two],
+    } = await fork(client, main, ['mg-one', 'mg-two']);
     await sh(client, one!, `sed -i 's/^two$/two by one/' ${work}/shared.txt; echo 'a by one' > ${work}/a.txt`);
     await sh(client, two!, `sed -i 's/^two$/two by two/' ${work}/shared.txt; sed -i 's/^eight$/eight by two/' ${work}/shared.txt`);
     const versionsBefore = await versionsOfMain();
@@ -237,7 +253,9 @@ describe('merge', () => {
   });
 
   it('merges what both changed in different lines of one file', async () => {
-    const { children: [child] } = await fork(client, main, ['mg-lines']);
+    const {
+      children: [child],
+    } = await fork(client, main, ['mg-lines']);
     await sh(client, child!, `sed -i 's/^one$/one by child/' ${work}/shared.txt`);
     await sh(client, main, `sed -i 's/^five$/five by main/' ${work}/shared.txt`);
     const result = await merge([child!]);
@@ -248,18 +266,30 @@ describe('merge', () => {
   });
 
   it('an edit against a deletion, and a binary file changed on both sides, are conflicts; --take settles each', async () => {
-    const { children: [child] } = await fork(client, main, ['mg-del']);
+    const {
+      children: [child],
+    } = await fork(client, main, ['mg-del']);
     await sh(client, child!, `rm ${work}/gone.txt; printf 'child\\0bin' > ${work}/bin.dat`);
     await sh(client, main, `echo edited >> ${work}/gone.txt; printf 'main\\0bin' > ${work}/bin.dat`);
     const result = await merge([child!]);
     expect(result.merged).toBe(false);
     const byPath = Object.fromEntries(result.conflicts.map((c) => [c.path, c]));
     expect(byPath[`${work}/gone.txt`]).toMatchObject({ kind: 'edit-delete', target: { kind: 'file' }, sourceSide: { kind: 'none' } });
-    expect(byPath[`${work}/bin.dat`]).toMatchObject({ kind: 'binary', target: { kind: 'file', bytes: 8 }, sourceSide: { kind: 'file', bytes: 9 }, hunks: null });
+    expect(byPath[`${work}/bin.dat`]).toMatchObject({
+      kind: 'binary',
+      target: { kind: 'file', bytes: 8 },
+      sourceSide: { kind: 'file', bytes: 9 },
+      hunks: null,
+    });
     expect(byPath[`${work}/bin.dat`]!.target.sha256).not.toBe(byPath[`${work}/bin.dat`]!.sourceSide.sha256);
     expect(await sh(client, main, `test -e ${work}/gone.txt && echo kept`)).toBe('kept\n');
 
-    const settled = await merge([child!], { take: [{ path: `${work}/gone.txt`, side: 'mg-del' }, { path: `${work}/bin.dat`, side: 'target' }] });
+    const settled = await merge([child!], {
+      take: [
+        { path: `${work}/gone.txt`, side: 'mg-del' },
+        { path: `${work}/bin.dat`, side: 'target' },
+      ],
+    });
     expect(settled).toMatchObject({ merged: true, conflicts: [] });
     expect(settled.changes).toEqual([{ path: `${work}/gone.txt`, source: 'mg-del', action: 'delete', how: 'taken' }]);
     expect(await sh(client, main, `test -e ${work}/gone.txt || echo gone`)).toBe('gone\n');
@@ -267,9 +297,13 @@ describe('merge', () => {
   });
 
   it('a source whose fork-point ancestor branch was discarded still merges on its base', async () => {
-    const { children: [middle] } = await fork(client, main, ['mg-middle']);
+    const {
+      children: [middle],
+    } = await fork(client, main, ['mg-middle']);
     await sh(client, middle!, `echo 'from the middle' > ${work}/middle.txt`);
-    const { children: [grandchild] } = await fork(client, middle!, ['mg-grandchild']);
+    const {
+      children: [grandchild],
+    } = await fork(client, middle!, ['mg-grandchild']);
     await sh(client, grandchild!, `echo 'from the grandchild' > ${work}/grandchild.txt`);
     await client.request('workspace.delete', { workspace: middle!.id });
     const result = await merge([grandchild!]);
@@ -279,7 +313,9 @@ describe('merge', () => {
   });
 
   it.each(['checkpoint', 'write'] as const)('a merge made to fail after its %s leaves the target as it was, running', async (stage) => {
-    const { children: [child] } = await fork(client, main, [`mg-fault-${stage}`]);
+    const {
+      children: [child],
+    } = await fork(client, main, [`mg-fault-${stage}`]);
     const before = await sh(client, main, `cd ${work} && find . -print0 | sort -z | xargs -0 sha256sum 2>/dev/null; find . | sort`);
     await sh(client, child!, `echo 'from the child' > ${work}/a.txt; mkdir -p ${work}/made/here; echo x > ${work}/made/here/x.txt; rm ${work}/b.txt`);
     const versionsBefore = await versionsOfMain();
@@ -296,14 +332,20 @@ describe('merge', () => {
     const forked = await asAlice('--json', 'fork', main.id, '--name', 'mg-agent');
     expect(forked.exitCode, forked.stderr).toBe(0);
     const own = await track((JSON.parse(forked.stdout) as { children: Workspace[] }).children[0]!);
-    const { children: [helper] } = await fork(client, own, ['mg-agent-helper']);
+    const {
+      children: [helper],
+    } = await fork(client, own, ['mg-agent-helper']);
     await sh(client, helper!, `echo 'by the agent' > ${work}/agent.txt`);
 
     const intoOwn = await asAlice('merge', own.name, helper!.name);
     expect(intoOwn.exitCode, intoOwn.stderr).toBe(0);
     expect(await cat(own, `${work}/agent.txt`)).toBe('by the agent\n');
 
-    const refused = await runAs(alice.name, path.join(REPO, 'privileged-helper/test/system/fixtures/call.ts'), [instance().agentSocketPath, 'branch.merge', JSON.stringify({ workspace: main.id, sources: [own.id] })]);
+    const refused = await runAs(alice.name, path.join(REPO, 'privileged-helper/test/system/fixtures/call.ts'), [
+      instance().agentSocketPath,
+      'branch.merge',
+      JSON.stringify({ workspace: main.id, sources: [own.id] }),
+    ]);
     expect(JSON.parse(refused.stdout)).toMatchObject({ error: { code: 'E_FORBIDDEN', message: expect.stringContaining('kind branch.merge') } });
 
     const asked = await asAlice('--json', 'merge', main.name, own.name, '--reason', 'the agent file is done', '--no-wait');
@@ -318,31 +360,48 @@ describe('merge', () => {
   });
 
   it('a rename comes across as a deletion and an addition', async () => {
-    const { children: [child] } = await fork(client, main, ['mg-rename']);
+    const {
+      children: [child],
+    } = await fork(client, main, ['mg-rename']);
     await sh(client, child!, `mv ${work}/b.txt ${work}/renamed.txt`);
     const result = await merge([child!]);
-    expect(result.changes.map((c) => [c.path, c.action]).sort()).toEqual([[`${work}/b.txt`, 'delete'], [`${work}/renamed.txt`, 'write']]);
+    expect(result.changes.map((c) => [c.path, c.action]).sort()).toEqual([
+      [`${work}/b.txt`, 'delete'],
+      [`${work}/renamed.txt`, 'write'],
+    ]);
     expect(await sh(client, main, `test -e ${work}/b.txt || cat ${work}/renamed.txt`)).toBe(await cat(child!, `${work}/renamed.txt`));
   });
 
   it("treats the branches' links as theirs: never followed on the host, written as links; a fifo is a conflict, nothing written", async () => {
-    const { children: [child] } = await fork(client, main, ['mg-hostile']);
+    const {
+      children: [child],
+    } = await fork(client, main, ['mg-hostile']);
     // The target's a.txt becomes a link to its own /etc/passwd: read inside the branch, a conflict of kinds, not the host's file.
     await sh(client, main, `ln -sf /etc/passwd ${work}/a.txt`);
     await sh(client, child!, `echo 'child a' > ${work}/a.txt; ln -s /etc/shadow ${work}/to-shadow; ln -s / ${work}/to-root`);
     const result = await merge([child!]);
     expect(result.conflicts).toEqual([
-      expect.objectContaining({ path: `${work}/a.txt`, kind: 'kind', target: expect.objectContaining({ kind: 'link', detail: '/etc/passwd' }), sourceSide: expect.objectContaining({ kind: 'file' }) }),
+      expect.objectContaining({
+        path: `${work}/a.txt`,
+        kind: 'kind',
+        target: expect.objectContaining({ kind: 'link', detail: '/etc/passwd' }),
+        sourceSide: expect.objectContaining({ kind: 'file' }),
+      }),
     ]);
     const settled = await merge([child!], { take: [{ path: `${work}/a.txt`, side: 'target' }] });
     expect(settled.merged).toBe(true);
     expect((await sh(client, main, `readlink ${work}/to-shadow ${work}/to-root`)).split('\n')).toEqual(['/etc/shadow', '/', '']);
 
-    const { children: [fifo] } = await fork(client, main, ['mg-fifo']);
+    const {
+      children: [fifo],
+    } = await fork(client, main, ['mg-fifo']);
     await sh(client, fifo!, `mkfifo ${work}/pipe; echo more > ${work}/more.txt`);
     const versionsBefore = await versionsOfMain();
     const refused = await merge([fifo!]);
-    expect(refused).toMatchObject({ merged: false, conflicts: [{ path: `${work}/pipe`, kind: 'special', sourceSide: { kind: 'other', detail: 'neither a file nor a link' } }] });
+    expect(refused).toMatchObject({
+      merged: false,
+      conflicts: [{ path: `${work}/pipe`, kind: 'special', sourceSide: { kind: 'other', detail: 'neither a file nor a link' } }],
+    });
     expect(await sh(client, main, `test -e ${work}/more.txt || echo absent`)).toBe('absent\n');
     expect(await versionsOfMain()).toEqual(versionsBefore);
     const withoutPipe = await merge([fifo!], { take: [{ path: `${work}/pipe`, side: 'target' }] });
@@ -351,10 +410,18 @@ describe('merge', () => {
   });
 
   it('refuses a merge into itself, a take of a branch that is no source, and a take outside the project', async () => {
-    const { children: [child] } = await fork(client, main, ['mg-bad']);
+    const {
+      children: [child],
+    } = await fork(client, main, ['mg-bad']);
     expect(await failure(merge([main]))).toMatchObject({ code: 'E_INVALID_PARAMS', message: expect.stringContaining('into itself') });
-    expect(await failure(merge([child!], { take: [{ path: `${work}/a.txt`, side: main.id }] }))).toMatchObject({ code: 'E_INVALID_PARAMS', message: expect.stringContaining('not one of the sources') });
-    expect(await failure(merge([child!], { take: [{ path: '/etc/hostname', side: 'target' }] }))).toMatchObject({ code: 'E_INVALID_PARAMS', message: expect.stringContaining('not a path this merge writes') });
+    expect(await failure(merge([child!], { take: [{ path: `${work}/a.txt`, side: main.id }] }))).toMatchObject({
+      code: 'E_INVALID_PARAMS',
+      message: expect.stringContaining('not one of the sources'),
+    });
+    expect(await failure(merge([child!], { take: [{ path: '/etc/hostname', side: 'target' }] }))).toMatchObject({
+      code: 'E_INVALID_PARAMS',
+      message: expect.stringContaining('not a path this merge writes'),
+    });
   });
 });
 
@@ -371,10 +438,14 @@ describe('a helper killed mid-merge', () => {
     const t = instance();
     const pid = Number(await readFile(t.pidFile, 'utf8'));
     await c.request('branch.merge', { workspace: main.id, sources: sources.map((s) => s.id), faultAt: stage, crash: true }).catch(() => undefined);
-    await waitFor('the helper to die', async () => {
-      const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
-      return stat === '' || stat.slice(stat.lastIndexOf(')') + 2)[0] === 'Z';
-    }, 60_000);
+    await waitFor(
+      'the helper to die',
+      async () => {
+        const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+        return stat === '' || stat.slice(stat.lastIndexOf(')') + 2)[0] === 'Z';
+      },
+      60_000,
+    );
     c.close();
     await startHelper(t);
     c = await connect('merge-crash');
@@ -394,20 +465,25 @@ describe('a helper killed mid-merge', () => {
     c.close();
   });
 
-  it.each(['checkpoint', 'write'] as const)('after its %s: the next start undoes it, the target runs with its files as before, the version goes', async (stage) => {
-    const { children: [child] } = await fork(c, main, [`mc-${stage}`]);
-    await sh(c, child!, `echo 'from the child' > ${work}/a.txt; mkdir -p ${work}/made; echo x > ${work}/made/x.txt; rm ${work}/b.txt`);
-    const before = await state();
-    const versionsBefore = await versionsOfMain();
-    await crashDuring([child!], stage);
-    main = await track(await c.request('workspace.get', { workspace: main.id }));
-    expect(main.state).toBe('running');
-    expect(await state()).toBe(before);
-    expect(await versionsOfMain()).toEqual(versionsBefore);
-    // And it merges afterwards.
-    expect(await c.request('branch.merge', { workspace: main.id, sources: [child!.id] })).toMatchObject({ merged: true });
-    expect(await sh(c, main, `cat ${work}/a.txt`)).toBe('from the child\n');
-    await c.request('branch.rollback', { workspace: main.id, version: (await versionsOfMain()).at(-1)! });
-    main = await track(await c.request('workspace.get', { workspace: main.id }));
-  });
+  it.each(['checkpoint', 'write'] as const)(
+    'after its %s: the next start undoes it, the target runs with its files as before, the version goes',
+    async (stage) => {
+      const {
+        children: [child],
+      } = await fork(c, main, [`mc-${stage}`]);
+      await sh(c, child!, `echo 'from the child' > ${work}/a.txt; mkdir -p ${work}/made; echo x > ${work}/made/x.txt; rm ${work}/b.txt`);
+      const before = await state();
+      const versionsBefore = await versionsOfMain();
+      await crashDuring([child!], stage);
+      main = await track(await c.request('workspace.get', { workspace: main.id }));
+      expect(main.state).toBe('running');
+      expect(await state()).toBe(before);
+      expect(await versionsOfMain()).toEqual(versionsBefore);
+      // And it merges afterwards.
+      expect(await c.request('branch.merge', { workspace: main.id, sources: [child!.id] })).toMatchObject({ merged: true });
+      expect(await sh(c, main, `cat ${work}/a.txt`)).toBe('from the child\n');
+      await c.request('branch.rollback', { workspace: main.id, version: (await versionsOfMain()).at(-1)! });
+      main = await track(await c.request('workspace.get', { workspace: main.id }));
+    },
+  );
 });

@@ -81,7 +81,10 @@ export class OutsideWorld {
 /** Ends whatever still runs in the namespace and removes it and its veth (idempotent: also a backstop). */
 export async function removeOutsideWorld(plan: Pick<OutsidePlan, 'ns' | 'veth'>): Promise<void> {
   const pids = await execa('ip', ['netns', 'pids', plan.ns], { reject: false });
-  for (const pid of pids.stdout.split('\n').map(Number).filter((n) => n > 1)) {
+  for (const pid of pids.stdout
+    .split('\n')
+    .map(Number)
+    .filter((n) => n > 1)) {
     try {
       process.kill(pid, 'SIGKILL');
     } catch {

@@ -24,7 +24,11 @@ describe('helper restart', () => {
     const before = await createWorkspace(client, 'survivor');
     const orphan = `grove-${t.instance}-deadbeef`;
     try {
-      await sh(client, before, 'mkdir -p /srv && echo still-here > /srv/index.html && setsid python3 -m http.server 3000 --directory /srv </dev/null >/dev/null 2>&1 &');
+      await sh(
+        client,
+        before,
+        'mkdir -p /srv && echo still-here > /srv/index.html && setsid python3 -m http.server 3000 --directory /srv </dev/null >/dev/null 2>&1 &',
+      );
       expect((await httpGet(hostPort(before, 3000))).trim()).toBe('still-here');
       const epoch = client.hello?.epoch;
       client.close();
@@ -48,11 +52,12 @@ describe('helper restart', () => {
       expect(await sh(client, after, "grep -E '^(NoNewPrivs|Seccomp):' /proc/1/status")).toMatch(/NoNewPrivs:\s+1\nSeccomp:\s+2/);
       expect(await sh(client, after, 'cat /proc/self/cgroup')).toContain(`pids:/grove-${t.instance}/${after.id}`);
       // …and its user namespace: root inside, the tree's unprivileged range outside, exec'd commands too.
-      expect((await sh(client, after, 'id -u; cat /proc/1/uid_map /proc/self/uid_map')).trim().split('\n').map((l) => l.trim().split(/\s+/))).toEqual([
-        ['0'],
-        ['0', expect.stringMatching(/^\d{8,}$/), '65536'],
-        ['0', expect.stringMatching(/^\d{8,}$/), '65536'],
-      ]);
+      expect(
+        (await sh(client, after, 'id -u; cat /proc/1/uid_map /proc/self/uid_map'))
+          .trim()
+          .split('\n')
+          .map((l) => l.trim().split(/\s+/)),
+      ).toEqual([['0'], ['0', expect.stringMatching(/^\d{8,}$/), '65536'], ['0', expect.stringMatching(/^\d{8,}$/), '65536']]);
     } finally {
       await execa('ip', ['netns', 'del', orphan], { reject: false });
       await client.request('workspace.delete', { workspace: before.id }).catch(() => undefined);
@@ -113,7 +118,10 @@ describe('helper restart', () => {
       const kept = await client.request('branch.checkpoint', { workspace: ws.id, label: 'saved' });
       await waitFor('the first checkpoint to be saved', async () => (await client.request('version.list', { workspace: ws.id }))[0]?.saved === true, 60_000);
       const stalled = await client.request('branch.checkpoint', { workspace: ws.id, label: 'never saved', faultAt: 'stall' });
-      expect((await client.request('version.list', { workspace: ws.id })).map((v) => [v.id, v.saved])).toEqual([[kept.id, true], [stalled.id, false]]);
+      expect((await client.request('version.list', { workspace: ws.id })).map((v) => [v.id, v.saved])).toEqual([
+        [kept.id, true],
+        [stalled.id, false],
+      ]);
       const scratch = path.join(t.runDir, 'scratch', `checkpoint-${stalled.id}`);
       expect(existsSync(scratch)).toBe(true);
       client.close();
@@ -158,10 +166,14 @@ describe('helper restart', () => {
       await stopHelper(t, 'SIGKILL');
       stalled = false;
       // Gone, not merely no longer stopped: a twin its tracer let go would run on as a copy of its process.
-      await waitFor('the dump and its twins to go', async () => {
-        const dumping = (await commandsOf(scratch)).some((p) => p.argv[1] === 'dump');
-        return !dumping && (await processesInTree(ws.pid!)).every((p) => !twins.includes(p.pid));
-      }, 30_000);
+      await waitFor(
+        'the dump and its twins to go',
+        async () => {
+          const dumping = (await commandsOf(scratch)).some((p) => p.argv[1] === 'dump');
+          return !dumping && (await processesInTree(ws.pid!)).every((p) => !twins.includes(p.pid));
+        },
+        30_000,
+      );
       await startHelper(t);
       client = await connect();
       expect(await readdir(scratch)).toEqual([]);

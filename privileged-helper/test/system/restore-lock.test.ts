@@ -22,7 +22,9 @@ async function sends(): Promise<boolean> {
 }
 
 async function openAsTheActionDoes(): Promise<void> {
-  await execa(groveAction, [], { env: { CRTOOLS_SCRIPT_ACTION: 'pre-resume', GROVE_LOCKED_NETNS: netnsPath(netns), GROVE_LOCK_TABLE: RESTORE_LOCK_TABLE, GROVE_NETLOCK_TOOL: groveNetlock } });
+  await execa(groveAction, [], {
+    env: { CRTOOLS_SCRIPT_ACTION: 'pre-resume', GROVE_LOCKED_NETNS: netnsPath(netns), GROVE_LOCK_TABLE: RESTORE_LOCK_TABLE, GROVE_NETLOCK_TOOL: groveNetlock },
+  });
 }
 
 async function lockTables(): Promise<string[]> {
@@ -56,7 +58,15 @@ describe('the restore lock', () => {
 
   it('refuses what it is asked wrongly, and changes nothing', async () => {
     await lockForRestore(groveNetlock, netnsPath(netns));
-    for (const args of [[], ['open'], ['shut', netnsPath(netns), RESTORE_LOCK_TABLE], ['open', 'relative/netns', RESTORE_LOCK_TABLE], ['open', netnsPath(netns), 'bad;table'], ['open', netnsPath(netns), ''], ['open', netnsPath(netns), RESTORE_LOCK_TABLE, 'extra']]) {
+    for (const args of [
+      [],
+      ['open'],
+      ['shut', netnsPath(netns), RESTORE_LOCK_TABLE],
+      ['open', 'relative/netns', RESTORE_LOCK_TABLE],
+      ['open', netnsPath(netns), 'bad;table'],
+      ['open', netnsPath(netns), ''],
+      ['open', netnsPath(netns), RESTORE_LOCK_TABLE, 'extra'],
+    ]) {
       const res = await execa(groveNetlock, args, { reject: false });
       expect(res.exitCode, args.join(' ')).toBe(2);
       expect(res.stderr).toMatch(/^usage: grove-netlock/);

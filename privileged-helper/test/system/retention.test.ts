@@ -164,7 +164,9 @@ describe('versions belong to their workspace', () => {
     const both = await grove('ws', 'rm', ws.id, '--keep-versions', '--delete-versions');
     expect(both.stderr).toMatch(/give --keep-versions or --delete-versions, not both/);
     const removed = await grove('ws', 'rm', ws.id, '--keep-versions');
-    expect(removed.stdout.trim()).toBe(`deleted ${ws.id}; its workspace's versions ${version.id} are kept as orphans (grove versions; grove versions rm VERSION…)`);
+    expect(removed.stdout.trim()).toBe(
+      `deleted ${ws.id}; its workspace's versions ${version.id} are kept as orphans (grove versions; grove versions rm VERSION…)`,
+    );
 
     const listed = await grove('versions', `${PREFIX}cli`);
     expect(listed.exitCode, listed.stderr).toBe(0);

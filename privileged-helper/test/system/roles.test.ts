@@ -96,7 +96,7 @@ describe('roles: persons decide, agents ask', () => {
     expect(approve.stderr).toMatch(/only a person may call approval.approve.*never an agent's/);
   });
 
-  it('refuses direct promote, egress changes and stop/delete of others\' branches, saying how to ask', async () => {
+  it("refuses direct promote, egress changes and stop/delete of others' branches, saying how to ask", async () => {
     for (const [method, params, kind] of [
       ['branch.promote', { workspace: main.id }, 'branch.promote'],
       ['egress.set', { workspace: main.id, mode: 'allow' }, 'egress.policy'],
@@ -212,7 +212,9 @@ describe('roles: persons decide, agents ask', () => {
     const approved = log.find((e) => e.action === 'approval.approve' && e.actor?.role === 'person');
     expect(approved?.actor).toMatchObject({ uid: 0, user: 'root' });
     // The promotion itself is recorded in the name of the agent that asked, with who approved it.
-    expect(log.find((e) => e.action === 'branch.promote' && e.outcome === 'ok' && e.actor?.uid === alice.uid)?.detail).toMatch(/^approved by person root \(uid 0\)/);
+    expect(log.find((e) => e.action === 'branch.promote' && e.outcome === 'ok' && e.actor?.uid === alice.uid)?.detail).toMatch(
+      /^approved by person root \(uid 0\)/,
+    );
     const cli = await grove(alice, '--json', 'audit', main.id, '--limit', '5');
     expect((JSON.parse(cli.stdout) as unknown[]).length).toBe(5);
   });

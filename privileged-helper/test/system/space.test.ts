@@ -48,7 +48,7 @@ describe('a full pool', () => {
    */
   const fillToLastMiB = async () => {
     const s = await statfs(pool);
-    for (let size = s.bavail * s.bsize; size >= MiB; ) {
+    for (let size = s.bavail * s.bsize; size >= MiB;) {
       const file = path.join(pool, `filler-${fillers.length}`);
       fillers.push(file);
       if ((await execa('fallocate', ['-l', String(size), file], { reject: false })).exitCode === 0) continue;
@@ -88,13 +88,18 @@ describe('a full pool', () => {
 
     await expect(c.request('branch.fork', { workspace: ws.id, copies: 2 })).rejects.toMatchObject({
       code: 'E_NO_SPACE',
-      message: expect.stringMatching(/^a fork of 'space' into 2 needs about 512 MiB in the pool \(256 MiB for each child's first writes\) and the pool has \d+ MiB free: discard branches or delete versions/),
+      message: expect.stringMatching(
+        /^a fork of 'space' into 2 needs about 512 MiB in the pool \(256 MiB for each child's first writes\) and the pool has \d+ MiB free: discard branches or delete versions/,
+      ),
     });
     await expect(c.request('branch.checkpoint', { workspace: ws.id })).rejects.toMatchObject({
       code: 'E_NO_SPACE',
       message: expect.stringMatching(/^a checkpoint of 'space' needs about \d+ MiB in the pool \(its processes' memory, \d+ MiB, and 64 MiB for its files\)/),
     });
-    await expect(c.request('workspace.create', { name: 'space-new' })).rejects.toMatchObject({ code: 'E_NO_SPACE', message: expect.stringContaining("workspace 'space-new' needs about 256 MiB in the pool") });
+    await expect(c.request('workspace.create', { name: 'space-new' })).rejects.toMatchObject({
+      code: 'E_NO_SPACE',
+      message: expect.stringContaining("workspace 'space-new' needs about 256 MiB in the pool"),
+    });
 
     expect(await names()).toEqual(before);
     expect(await c.request('version.list', { workspace: ws.id })).toEqual([]);
@@ -156,13 +161,17 @@ describe('a full pool', () => {
     }
     const version = await checkpoint; // its point in time was fixed: it returns, to be saved after
     expect(version.saved).toBe(false);
-    const settled = async () => removals.some((r) => r.id === version.id) || (await c.request('version.list', { workspace: ws.id })).some((v) => v.id === version.id && v.saved);
+    const settled = async () =>
+      removals.some((r) => r.id === version.id) || (await c.request('version.list', { workspace: ws.id })).some((v) => v.id === version.id && v.saved);
     await waitFor('the checkpoint to be dropped', settled, 60_000);
     const gone = removals.find((r) => r.id === version.id);
     expect(gone, 'the checkpoint was saved: the pool was not full before its save ended').toBeDefined();
     await emptyPool();
     process.stderr.write(`[space] checkpoint saved into a pool filled under it: ${gone!.reason}\n`);
-    expect(gone).toEqual({ id: version.id, reason: expect.stringMatching(new RegExp(`checkpoint ${version.id} could not be saved into the pool: .*No space left on device`)) });
+    expect(gone).toEqual({
+      id: version.id,
+      reason: expect.stringMatching(new RegExp(`checkpoint ${version.id} could not be saved into the pool: .*No space left on device`)),
+    });
     expect(await ids()).toEqual(versionsBefore);
     expect(await readdir(path.join(pool, 'versions'))).not.toContain(version.id);
     expect(await sh(c, ws, 'echo still-running')).toBe('still-running\n');
@@ -171,7 +180,7 @@ describe('a full pool', () => {
 
 /** Stops the processes of a checkpoint's CRIU dump as soon as it runs; the pids stopped. */
 async function holdCheckpointDump(): Promise<number[]> {
-  for (const deadline = Date.now() + 20_000; Date.now() < deadline; ) {
+  for (const deadline = Date.now() + 20_000; Date.now() < deadline;) {
     const dump = (await criuRuns()).filter((r) => r.line.includes(' dump ') && r.line.includes('/scratch/checkpoint-'));
     const held = dump.flatMap((r) => (tryKill(r.pid, 'SIGSTOP') ? [r.pid] : []));
     if (held.length > 0) return held;

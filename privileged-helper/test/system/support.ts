@@ -128,10 +128,14 @@ export async function blankEditor(client: HelperClient, ws: Workspace): Promise<
 /** The ids the pool holds ready, once it holds as many as it keeps. */
 export async function fullPool(c: HelperClient): Promise<string[]> {
   let ready: string[] = [];
-  await waitFor('the networks prepared ahead', async () => {
-    const { prepared } = await c.request('perf.get', {});
-    ready = prepared.ready;
-    return ready.length === prepared.kept;
-  }, 30_000);
+  await waitFor(
+    'the networks prepared ahead',
+    async () => {
+      const { prepared } = await c.request('perf.get', {});
+      ready = prepared.ready;
+      return ready.length === prepared.kept;
+    },
+    30_000,
+  );
   return ready;
 }

@@ -89,10 +89,40 @@ function registryConfig(dir: string, host: string): string {
 /** A CA, and a server certificate it signed for 127.0.0.1. */
 async function makeCertificates(dir: string): Promise<void> {
   const f = (n: string) => path.join(dir, n);
-  await execa('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=grove-test-ca', '-keyout', f('ca.key'), '-out', f('ca.crt')]);
+  await execa('openssl', [
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-days',
+    '2',
+    '-subj',
+    '/CN=grove-test-ca',
+    '-keyout',
+    f('ca.key'),
+    '-out',
+    f('ca.crt'),
+  ]);
   await execa('openssl', ['req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=127.0.0.1', '-keyout', f('server.key'), '-out', f('server.csr')]);
   await writeFile(f('san.cnf'), 'subjectAltName=IP:127.0.0.1\n');
-  await execa('openssl', ['x509', '-req', '-in', f('server.csr'), '-CA', f('ca.crt'), '-CAkey', f('ca.key'), '-CAcreateserial', '-days', '2', '-extfile', f('san.cnf'), '-out', f('server.crt')]);
+  await execa('openssl', [
+    'x509',
+    '-req',
+    '-in',
+    f('server.csr'),
+    '-CA',
+    f('ca.crt'),
+    '-CAkey',
+    f('ca.key'),
+    '-CAcreateserial',
+    '-days',
+    '2',
+    '-extfile',
+    f('san.cnf'),
+    '-out',
+    f('server.crt'),
+  ]);
 }
 
 async function freePort(): Promise<number> {

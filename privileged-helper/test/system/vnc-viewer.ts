@@ -42,11 +42,18 @@ export async function startViewerServer(vncSocket: string): Promise<http.Server>
   return server;
 }
 
-
 export function launchBrowser(): Promise<Browser> {
   return chromium.launch({
     executablePath: '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+      '--disable-quic',
+    ],
   });
 }
 
@@ -86,7 +93,10 @@ async function openViewer(page: Page, url: string): Promise<void> {
     await page.goto(url);
     const connected = await page
       .waitForFunction(() => (window as unknown as { vncConnected?: boolean }).vncConnected === true, null, { timeout: 10_000 })
-      .then(() => true, () => false);
+      .then(
+        () => true,
+        () => false,
+      );
     if (connected) return;
     if (Date.now() > deadline) throw new Error(`noVNC did not connect to ${url} within 60 s`);
   }

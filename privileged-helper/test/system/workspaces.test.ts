@@ -24,15 +24,19 @@ async function probe(client: HelperClient, ws: Workspace, targets: string[]): Pr
   const res = await client.request('exec.run', { workspace: ws.id, argv: ['python3', '-c', PROBE, ...targets] });
   expect(res.exitCode, res.stderr).toBe(0);
   const out = res.stdout;
-  return Object.fromEntries(out.trim().split('\n').map((l) => l.split(' ') as [string, string]));
+  return Object.fromEntries(
+    out
+      .trim()
+      .split('\n')
+      .map((l) => l.split(' ') as [string, string]),
+  );
 }
 
 function serveDevPort(client: HelperClient, ws: Workspace, body: string): Promise<string> {
   return sh(
     client,
     ws,
-    `mkdir -p /srv/www && echo ${body} > /srv/www/index.html && ` +
-      `setsid python3 -m http.server 3000 --directory /srv/www </dev/null >/dev/null 2>&1 &`,
+    `mkdir -p /srv/www && echo ${body} > /srv/www/index.html && ` + `setsid python3 -m http.server 3000 --directory /srv/www </dev/null >/dev/null 2>&1 &`,
   );
 }
 

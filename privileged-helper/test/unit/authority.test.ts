@@ -32,13 +32,38 @@ describe('authority', () => {
   });
 
   it('lets agents read, act on desktops, exec, fork, checkpoint and roll back', () => {
-    for (const m of ['workspace.list', 'branch.diff', 'egress.log', 'audit.list', 'approval.list', 'desktop.screenshot', 'desktop.type', 'desktop.click', 'exec.run', 'exec.open', 'branch.fork', 'branch.checkpoint', 'branch.rollback', 'approval.create', 'approval.withdraw'] as const) {
+    for (const m of [
+      'workspace.list',
+      'branch.diff',
+      'egress.log',
+      'audit.list',
+      'approval.list',
+      'desktop.screenshot',
+      'desktop.type',
+      'desktop.click',
+      'exec.run',
+      'exec.open',
+      'branch.fork',
+      'branch.checkpoint',
+      'branch.rollback',
+      'approval.create',
+      'approval.withdraw',
+    ] as const) {
       expect(attempt(alice, m, 'main')(), m).toEqual({ grant: null });
     }
   });
 
   it('never lets agents decide, grant, build images, create workspaces or delete versions', () => {
-    for (const m of ['approval.approve', 'approval.deny', 'grant.set', 'grant.revoke', 'image.build', 'workspace.create', 'workspace.start', 'version.delete'] as const) {
+    for (const m of [
+      'approval.approve',
+      'approval.deny',
+      'grant.set',
+      'grant.revoke',
+      'image.build',
+      'workspace.create',
+      'workspace.start',
+      'version.delete',
+    ] as const) {
       expect(attempt(alice, m, 'main'), m).toThrow(expect.objectContaining({ code: 'E_FORBIDDEN' }));
     }
     expect(attempt(alice, 'approval.approve')).toThrow(/never an agent's/);
@@ -47,7 +72,9 @@ describe('authority', () => {
   });
 
   it('makes agents ask for promote, egress changes, and discarding or stopping branches they did not fork', () => {
-    expect(attempt(alice, 'branch.promote', 'alices-fork')).toThrow(/ask a person \(approval.create, kind branch.promote; on the command line: grove promote alices-fork --reason/);
+    expect(attempt(alice, 'branch.promote', 'alices-fork')).toThrow(
+      /ask a person \(approval.create, kind branch.promote; on the command line: grove promote alices-fork --reason/,
+    );
     expect(attempt(alice, 'egress.set', 'main')).toThrow(/change a branch's outside access/);
     expect(attempt(alice, 'workspace.delete', 'main')).toThrow(/discard a branch it did not fork itself/);
     expect(attempt(alice, 'workspace.stop', 'main')).toThrow(/kind workspace.stop/);

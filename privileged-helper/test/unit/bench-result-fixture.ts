@@ -73,7 +73,11 @@ export function sampleResult(): BenchResult {
       sequence: [profiled(1, true, 300, 180), profiled(1, false, 620, 190), profiled(1, true, 320, 170), profiled(1, false, 600, 200)],
       parallel: [profiled(1, true, 310, 180), profiled(2, true, 330, 260)],
       heap: [profiled(1, true, 900, 1800), profiled(1, true, 1000, 2000)],
-      checkpoints: [{ returnMs: 300, savedMs: 900 }, { returnMs: 340, savedMs: 1000 }, { returnMs: 320, savedMs: 950 }],
+      checkpoints: [
+        { returnMs: 300, savedMs: 900 },
+        { returnMs: 340, savedMs: 1000 },
+        { returnMs: 320, savedMs: 950 },
+      ],
       errors: [],
     },
     ownWork: {

@@ -29,7 +29,12 @@ describe('bench targets', () => {
       'grove whoami, start to exit p50',
     ]);
     expect(checks[18]).toEqual({ name: 'grove whoami, start to exit p50', target: '≤ 150 ms', measured: '120 ms', met: true });
-    expect(checks[16]).toEqual({ name: "fork's disk work, quota vs none (p50)", target: 'within 10 % (or 5 ms)', measured: '31.2 vs 28.4 ms (+9.9 %)', met: true });
+    expect(checks[16]).toEqual({
+      name: "fork's disk work, quota vs none (p50)",
+      target: 'within 10 % (or 5 ms)',
+      measured: '31.2 vs 28.4 ms (+9.9 %)',
+      met: true,
+    });
     expect(checks[17]).toMatchObject({ measured: '12.5 vs 12.0 ms (+4.2 %)', met: true });
     expect(checks[13]).toEqual({ name: 'image pull vs skopeo copy + umoci unpack (p50)', target: '≤ 1.2×', measured: '1.14×', met: true });
     expect(checks[14]).toEqual({ name: 'project copy speed vs cp -a (p50)', target: '≥ 80 %', measured: '86 %', met: true });
@@ -95,7 +100,17 @@ describe('bench targets', () => {
   it('judges only computer use after --only computer-use', () => {
     const r = sampleResult();
     const empty = { ...r.grove, forkToFirstFrameMs: { p50: null, p95: null }, sourceFrozenMs: { p50: null, p95: null }, fanout: [], readLatency: [] };
-    const checks = checkTargets({ ...r, sections: ['computer-use'], grove: empty, ratio: null, cli: null, cage: null, profile: null, ownWork: null, quota: null });
+    const checks = checkTargets({
+      ...r,
+      sections: ['computer-use'],
+      grove: empty,
+      ratio: null,
+      cli: null,
+      cage: null,
+      profile: null,
+      ownWork: null,
+      quota: null,
+    });
     expect(checks.filter((t) => t.met !== null).map((t) => t.name)).toEqual(['screenshot p50 (whole screen)', 'key press → changed frame p50']);
     const withoutComputerUse = checkTargets({ ...r, computerUse: null });
     expect(withoutComputerUse.find((t) => t.name === 'key press → changed frame p50')).toMatchObject({ measured: 'not measured', met: null });

@@ -62,12 +62,13 @@ describe('CRIU arguments for a fork', () => {
     expect(forkRestoreArgs({ ...restore, pagesFromTwins: true })).toContain('--pages-from-twins');
   });
 
-  it('has CRIU restore the UTS namespace under the child\'s own hostname, and takes no name a hostname cannot be (criu-patches/0022)', () => {
+  it("has CRIU restore the UTS namespace under the child's own hostname, and takes no name a hostname cannot be (criu-patches/0022)", () => {
     const restore = { imagesDir: '/i', workDir: '/i/w', rootfs: '/r', pidFile: '/p', netnsFd: 3, logFile: '/l' };
     expect(forkRestoreArgs(restore)).not.toContain('--uts-hostname');
     expect(forkRestoreArgs({ ...restore, hostname: 'web-2' }).join(' ')).toContain('--uts-hostname web-2');
     expect(forkRestoreArgs({ ...restore, hostname: 'a'.repeat(32) })).toContain('a'.repeat(32));
-    for (const bad of ['', '-x', 'x-', 'Web', 'a.b', 'a b', '../x', 'a/b', 'x\n', 'a'.repeat(33), 'é']) expect(() => forkRestoreArgs({ ...restore, hostname: bad }), bad).toThrow(/bad hostname/);
+    for (const bad of ['', '-x', 'x-', 'Web', 'a.b', 'a b', '../x', 'a/b', 'x\n', 'a'.repeat(33), 'é'])
+      expect(() => forkRestoreArgs({ ...restore, hostname: bad }), bad).toThrow(/bad hostname/);
   });
 
   it('has CRIU run the action script for the actions named only, at dump and restore alike (criu-patches/0017)', () => {
@@ -75,9 +76,12 @@ describe('CRIU arguments for a fork', () => {
     const dump = forkDumpArgs({ initPid: 42, imagesDir: '/i', netnsInode: 7, logFile: '/i/d.log', actionScript: script });
     expect(dump.join(' ')).toContain('--action-script /s/action.sh --action-script-actions post-dump,post-resume');
     const restore = { imagesDir: '/i', workDir: '/i/w', rootfs: '/r', pidFile: '/p', netnsFd: 3, logFile: '/l' };
-    expect(forkRestoreArgs({ ...restore, actionScript: { path: '/s/action.sh', actions: ['pre-resume'] } }).join(' ')).toContain('--action-script /s/action.sh --action-script-actions pre-resume');
+    expect(forkRestoreArgs({ ...restore, actionScript: { path: '/s/action.sh', actions: ['pre-resume'] } }).join(' ')).toContain(
+      '--action-script /s/action.sh --action-script-actions pre-resume',
+    );
     expect(forkRestoreArgs(restore)).not.toContain('--action-script-actions');
-    for (const actions of [[], ['pre-resume,post-dump'], ['Pre resume']]) expect(() => forkRestoreArgs({ ...restore, actionScript: { path: '/s/a', actions } })).toThrow(/actions/);
+    for (const actions of [[], ['pre-resume,post-dump'], ['Pre resume']])
+      expect(() => forkRestoreArgs({ ...restore, actionScript: { path: '/s/a', actions } })).toThrow(/actions/);
     expect(() => forkRestoreArgs({ ...restore, actionScript: { path: 's/a', actions: ['pre-resume'] } })).toThrow(/absolute/);
   });
 

@@ -29,37 +29,50 @@ describe('criuFailure', () => {
 
   it("names the restored tree's task and drops the timestamps of a verbose log", () => {
     const log = [
-      '(00.023319) Error (criu/util.c:1534): rlimit: Can\'t setup RLIMIT_NOFILE for self: Operation not permitted',
+      "(00.023319) Error (criu/util.c:1534): rlimit: Can't setup RLIMIT_NOFILE for self: Operation not permitted",
       '(00.040735)      1: Error (criu/mount-v2.c:319): mnt-v2: Failed to open_tree /run/grove/sys: Permission denied',
       '(00.042106) Error (criu/cr-restore.c:2360): Restoring FAILED.',
       '(00.042737) Error (criu/cgroup.c:2055): cg: cgroupd: recv req error: No such file or directory',
     ].join('\n');
-    expect(criuFailure(log)).toEqual({ cause: 'mnt-v2: Failed to open_tree /run/grove/sys: Permission denied', pid: { inside: 1 }, advice: null, noSpace: false });
+    expect(criuFailure(log)).toEqual({
+      cause: 'mnt-v2: Failed to open_tree /run/grove/sys: Permission denied',
+      pid: { inside: 1 },
+      advice: null,
+      noSpace: false,
+    });
   });
 
   it('says what to do when the pool is full', () => {
-    const log = '   173: Error (criu/files-reg.c:900): Unable to write ghost: No space left on device\n   172: Error (criu/cr-restore.c:1265): 173 exited, status=1';
+    const log =
+      '   173: Error (criu/files-reg.c:900): Unable to write ghost: No space left on device\n   172: Error (criu/cr-restore.c:1265): 173 exited, status=1';
     expect(criuFailure(log)).toMatchObject({ pid: { inside: 173 }, advice: expect.stringMatching(/pool is full/), noSpace: true });
   });
 
   it('says what to do about a file a fork cannot take along, as CRIU named it', () => {
-    const landlock = "(00.371902) Error (criu/files.c:621): Can't dump file 3 of that type [600] (anon anon_inode:[landlock-ruleset])\n(00.372046) Error (criu/cr-dump.c:1706): Dump files (pid: 2717) failed with -1";
+    const landlock =
+      "(00.371902) Error (criu/files.c:621): Can't dump file 3 of that type [600] (anon anon_inode:[landlock-ruleset])\n(00.372046) Error (criu/cr-dump.c:1706): Dump files (pid: 2717) failed with -1";
     expect(criuFailure(landlock)).toEqual({
       cause: "Can't dump file 3 of that type [600] (anon anon_inode:[landlock-ruleset])",
       pid: { host: 2717 },
       advice: 'a process holds a kind of file a fork cannot take along (named above); close it or end the process, then try again',
       noSpace: false,
     });
-    const secret = "(00.301116) Error (criu/files-reg.c:1905): Can't lookup mount=15 for fd=3 path=/secretmem (deleted)\n(00.301200) Error (criu/cr-dump.c:1706): Dump files (pid: 2718) failed with -1";
+    const secret =
+      "(00.301116) Error (criu/files-reg.c:1905): Can't lookup mount=15 for fd=3 path=/secretmem (deleted)\n(00.301200) Error (criu/cr-dump.c:1706): Dump files (pid: 2718) failed with -1";
     expect(criuFailure(secret)?.advice).toMatch(/a file from outside the branch/);
   });
 
   it("says what to do about a message with its sender's credentials that its process has not read", () => {
-    const log = '(00.912) Error (criu/sk-queue.c:144): skqueue: Control messages in queue, not supported\n(00.913) Error (criu/cr-dump.c:1706): Dump files (pid: 4711) failed with -1';
-    expect(criuFailure(log)).toMatchObject({ cause: 'skqueue: Control messages in queue, not supported', pid: { host: 4711 }, advice: expect.stringMatching(/has not read a message/) });
+    const log =
+      '(00.912) Error (criu/sk-queue.c:144): skqueue: Control messages in queue, not supported\n(00.913) Error (criu/cr-dump.c:1706): Dump files (pid: 4711) failed with -1';
+    expect(criuFailure(log)).toMatchObject({
+      cause: 'skqueue: Control messages in queue, not supported',
+      pid: { host: 4711 },
+      advice: expect.stringMatching(/has not read a message/),
+    });
   });
 
-  it("carries the lines a failed page read adds to its error: the page and what is mapped there", () => {
+  it('carries the lines a failed page read adds to its error: the page and what is mapped there', () => {
     const log = [
       "(00.006453) pie: 22056: Error (criu/pie/restorer.c:1696): Can't read pages data (-14) into 0x7fc37695b000+0x2000 (6 iovs): vma 0x7fc37695a000-0x7fc37695d000 prot 0x3 flags 0x2 status 0x10000041 fd 11 pgoff 0x0",
       '(00.006459) pie: 22056: Error (criu/pie/restorer.c:1672):   page 0x7fc37695b000 of it reads -14',

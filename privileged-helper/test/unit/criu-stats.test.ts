@@ -35,7 +35,12 @@ function statsFile(field: number, values: Record<number, number>): Buffer {
 
 describe('dumpStats and restoreStats', () => {
   it('read every measure of a real dump', () => {
-    expect(dumpStats(Buffer.from(REAL, 'hex'))).toMatchObject({ sourceFrozenMs: 920, freezingMs: 31, memdumpMs: expect.any(Number), pagesWritten: expect.any(Number) });
+    expect(dumpStats(Buffer.from(REAL, 'hex'))).toMatchObject({
+      sourceFrozenMs: 920,
+      freezingMs: 31,
+      memdumpMs: expect.any(Number),
+      pagesWritten: expect.any(Number),
+    });
   });
 
   it('read a restore: forking, restore time and pages', () => {

@@ -50,7 +50,13 @@ describe('scaleDown', () => {
     for (let y = 0; y < 4; y++) for (let x = 0; x < 4; x++) if ((x + y) % 2) board.pixels.fill(255, (y * 4 + x) * 4, (y * 4 + x) * 4 + 3);
     const half = scaleDown(board, 0.5);
     expect([half.width, half.height]).toEqual([2, 2]);
-    for (const [x, y] of [[0, 0], [1, 0], [0, 1], [1, 1]] as const) expect(rgb(half, x, y)).toEqual([128, 128, 128]);
+    for (const [x, y] of [
+      [0, 0],
+      [1, 0],
+      [0, 1],
+      [1, 1],
+    ] as const)
+      expect(rgb(half, x, y)).toEqual([128, 128, 128]);
   });
 
   it('gives the size of the region times the scale, at least 1x1', () => {

@@ -46,7 +46,15 @@ describe('planSegments', () => {
   it('puts missing characters on free keycodes from the top down, then on ones only added characters held', () => {
     const keysyms = chars(0x3b1, 0x3b2, 0x3b3, 0x3b4, 0x3b1);
     expect(planSegments(keysyms, map())).toEqual([
-      { assign: [[250, u(0x3b1)], [93, u(0x3b2)], [8, u(0x3b3)], [248, u(0x3b4)]], keysyms },
+      {
+        assign: [
+          [250, u(0x3b1)],
+          [93, u(0x3b2)],
+          [8, u(0x3b3)],
+          [248, u(0x3b4)],
+        ],
+        keysyms,
+      },
     ]);
   });
 
@@ -57,7 +65,10 @@ describe('planSegments', () => {
     expect(segments.map((s) => s.keysyms.length)).toEqual([3, 3, 2]);
     const used = segments.flatMap((s) => s.assign.map(([code]) => code));
     expect(new Set(used)).toEqual(new Set([250, 93, 8, 248, 230, 126]));
-    expect(segments[2]!.assign).toEqual([[250, u(0x3b7)], [93, u(0x3b8)]]);
+    expect(segments[2]!.assign).toEqual([
+      [250, u(0x3b7)],
+      [93, u(0x3b8)],
+    ]);
   });
 
   it("never gives a keycode the segment before was given: that segment's keys may not have been read yet", () => {
@@ -71,9 +82,21 @@ describe('planSegments', () => {
   });
 
   it('avoids the keycodes the last call gave, unless nothing else is left', () => {
-    expect(planSegments(chars(0x3b1, 0x3b2), map(), new Set([250, 93]))).toEqual([{ assign: [[8, u(0x3b1)], [248, u(0x3b2)]], keysyms: chars(0x3b1, 0x3b2) }]);
+    expect(planSegments(chars(0x3b1, 0x3b2), map(), new Set([250, 93]))).toEqual([
+      {
+        assign: [
+          [8, u(0x3b1)],
+          [248, u(0x3b2)],
+        ],
+        keysyms: chars(0x3b1, 0x3b2),
+      },
+    ]);
     // Only 250 could take new characters: it is given again rather than not at all.
-    const full: KeycodeMap = new Map([[38, [0x61, 0x41]], [166, [0x1008ff26]], [250, []]]);
+    const full: KeycodeMap = new Map([
+      [38, [0x61, 0x41]],
+      [166, [0x1008ff26]],
+      [250, []],
+    ]);
     expect(planSegments(chars(0x3b1, 0x3b2), full, new Set([250]))).toEqual([
       { assign: [[250, u(0x3b1)]], keysyms: chars(0x3b1) },
       { assign: [[250, u(0x3b2)]], keysyms: chars(0x3b2) },

@@ -186,7 +186,10 @@ describe('DesktopService', () => {
   it('fails with E_HOST when no VNC server answers within the connect timeout', async () => {
     const { vnc, desktop, target } = await setup();
     await vnc.close();
-    await expect(desktop.screenshot(target, {})).rejects.toMatchObject({ code: 'E_HOST', message: expect.stringContaining("cannot reach the desktop's VNC server") });
+    await expect(desktop.screenshot(target, {})).rejects.toMatchObject({
+      code: 'E_HOST',
+      message: expect.stringContaining("cannot reach the desktop's VNC server"),
+    });
   });
 
   it('waits for a desktop that is still starting: a refused connection is tried again', async () => {

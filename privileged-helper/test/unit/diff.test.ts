@@ -94,14 +94,7 @@ describe('diffTrees', () => {
     const diff = await diffTrees(a, b);
     expect(TreeDiff.parse(diff)).toEqual(diff);
     expect(diff.added).toEqual(['/etc/new.conf', '/opt/other/file', ODD, '/var/cache/thing']);
-    expect(diff.changed).toEqual([
-      '/etc/app.conf',
-      '/etc/resolv.conf',
-      SPACED,
-      '/usr/bin/editor',
-      '/usr/lib/blob.bin',
-      '/var/lib/big.txt',
-    ]);
+    expect(diff.changed).toEqual(['/etc/app.conf', '/etc/resolv.conf', SPACED, '/usr/bin/editor', '/usr/lib/blob.bin', '/var/lib/big.txt']);
     expect(diff.removed).toEqual([
       '/etc/old.conf',
       '/opt/tool/',
@@ -113,14 +106,7 @@ describe('diffTrees', () => {
     ]);
     expect(diff.truncated).toBe(false);
     // Text diffs for small text files only (not the binary, the symlinks or the big file).
-    expect(diff.textDiffs.map((d) => d.path)).toEqual([
-      '/etc/app.conf',
-      '/etc/new.conf',
-      SPACED,
-      '/opt/other/file',
-      ODD,
-      '/var/cache/thing',
-    ]);
+    expect(diff.textDiffs.map((d) => d.path)).toEqual(['/etc/app.conf', '/etc/new.conf', SPACED, '/opt/other/file', ODD, '/var/cache/thing']);
   });
 
   it('produces unified diffs with the right lines and labels', async () => {

@@ -84,7 +84,9 @@ describe('the gate holds at most its limit of connections from one branch', () =
       extra.on('data', (d: Buffer) => (answer += d.toString()));
       await once(extra, 'close');
       expect(answer).toMatch(/^HTTP\/1\.1 503 /);
-      expect(said).toEqual([`egress gate of flooder: refusing connections: ${MAX_CONNECTIONS_PER_BRANCH} open (at most ${MAX_CONNECTIONS_PER_BRANCH} a branch)`]);
+      expect(said).toEqual([
+        `egress gate of flooder: refusing connections: ${MAX_CONNECTIONS_PER_BRANCH} open (at most ${MAX_CONNECTIONS_PER_BRANCH} a branch)`,
+      ]);
     } finally {
       for (const s of sockets) s.destroy();
       await gate.close('abcd0123');

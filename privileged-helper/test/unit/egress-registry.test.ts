@@ -104,7 +104,7 @@ describe('egress log bounds', () => {
     url: null,
     verdict: over.verdict ?? ('denied' as const),
     decidedBy: 'policy',
-    detail: over.detail ?? 'blocked.test:443 is not on looper\'s allow list',
+    detail: over.detail ?? "blocked.test:443 is not on looper's allow list",
   });
 
   it('counts identical denials within a minute on one row, and starts a new row after it', () => {

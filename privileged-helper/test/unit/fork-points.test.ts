@@ -29,7 +29,10 @@ function fork(id: string, source: string, children: string[]): string {
   for (const child of children) {
     t.reg.insertWorkspace(workspaceRecord({ id: child, name: `b-${child}`, netIndex: net++, parentId: source, treeId: 'aaaa0000', isMain: false }));
   }
-  t.reg.insertForkPoint({ id, path: dir, sourceId: source, parentId: t.reg.forkPointOf(source), treeId: 'aaaa0000', madeAt: new Date().toISOString() }, children);
+  t.reg.insertForkPoint(
+    { id, path: dir, sourceId: source, parentId: t.reg.forkPointOf(source), treeId: 'aaaa0000', madeAt: new Date().toISOString() },
+    children,
+  );
   return dir;
 }
 

@@ -44,7 +44,14 @@ describe("CRIU's action program", () => {
     const group = path.join(CGROUP_ROOT, 'cpu', name);
     mkdirSync(group);
     // A tree like a restored one: a root, a child, and a grandchild with three threads.
-    const tree = spawn('sh', ['-c', 'sleep 60 & sh -c \'python3 -c "import threading, time; [threading.Thread(target=time.sleep, args=(60,)).start() for _ in range(2)]; time.sleep(60)" & wait\' & wait'], { stdio: 'ignore', detached: true });
+    const tree = spawn(
+      'sh',
+      [
+        '-c',
+        'sleep 60 & sh -c \'python3 -c "import threading, time; [threading.Thread(target=time.sleep, args=(60,)).start() for _ in range(2)]; time.sleep(60)" & wait\' & wait',
+      ],
+      { stdio: 'ignore', detached: true },
+    );
     try {
       // Threads per process, once all are up: the two shells, sleep, python with its two threads.
       const shape = () => {
@@ -72,17 +79,32 @@ describe("CRIU's action program", () => {
   }, 30_000);
 
   it('fails the restore when the network lock cannot be opened (netns.ts lockForRestore)', async () => {
-    const res = await act('pre-resume', { GROVE_LOCKED_NETNS: path.join(dir, 'no-such-netns'), GROVE_LOCK_TABLE: 'grove_restore_lock', GROVE_NETLOCK_TOOL: groveNetlock });
+    const res = await act('pre-resume', {
+      GROVE_LOCKED_NETNS: path.join(dir, 'no-such-netns'),
+      GROVE_LOCK_TABLE: 'grove_restore_lock',
+      GROVE_NETLOCK_TOOL: groveNetlock,
+    });
     expect(res.exitCode).toBe(1);
     expect(res.stderr).toContain('no-such-netns');
-    const missingTool = await act('pre-resume', { GROVE_LOCKED_NETNS: path.join(dir, 'no-such-netns'), GROVE_LOCK_TABLE: 'grove_restore_lock', GROVE_NETLOCK_TOOL: path.join(dir, 'no-such-tool') });
-    expect(missingTool).toMatchObject({ exitCode: 1, stderr: `grove-action pre-resume: cannot start ${path.join(dir, 'no-such-tool')}: No such file or directory` });
+    const missingTool = await act('pre-resume', {
+      GROVE_LOCKED_NETNS: path.join(dir, 'no-such-netns'),
+      GROVE_LOCK_TABLE: 'grove_restore_lock',
+      GROVE_NETLOCK_TOOL: path.join(dir, 'no-such-tool'),
+    });
+    expect(missingTool).toMatchObject({
+      exitCode: 1,
+      stderr: `grove-action pre-resume: cannot start ${path.join(dir, 'no-such-tool')}: No such file or directory`,
+    });
     // The lock's table is part of what it is told: without it, nothing is started.
-    expect(await act('pre-resume', { GROVE_LOCKED_NETNS: '/run/netns/x', GROVE_NETLOCK_TOOL: groveNetlock })).toMatchObject({ exitCode: 1, stderr: 'grove-action pre-resume: GROVE_LOCK_TABLE is not set' });
+    expect(await act('pre-resume', { GROVE_LOCKED_NETNS: '/run/netns/x', GROVE_NETLOCK_TOOL: groveNetlock })).toMatchObject({
+      exitCode: 1,
+      stderr: 'grove-action pre-resume: GROVE_LOCK_TABLE is not set',
+    });
   });
 
   it('does nothing for the actions it has no part in', async () => {
-    for (const action of ['pre-dump', 'post-restore', 'network-lock', 'network-unlock']) expect(await act(action), action).toMatchObject({ exitCode: 0, stdout: '', stderr: '' });
+    for (const action of ['pre-dump', 'post-restore', 'network-lock', 'network-unlock'])
+      expect(await act(action), action).toMatchObject({ exitCode: 0, stdout: '', stderr: '' });
     // Run by hand, it says what it is.
     const bare = await execa(groveAction, [], { env: {}, extendEnv: false, reject: false });
     expect(bare.exitCode).toBe(2);
@@ -106,9 +128,18 @@ describe("CRIU's action program", () => {
     const notBtrfs = await snapshot({});
     expect(notBtrfs.exitCode).toBe(1);
     expect(notBtrfs.stderr).toMatch(new RegExp(`^grove-action post-dump: snapshot ${from} -> ${to}: `));
-    expect(await snapshot({ GROVE_SNAPSHOT_FROM: path.join(dir, 'nowhere') })).toMatchObject({ exitCode: 1, stderr: `grove-action post-dump: snapshot from ${path.join(dir, 'nowhere')}: No such file or directory` });
-    expect(await snapshot({ GROVE_SNAPSHOT_TO: path.join(dir, 'nowhere', 'to') })).toMatchObject({ exitCode: 1, stderr: `grove-action post-dump: snapshot to ${path.join(dir, 'nowhere', 'to')}: No such file or directory` });
-    expect(await snapshot({ GROVE_SNAPSHOT_TO: `${dir}/..` })).toMatchObject({ exitCode: 1, stderr: `grove-action post-dump: snapshot to ${dir}/..: Invalid argument` });
+    expect(await snapshot({ GROVE_SNAPSHOT_FROM: path.join(dir, 'nowhere') })).toMatchObject({
+      exitCode: 1,
+      stderr: `grove-action post-dump: snapshot from ${path.join(dir, 'nowhere')}: No such file or directory`,
+    });
+    expect(await snapshot({ GROVE_SNAPSHOT_TO: path.join(dir, 'nowhere', 'to') })).toMatchObject({
+      exitCode: 1,
+      stderr: `grove-action post-dump: snapshot to ${path.join(dir, 'nowhere', 'to')}: No such file or directory`,
+    });
+    expect(await snapshot({ GROVE_SNAPSHOT_TO: `${dir}/..` })).toMatchObject({
+      exitCode: 1,
+      stderr: `grove-action post-dump: snapshot to ${dir}/..: Invalid argument`,
+    });
     expect(await snapshot({ GROVE_SNAPSHOT_FROM: '' })).toMatchObject({ exitCode: 1, stderr: 'grove-action post-dump: GROVE_SNAPSHOT_FROM is not set' });
     expect(existsSync(to)).toBe(false);
   });
@@ -134,7 +165,7 @@ describe("the action program's snapshot, on btrfs", () => {
     act('post-dump', { GROVE_SNAPSHOT_FROM: path.join(fs, 'branch'), GROVE_SNAPSHOT_TO: path.join(fs, to), ...env });
   const readOnly = async (subvolume: string) => (await execa('btrfs', ['property', 'get', '-ts', path.join(fs, subvolume), 'ro'])).stdout.trim();
 
-  it('takes a read-only snapshot of the branch, or a writable one for a fork\'s only child', async () => {
+  it("takes a read-only snapshot of the branch, or a writable one for a fork's only child", async () => {
     expect(await snapshot('fork-point')).toMatchObject({ exitCode: 0, stdout: '', stderr: '' });
     expect(await readOnly('fork-point')).toBe('ro=true');
     expect(readFileSync(path.join(fs, 'fork-point', 'file'), 'utf8')).toBe('the fork point');
@@ -144,7 +175,10 @@ describe("the action program's snapshot, on btrfs", () => {
 
   it('never takes one over what is there', async () => {
     writeFileSync(path.join(fs, 'taken'), 'not a snapshot');
-    expect(await snapshot('taken')).toMatchObject({ exitCode: 1, stderr: `grove-action post-dump: snapshot ${path.join(fs, 'branch')} -> ${path.join(fs, 'taken')}: File exists` });
+    expect(await snapshot('taken')).toMatchObject({
+      exitCode: 1,
+      stderr: `grove-action post-dump: snapshot ${path.join(fs, 'branch')} -> ${path.join(fs, 'taken')}: File exists`,
+    });
     expect(readFileSync(path.join(fs, 'taken'), 'utf8')).toBe('not a snapshot');
   });
 });

@@ -15,7 +15,11 @@ const launcher = new Launcher(loadConfig().groveEnter, path.join(dir, 'seccomp.r
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 function inBranch(script: string, opts: { setsid?: boolean; fd?: number } = {}): { code: number | null; out: string; err: string } {
-  const [file, args] = launcher.inBranch({ initPid: process.pid, cgroups: [], cwd: '/tmp', setsid: opts.setsid ?? true, mergeable: true }, ['sh', '-c', script]);
+  const [file, args] = launcher.inBranch({ initPid: process.pid, cgroups: [], cwd: '/tmp', setsid: opts.setsid ?? true, mergeable: true }, [
+    'sh',
+    '-c',
+    script,
+  ]);
   const res = spawnSync(file, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe', ...(opts.fd === undefined ? [] : [opts.fd])] });
   return { code: res.status, out: res.stdout, err: res.stderr };
 }

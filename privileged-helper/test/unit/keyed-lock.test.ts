@@ -105,9 +105,11 @@ describe('KeyedLock', () => {
   it('forgets a key once its queue has drained', async () => {
     const lock = new KeyedLock();
     await lock.run('ws', async () => undefined);
-    await lock.run('other', async () => {
-      throw new Error('x');
-    }).catch(() => undefined);
+    await lock
+      .run('other', async () => {
+        throw new Error('x');
+      })
+      .catch(() => undefined);
     await settle();
     const tails = (lock as unknown as { tails: Map<string, unknown> }).tails;
     expect(tails.size).toBe(0);

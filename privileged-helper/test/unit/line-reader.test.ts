@@ -85,11 +85,7 @@ describe('LineReader', () => {
 
   it('handles two oversized lines in a row, each reported once', () => {
     const r = new LineReader(4);
-    expect(feed(r, 'aaaaaa\nbbb', 'bbbbbbb\nc\n')).toEqual([
-      { kind: 'oversized', bytes: 6 },
-      { kind: 'oversized', bytes: 10 },
-      line('c'),
-    ]);
+    expect(feed(r, 'aaaaaa\nbbb', 'bbbbbbb\nc\n')).toEqual([{ kind: 'oversized', bytes: 6 }, { kind: 'oversized', bytes: 10 }, line('c')]);
   });
 
   it('reassembles a multi-byte UTF-8 character split across chunks', () => {

@@ -31,7 +31,10 @@ describe('MergePlan', () => {
     const plan = new MergePlan(new Map(), { paths: 3, writeBytes: 2 ** 20 });
     const paths = added(4, 1);
     for (const rel of paths.slice(0, 3)) await plan.mergePath(rel, trees, sides('a'));
-    await expect(plan.mergePath(paths[3]!, trees, sides('a'))).rejects.toMatchObject({ code: 'E_INVALID_PARAMS', message: expect.stringMatching(/more than 3 paths: merge a narrower --scope/) });
+    await expect(plan.mergePath(paths[3]!, trees, sides('a'))).rejects.toMatchObject({
+      code: 'E_INVALID_PARAMS',
+      message: expect.stringMatching(/more than 3 paths: merge a narrower --scope/),
+    });
   });
 
   it('holds at most its bound of bytes to write', async () => {
@@ -39,7 +42,10 @@ describe('MergePlan', () => {
     const paths = added(3, 400);
     await plan.mergePath(paths[0]!, trees, sides('a'));
     await plan.mergePath(paths[1]!, trees, sides('a'));
-    await expect(plan.mergePath(paths[2]!, trees, sides('a'))).rejects.toMatchObject({ code: 'E_INVALID_PARAMS', message: expect.stringMatching(/would write more than [\d.]+ MiB of files/) });
+    await expect(plan.mergePath(paths[2]!, trees, sides('a'))).rejects.toMatchObject({
+      code: 'E_INVALID_PARAMS',
+      message: expect.stringMatching(/would write more than [\d.]+ MiB of files/),
+    });
     expect(plan.changes.map((c) => c.path)).toEqual(['/f0', '/f1']);
   });
 
@@ -57,7 +63,10 @@ describe('MergePlan', () => {
     writeFileSync(path.join(second.base, 'a'), 'one\n');
     writeFileSync(path.join(second.source, 'a'), 'two\n');
     await plan.mergePath('/a', second, sides('second'));
-    expect(plan.changes.map((c) => [c.path, c.source])).toEqual([['/b', 'first'], ['/a', 'second']]);
+    expect(plan.changes.map((c) => [c.path, c.source])).toEqual([
+      ['/b', 'first'],
+      ['/a', 'second'],
+    ]);
     expect(plan.planned.get('/a')).toMatchObject({ kind: 'file', bytes: Buffer.from('two\n') });
     expect(plan.conflicts).toEqual([]);
   });

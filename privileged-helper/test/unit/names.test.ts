@@ -5,15 +5,7 @@ import { Id, ID_PATTERN, Name, NAME_PATTERN, Port, WorkspaceRef } from '../../sr
 const accepts = (schema: { safeParse: (v: unknown) => { success: boolean } }, v: unknown) => schema.safeParse(v).success;
 
 describe('Name', () => {
-  it.each([
-    ['a'],
-    ['0'],
-    ['ok-name'],
-    ['a1-b2-c3'],
-    ['a--b'],
-    ['x'.repeat(32)],
-    ['deadbeef'],
-  ])('accepts %j', (name) => {
+  it.each([['a'], ['0'], ['ok-name'], ['a1-b2-c3'], ['a--b'], ['x'.repeat(32)], ['deadbeef']])('accepts %j', (name) => {
     expect(accepts(Name, name)).toBe(true);
     expect(NAME_PATTERN.test(name)).toBe(true);
   });
@@ -96,7 +88,13 @@ describe('method params schemas', () => {
 
   it('takes image references of the transports Grove pulls from, and pushes to registries only', () => {
     const pull = methods['image.pull'].params;
-    for (const ref of ['docker://127.0.0.1:5000/grove/tools:1', 'docker://reg.example/app@sha256:' + 'a'.repeat(64), 'oci-archive:/tmp/i.tar', 'docker-archive:/tmp/d.tar', 'oci:/tmp/layout']) {
+    for (const ref of [
+      'docker://127.0.0.1:5000/grove/tools:1',
+      'docker://reg.example/app@sha256:' + 'a'.repeat(64),
+      'oci-archive:/tmp/i.tar',
+      'docker-archive:/tmp/d.tar',
+      'oci:/tmp/layout',
+    ]) {
       expect(pull.safeParse({ name: 'tools', ref }).success, ref).toBe(true);
     }
     for (const ref of ['--insecure-policy', 'docker-daemon:x', 'oci-archive:relative.tar', 'docker://', 'docker:// spaced', 'dir:/tmp/x']) {

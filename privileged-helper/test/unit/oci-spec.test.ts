@@ -18,7 +18,14 @@ interface Spec {
   linux: { namespaces: { type: string; path?: string }[]; maskedPaths: string[]; readonlyPaths: string[]; seccomp?: object };
 }
 
-const input = { rootfs: '/pool/workspaces/0123abcd', hostname: 'alpha', netnsPath: '/run/netns/grove-t1-0123abcd', caged: true, idRange: null, netnsSysfs: '/run/grove-roots/grove-t1-0123abcd.sys' };
+const input = {
+  rootfs: '/pool/workspaces/0123abcd',
+  hostname: 'alpha',
+  netnsPath: '/run/netns/grove-t1-0123abcd',
+  caged: true,
+  idRange: null,
+  netnsSysfs: '/run/grove-roots/grove-t1-0123abcd.sys',
+};
 const spec = containerSpec(input) as Spec;
 
 describe('containerSpec', () => {
@@ -111,7 +118,12 @@ describe('containerSpec', () => {
     const map = [{ containerID: 0, hostID: 16_777_216, size: 65_536 }];
     expect(userns.linux.uidMappings).toEqual(map);
     expect(userns.linux.gidMappings).toEqual(map);
-    expect(userns.mounts.find((m) => m.destination === '/sys')).toEqual({ destination: '/sys', type: 'bind', source: input.netnsSysfs, options: ['bind', 'nosuid', 'noexec', 'nodev', 'ro'] });
+    expect(userns.mounts.find((m) => m.destination === '/sys')).toEqual({
+      destination: '/sys',
+      type: 'bind',
+      source: input.netnsSysfs,
+      options: ['bind', 'nosuid', 'noexec', 'nodev', 'ro'],
+    });
     expect(spec.linux.namespaces.map((n) => n.type)).not.toContain('user');
   });
 });

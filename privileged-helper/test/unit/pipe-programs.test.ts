@@ -40,17 +40,23 @@ describe('pipePrograms', () => {
   });
 
   it("tells the reader's failure when the writer only died of it (SIGPIPE)", async () => {
-    await expect(pipePrograms({ from: sh('yes', 'the writer'), to: sh('head -c 1 >/dev/null; echo stopped >&2; exit 3', 'the reader') })).rejects.toMatchObject({
-      message: 'the reader failed (exit 3): stopped',
-    });
+    await expect(pipePrograms({ from: sh('yes', 'the writer'), to: sh('head -c 1 >/dev/null; echo stopped >&2; exit 3', 'the reader') })).rejects.toMatchObject(
+      {
+        message: 'the reader failed (exit 3): stopped',
+      },
+    );
   });
 
   it("turns a script's own words into the request's error", async () => {
-    await expect(pipePrograms({ from: sh('printf x', 'w'), to: sh(`cat >/dev/null; echo 'grove: /x is a symlink' >&2; exit ${SAID_INVALID}`, 'r') })).rejects.toMatchObject({
+    await expect(
+      pipePrograms({ from: sh('printf x', 'w'), to: sh(`cat >/dev/null; echo 'grove: /x is a symlink' >&2; exit ${SAID_INVALID}`, 'r') }),
+    ).rejects.toMatchObject({
       code: 'E_INVALID_PARAMS',
       message: '/x is a symlink',
     });
-    await expect(pipePrograms({ from: sh(`echo 'grove: there is no /y' >&2; exit ${SAID_NOT_FOUND}`, 'w'), to: sh('cat >/dev/null', 'r') })).rejects.toMatchObject({
+    await expect(
+      pipePrograms({ from: sh(`echo 'grove: there is no /y' >&2; exit ${SAID_NOT_FOUND}`, 'w'), to: sh('cat >/dev/null', 'r') }),
+    ).rejects.toMatchObject({
       code: 'E_NOT_FOUND',
       message: 'there is no /y',
     });

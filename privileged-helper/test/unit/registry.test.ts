@@ -107,7 +107,10 @@ describe('images', () => {
       reference: 'localhost/grove/tools:latest',
       id: 'c0ffee',
       digest: 'sha256:beef',
-      layers: [{ diffId: 'sha256:aa', size: 10 }, { diffId: 'sha256:bb', size: 20 }],
+      layers: [
+        { diffId: 'sha256:aa', size: 10 },
+        { diffId: 'sha256:bb', size: 20 },
+      ],
       lower: '/pool/images/tools-c0ffee',
       missing: ['Xvnc (tigervnc-standalone-server)'],
     });
@@ -248,7 +251,9 @@ describe('ports', () => {
     const old = registryBefore(legacy, 'DELETE FROM ports WHERE container_port = 5900');
     // As the helper of then wrote it (today's insert names columns that came later).
     old
-      .prepare("INSERT INTO workspaces (id, name, image, state, hostname, machine_id, net_index, created_at, tree_id) VALUES ('0123abcd', 'alpha', 'desktop', 'creating', 'alpha', ?, 0, ?, '0123abcd')")
+      .prepare(
+        "INSERT INTO workspaces (id, name, image, state, hostname, machine_id, net_index, created_at, tree_id) VALUES ('0123abcd', 'alpha', 'desktop', 'creating', 'alpha', ?, 0, ?, '0123abcd')",
+      )
       .run('f'.repeat(32), '2024-01-01T00:00:00.000Z');
     const oldReg = new Registry(old);
     oldReg.setPort('0123abcd', 5900, 40001);
@@ -315,11 +320,7 @@ describe('host objects', () => {
     // The same query HostLedger.orphans makes.
     const known = new Set(reg.listWorkspaces().map((w) => w.id));
     const orphans = reg.objects().filter((o) => o.owner !== null && !known.has(o.owner));
-    expect(orphans.map((o) => `${o.kind}:${o.name}`)).toEqual([
-      'subvolume:/pool/ws/gone',
-      'netns:grove-t1-deadbeef',
-      'container:grove-t1-deadbeef',
-    ]);
+    expect(orphans.map((o) => `${o.kind}:${o.name}`)).toEqual(['subvolume:/pool/ws/gone', 'netns:grove-t1-deadbeef', 'container:grove-t1-deadbeef']);
     // HostLedger.removeOwned removes newest first.
     expect(
       reg
@@ -380,7 +381,7 @@ describe('grants', () => {
 });
 
 describe('limits', () => {
-  it('are the defaults until set, and a fork starts with its source\'s', () => {
+  it("are the defaults until set, and a fork starts with its source's", () => {
     reg.insertWorkspace(workspace());
     expect(reg.limits('0123abcd')).toBeNull();
     const limits = { memoryBytes: 3 * 2 ** 30, pids: 512, cpuWeight: 50, diskBytes: 64 * 2 ** 20 };
@@ -396,7 +397,9 @@ describe('limits', () => {
     const legacy = path.join(dir, 'legacy-limits.db');
     const old = registryBefore(legacy, 'ADD COLUMN disk_bytes');
     old
-      .prepare("INSERT INTO workspaces (id, name, image, state, hostname, machine_id, net_index, created_at, tree_id) VALUES ('0123abcd', 'alpha', 'desktop', 'stopped', 'alpha', ?, 0, ?, '0123abcd')")
+      .prepare(
+        "INSERT INTO workspaces (id, name, image, state, hostname, machine_id, net_index, created_at, tree_id) VALUES ('0123abcd', 'alpha', 'desktop', 'stopped', 'alpha', ?, 0, ?, '0123abcd')",
+      )
       .run('f'.repeat(32), '2024-01-01T00:00:00.000Z');
     old.prepare("INSERT INTO limits (workspace_id, memory_bytes, pids, cpu_weight) VALUES ('0123abcd', ?, 512, 50)").run(3 * 2 ** 30);
     old.close();

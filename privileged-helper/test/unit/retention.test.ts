@@ -49,7 +49,12 @@ const count = () => db.prepare('SELECT COUNT(*) FROM audit').pluck().get() as nu
 const actions = (entries: AuditEntry[]) => entries.map((e) => e.action);
 
 function auditLog(retention = { maxRows: 1000, maxDays: 30 }, published: AuditEntry[] = [], logged: string[] = []): AuditLog {
-  return new AuditLog(reg, (e) => published.push(e), (m) => logged.push(m), retention);
+  return new AuditLog(
+    reg,
+    (e) => published.push(e),
+    (m) => logged.push(m),
+    retention,
+  );
 }
 
 function workspace(id: string, name: string, over: Partial<WorkspaceRecord> = {}): WorkspaceRecord {
@@ -122,7 +127,10 @@ describe('audit queries', () => {
   it('takes times with an offset, finds a removed branch by the id or name its calls used, and refuses a name nothing ever named', () => {
     const log = auditLog({ maxRows: 1000, maxDays: 36_500 });
     // 09:30Z to 12:00Z
-    expect(actions(log.list(undefined, 100, { since: '2026-01-01T10:30:00+01:00', until: '2026-01-01T14:00:00+02:00' }))).toEqual(['exec.run', 'desktop.click']);
+    expect(actions(log.list(undefined, 100, { since: '2026-01-01T10:30:00+01:00', until: '2026-01-01T14:00:00+02:00' }))).toEqual([
+      'exec.run',
+      'desktop.click',
+    ]);
     expect(actions(log.list('alpha-1', 100, { role: 'agent' }))).toEqual(['exec.run', 'desktop.click']);
     expect(() => log.list('nobody', 100)).toThrow(/no workspace 'nobody', and no audit entry names it/);
   });

@@ -31,7 +31,10 @@ describe('run', () => {
   });
 
   it('turns a failure into an E_HOST error naming the tool, its exit code and its last words', async () => {
-    await expect(run('sh', ['-c', 'echo why it failed >&2; exit 7'])).rejects.toMatchObject({ code: 'E_HOST', message: 'sh -c echo why it failed >&2; exit 7: exit 7: why it failed' });
+    await expect(run('sh', ['-c', 'echo why it failed >&2; exit 7'])).rejects.toMatchObject({
+      code: 'E_HOST',
+      message: 'sh -c echo why it failed >&2; exit 7: exit 7: why it failed',
+    });
   });
 
   it('gives the input on stdin, and /dev/null without one', async () => {
@@ -41,7 +44,7 @@ describe('run', () => {
     expect((await run('wc', ['-c'], { input: big })).stdout.trim()).toBe(String(big.length));
   });
 
-  it('adds the given environment to the helper\'s, and runs where it is told', async () => {
+  it("adds the given environment to the helper's, and runs where it is told", async () => {
     const res = await run('sh', ['-c', 'echo "$GROVE_RUN_TEST:$HOME"; pwd'], { env: { GROVE_RUN_TEST: 'given' }, cwd: dir });
     expect(res.stdout).toBe(`given:${process.env.HOME ?? ''}\n${dir}`);
   });
@@ -72,8 +75,14 @@ describe('run', () => {
   });
 
   it('says why a program could not start, as a failure or as a result', async () => {
-    await expect(run('grove-no-such-tool', ['x'])).rejects.toMatchObject({ code: 'E_HOST', message: 'grove-no-such-tool x: could not start: ENOENT (No such file or directory)' });
-    expect(await run(path.join(dir, 'missing'), [], { allowFailure: true })).toMatchObject({ exitCode: -1, stderr: 'could not start: ENOENT (No such file or directory)' });
+    await expect(run('grove-no-such-tool', ['x'])).rejects.toMatchObject({
+      code: 'E_HOST',
+      message: 'grove-no-such-tool x: could not start: ENOENT (No such file or directory)',
+    });
+    expect(await run(path.join(dir, 'missing'), [], { allowFailure: true })).toMatchObject({
+      exitCode: -1,
+      stderr: 'could not start: ENOENT (No such file or directory)',
+    });
     await expect(run('sh', [], { fd3Path: path.join(dir, 'no-such-file') })).rejects.toThrow(/could not start: ENOENT/);
   });
 

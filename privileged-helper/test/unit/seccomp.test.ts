@@ -61,7 +61,11 @@ describe("the branches' seccomp filter", () => {
   });
 
   it('renders for crun as the OCI spec wants it', () => {
-    const oci = ociSeccomp() as { defaultAction: string; defaultErrnoRet: number; syscalls: { names: string[]; action: string; args?: { op: string }[]; errnoRet?: number }[] };
+    const oci = ociSeccomp() as {
+      defaultAction: string;
+      defaultErrnoRet: number;
+      syscalls: { names: string[]; action: string; args?: { op: string }[]; errnoRet?: number }[];
+    };
     expect(oci).toMatchObject({ defaultAction: 'SCMP_ACT_ERRNO', defaultErrnoRet: 38 });
     expect(oci.syscalls.find((s) => s.names.includes('clone'))!.args).toEqual([{ index: 0, value: 0x7e020000, valueTwo: 0, op: 'SCMP_CMP_MASKED_EQ' }]);
     expect(oci.syscalls.find((s) => s.names.includes('mount'))).toMatchObject({ action: 'SCMP_ACT_ERRNO', errnoRet: 1 });
@@ -84,7 +88,8 @@ describe("the branches' seccomp filter", () => {
     expect(lines).toContain('allow socket 0 eq 18');
     expect(lines).toContain('allow socket 0 eq 39');
     expect(lines).toContain('allow socket 0 gt 40');
-    for (const admitsPacketOrVsock of ['allow socket 0 eq 17', 'allow socket 0 eq 40', 'allow socket 0 gt 17']) expect(lines).not.toContain(admitsPacketOrVsock);
+    for (const admitsPacketOrVsock of ['allow socket 0 eq 17', 'allow socket 0 eq 40', 'allow socket 0 gt 17'])
+      expect(lines).not.toContain(admitsPacketOrVsock);
     expect(lines).toContain('errno 1 mount');
     expect(lines).toContain('allow ioctl 0 ge 0');
     expect(lines).not.toContain('allow ioctl');

@@ -11,7 +11,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { ShareHolder } from '../../src/host/share-holder.js';
 
-const { kernelTier: { tool }, groveAction } = loadConfig();
+const {
+  kernelTier: { tool },
+  groveAction,
+} = loadConfig();
 const dir = mkdtempSync(path.join(tmpdir(), 'grove-share-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -63,7 +66,13 @@ describe('the kernel tier snapshot holder', () => {
     const holder = await ShareHolder.start(tool, socket);
     try {
       // The images of a checkpoint hold all its memory: the capture is for rollbacks to share, nothing depends on it.
-      const env = { CRTOOLS_SCRIPT_ACTION: 'post-dump', CRTOOLS_INIT_PID: String(process.pid), GROVE_SHARE_SOCKET: socket, GROVE_SHARE_TOOL: tool, GROVE_SHARE_CAPTURED: captured };
+      const env = {
+        CRTOOLS_SCRIPT_ACTION: 'post-dump',
+        CRTOOLS_INIT_PID: String(process.pid),
+        GROVE_SHARE_SOCKET: socket,
+        GROVE_SHARE_TOOL: tool,
+        GROVE_SHARE_CAPTURED: captured,
+      };
       const run = await execa(groveAction, [], { env, extendEnv: false, reject: false });
       expect(run.exitCode).toBe(0);
       expect(run.stderr).toContain('cannot open /dev/grove-share');
@@ -74,6 +83,8 @@ describe('the kernel tier snapshot holder', () => {
   });
 
   it('says why it did not start', async () => {
-    await expect(ShareHolder.start(tool, path.join(dir, 'no-such-dir', 'd.sock'))).rejects.toThrow(/snapshot holder did not start: grove-share: listening: No such file or directory/);
+    await expect(ShareHolder.start(tool, path.join(dir, 'no-such-dir', 'd.sock'))).rejects.toThrow(
+      /snapshot holder did not start: grove-share: listening: No such file or directory/,
+    );
   });
 });

@@ -12,10 +12,14 @@ describe('free space before an operation', () => {
   it('refuses one that does not fit with E_NO_SPACE, the numbers and what to do', async () => {
     const { freeBytes } = await spaceAt(tmpdir());
     const need = freeBytes + 1024 * MiB;
-    await expect(requireSpace("a checkpoint of 'alpha'", [{ where: 'the pool', dir: tmpdir(), bytes: need, why: "its processes' memory" }])).rejects.toMatchObject({
+    await expect(
+      requireSpace("a checkpoint of 'alpha'", [{ where: 'the pool', dir: tmpdir(), bytes: need, why: "its processes' memory" }]),
+    ).rejects.toMatchObject({
       code: 'E_NO_SPACE',
       message: expect.stringMatching(
-        new RegExp(`^a checkpoint of 'alpha' needs about ${Math.ceil(need / MiB)} MiB in the pool \\(its processes' memory\\) and the pool has \\d+ MiB free: discard branches or delete versions`),
+        new RegExp(
+          `^a checkpoint of 'alpha' needs about ${Math.ceil(need / MiB)} MiB in the pool \\(its processes' memory\\) and the pool has \\d+ MiB free: discard branches or delete versions`,
+        ),
       ),
     });
   });

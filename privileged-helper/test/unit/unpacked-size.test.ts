@@ -26,7 +26,10 @@ function blob(data: Buffer | string): { digest: string; size: number } {
 
 function layout(layers: { mediaType: string; data: Buffer }[]): void {
   const manifest = blob(JSON.stringify({ schemaVersion: 2, layers: layers.map((l) => ({ mediaType: l.mediaType, ...blob(l.data) })) }));
-  writeFileSync(path.join(dir, 'index.json'), JSON.stringify({ schemaVersion: 2, manifests: [{ mediaType: 'application/vnd.oci.image.manifest.v1+json', ...manifest }] }));
+  writeFileSync(
+    path.join(dir, 'index.json'),
+    JSON.stringify({ schemaVersion: 2, manifests: [{ mediaType: 'application/vnd.oci.image.manifest.v1+json', ...manifest }] }),
+  );
 }
 
 const GZIP = 'application/vnd.oci.image.layer.v1.tar+gzip';
@@ -104,7 +107,10 @@ describe('unpackedBytes', () => {
   });
 
   it('refuses a layer holding a path longer than the image storage could remove, before anything is unpacked', async () => {
-    const deep = (bytes: number, component = 'd'.repeat(199)) => Array.from({ length: Math.ceil(bytes / 200) }, () => component).join('/').slice(0, bytes);
+    const deep = (bytes: number, component = 'd'.repeat(199)) =>
+      Array.from({ length: Math.ceil(bytes / 200) }, () => component)
+        .join('/')
+        .slice(0, bytes);
     layout([{ mediaType: GZIP, data: gzipSync(tarOf([deep(3000)])) }]);
     expect(await unpackedBytes(dir, 10 ** 9)).toBeGreaterThan(0);
     layout([{ mediaType: GZIP, data: gzipSync(tarOf([deep(MAX_LAYER_PATH_BYTES + 1)])) }]);
@@ -117,7 +123,8 @@ describe('unpackedBytes', () => {
 
 /** A tar (PAX, as image layers of long names are) holding one file of `size` zeros at each of `names`. */
 function tarOf(names: string[], size = 1): Buffer {
-  const script = 'import io, sys, tarfile, json\nout = io.BytesIO()\nwith tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as t:\n    for n in json.loads(sys.argv[1]):\n        i = tarfile.TarInfo(n); i.size = int(sys.argv[2]); t.addfile(i, io.BytesIO(bytes(i.size)))\nsys.stdout.buffer.write(out.getvalue())';
+  const script =
+    'import io, sys, tarfile, json\nout = io.BytesIO()\nwith tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as t:\n    for n in json.loads(sys.argv[1]):\n        i = tarfile.TarInfo(n); i.size = int(sys.argv[2]); t.addfile(i, io.BytesIO(bytes(i.size)))\nsys.stdout.buffer.write(out.getvalue())';
   return execFileSync('python3', ['-c', script, JSON.stringify(names), String(size)], { maxBuffer: 128 << 20 });
 }
 

@@ -62,9 +62,7 @@ describe('response and event envelopes', () => {
   it('a response has exactly one of result or error', () => {
     expect(ResponseEnvelope.safeParse({ id: 1, result: { ok: true } }).success).toBe(true);
     expect(ResponseEnvelope.safeParse({ id: null, error: { code: 'E_PARSE', message: 'bad json' } }).success).toBe(true);
-    expect(
-      ResponseEnvelope.safeParse({ id: 1, result: 1, error: { code: 'E_INTERNAL', message: 'x' } }).success,
-    ).toBe(false);
+    expect(ResponseEnvelope.safeParse({ id: 1, result: 1, error: { code: 'E_INTERNAL', message: 'x' } }).success).toBe(false);
     expect(ResponseEnvelope.safeParse({ id: 1, error: { code: 'E_NOPE', message: 'x' } }).success).toBe(false);
   });
 

@@ -74,7 +74,10 @@ function sameBox(a: Box | null, b: Box | null): boolean {
 
 /** The last few things agents did on this branch, newest first. */
 export function AgentFeed({ branchId }: { branchId: string }) {
-  const lines = recentActions(useApp((s) => s.server?.agents[branchId]), FEED_LINES);
+  const lines = recentActions(
+    useApp((s) => s.server?.agents[branchId]),
+    FEED_LINES,
+  );
   const now = useNow(5000);
   if (lines.length === 0) return null;
   return (

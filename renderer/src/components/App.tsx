@@ -66,7 +66,10 @@ function TopBar() {
   return (
     <header className="topbar">
       <div className="brand">
-        <span className="logo" aria-hidden="true">⎇</span> Grove
+        <span className="logo" aria-hidden="true">
+          ⎇
+        </span>{' '}
+        Grove
       </div>
       <div className={`link-status ${live ? 'live' : 'not-live'}`} data-testid="link-status">
         {live ? 'live' : 'not live'}
@@ -85,7 +88,11 @@ function Identity() {
   const identity = useApp((s) => s.server?.connection.identity);
   if (!identity) return null;
   return (
-    <div className={`identity ${identity.role}`} data-testid="identity" title={`Grove's helper knows this app as ${actorName(identity)} (uid ${identity.uid}): what you decide here is recorded under that name`}>
+    <div
+      className={`identity ${identity.role}`}
+      data-testid="identity"
+      title={`Grove's helper knows this app as ${actorName(identity)} (uid ${identity.uid}): what you decide here is recorded under that name`}
+    >
       {identity.role === 'person' ? `you: ${identity.user}` : `connected as ${actorName(identity)}: only a person may decide requests`}
     </div>
   );
@@ -94,7 +101,12 @@ function Identity() {
 function StaleBanner() {
   const link = useApp((s) => s.link);
   const conn = useApp((s) => s.server?.connection);
-  if (link !== 'open') return <div className="banner warn" role="status">The app lost its link to the controller; reconnecting… What you see is not live.</div>;
+  if (link !== 'open')
+    return (
+      <div className="banner warn" role="status">
+        The app lost its link to the controller; reconnecting… What you see is not live.
+      </div>
+    );
   if (conn && conn.status !== 'connected')
     return (
       <div className="banner warn" role="status">
@@ -196,8 +208,19 @@ function ActionBar() {
         <BranchDisk branch={branch} />
       </div>
       <div className="action-group">
-        <input type="number" min={1} max={16} value={copies} aria-label="copies" onChange={(e) => setCopies(Math.max(1, Math.min(16, Number(e.target.value) || 1)))} />
-        <button disabled={disabled || !running} onClick={() => void act('branch.fork', { workspace: ref, copies })} title="Fork this running branch into N live copies">
+        <input
+          type="number"
+          min={1}
+          max={16}
+          value={copies}
+          aria-label="copies"
+          onChange={(e) => setCopies(Math.max(1, Math.min(16, Number(e.target.value) || 1)))}
+        />
+        <button
+          disabled={disabled || !running}
+          onClick={() => void act('branch.fork', { workspace: ref, copies })}
+          title="Fork this running branch into N live copies"
+        >
           Fork
         </button>
         <button disabled={disabled || !running} onClick={() => void act('branch.checkpoint', { workspace: ref })} title="Record a version to roll back to">
@@ -329,11 +352,19 @@ function ViewContent() {
   if (!focus || !branch) return <Empty title="No branch selected" body="Pick a branch in the tree (arrow keys move, Enter opens its desktop)." />;
   switch (view) {
     case 'desktop':
-      return live ? <DesktopPanel key={focus} branchId={focus} /> : <Empty title="Not live" body="The desktop comes back when Grove's helper is reachable again." />;
+      return live ? (
+        <DesktopPanel key={focus} branchId={focus} />
+      ) : (
+        <Empty title="Not live" body="The desktop comes back when Grove's helper is reachable again." />
+      );
     case 'compare':
       return <CompareGrid ids={selection} />;
     case 'terminal':
-      return branch.state === 'running' && live ? <Terminal key={focus} branchId={focus} /> : <Empty title={`${branch.name} is not running`} body="Start it to open a terminal." />;
+      return branch.state === 'running' && live ? (
+        <Terminal key={focus} branchId={focus} />
+      ) : (
+        <Empty title={`${branch.name} is not running`} body="Start it to open a terminal." />
+      );
     case 'diff':
       return <DiffPanel ids={selection.length >= 2 ? selection : [focus]} />;
     case 'network':

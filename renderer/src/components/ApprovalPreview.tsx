@@ -58,7 +58,9 @@ function PreviewBody({ a }: { a: Approval }) {
 
 function Thumbnail({ a }: { a: Approval }) {
   if (!a.preview.thumbnail) return null;
-  return <img className="preview-thumb" data-testid="approval-thumbnail" src={a.preview.thumbnail} alt={`${a.workspaceName}'s screen when the request was made`} />;
+  return (
+    <img className="preview-thumb" data-testid="approval-thumbnail" src={a.preview.thumbnail} alt={`${a.workspaceName}'s screen when the request was made`} />
+  );
 }
 
 const PATH_KIND: Record<string, string> = { '+': 'added', '~': 'changed', '-': 'removed' };

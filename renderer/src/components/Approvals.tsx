@@ -29,13 +29,15 @@ export function ApprovalsView() {
     <div className="approvals">
       <section className="approvals-section" data-testid="approvals" aria-labelledby="queue-title">
         <div className="panel-bar">
-          <h3 id="queue-title">{waiting === 0 ? 'Nothing waits for your decision' : `${waiting} ${waiting === 1 ? 'request waits' : 'requests wait'} for your decision`}</h3>
+          <h3 id="queue-title">
+            {waiting === 0 ? 'Nothing waits for your decision' : `${waiting} ${waiting === 1 ? 'request waits' : 'requests wait'} for your decision`}
+          </h3>
           {waiting > 0 && <span className="muted">· whoever asked is held until you answer; a request nobody answers is refused when its time runs out</span>}
         </div>
         {queued.length === 0 ? (
           <p className="muted approvals-hint">
-            Agents ask here before they promote, discard or stop a branch or change its outside access (unless a standing approval below lets them), and a branch whose outside access is
-            “Ask me” waits here when it reaches for a destination that is not on its allow list.
+            Agents ask here before they promote, discard or stop a branch or change its outside access (unless a standing approval below lets them), and a
+            branch whose outside access is “Ask me” waits here when it reaches for a destination that is not on its allow list.
           </p>
         ) : (
           <ul className="approval-list">
@@ -174,14 +176,26 @@ function DecisionButtons({ a }: { a: Approval }) {
   const { action } = a;
   return (
     <div className="approval-decision" role="group" aria-label={`Your decision on request ${a.id}`}>
-      <input className="approval-note" aria-label="note (optional)" placeholder="Note (optional)" maxLength={2000} value={note} disabled={disabled} onChange={(e) => setNote(e.target.value)} />
+      <input
+        className="approval-note"
+        aria-label="note (optional)"
+        placeholder="Note (optional)"
+        maxLength={2000}
+        value={note}
+        disabled={disabled}
+        onChange={(e) => setNote(e.target.value)}
+      />
       <div className="approval-buttons">
         {action.kind === 'egress.connection' ? (
           <>
             <button className="primary" disabled={disabled} onClick={click('approve')} title="Let this one request pass">
               Approve once
             </button>
-            <button disabled={disabled} onClick={click('always')} title={`Add ${destination(action)} to ${a.workspaceName}'s allow list and let this request pass`}>
+            <button
+              disabled={disabled}
+              onClick={click('always')}
+              title={`Add ${destination(action)} to ${a.workspaceName}'s allow list and let this request pass`}
+            >
               Always allow
             </button>
           </>
@@ -190,7 +204,12 @@ function DecisionButtons({ a }: { a: Approval }) {
             Approve
           </button>
         )}
-        <button className="danger" disabled={disabled} onClick={click('deny')} title={action.kind === 'egress.connection' ? 'Refuse it: the app inside the branch gets a 403' : 'Refuse it: the agent is told you said no'}>
+        <button
+          className="danger"
+          disabled={disabled}
+          onClick={click('deny')}
+          title={action.kind === 'egress.connection' ? 'Refuse it: the app inside the branch gets a 403' : 'Refuse it: the agent is told you said no'}
+        >
           Deny
         </button>
       </div>

@@ -17,7 +17,11 @@ export function BranchDisk({ branch }: { branch: Workspace }) {
 /** The mark of a branch whose disk limit is full. */
 export function DiskFull() {
   return (
-    <span className="tag warn" data-testid="disk-full" title="Its disk limit is full: writes in it fail. Delete files in it and the versions that keep them, or raise its limit (grove ws limits NAME --disk SIZE).">
+    <span
+      className="tag warn"
+      data-testid="disk-full"
+      title="Its disk limit is full: writes in it fail. Delete files in it and the versions that keep them, or raise its limit (grove ws limits NAME --disk SIZE)."
+    >
       disk full
     </span>
   );

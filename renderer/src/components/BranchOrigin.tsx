@@ -9,7 +9,11 @@ export function BranchOrigin({ branch }: { branch: Workspace }) {
   const p = branch.project;
   const project = p ? `project ${p.path} from ${projectOrigin(p)}` : null;
   return (
-    <div className="branch-origin muted small" data-testid="branch-origin" title={p ? `${project}, copied ${new Date(p.copiedAt).toLocaleString()}` : undefined}>
+    <div
+      className="branch-origin muted small"
+      data-testid="branch-origin"
+      title={p ? `${project}, copied ${new Date(p.copiedAt).toLocaleString()}` : undefined}
+    >
       image {branch.image}
       {project && ` · ${project}`}
     </div>

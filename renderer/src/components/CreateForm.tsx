@@ -51,7 +51,14 @@ export function CreateForm({ autoFocus = false, onDone }: { autoFocus?: boolean;
   };
   return (
     <form className="create-form" onSubmit={(e) => void submit(e)}>
-      <input aria-label="workspace name" placeholder="name, e.g. my-app" value={name} autoFocus={autoFocus} onChange={(e) => setName(e.target.value.toLowerCase())} disabled={busy} />
+      <input
+        aria-label="workspace name"
+        placeholder="name, e.g. my-app"
+        value={name}
+        autoFocus={autoFocus}
+        onChange={(e) => setName(e.target.value.toLowerCase())}
+        disabled={busy}
+      />
       <select aria-label="image" value={image} onChange={(e) => setPicked(e.target.value)} disabled={busy}>
         {ready.map((i) => {
           const why = notADesktop(i);
@@ -63,7 +70,16 @@ export function CreateForm({ autoFocus = false, onDone }: { autoFocus?: boolean;
         })}
       </select>
       <FolderField label="project folder" placeholder="project folder to copy in (optional)" value={hostPath} onChange={setHostPath} disabled={busy} />
-      {hostPath && <input aria-label="project path in the branch" placeholder="where in the branch (default /root/work)" value={branchPath} onChange={(e) => setBranchPath(e.target.value)} disabled={busy} spellCheck={false} />}
+      {hostPath && (
+        <input
+          aria-label="project path in the branch"
+          placeholder="where in the branch (default /root/work)"
+          value={branchPath}
+          onChange={(e) => setBranchPath(e.target.value)}
+          disabled={busy}
+          spellCheck={false}
+        />
+      )}
       <button className="primary" type="submit" disabled={problem !== null || busy}>
         {busy ? 'Creating… (about a minute)' : 'Create workspace'}
       </button>

@@ -65,7 +65,9 @@ export function Desktop({ branchId, viewOnly = false, scale = true, light = fals
     <div className={`desktop ${className ?? ''}`} data-status={status} data-branch={branchId}>
       <div className="desktop-screen" ref={el} data-testid={`desktop-${branchId}`} />
       {children}
-      {status !== 'connected' && <div className="desktop-overlay">{status === 'connecting' ? 'Connecting to the desktop…' : 'Desktop not reachable; retrying…'}</div>}
+      {status !== 'connected' && (
+        <div className="desktop-overlay">{status === 'connecting' ? 'Connecting to the desktop…' : 'Desktop not reachable; retrying…'}</div>
+      )}
     </div>
   );
 }

@@ -55,7 +55,8 @@ export function NetworkPanel({ branchId }: { branchId: string }) {
       <section className="network-section">
         <h3>Outside access of {branch.name}</h3>
         <p className="muted">
-          Enforced by Grove outside the branch: its apps reach the outside only through Grove's gate, and only as this says. Forks made from now on inherit it; changing it here changes no other branch.
+          Enforced by Grove outside the branch: its apps reach the outside only through Grove's gate, and only as this says. Forks made from now on inherit it;
+          changing it here changes no other branch.
         </p>
         <label className="field">
           <span>Mode</span>
@@ -101,17 +102,26 @@ export function NetworkPanel({ branchId }: { branchId: string }) {
           </ul>
         )}
         <form className="allow-add" onSubmit={(e) => void add(e)}>
-          <input aria-label="destination to allow" placeholder="host or IP, optionally :port" value={rule} onChange={(e) => setRule(e.target.value)} disabled={disabled} />
+          <input
+            aria-label="destination to allow"
+            placeholder="host or IP, optionally :port"
+            value={rule}
+            onChange={(e) => setRule(e.target.value)}
+            disabled={disabled}
+          />
           <button type="submit" disabled={disabled || !parsed}>
             Add
           </button>
-          {rule && !parsed && <div className="hint">A host name (letters, digits, dots, dashes; *. for subdomains) or an IP address, then optionally :port.</div>}
+          {rule && !parsed && (
+            <div className="hint">A host name (letters, digits, dots, dashes; *. for subdomains) or an IP address, then optionally :port.</div>
+          )}
         </form>
       </section>
       <section className="network-section">
         <h3>Blocked at the firewall</h3>
         <p className="muted">
-          Attempts around the gate (direct connections, UDP, outside DNS) that the branch's firewall dropped since its network was made: TCP {dropped.tcp}, UDP {dropped.udp}, other {dropped.other}.
+          Attempts around the gate (direct connections, UDP, outside DNS) that the branch's firewall dropped since its network was made: TCP {dropped.tcp}, UDP{' '}
+          {dropped.udp}, other {dropped.other}.
         </p>
       </section>
     </div>

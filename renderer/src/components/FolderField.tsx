@@ -2,7 +2,19 @@
 // picked in the system's dialog when the app runs in the Electron shell.
 import { folderPicker } from '../shell.js';
 
-export function FolderField({ label, placeholder, value, onChange, disabled = false }: { label: string; placeholder: string; value: string; onChange: (path: string) => void; disabled?: boolean }) {
+export function FolderField({
+  label,
+  placeholder,
+  value,
+  onChange,
+  disabled = false,
+}: {
+  label: string;
+  placeholder: string;
+  value: string;
+  onChange: (path: string) => void;
+  disabled?: boolean;
+}) {
   const pick = folderPicker();
   return (
     <span className="folder-field">

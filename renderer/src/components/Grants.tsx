@@ -26,7 +26,8 @@ export function StandingApprovals() {
     <section className="approvals-section" data-testid="grants" aria-labelledby="grants-title">
       <h3 id="grants-title">Standing approvals</h3>
       <p className="muted">
-        Agents ask you before they do these. Tick one to let agents do it in that workspace — every branch of it, now and later — without asking; untick it to make them ask again.
+        Agents ask you before they do these. Tick one to let agents do it in that workspace — every branch of it, now and later — without asking; untick it to
+        make them ask again.
       </p>
       <table className="grants-table">
         <thead>
@@ -62,7 +63,10 @@ function GrantRow({ tree, grants }: { tree: WorkspaceTree; grants: readonly Gran
         const on = change ? change.on : grant !== undefined;
         return (
           <td key={kind}>
-            <label className="check" title={grant ? `Granted by ${actorName(grant.grantedBy)} at ${new Date(grant.at).toLocaleString()}` : `Agents ask you before they ${what}`}>
+            <label
+              className="check"
+              title={grant ? `Granted by ${actorName(grant.grantedBy)} at ${new Date(grant.at).toLocaleString()}` : `Agents ask you before they ${what}`}
+            >
               <input
                 type="checkbox"
                 checked={on}

@@ -42,7 +42,12 @@ export function BuildForm({ onStart }: { onStart: (image: string) => void }) {
   const [argText, setArgText] = useState('');
   const [busy, setBusy] = useState(false);
   const { args, error } = parseBuildArgs(argText);
-  const params = { name, ...(typed ? { containerfileText: text } : { containerfile: file }), ...(context ? { context } : {}), ...(args ? { buildArgs: args } : {}) };
+  const params = {
+    name,
+    ...(typed ? { containerfileText: text } : { containerfile: file }),
+    ...(context ? { context } : {}),
+    ...(args ? { buildArgs: args } : {}),
+  };
   const problem = error ?? firstProblem(requests['image.build'].params, params);
   const submit = async (e: FormEvent) => {
     e.preventDefault();
@@ -64,9 +69,24 @@ export function BuildForm({ onStart }: { onStart: (image: string) => void }) {
         </label>
       </div>
       {typed ? (
-        <textarea className="containerfile" aria-label="Containerfile" rows={7} spellCheck={false} value={text} onChange={(e) => setText(e.target.value)} disabled={busy} />
+        <textarea
+          className="containerfile"
+          aria-label="Containerfile"
+          rows={7}
+          spellCheck={false}
+          value={text}
+          onChange={(e) => setText(e.target.value)}
+          disabled={busy}
+        />
       ) : (
-        <input aria-label="Containerfile path" placeholder="/home/you/app/Containerfile" value={file} onChange={(e) => setFile(e.target.value)} disabled={busy} spellCheck={false} />
+        <input
+          aria-label="Containerfile path"
+          placeholder="/home/you/app/Containerfile"
+          value={file}
+          onChange={(e) => setFile(e.target.value)}
+          disabled={busy}
+          spellCheck={false}
+        />
       )}
       <FolderField
         label="build context"
@@ -75,7 +95,15 @@ export function BuildForm({ onStart }: { onStart: (image: string) => void }) {
         onChange={setContext}
         disabled={busy}
       />
-      <textarea aria-label="build arguments" placeholder="build arguments, one KEY=VALUE a line (optional)" rows={2} spellCheck={false} value={argText} onChange={(e) => setArgText(e.target.value)} disabled={busy} />
+      <textarea
+        aria-label="build arguments"
+        placeholder="build arguments, one KEY=VALUE a line (optional)"
+        rows={2}
+        spellCheck={false}
+        value={argText}
+        onChange={(e) => setArgText(e.target.value)}
+        disabled={busy}
+      />
       {name && problem && <div className="hint">{problem}</div>}
       <button className="primary" type="submit" disabled={!live || busy || problem !== null}>
         {busy ? 'Building…' : 'Build'}

@@ -27,8 +27,8 @@ export function ImagesView() {
       <section className="images-section images-list">
         <h3>Images</h3>
         <p className="muted">
-          A workspace starts from an image. Grove's desktop is built from its recipe; an image of your own is built from a Containerfile (<span className="mono">FROM grove/desktop</span> starts
-          from Grove's desktop) or pulled. Layers shared between images are stored once.
+          A workspace starts from an image. Grove's desktop is built from its recipe; an image of your own is built from a Containerfile (
+          <span className="mono">FROM grove/desktop</span> starts from Grove's desktop) or pulled. Layers shared between images are stored once.
         </p>
         <ImageTable images={images} onLog={setLogOf} />
       </section>
@@ -85,7 +85,9 @@ function ImageTable({ images, onLog }: { images: readonly Image[]; onLog: (name:
               <td className="image-source">{origin(img)}</td>
               <td className="num">{img.sizeBytes === null ? '' : size(img.sizeBytes)}</td>
               <td className="num">{img.layers ?? ''}</td>
-              <td className="num" title="bytes of its layers another image has too (stored once)">{img.sharedBytes ? size(img.sharedBytes) : ''}</td>
+              <td className="num" title="bytes of its layers another image has too (stored once)">
+                {img.sharedBytes ? size(img.sharedBytes) : ''}
+              </td>
               <td className="mono num" title={img.digest ?? undefined}>
                 {img.digest ? img.digest.slice(0, 19) : ''}
               </td>

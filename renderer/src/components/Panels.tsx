@@ -16,7 +16,13 @@ export function DesktopPanel({ branchId }: { branchId: string }) {
   const [clip, setClip] = useState('');
   const rfb = useRef<RFB | null>(null);
   if (!branch) return null;
-  if (branch.state === 'exited') return <Empty title={`${branch.name} has exited`} body={`${branch.exitReason ?? 'Its processes ended.'} Start it again from its files, or roll it back to a version.`} />;
+  if (branch.state === 'exited')
+    return (
+      <Empty
+        title={`${branch.name} has exited`}
+        body={`${branch.exitReason ?? 'Its processes ended.'} Start it again from its files, or roll it back to a version.`}
+      />
+    );
   if (branch.state !== 'running') return <Empty title={`${branch.name} is ${branch.state}`} body="Start it to see its desktop." />;
   return (
     <div className="desktop-panel">
@@ -41,7 +47,13 @@ export function DesktopPanel({ branchId }: { branchId: string }) {
 export function CompareGrid({ ids }: { ids: string[] }) {
   const branches = useApp((s) => s.server?.branches ?? NONE);
   const shown = branches.filter((b) => ids.includes(b.id) && b.state === 'running');
-  if (shown.length < 2) return <Empty title="Compare branches side by side" body="Select two or more running branches in the tree (Ctrl-click or Shift-click) to see their desktops here together." />;
+  if (shown.length < 2)
+    return (
+      <Empty
+        title="Compare branches side by side"
+        body="Select two or more running branches in the tree (Ctrl-click or Shift-click) to see their desktops here together."
+      />
+    );
   return (
     <div className="compare" style={{ gridTemplateColumns: `repeat(${Math.ceil(Math.sqrt(shown.length))}, 1fr)` }}>
       {shown.map((b) => (
@@ -92,7 +104,11 @@ export function DiffPanel({ ids }: { ids: string[] }) {
           </div>
           {diff.added.length + diff.changed.length + diff.removed.length === 0 && <Empty title="No differences" body="Both branches hold the same files." />}
           <ul className="diff-files">
-            {[...diff.added.map((p) => ['added', p] as const), ...diff.changed.map((p) => ['changed', p] as const), ...diff.removed.map((p) => ['removed', p] as const)].map(([kind, p]) => {
+            {[
+              ...diff.added.map((p) => ['added', p] as const),
+              ...diff.changed.map((p) => ['changed', p] as const),
+              ...diff.removed.map((p) => ['removed', p] as const),
+            ].map(([kind, p]) => {
               const text = diff.textDiffs.find((t) => t.path === p);
               return (
                 <li key={`${kind}${p}`}>
@@ -173,9 +189,7 @@ export function Operations() {
   const [hidden, setHidden] = useState<Set<string>>(new Set());
   const now = useNow(5000);
   // Running operations stay; finished ones for 30 s (failed ones until dismissed).
-  const shown = ops
-    .filter((o) => !hidden.has(o.id) && (o.status !== 'done' || now - Date.parse(o.finishedAt ?? o.startedAt) < 30_000))
-    .slice(-4);
+  const shown = ops.filter((o) => !hidden.has(o.id) && (o.status !== 'done' || now - Date.parse(o.finishedAt ?? o.startedAt) < 30_000)).slice(-4);
   if (shown.length === 0) return null;
   return (
     <div className="operations" data-testid="operations">

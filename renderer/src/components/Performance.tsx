@@ -81,8 +81,8 @@ function ForkHistory({ forks }: { forks: ForkRecord[] }) {
   return (
     <>
       <p className="muted">
-        Latest: {latest.source.name} into {latest.copies} in <b className="perf-total">{seconds(latest.timings.total)}</b> (to the children's
-        first frames and commit) · source paused {seconds(latest.timings.sourceFrozen)} · {forks.length} {forks.length === 1 ? 'fork' : 'forks'} shown
+        Latest: {latest.source.name} into {latest.copies} in <b className="perf-total">{seconds(latest.timings.total)}</b> (to the children's first frames and
+        commit) · source paused {seconds(latest.timings.sourceFrozen)} · {forks.length} {forks.length === 1 ? 'fork' : 'forks'} shown
       </p>
       <svg className="perf-chart" viewBox={`0 0 ${CHART.width} ${CHART.height}`} role="img" aria-label="fork latency history" data-testid="perf-forks">
         {[0, 0.5, 1].map((k) => (
@@ -150,14 +150,24 @@ function BranchMemoryBars({ branches }: { branches: BranchMemory[] }) {
         return (
           <li key={b.workspace} data-testid="perf-branch" data-branch={b.name}>
             <span className="perf-branch-name">{b.name}</span>
-            <svg className="perf-bar" width={BAR.width} height={BAR.height} role="img" aria-label={`${b.name}: ${mib(b.pssBytes)} PSS, ${mib(b.ksm.sharedBytes)} shared through KSM`}>
+            <svg
+              className="perf-bar"
+              width={BAR.width}
+              height={BAR.height}
+              role="img"
+              aria-label={`${b.name}: ${mib(b.pssBytes)} PSS, ${mib(b.ksm.sharedBytes)} shared through KSM`}
+            >
               <rect className="perf-bar-track" width={BAR.width} height={BAR.height} rx={3} />
               <rect className="perf-bar-pss" width={pss} height={BAR.height} rx={3} />
               <rect className="perf-bar-ksm" width={shared} height={BAR.height} rx={3} />
             </svg>
             <span className="perf-branch-numbers">
               <b>{mib(b.pssBytes)}</b> PSS · {mib(b.ksm.sharedBytes)} shared (KSM) · {b.processes} processes
-              {!b.ksm.mergeAny && <span className="tag warn" title="Its memory is not offered to KSM (started without grove-enter)">not merged</span>}
+              {!b.ksm.mergeAny && (
+                <span className="tag warn" title="Its memory is not offered to KSM (started without grove-enter)">
+                  not merged
+                </span>
+              )}
             </span>
             <LimitsLine cgroup={b.cgroup} />
           </li>

@@ -19,7 +19,9 @@ export function Terminal({ branchId }: { branchId: string }) {
       fontFamily: 'DejaVu Sans Mono, Menlo, monospace',
       fontSize: 13,
       cursorBlink: true,
-      theme: dark ? { background: '#15181c', foreground: '#e6e6e6' } : { background: '#fbfbfa', foreground: '#1d1f21', cursor: '#1d1f21', selectionBackground: '#c8d7f0' },
+      theme: dark
+        ? { background: '#15181c', foreground: '#e6e6e6' }
+        : { background: '#fbfbfa', foreground: '#1d1f21', cursor: '#1d1f21', selectionBackground: '#c8d7f0' },
     });
     const fit = new FitAddon();
     term.loadAddon(fit);

@@ -3,7 +3,21 @@
 // (selection, focus, view, theme, confirmations, errors). A vanilla zustand
 // store so tests can drive it without React.
 import { createStore, type StoreApi } from 'zustand/vanilla';
-import type { AgentRequestKind, AppState, EgressChange, EgressPolicy, EgressRule, EgressStatus, EventData, ImageLog, PerfReport, RequestName, RequestParams, RequestResult, Workspace } from '../../../main/src/api/contract.js';
+import type {
+  AgentRequestKind,
+  AppState,
+  EgressChange,
+  EgressPolicy,
+  EgressRule,
+  EgressStatus,
+  EventData,
+  ImageLog,
+  PerfReport,
+  RequestName,
+  RequestParams,
+  RequestResult,
+  Workspace,
+} from '../../../main/src/api/contract.js';
 import { humanError, type Api } from '../api/client.js';
 import { parseRule as parseRuleOrThrow } from '../../../privileged-helper/src/protocol/egress-rules.js';
 import { layoutTree, type TreeLayout } from '../tree/layout.js';
@@ -235,7 +249,8 @@ export function createAppStore(api: Api, initialTheme: Theme = 'light'): AppStor
     async setEgress(branchId, change) {
       const policy = await get().act('egress.set', { workspace: branchId, ...change });
       const known = get().egress[branchId];
-      if (policy) set({ egress: { ...get().egress, [branchId]: known ? { ...known, policy } : { workspace: branchId, policy, dropped: { tcp: 0, udp: 0, other: 0 } } } });
+      if (policy)
+        set({ egress: { ...get().egress, [branchId]: known ? { ...known, policy } : { workspace: branchId, policy, dropped: { tcp: 0, udp: 0, other: 0 } } } });
       return policy;
     },
 
@@ -280,7 +295,10 @@ export function createAppStore(api: Api, initialTheme: Theme = 'light'): AppStor
       const existing = grantFor(get().server?.grants ?? NONE, tree, kind);
       if (Boolean(existing) === on) return true;
       // Any branch of the tree names it; the main line is the one a person thinks of.
-      const ref = get().server?.branches.filter((b) => b.tree === tree).sort((a, b) => Number(b.main) - Number(a.main))[0]?.id ?? tree;
+      const ref =
+        get()
+          .server?.branches.filter((b) => b.tree === tree)
+          .sort((a, b) => Number(b.main) - Number(a.main))[0]?.id ?? tree;
       set({ granting: [...get().granting, { tree, kind, on }] });
       const res = on ? await get().act('grant.set', { workspace: ref, kind }) : await get().act('grant.revoke', { grant: existing!.id });
       if (!res) set({ granting: get().granting.filter((g) => !same(g)) });

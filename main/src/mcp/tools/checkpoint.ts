@@ -12,6 +12,11 @@ export const checkpointTool = defineTool({
   annotations: { destructiveHint: false },
   async run(args, h) {
     const v = await h.request('branch.checkpoint', { workspace: args.branch, label: args.label });
-    return textResult(`version ${v.id} of branch ${v.branch}${v.label ? ` (${v.label})` : ''}${v.saved ? '' : ', being saved'}`, { version: v.id, branch: v.branch, label: v.label, saved: v.saved });
+    return textResult(`version ${v.id} of branch ${v.branch}${v.label ? ` (${v.label})` : ''}${v.saved ? '' : ', being saved'}`, {
+      version: v.id,
+      branch: v.branch,
+      label: v.label,
+      saved: v.saved,
+    });
   },
 });

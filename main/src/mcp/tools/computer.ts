@@ -25,6 +25,12 @@ async function act(args: ComputerArgs, h: Helper): Promise<CallToolResult> {
   let result: Screenshot | PointerState | WaitResult | undefined;
   for (const call of desktopCalls(args)) result = await h.request(call.method, call.params);
   const words = describeOutcome(args, result!);
-  if (result && 'png' in result) return { content: [{ type: 'image', data: result.png, mimeType: 'image/png' }, { type: 'text', text: words }] };
+  if (result && 'png' in result)
+    return {
+      content: [
+        { type: 'image', data: result.png, mimeType: 'image/png' },
+        { type: 'text', text: words },
+      ],
+    };
   return { content: [{ type: 'text', text: words }] };
 }

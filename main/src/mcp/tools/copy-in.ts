@@ -8,7 +8,7 @@ export const copyInTool = defineTool({
   name: 'copy_in',
   title: 'Copy a file or folder into a branch',
   description:
-    'Copies a file or folder from the host into a running branch, as `docker cp` does: into an existing folder under its own name, or as the path given. The host side is read as you (your user on the host): what you cannot read is refused. The branch side is resolved inside the branch. Copying out of a branch onto the host is for persons only; read a branch\'s files with exec.',
+    "Copies a file or folder from the host into a running branch, as `docker cp` does: into an existing folder under its own name, or as the path given. The host side is read as you (your user on the host): what you cannot read is refused. The branch side is resolved inside the branch. Copying out of a branch onto the host is for persons only; read a branch's files with exec.",
   input: {
     branch: Branch,
     from: HostPath.describe('an absolute path on the host that you may read'),

@@ -15,14 +15,29 @@ export const execTool = defineTool({
   input: {
     branch: Branch,
     command: z.union([z.string().min(1), z.array(z.string()).min(1).max(256)]).describe('a shell command line (run with sh -c), or [program, ...arguments]'),
-    timeout_seconds: z.number().positive().max(3600).optional().describe('kill it after this many seconds (default 60; past ~55 s your MCP client may give up on the call first)'),
-    stdin: z.string().max(1 << 20).optional().describe("text for the command's standard input"),
+    timeout_seconds: z
+      .number()
+      .positive()
+      .max(3600)
+      .optional()
+      .describe('kill it after this many seconds (default 60; past ~55 s your MCP client may give up on the call first)'),
+    stdin: z
+      .string()
+      .max(1 << 20)
+      .optional()
+      .describe("text for the command's standard input"),
     cwd: z.string().startsWith('/').optional().describe('the directory to run it in (default /root)'),
   },
   annotations: { destructiveHint: false },
   async run(args, h) {
     const argv = typeof args.command === 'string' ? ['sh', '-c', args.command] : args.command;
-    const res = await h.request('exec.run', { workspace: args.branch, argv, stdin: args.stdin, cwd: args.cwd, timeoutMs: Math.round((args.timeout_seconds ?? 60) * 1000) });
+    const res = await h.request('exec.run', {
+      workspace: args.branch,
+      argv,
+      stdin: args.stdin,
+      cwd: args.cwd,
+      timeoutMs: Math.round((args.timeout_seconds ?? 60) * 1000),
+    });
     const stdout = bounded(res.stdout, MAX_OUTPUT_CHARS);
     const stderr = bounded(res.stderr, MAX_OUTPUT_CHARS);
     const ending = res.timedOut ? 'timed out and was killed' : res.signal ? `was killed by ${res.signal}` : `exited ${res.exitCode}`;

@@ -19,6 +19,10 @@ export const forkTool = defineTool({
     const report = await h.request('branch.fork', { workspace: args.branch, copies: args.copies ?? args.names?.length ?? 1, names: args.names });
     const children = report.children.map((c) => ({ id: c.id, name: c.name, state: c.state }));
     const list = children.map((c) => `${c.name} (${c.id}, ${c.state})`).join(', ');
-    return textResult(`forked into ${children.length} in ${(report.timings.total / 1000).toFixed(1)} s: ${list}`, { source: report.source, children, totalMs: report.timings.total });
+    return textResult(`forked into ${children.length} in ${(report.timings.total / 1000).toFixed(1)} s: ${list}`, {
+      source: report.source,
+      children,
+      totalMs: report.timings.total,
+    });
   },
 });

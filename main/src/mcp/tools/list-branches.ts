@@ -35,7 +35,9 @@ function workspaces(branches: Workspace[], versions: Version[]) {
         versions: versions.filter((v) => v.branch === b.id).map((v) => ({ id: v.id, label: v.label, at: v.createdAt, saved: v.saved })),
       })),
       /** Checkpoints of branches since discarded: a rollback can still return to them. */
-      versionsOfGoneBranches: versions.filter((v) => v.tree === tree && !nameOf.has(v.branch)).map((v) => ({ id: v.id, label: v.label, branch: v.branch, at: v.createdAt, saved: v.saved })),
+      versionsOfGoneBranches: versions
+        .filter((v) => v.tree === tree && !nameOf.has(v.branch))
+        .map((v) => ({ id: v.id, label: v.label, branch: v.branch, at: v.createdAt, saved: v.saved })),
     };
   });
 }

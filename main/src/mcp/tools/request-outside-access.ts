@@ -21,7 +21,13 @@ export const requestOutsideAccessTool = defineTool({
   },
   annotations: { destructiveHint: false },
   async run(args, h) {
-    return requestDecision(h, args.branch, { kind: 'egress.policy', change: await allowing(h, args.branch, { host: args.host, port: args.port }) }, args.reason, args.wait_seconds);
+    return requestDecision(
+      h,
+      args.branch,
+      { kind: 'egress.policy', change: await allowing(h, args.branch, { host: args.host, port: args.port }) },
+      args.reason,
+      args.wait_seconds,
+    );
   },
 });
 

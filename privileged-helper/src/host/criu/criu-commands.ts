@@ -87,7 +87,8 @@ export interface ActionScript {
 
 function actionScriptArgs(script: ActionScript | undefined): string[] {
   if (!script) return [];
-  if (script.actions.length === 0 || !script.actions.every((a) => /^[a-z-]+$/.test(a))) throw new Error(`bad action script actions: ${script.actions.join(',')}`);
+  if (script.actions.length === 0 || !script.actions.every((a) => /^[a-z-]+$/.test(a)))
+    throw new Error(`bad action script actions: ${script.actions.join(',')}`);
   return ['--action-script', script.path, '--action-script-actions', script.actions.join(',')];
 }
 
@@ -133,23 +134,29 @@ export function forkDumpArgs(input: ForkDumpInput): string[] {
   const mounts = input.externalMounts ?? CRUN_MASKED_FILES;
   return [
     'dump',
-    '--tree', String(input.initPid),
-    '--images-dir', input.imagesDir,
-    '--log-file', input.logFile,
+    '--tree',
+    String(input.initPid),
+    '--images-dir',
+    input.imagesDir,
+    '--log-file',
+    input.logFile,
     `-v${input.verbosity ?? 2}`,
     '--leave-running',
     // Every connection is dumped (TCP repair); the restore decides which to keep.
     '--tcp-established',
     '--file-locks',
-    '--ghost-limit', input.ghostLimit ?? '256M',
+    '--ghost-limit',
+    input.ghostLimit ?? '256M',
     // No iptables on the host, and none needed: the whole tree is frozen while
     // its sockets are in repair mode, and its connections to the outside are
     // never restored, so the source's peers outside see nothing of the dump.
-    '--network-lock', 'skip',
+    '--network-lock',
+    'skip',
     // Every restore leaves cgroups to the helper (below), so the dump need
     // not read them while the tree is frozen (criu-patches/0014).
     '--manage-cgroups=ignore',
-    '--external', `net[${input.netnsInode}]:${EXTERNAL_NETNS_KEY}`,
+    '--external',
+    `net[${input.netnsInode}]:${EXTERNAL_NETNS_KEY}`,
     ...mounts.flatMap((p) => ['--external', `mnt[${p}]:${externalMountKey(p)}`]),
     ...actionScriptArgs(input.actionScript),
     ...anonymousMemoryArgs(input),
@@ -196,13 +203,18 @@ export function forkRestoreArgs(input: ForkRestoreInput): string[] {
   const mounts = input.externalMounts ?? MASKED_FILE_SOURCES;
   return [
     'restore',
-    '--images-dir', input.imagesDir,
-    '--work-dir', input.workDir,
-    '--log-file', input.logFile,
+    '--images-dir',
+    input.imagesDir,
+    '--work-dir',
+    input.workDir,
+    '--log-file',
+    input.logFile,
     `-v${input.verbosity ?? 2}`,
-    '--root', input.rootfs,
+    '--root',
+    input.rootfs,
     '--restore-detached',
-    '--pidfile', input.pidFile,
+    '--pidfile',
+    input.pidFile,
     // Connections with both ends in the tree (loopback) come back established;
     // those to anything outside come back closed, so nothing is sent twice to
     // the outside world (criu-patches/0002).
@@ -211,7 +223,8 @@ export function forkRestoreArgs(input: ForkRestoreInput): string[] {
     '--file-locks',
     // The host's cgroups belong to the machinery; the restored tree stays in CRIU's.
     '--manage-cgroups=ignore',
-    '--inherit-fd', `fd[${input.netnsFd}]:${EXTERNAL_NETNS_KEY}`,
+    '--inherit-fd',
+    `fd[${input.netnsFd}]:${EXTERNAL_NETNS_KEY}`,
     ...mounts.flatMap((m) => ['--external', `mnt[${externalMountKey(m.containerPath)}]:${m.source}`]),
     ...actionScriptArgs(input.actionScript),
     ...anonymousMemoryArgs(input),

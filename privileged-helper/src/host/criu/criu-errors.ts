@@ -21,8 +21,14 @@ const NO_SPACE = /No space left on device|ENOSPC/;
 const ADVICE: [RegExp, string][] = [
   [NO_SPACE, 'the pool is full: discard branches or versions, then try again'],
   [/netlink: The socket has data to read/, 'a program had not read its network events yet; try again in a moment'],
-  [/Unseizable non-zombie|Can't seize|Timeout reached/, 'a process could not be stopped in time (it may be stopped, traced or very busy); try again, or end it'],
-  [/Connected TCP socket|Connected UNIX socket to outside|External socket is used/, 'a process holds a connection CRIU cannot take along; close it (or end the process) and try again'],
+  [
+    /Unseizable non-zombie|Can't seize|Timeout reached/,
+    'a process could not be stopped in time (it may be stopped, traced or very busy); try again, or end it',
+  ],
+  [
+    /Connected TCP socket|Connected UNIX socket to outside|External socket is used/,
+    'a process holds a connection CRIU cannot take along; close it (or end the process) and try again',
+  ],
   [/Can't dump (?:ghost|deleted) file|ghost-limit/, 'a process holds a big deleted file open; close it and try again'],
   [/device|Can't dump .*(?:char|block)/i, 'a process holds a device the branch cannot take along; end it and try again'],
   [/Can't dump file \d+ of that type/, 'a process holds a kind of file a fork cannot take along (named above); close it or end the process, then try again'],
@@ -46,7 +52,9 @@ const ADVICE: [RegExp, string][] = [
  *   registered with it).
  */
 export function transientDumpFailure(log: string): boolean {
-  return /netlink: The socket has data to read|Unseizable non-zombie \d+ found, state t,|Non-empty write queue on an in-flight socket|Control messages in queue, not supported/.test(log);
+  return /netlink: The socket has data to read|Unseizable non-zombie \d+ found, state t,|Non-empty write queue on an in-flight socket|Control messages in queue, not supported/.test(
+    log,
+  );
 }
 
 export interface CriuFailure {
@@ -99,7 +107,9 @@ function shortenedMappedFile(log: string): string | null {
     return `a process maps ${mapped[1]} past its end: the file was made shorter after the process mapped it; restart that process (or put the file back as it was), then try again`;
   }
   // A deleted file has no path to measure: the restore said how long the copy it made of it is (criu-patches/0015).
-  const copy = new RegExp(`Mapping ${start.toString(16)}-[0-9a-f]+ at 0x[0-9a-f]+ of (/.*), a file deleted before the dump, reaches past the end of its restored copy \\(0x([0-9a-f]+) bytes\\)`).exec(log);
+  const copy = new RegExp(
+    `Mapping ${start.toString(16)}-[0-9a-f]+ at 0x[0-9a-f]+ of (/.*), a file deleted before the dump, reaches past the end of its restored copy \\(0x([0-9a-f]+) bytes\\)`,
+  ).exec(log);
   if (copy && failedAt >= BigInt(`0x${copy[2]}`)) {
     return `a process maps ${copy[1]}, a file deleted before the dump, past the end of the copy saved with it (0x${copy[2]} bytes, the page that failed at 0x${failedAt.toString(16)}); restart that process, then try again`;
   }
@@ -113,7 +123,13 @@ export function criuFailure(log: string): CriuFailure | null {
   const line = first.replace(/^\(\d+\.\d+\)\s*/, '');
   // A restored task's lines start with its pid, the restorer's (pie) with "pie: " before it.
   const inside = /^\s*(?:pie: )?(\d+): /.exec(line);
-  const cause = [line.replace(/^\s*(?:pie: )?\d+: /, '').replace(/^Error \([^)]*\):\s*/, '').trim(), ...detailsOf(errors)].join('; ');
+  const cause = [
+    line
+      .replace(/^\s*(?:pie: )?\d+: /, '')
+      .replace(/^Error \([^)]*\):\s*/, '')
+      .trim(),
+    ...detailsOf(errors),
+  ].join('; ');
   const all = errors.join('\n');
   const host = /\(pid: (\d+)\)/.exec(all);
   const pid = inside ? { inside: Number(inside[1]) } : host ? { host: Number(host[1]) } : null;

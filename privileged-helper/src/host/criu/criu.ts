@@ -261,14 +261,17 @@ export class Criu {
     try {
       for (let attempt = 1; ; attempt++) {
         const watching = watchFor(signals, THAWED_FILE, onThawed);
-        const res = await run(this.binary, args, { env: { ...CRIU_ENV, ...env, GROVE_THAWED_FILE: path.join(signals, THAWED_FILE) }, allowFailure: true, timeoutMs: pagesInTwins ? TWINS_DUMP_TIMEOUT_MS : CRIU_TIMEOUT_MS }).finally(() =>
-          watching.close(),
-        );
+        const res = await run(this.binary, args, {
+          env: { ...CRIU_ENV, ...env, GROVE_THAWED_FILE: path.join(signals, THAWED_FILE) },
+          allowFailure: true,
+          timeoutMs: pagesInTwins ? TWINS_DUMP_TIMEOUT_MS : CRIU_TIMEOUT_MS,
+        }).finally(() => watching.close());
         await rm(path.join(signals, THAWED_FILE), { force: true });
         if (res.exitCode === 0) break;
         const log = await readFile(logFile, 'utf8').catch(() => ''); // no log: not known to be worth another try
         // Once the caller was told the instant is fixed, there is no other try: it would be another instant.
-        if (attempt >= DUMP_ATTEMPTS || thawed || !transientDumpFailure(log)) throw await this.failure('dump', logFile, res.signal ? `killed by ${res.signal}` : res.stderr);
+        if (attempt >= DUMP_ATTEMPTS || thawed || !transientDumpFailure(log))
+          throw await this.failure('dump', logFile, res.signal ? `killed by ${res.signal}` : res.stderr);
         // The tree ran on (--leave-running); a fresh images directory and a moment for the reader to drain its socket.
         await emptyDirectory(req.imagesDir);
         await new Promise((r) => setTimeout(r, 200 * attempt));
@@ -341,7 +344,11 @@ export class Criu {
     await writeFile(kept, log, { mode: 0o600 });
     const failure = criuFailure(log);
     const noSpace = await fullWhereImagesGo(path.dirname(logFile), failure);
-    if (noSpace) return new GroveError('E_NO_SPACE', `criu ${what} failed: ${noSpace}: discard branches or delete versions (grove versions), then try again (log: ${kept})`);
+    if (noSpace)
+      return new GroveError(
+        'E_NO_SPACE',
+        `criu ${what} failed: ${noSpace}: discard branches or delete versions (grove versions), then try again (log: ${kept})`,
+      );
     if (!failure) return new GroveError('E_HOST', `criu ${what} failed: ${stderr.trim() || 'no output'} (log: ${kept})`);
     const who = await describePid(failure.pid);
     const advice = failure.advice ? `; ${failure.advice}` : '';
@@ -367,7 +374,11 @@ async function describePid(pid: CriuFailure['pid']): Promise<string> {
   if (!pid) return '';
   if ('inside' in pid) return ` (process ${pid.inside} of the restored tree)`;
   const cmdline = (await readFile(`/proc/${pid.host}/cmdline`, 'utf8').catch(() => '')).split('\0').filter(Boolean).join(' ');
-  const nspid = /^NSpid:\s+(.*)$/m.exec(await readFile(`/proc/${pid.host}/status`, 'utf8').catch(() => ''))?.[1]?.trim().split(/\s+/).at(-1);
+  const nspid = /^NSpid:\s+(.*)$/m
+    .exec(await readFile(`/proc/${pid.host}/status`, 'utf8').catch(() => ''))?.[1]
+    ?.trim()
+    .split(/\s+/)
+    .at(-1);
   if (!cmdline) return ` (host pid ${pid.host}, gone since)`;
   return ` (process ${nspid ?? '?'} in the branch: ${cmdline.slice(0, 120)})`;
 }

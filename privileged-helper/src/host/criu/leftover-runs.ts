@@ -57,4 +57,3 @@ async function leftoverRuns(binary: string, dirs: readonly string[]): Promise<Le
   }
   return found;
 }
-

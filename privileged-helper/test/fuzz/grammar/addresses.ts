@@ -10,7 +10,9 @@ import fc from 'fast-check';
 export const FUZZ_SUBNET = '10.215.0.0/16';
 
 const v4Bytes: fc.Arbitrary<number[]> = fc.oneof(
-  fc.tuple(fc.constantFrom(127, 0, 169, 224, 239, 240, 255, 10, 192, 8), fc.nat(255), fc.nat(255), fc.nat(255)).map(([a, b, c, d]) => [a, a === 169 ? 254 : a === 10 ? 215 : b, c, d]),
+  fc
+    .tuple(fc.constantFrom(127, 0, 169, 224, 239, 240, 255, 10, 192, 8), fc.nat(255), fc.nat(255), fc.nat(255))
+    .map(([a, b, c, d]) => [a, a === 169 ? 254 : a === 10 ? 215 : b, c, d]),
   fc.array(fc.nat(255), { minLength: 4, maxLength: 4 }),
 );
 
@@ -39,7 +41,9 @@ const v4Literal: fc.Arbitrary<string> = fc
 const v6Literal: fc.Arbitrary<string> = fc
   .tuple(v6Bytes, fc.boolean(), fc.boolean(), fc.boolean(), fc.nat(8), fc.constantFrom('', '', '%eth0', '%1', '%lo'), fc.boolean())
   .map(([bytes, dottedTail, upper, padded, compressAt, zone, bracketed]) => {
-    const groups = Array.from({ length: 8 }, (_, i) => (bytes[2 * i]! << 8) | bytes[2 * i + 1]!).map((g) => (padded ? g.toString(16).padStart(4, '0') : g.toString(16)));
+    const groups = Array.from({ length: 8 }, (_, i) => (bytes[2 * i]! << 8) | bytes[2 * i + 1]!).map((g) =>
+      padded ? g.toString(16).padStart(4, '0') : g.toString(16),
+    );
     const words = dottedTail ? [...groups.slice(0, 6), bytes.slice(12).join('.')] : groups;
     let text = compress(words, compressAt);
     if (upper) text = text.toUpperCase();

@@ -8,7 +8,19 @@ import { addressLiteral } from './addresses.js';
 
 const text = fc.oneof(
   fc.string({ maxLength: 24 }),
-  fc.constantFrom('', 'abcd0123', 'CONNECT', 'GET', 'x'.repeat(32), 'x'.repeat(33), 'x'.repeat(255), 'x'.repeat(256), 'x'.repeat(2001), '__proto__', 'constructor'),
+  fc.constantFrom(
+    '',
+    'abcd0123',
+    'CONNECT',
+    'GET',
+    'x'.repeat(32),
+    'x'.repeat(33),
+    'x'.repeat(255),
+    'x'.repeat(256),
+    'x'.repeat(2001),
+    '__proto__',
+    'constructor',
+  ),
   addressLiteral,
 );
 const number = fc.oneof(fc.integer(), fc.constantFrom(0, -1, 1, 65535, 65536, 1.5, -0, 1e308, Number.MAX_SAFE_INTEGER + 2));
@@ -25,7 +37,10 @@ const branch = fc.record(
 );
 const admission = fc.oneof(
   fc.record({ ok: field(fc.constant(true)) }),
-  fc.record({ ok: field(fc.constant(false)), status: field(number), message: field(text), verdict: field(fc.constantFrom('denied', 'rejected', 'timeout', 'allowed')) }, { requiredKeys: [] }),
+  fc.record(
+    { ok: field(fc.constant(false)), status: field(number), message: field(text), verdict: field(fc.constantFrom('denied', 'rejected', 'timeout', 'allowed')) },
+    { requiredKeys: [] },
+  ),
   fc.record({ ok: field(fc.constant(false)), abandoned: field(fc.constant(true)) }),
 );
 

@@ -22,10 +22,21 @@ const cat = (...parts: Buffer[]) => Buffer.concat(parts);
 const side = fc.oneof({ arbitrary: fc.integer({ min: 1, max: 24 }), weight: 6 }, { arbitrary: fc.constantFrom(0, 1, 4096, 8192, 8193, 65535), weight: 1 });
 const length32 = fc.oneof(fc.integer({ min: 0, max: 64 }), fc.constantFrom(1 << 20, (1 << 20) + 1, 0xfffffff0, 0xffffffff));
 
-const banner: fc.Arbitrary<[Version, Buffer]> = fc.oneof(
-  { arbitrary: fc.constantFrom<[Version, string]>([8, 'RFB 003.008\n'], [7, 'RFB 003.007\n'], [3, 'RFB 003.003\n']), weight: 8 },
-  { arbitrary: fc.constantFrom<[Version, string]>([8, 'RFB 003.889\n'], [8, 'RFB 004.001\n'], [3, 'RFB 003.005\n'], [3, 'RFB 002.000\n'], [8, 'RFB 003.008 ']), weight: 1 },
-).map(([v, text]) => [v, Buffer.from(text, 'latin1')]);
+const banner: fc.Arbitrary<[Version, Buffer]> = fc
+  .oneof(
+    { arbitrary: fc.constantFrom<[Version, string]>([8, 'RFB 003.008\n'], [7, 'RFB 003.007\n'], [3, 'RFB 003.003\n']), weight: 8 },
+    {
+      arbitrary: fc.constantFrom<[Version, string]>(
+        [8, 'RFB 003.889\n'],
+        [8, 'RFB 004.001\n'],
+        [3, 'RFB 003.005\n'],
+        [3, 'RFB 002.000\n'],
+        [8, 'RFB 003.008 '],
+      ),
+      weight: 1,
+    },
+  )
+  .map(([v, text]) => [v, Buffer.from(text, 'latin1')]);
 
 const reason = fc.tuple(length32, fc.string({ maxLength: 16 })).map(([n, text]) => cat(u32(n), Buffer.from(text)));
 
@@ -33,19 +44,28 @@ function security(version: Version): fc.Arbitrary<Buffer> {
   const none = version === 3 ? fc.constant(u32(1)) : fc.constant(cat(u8(1), u8(1)));
   const other =
     version === 3
-      ? fc.oneof(reason.map((r) => cat(u32(0), r)), fc.constant(u32(2)))
+      ? fc.oneof(
+          reason.map((r) => cat(u32(0), r)),
+          fc.constant(u32(2)),
+        )
       : fc.oneof(
           reason.map((r) => cat(u8(0), r)),
           fc.uint8Array({ minLength: 1, maxLength: 8 }).map((types) => cat(u8(types.length), Buffer.from(types))),
         );
-  const result = version === 8 ? fc.oneof({ arbitrary: fc.constant(u32(0)), weight: 8 }, { arbitrary: reason.map((r) => cat(u32(1), r)), weight: 1 }) : fc.constant(Buffer.alloc(0));
+  const result =
+    version === 8
+      ? fc.oneof({ arbitrary: fc.constant(u32(0)), weight: 8 }, { arbitrary: reason.map((r) => cat(u32(1), r)), weight: 1 })
+      : fc.constant(Buffer.alloc(0));
   return fc.oneof({ arbitrary: fc.tuple(none, result).map(([a, b]) => cat(a, b)), weight: 8 }, { arbitrary: other, weight: 1 });
 }
 
 const serverInit = (width: number, height: number) =>
-  fc.oneof({ arbitrary: fc.string({ maxLength: 12 }).map((name) => Buffer.from(name)), weight: 8 }, { arbitrary: fc.constant(Buffer.alloc(5000, 0x61)), weight: 1 }).map((name) =>
-    cat(u16(width), u16(height), Buffer.alloc(16), u32(name.length), name),
-  );
+  fc
+    .oneof(
+      { arbitrary: fc.string({ maxLength: 12 }).map((name) => Buffer.from(name)), weight: 8 },
+      { arbitrary: fc.constant(Buffer.alloc(5000, 0x61)), weight: 1 },
+    )
+    .map((name) => cat(u16(width), u16(height), Buffer.alloc(16), u32(name.length), name));
 
 interface Screen {
   width: number;
@@ -56,7 +76,9 @@ interface Screen {
 const rect = (s: Screen): fc.Arbitrary<Buffer> => {
   const inside = fc
     .tuple(fc.nat(Math.max(0, s.width - 1)), fc.nat(Math.max(0, s.height - 1)))
-    .chain(([x, y]) => fc.tuple(fc.constant(x), fc.constant(y), fc.integer({ min: 0, max: Math.min(s.width - x, 24) }), fc.integer({ min: 0, max: Math.min(s.height - y, 24) })));
+    .chain(([x, y]) =>
+      fc.tuple(fc.constant(x), fc.constant(y), fc.integer({ min: 0, max: Math.min(s.width - x, 24) }), fc.integer({ min: 0, max: Math.min(s.height - y, 24) })),
+    );
   const anywhere = fc.tuple(fc.constantFrom(0, 1, s.width, 65535), fc.constantFrom(0, 1, s.height, 65535), side, side);
   const place = fc.oneof({ arbitrary: inside, weight: 6 }, { arbitrary: anywhere, weight: 1 });
   const header = ([x, y, w, h]: number[], encoding: number) => cat(u16(x!), u16(y!), u16(w!), u16(h!), u32(encoding));
@@ -73,7 +95,13 @@ const update = (s: Screen) => fc.array(rect(s), { maxLength: 4 }).map((rects) =>
 
 /** ServerFence: its answer to the client's fence `id`, or a request of its own, or a payload of any length. */
 const fence = fc
-  .tuple(fc.constantFrom(0, 0x80000000, 0x80000007, 0xffffffff), fc.oneof(fc.integer({ min: 1, max: 4 }).map(u32), fc.uint8Array({ maxLength: 255 }).map((b) => Buffer.from(b))))
+  .tuple(
+    fc.constantFrom(0, 0x80000000, 0x80000007, 0xffffffff),
+    fc.oneof(
+      fc.integer({ min: 1, max: 4 }).map(u32),
+      fc.uint8Array({ maxLength: 255 }).map((b) => Buffer.from(b)),
+    ),
+  )
   .map(([flags, payload]) => cat(u8(248), Buffer.alloc(3), u32(flags), u8(payload.length), payload));
 
 /** What completes Grove's first refresh: the answer to fence 1, then the whole screen. */
@@ -97,7 +125,9 @@ const firstRefresh = (s: Screen) =>
     ),
   );
 
-const colourMap = fc.oneof(fc.integer({ min: 0, max: 8 }), fc.constant(0xffff)).map((count) => cat(u8(1), u8(0), u16(0), u16(count), Buffer.alloc(count <= 8 ? 6 * count : 0)));
+const colourMap = fc
+  .oneof(fc.integer({ min: 0, max: 8 }), fc.constant(0xffff))
+  .map((count) => cat(u8(1), u8(0), u16(0), u16(count), Buffer.alloc(count <= 8 ? 6 * count : 0)));
 const cutText = fc.tuple(length32, fc.string({ maxLength: 32 })).map(([n, text]) => cat(u8(3), Buffer.alloc(3), u32(n), Buffer.from(text)));
 
 const message = (s: Screen): fc.Arbitrary<Buffer> =>
@@ -116,7 +146,9 @@ const message = (s: Screen): fc.Arbitrary<Buffer> =>
 export const rfbServerStream: fc.Arbitrary<Uint8Array> = fc
   .tuple(banner, side, side)
   .chain(([[version, hello], width, height]) =>
-    fc.tuple(security(version), serverInit(width, height), fc.array(message({ width, height }), { maxLength: 8 })).map(([sec, init, messages]) => cat(hello, sec, init, ...messages)),
+    fc
+      .tuple(security(version), serverInit(width, height), fc.array(message({ width, height }), { maxLength: 8 }))
+      .map(([sec, init, messages]) => cat(hello, sec, init, ...messages)),
   );
 
 /** Pieces of the protocol worth inserting anywhere. */

@@ -22,9 +22,30 @@ export const addressTarget: FuzzTarget = {
   steers: (url) => /\/privileged-helper\/src\/egress\/(address|policy)\.ts$/.test(url),
   maxBytes: 256,
   grammar: addressLiteral.map((text) => Buffer.from(text, 'latin1')),
-  tokens: ['.', ':', '::', '0x', '0X', '0', '00', 'ffff', 'FFFF', '64:ff9b', '2002', '%', '%eth0', '[', ']', ' ', '255', '256', '4294967295', '4294967296', '127', '1'].map((t) =>
-    Buffer.from(t, 'latin1'),
-  ),
+  tokens: [
+    '.',
+    ':',
+    '::',
+    '0x',
+    '0X',
+    '0',
+    '00',
+    'ffff',
+    'FFFF',
+    '64:ff9b',
+    '2002',
+    '%',
+    '%eth0',
+    '[',
+    ']',
+    ' ',
+    '255',
+    '256',
+    '4294967295',
+    '4294967296',
+    '127',
+    '1',
+  ].map((t) => Buffer.from(t, 'latin1')),
   setUp: async () => undefined,
   tearDown: async () => undefined,
   run: async (input) => {
@@ -32,7 +53,8 @@ export const addressTarget: FuzzTarget = {
     const parsed = parseAddress(text);
     const canonical = canonicalAddress(text);
     const why = forbiddenReason(text, grove);
-    if ((parsed === null) !== (canonical === null)) throw new Error(`${show(text)}: parsed ${parsed ? 'as an address' : 'as a name'} but its canonical text is ${canonical}`);
+    if ((parsed === null) !== (canonical === null))
+      throw new Error(`${show(text)}: parsed ${parsed ? 'as an address' : 'as a name'} but its canonical text is ${canonical}`);
     if (canonical !== null) {
       const again = canonicalAddress(canonical);
       if (again !== canonical) throw new Error(`normalization is not idempotent: ${show(text)} → ${canonical} → ${again}`);
@@ -47,7 +69,8 @@ export const addressTarget: FuzzTarget = {
     const read = formatAddress(parsed);
     const readAs = new URL(`http://${parsed.family === 6 ? `[${read}]` : read}/`).hostname.replace(/^\[(.*)\]$/, '$1');
     if (readAs !== named.text) throw new Error(`${show(text)} names ${named.text} (Node's URL parser), but the gate reads ${read}`);
-    if (reachesRefused(named, refused) && why === null) throw new Error(`${show(text)} reaches ${named.text}, which the gate must refuse, but it would ask a person`);
+    if (reachesRefused(named, refused) && why === null)
+      throw new Error(`${show(text)} reaches ${named.text}, which the gate must refuse, but it would ask a person`);
   },
 };
 

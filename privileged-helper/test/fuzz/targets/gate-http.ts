@@ -44,7 +44,9 @@ let run = { asked: [] as ProxyTarget[], denied: [] as ProxyTarget[], wrong: [] a
 
 export const gateHttpTarget: FuzzTarget = {
   name: 'gate-http',
-  steers: (url) => /\/privileged-helper\/src\/(egress\/(gate-proxy|policy|address)|protocol\/egress-rules)\.ts$/.test(url) || /^node:_http_(server|common|incoming)$/.test(url),
+  steers: (url) =>
+    /\/privileged-helper\/src\/(egress\/(gate-proxy|policy|address)|protocol\/egress-rules)\.ts$/.test(url) ||
+    /^node:_http_(server|common|incoming)$/.test(url),
   maxBytes: 1 << 16,
   grammar: httpRequests,
   tokens: httpTokens,
@@ -78,7 +80,8 @@ async function admit(branchId: string, target: ProxyTarget, method: string, gone
     run.wrong.push(`the gate asked about ${formatRule(rule)}, which a person could not put on the allow list as it is`);
   }
   const named = namedAddress(target.host);
-  if (named && reachesRefused(named, refused)) run.wrong.push(`the gate asked about ${target.host}, which reaches ${named.text}: it must refuse it before asking`);
+  if (named && reachesRefused(named, refused))
+    run.wrong.push(`the gate asked about ${target.host}, which reaches ${named.text}: it must refuse it before asking`);
   run.asked.push(target);
   if (REFUSED_NAMES.has(target.host)) return { ok: true };
   if (gone.aborted) return { ok: false, abandoned: true };
@@ -107,7 +110,8 @@ async function exchange(input: Buffer): Promise<string> {
       await nextTurn();
     }
     socket.end();
-    if ((await Promise.race([closed, held])) === 'held') throw new Error(`the gate still held the connection ${ANSWER_TIMEOUT_MS} ms after the branch half-closed it`);
+    if ((await Promise.race([closed, held])) === 'held')
+      throw new Error(`the gate still held the connection ${ANSWER_TIMEOUT_MS} ms after the branch half-closed it`);
   } finally {
     clearTimeout(timer);
     socket.destroy();

@@ -25,7 +25,8 @@ const PROTOTYPE_KEYS = Object.getOwnPropertyNames(Object.prototype).length;
 
 export const gateIpcTarget: FuzzTarget = {
   name: 'gate-ipc',
-  steers: (url) => /\/privileged-helper\/src\/(egress\/(gate-protocol|policy|address)|protocol\/egress-rules)\.ts$/.test(url) || url.includes('/node_modules/zod/'),
+  steers: (url) =>
+    /\/privileged-helper\/src\/(egress\/(gate-protocol|policy|address)|protocol\/egress-rules)\.ts$/.test(url) || url.includes('/node_modules/zod/'),
   maxBytes: 1 << 14,
   grammar: gateMessages,
   tokens: gateMessageTokens,
@@ -42,7 +43,8 @@ export const gateIpcTarget: FuzzTarget = {
       const parsed = schema.safeParse(value);
       if (!parsed.success) continue;
       const again = schema.safeParse(JSON.parse(JSON.stringify(parsed.data)));
-      if (!again.success || !isDeepStrictEqual(again.data, parsed.data)) throw new Error(`an accepted message changes across the channel: ${JSON.stringify(parsed.data).slice(0, 300)}`);
+      if (!again.success || !isDeepStrictEqual(again.data, parsed.data))
+        throw new Error(`an accepted message changes across the channel: ${JSON.stringify(parsed.data).slice(0, 300)}`);
       const m = parsed.data;
       if ('target' in m && 'method' in m) {
         for (const policy of POLICIES) decide(policy, { host: m.target.host, port: m.target.port, method: m.method });
