@@ -97,7 +97,10 @@ const BINARY_SNIFF_BYTES = 8 * 1024;
  * fixed-width 11-character itemize string, a space, then the name up to the end
  * of the line (names with newlines arrive escaped, so lines split safely).
  */
-const RSYNC_FLAGS = ['-r', '-l', '-t', '-D', '-n', '--delete', '-8', '--out-format=%i %n'];
+// --modify-window=-1: modification times compared to the nanosecond. To the
+// second (rsync's default), a file edited within the second it was last
+// written, to the same size, looked unchanged: a merge missed it.
+const RSYNC_FLAGS = ['-r', '-l', '-t', '-D', '-n', '--delete', '-8', '--modify-window=-1', '--out-format=%i %n'];
 
 interface Item {
   /** The 11-character itemize string, e.g. ">f.st......" or "*deleting  ". */

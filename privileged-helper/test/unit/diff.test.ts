@@ -143,6 +143,21 @@ describe('diffTrees', () => {
     expect(big?.diff).toContain('\n+one more\n');
   });
 
+  it('sees a file rewritten to the same size within the second it was written', async () => {
+    const [x, y] = [path.join(tmp, 'same-second-x'), path.join(tmp, 'same-second-y')];
+    for (const [root, text] of [
+      [x, 'a from main\n'],
+      [y, 'a from left\n'],
+    ] as const) {
+      await mkdir(root);
+      await writeFile(path.join(root, 'a.txt'), text);
+    }
+    // The same second, other nanoseconds: as a branch's edit right after its fork looks.
+    await utimes(path.join(x, 'a.txt'), 1_767_225_600.1, 1_767_225_600.1);
+    await utimes(path.join(y, 'a.txt'), 1_767_225_600.9, 1_767_225_600.9);
+    expect((await diffTrees(x, y)).changed).toEqual(['/a.txt']);
+  });
+
   it('reports nothing for identical trees', async () => {
     expect(await diffTrees(a, a)).toEqual({ added: [], changed: [], removed: [], textDiffs: [], truncated: false });
   });
