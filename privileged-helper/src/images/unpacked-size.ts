@@ -18,16 +18,16 @@ import { open, readFile } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import path from 'node:path';
+import { LineReader, type LineEvent } from '../protocol/line-reader.js';
 import { GroveError } from '../protocol/wire.js';
 
 /** index.json and a manifest are small; a bigger one is not an image Grove takes. */
 const MAX_JSON_BYTES = 4 << 20;
 const DIGEST = /^sha256:[0-9a-f]{64}$/;
 
+/** An OCI descriptor, as far as the count reads it: the compression is found by the blob's magic, not its media type. */
 interface Descriptor {
-  mediaType?: string;
   digest: string;
-  size: number;
 }
 
 /**
@@ -74,7 +74,7 @@ export const MAX_LAYER_PATH_BYTES = 3840;
 const INFLATE_CHUNK_BYTES = 1 << 20;
 /** The stream and every entry's header: each entry takes at least a 512-byte block there. */
 const HEADER_BYTES = 512;
-/** A listing line longer than this is not kept whole: its name alone is over any path Grove takes. */
+/** A listing line longer than this is not kept: its name alone is over any path Grove takes, and its length says so. */
 const MAX_LINE_BYTES = 64 << 10;
 
 /** The layer's bytes once unpacked, or more than `room` as soon as they pass it (the rest is not read). */
@@ -85,7 +85,8 @@ async function countLayer(file: string, room: number): Promise<number> {
   let streamBytes = 0;
   let entryBytes = 0;
   let longestPath = 0;
-  const over = () => Math.max(streamBytes, entryBytes) > room;
+  const unpacked = () => Math.max(streamBytes, entryBytes);
+  const over = () => unpacked() > room;
   const stop = () => {
     source.destroy();
     layer.stop();
@@ -103,7 +104,7 @@ async function countLayer(file: string, room: number): Promise<number> {
   // Every descriptor on the blob is closed before the count answers: the pull
   // then removes the blob, and a file still open keeps its blocks in the pool.
   const [read, listed] = await Promise.all([endOf(layer.stream), listing.done, closed(source), layer.ended]);
-  if (over()) return Math.max(streamBytes, entryBytes);
+  if (over()) return unpacked();
   const error = read ?? listed;
   if (error !== null) throw new GroveError('E_INVALID_PARAMS', `a layer could not be read: ${error}`);
   if (longestPath > MAX_LAYER_PATH_BYTES) {
@@ -112,7 +113,7 @@ async function countLayer(file: string, room: number): Promise<number> {
       `a layer could not be unpacked inside the image: it holds a path of ${longestPath} bytes, and Grove takes at most ${MAX_LAYER_PATH_BYTES}`,
     );
   }
-  return Math.max(streamBytes, entryBytes);
+  return unpacked();
 }
 
 type Compression = 'gzip' | 'zstd' | 'xz' | 'bzip2' | 'none';
@@ -146,13 +147,15 @@ function decompressed(source: Readable, compression: Compression): { stream: Rea
   program.stderr.on('data', (chunk: Buffer) => (said = (said + chunk.toString('utf8')).slice(-4096)));
   source.pipe(program.stdin);
   program.stdin.on('error', () => undefined); // it ended: its exit says why
-  program.on('error', () => program.stdout.destroy(new Error(`a layer is ${compression}-compressed and ${compression} is not installed`)));
-  program.on('close', (code) => {
-    if (code !== 0 && code !== null) program.stdout.destroy(new Error(said.trim().split('\n').at(-1) || `${compression} exited ${code}`));
-  });
   const ended = new Promise<void>((resolve) => {
-    program.on('close', () => resolve());
-    program.on('error', () => resolve()); // never started: nothing to wait for
+    program.on('error', () => {
+      program.stdout.destroy(new Error(`a layer is ${compression}-compressed and ${compression} is not installed`));
+      resolve(); // never started: nothing to wait for
+    });
+    program.on('close', (code) => {
+      if (code !== 0 && code !== null) program.stdout.destroy(new Error(said.trim().split('\n').at(-1) || `${compression} exited ${code}`));
+      resolve();
+    });
   });
   return { stream: program.stdout, stop: () => killGroup(program), ended };
 }
@@ -205,8 +208,10 @@ function listTar(stream: Readable): Listing {
     stream.unpipe(tar.stdin);
     stream.resume();
   });
-  eachLine(tar.stdout, (line, bytes) => entry(parseEntry(line, bytes)));
-  eachLine(tar.stderr, (line) => (lastWords = line.replace(/^tar: /, '')));
+  eachLine(tar.stdout, (line) => entry(line.kind === 'line' ? parseEntry(line.text) : { size: 0, pathBytes: line.bytes }));
+  eachLine(tar.stderr, (line) => {
+    if (line.kind === 'line') lastWords = line.text.replace(/^tar: /, '');
+  });
   const done = new Promise<string | null>((resolve) => {
     tar.on('error', () => resolve('tar could not be started'));
     tar.on('close', (code) => resolve(stopped || code === 0 ? null : lastWords || `tar exited ${code}`));
@@ -226,25 +231,11 @@ function killGroup(child: ChildProcess): void {
   }
 }
 
-/** Calls fn with each line (its first MAX_LINE_BYTES, and its whole length in bytes); nothing is kept past a line's end. */
-function eachLine(stream: NodeJS.ReadableStream, fn: (line: string, bytes: number) => void): void {
-  let kept: Buffer[] = [];
-  let keptBytes = 0;
-  let bytes = 0;
+/** Calls fn with each line of the stream; one longer than MAX_LINE_BYTES only with its length. */
+function eachLine(stream: Readable, fn: (line: LineEvent) => void): void {
+  const lines = new LineReader(MAX_LINE_BYTES);
   stream.on('data', (chunk: Buffer) => {
-    for (let at = 0; at < chunk.length;) {
-      const newline = chunk.indexOf(10, at);
-      const end = newline === -1 ? chunk.length : newline;
-      const piece = chunk.subarray(at, Math.min(end, at + Math.max(0, MAX_LINE_BYTES - keptBytes)));
-      kept.push(piece);
-      keptBytes += piece.length;
-      bytes += end - at;
-      if (newline !== -1) {
-        fn(Buffer.concat(kept).toString('utf8'), bytes);
-        [kept, keptBytes, bytes] = [[], 0, 0];
-      }
-      at = end + 1;
-    }
+    for (const line of lines.push(chunk)) fn(line);
   });
 }
 
@@ -256,7 +247,8 @@ const ENTRY = /^(\S)\S{9} \d+\/\d+ +(\d+|\d+, *\d+) \d{4}-\d\d-\d\d \d\d:\d\d:\d
  * taken as all before the last separator, so a name (or target) holding the
  * separator is measured longer than it is, never shorter.
  */
-function parseEntry(line: string, bytes: number): ListedEntry {
+function parseEntry(line: string): ListedEntry {
+  const bytes = Buffer.byteLength(line);
   const m = ENTRY.exec(line);
   if (!m) return { size: 0, pathBytes: bytes };
   const size = m[2]!.includes(',') ? 0 : Number(m[2]); // a device's numbers, not a size
