@@ -48,6 +48,7 @@ stage "fuzzing: the RFB client and the egress gate's parsers, coverage-guided, a
 stage "kernel tier: grove_share under qemu, on Debian 12's 6.1 (kernel/test.sh)" kernel/test.sh
 stage "kernel tier: grove_share under qemu, on the 6.12 Debian 12 also ships (kernel/test.sh 6.12)" kernel/test.sh 6.12
 stage "kernel tier: the helper itself forks and rolls back through grove_share under qemu (kernel/helper-test.sh)" kernel/helper-test.sh
+stage "packaging: the Electron package's files against a stub Electron (build/check-packaging.sh)" build/check-packaging.sh
 stage "end-to-end tests of the app (Playwright + Debian's Chromium, real helper)" npm run --silent test:e2e
 
 step "summary"

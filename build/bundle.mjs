@@ -1,6 +1,9 @@
-// The esbuild run of build/compile.sh, which says what it makes and when:
-// Grove's programs from their TypeScript into dist/, each bundled with the
-// packages it uses, what they share in dist/chunks/.
+// The esbuild runs of Grove's programs, with one set of options:
+//   node build/bundle.mjs              build/compile.sh's run, which says what
+//     it makes and when: the programs from their TypeScript into dist/, each
+//     bundled with the packages it uses, what they share in dist/chunks/;
+//   node build/bundle.mjs --electron   build/build-electron.sh's run: the
+//     controller and the helper as one file each, as the package carries them.
 import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import process from 'node:process';
@@ -25,28 +28,42 @@ const zodInEnglishOnly = {
   },
 };
 
+/** Options every bundle of a Grove program shares. */
+const common = {
+  absWorkingDir: repo,
+  bundle: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  // The native addons are built for the node that loads them; ws's optional
+  // native speed-ups are not installed.
+  external: ['better-sqlite3', 'node-pty', 'bufferutil', 'utf-8-validate'],
+  // The bundled CommonJS packages call require().
+  banner: { js: "import { createRequire as __groveRequire } from 'node:module'; const require = __groveRequire(import.meta.url);" },
+  plugins: [zodInEnglishOnly],
+  logLevel: 'warning',
+};
+
+if (process.argv[2] === '--electron') {
+  const single = (entry, outfile) => esbuild.build({ ...common, entryPoints: [entry], outfile: path.join(repo, outfile) });
+  const ok = await Promise.all([
+    single('main/src/app/start.ts', 'electron/dist/controller.mjs'),
+    single('privileged-helper/src/daemon.ts', 'dist/helper/daemon.mjs'),
+  ]).catch(() => null); // esbuild has said why
+  process.exit(ok ? 0 : 1);
+}
+
 const built = await esbuild
   .build({
-    absWorkingDir: repo,
+    ...common,
     entryPoints: ['main/src/cli/grove.ts', 'privileged-helper/src/daemon.ts', 'privileged-helper/bench/main.ts'],
-    bundle: true,
     splitting: true,
-    format: 'esm',
-    platform: 'node',
-    target: 'node20',
     outdir: dist,
     outbase: '.',
     chunkNames: 'chunks/[name]-[hash]',
     sourcemap: true,
     sourcesContent: false,
     metafile: true,
-    // The native addons are built for the node that loads them; ws's optional
-    // native speed-ups are not installed.
-    external: ['better-sqlite3', 'node-pty', 'bufferutil', 'utf-8-validate'],
-    // The bundled CommonJS packages call require().
-    banner: { js: "import { createRequire as __groveRequire } from 'node:module'; const require = __groveRequire(import.meta.url);" },
-    plugins: [zodInEnglishOnly],
-    logLevel: 'warning',
   })
   .catch(() => null); // esbuild has said why
 if (!built) process.exit(1);

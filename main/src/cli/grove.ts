@@ -278,6 +278,8 @@ program
   .action(async (opts: { web?: boolean; port?: number; host: string; tlsCert?: string; tlsKey?: string }) => {
     if (!opts.web) throw new GroveError('E_PRECONDITION', 'the desktop app is started by the Electron shell; use `grove app --web` here');
     if (Boolean(opts.tlsCert) !== Boolean(opts.tlsKey)) throw new GroveError('E_INVALID_PARAMS', 'give both --tls-cert and --tls-key');
+    // A long-running command's stack traces lead back to the TypeScript (for the modules loaded from here on).
+    process.setSourceMapsEnabled(true);
     const { startApp } = await import('../app/start.js');
     const app = await startApp({
       socketPath: globals().socket,

@@ -7,6 +7,8 @@ export function registerMcpCommand(program: Command): void {
     .command('mcp')
     .description("serve Grove's tools to an MCP client on stdin/stdout, as you (on the agent socket unless --socket says otherwise)")
     .action(async () => {
+      // A long-running command's stack traces lead back to the TypeScript (for the modules loaded from here on).
+      process.setSourceMapsEnabled(true);
       const { serveStdio } = await import('../mcp/server.js');
       await serveStdio({ socketPath: globals().socket });
     });
