@@ -20,7 +20,7 @@ grep -q 'VERSION_CODENAME=bookworm' /etc/os-release || echo "setup: warning: tes
 # lint's shellcheck (build/lint-shell.sh).
 packages=(
   btrfs-progs debootstrap crun iproute2 nftables util-linux procps psmisc xz-utils rsync diffutils
-  buildah skopeo umoci git zstd openssl bubblewrap
+  buildah skopeo umoci git zstd isal openssl bubblewrap
   chromium qemu-system-x86 busybox-static cpio docker-registry apache2-utils
   build-essential pkgconf python3 shellcheck
   libbsd-dev libnet1-dev libnftables-dev libnl-3-dev libnl-route-3-dev libprotobuf-c-dev

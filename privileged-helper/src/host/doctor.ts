@@ -32,6 +32,7 @@ export class Doctor {
       await tool('debootstrap', ['--version']),
       await tool('buildah', ['--version']),
       await tool('skopeo', ['--version']),
+      await tool('igzip', ['--version']),
       await tool('bwrap', ['--version']),
       await filesystem('btrfs'),
       await filesystem('overlay'),

@@ -3,20 +3,18 @@
 // tar bomb is a few MiB that unpack to terabytes) and a gzip trailer's size is
 // the sender's word, so each layer of the fetched OCI layout is decompressed
 // once (its compression found by its magic, as the image storage finds it;
-// gzip by Node's zlib, in its thread pool, the rest by their own programs) and
-// two measures are taken, the larger counting:
-//   - the decompressed stream, counted as it passes: the count stops as soon
-//     as it passes the room in the pool;
-//   - the entries' own sizes, from GNU tar's listing of that stream: a sparse
-//     entry's holes take almost nothing in the stream, but are written out in
-//     full.
+// each by its own program, gzip by ISA-L's igzip, which inflates several times
+// faster than zlib) into GNU tar's listing, and two measures are taken, the
+// larger counting:
+//   - the decompressed stream, as far as tar says it has read it: the count
+//     stops as soon as it passes the room in the pool;
+//   - the entries' own sizes, from the listing: a sparse entry's holes take
+//     almost nothing in the stream, but are written out in full.
 // The same listing gives every name, so a path too long for the image storage
 // to remove later is refused before anything is unpacked.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createReadStream } from 'node:fs';
 import { open, readFile } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
-import { createGunzip } from 'node:zlib';
 import path from 'node:path';
 import { LineReader, type LineEvent } from '../protocol/line-reader.js';
 import { GroveError } from '../protocol/wire.js';
@@ -70,30 +68,34 @@ function blobPath(layoutDir: string, digest: string): string {
  */
 export const MAX_LAYER_PATH_BYTES = 3840;
 
-/** Node's zlib hands on this much at a time: its default (16 KiB) spends more on the hand-offs than on inflating. */
-const INFLATE_CHUNK_BYTES = 1 << 20;
 /** The stream and every entry's header: each entry takes at least a 512-byte block there. */
 const HEADER_BYTES = 512;
 /** A listing line longer than this is not kept: its name alone is over any path Grove takes, and its length says so. */
 const MAX_LINE_BYTES = 64 << 10;
+/** tar reads its input in records of this many bytes (its default blocking factor, 20 blocks of 512). */
+const RECORD_BYTES = 10240;
+/** tar says how much of the stream it has read every this many records: the stream's count moves in these steps. */
+const CHECKPOINT_RECORDS = 500;
+/**
+ * Reading past end-of-archive blocks, tar counts whole records and one more
+ * than the stream fills; the stream's count takes that one off, so it is never
+ * below the stream and above it by less than a record.
+ */
+const RECORDS_COUNTED_PAST_THE_END = 1;
 
 /** The layer's bytes once unpacked, or more than `room` as soon as they pass it (the rest is not read). */
 async function countLayer(file: string, room: number): Promise<number> {
-  const source = createReadStream(file, { highWaterMark: INFLATE_CHUNK_BYTES });
-  const layer = decompressed(source, await magicOf(file));
-  const listing = listTar(layer.stream);
-  let streamBytes = 0;
+  const layer = decompressed(file, await magicOf(file));
+  const listing = listTar(layer.output);
   let entryBytes = 0;
   let longestPath = 0;
-  const unpacked = () => Math.max(streamBytes, entryBytes);
+  const unpacked = () => Math.max(listing.streamBytes(), entryBytes);
   const over = () => unpacked() > room;
   const stop = () => {
-    source.destroy();
     layer.stop();
     listing.stop();
   };
-  layer.stream.on('data', (chunk: Buffer) => {
-    streamBytes += chunk.length;
+  listing.onProgress(() => {
     if (over()) stop();
   });
   listing.onEntry((entry) => {
@@ -101,11 +103,12 @@ async function countLayer(file: string, room: number): Promise<number> {
     longestPath = Math.max(longestPath, entry.pathBytes);
     if (over()) stop();
   });
-  // Every descriptor on the blob is closed before the count answers: the pull
-  // then removes the blob, and a file still open keeps its blocks in the pool.
-  const [read, listed] = await Promise.all([endOf(layer.stream), listing.done, closed(source), layer.ended]);
+  // Both programs have ended, and with them every descriptor on the blob,
+  // before the count answers: the pull then removes the blob, and a file
+  // still open keeps its blocks in the pool.
+  const [unread, listed] = await Promise.all([layer.done, listing.done]);
   if (over()) return unpacked();
-  const error = read ?? listed;
+  const error = unread ?? listed;
   if (error !== null) throw new GroveError('E_INVALID_PARAMS', `a layer could not be read: ${error}`);
   if (longestPath > MAX_LAYER_PATH_BYTES) {
     throw new GroveError(
@@ -117,6 +120,9 @@ async function countLayer(file: string, room: number): Promise<number> {
 }
 
 type Compression = 'gzip' | 'zstd' | 'xz' | 'bzip2' | 'none';
+
+/** The program that decompresses each (build/host/setup.sh installs them). */
+const DECOMPRESSOR: Record<Exclude<Compression, 'none'>, string> = { gzip: 'igzip', zstd: 'zstd', xz: 'xz', bzip2: 'bzip2' };
 
 /** The compression a file's first bytes say it has. */
 async function magicOf(file: string): Promise<Compression> {
@@ -134,44 +140,40 @@ async function magicOf(file: string): Promise<Compression> {
   }
 }
 
-/** The layer's tar stream, how to end whatever makes it, and when that has ended. */
-function decompressed(source: Readable, compression: Compression): { stream: Readable; stop: () => void; ended: Promise<void> } {
-  if (compression === 'none') return { stream: source, stop: () => undefined, ended: Promise.resolve() };
-  if (compression === 'gzip') {
-    const gunzip = source.pipe(createGunzip({ chunkSize: INFLATE_CHUNK_BYTES }));
-    source.on('error', (err) => gunzip.destroy(err));
-    return { stream: gunzip, stop: () => gunzip.destroy(), ended: Promise.resolve() };
-  }
-  const program = spawn(compression, ['-dc'], { stdio: ['pipe', 'pipe', 'pipe'], detached: true });
-  let said = '';
-  program.stderr.on('data', (chunk: Buffer) => (said = (said + chunk.toString('utf8')).slice(-4096)));
-  source.pipe(program.stdin);
-  program.stdin.on('error', () => undefined); // it ended: its exit says why
-  const ended = new Promise<void>((resolve) => {
-    program.on('error', () => {
-      program.stdout.destroy(new Error(`a layer is ${compression}-compressed and ${compression} is not installed`));
-      resolve(); // never started: nothing to wait for
-    });
-    program.on('close', (code) => {
-      if (code !== 0 && code !== null) program.stdout.destroy(new Error(said.trim().split('\n').at(-1) || `${compression} exited ${code}`));
-      resolve();
-    });
-  });
-  return { stream: program.stdout, stop: () => killGroup(program), ended };
+/** Where tar reads the layer's tar stream: the file itself, or a pipe from its decompressor. */
+type TarInput = { file: string } | { pipe: Readable };
+
+interface Decompression {
+  output: TarInput;
+  stop(): void;
+  /** Resolves once the decompressor has ended: null, or why it failed in its words (not when stopped, nor when tar stopped reading). */
+  done: Promise<string | null>;
 }
 
-/** Resolves once the file stream has closed its descriptor (at its end, or destroyed). */
-function closed(stream: Readable): Promise<void> {
-  return stream.closed ? Promise.resolve() : new Promise((resolve) => stream.once('close', () => resolve()));
-}
-
-/** Resolves once the stream has ended: null, or why it failed (a stream destroyed on purpose has not failed). */
-function endOf(stream: Readable): Promise<string | null> {
-  return new Promise((resolve) => {
-    stream.on('end', () => resolve(null));
-    stream.on('close', () => resolve(null));
-    stream.on('error', (err) => resolve(err.message));
+/**
+ * The layer's tar stream: a plain layer as it is, any other from its
+ * decompressor, which reads the blob itself. Its output goes to tar through a
+ * pipe between the two programs: the stream never passes through the helper.
+ */
+function decompressed(file: string, compression: Compression): Decompression {
+  if (compression === 'none') return { output: { file }, stop: () => undefined, done: Promise.resolve(null) };
+  const decompressor = DECOMPRESSOR[compression];
+  const program = spawn(decompressor, ['-dc', '--', file], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const said = lastWordsOf(program);
+  let stopped = false;
+  const done = new Promise<string | null>((resolve) => {
+    program.on('error', () => resolve(`a layer is ${compression}-compressed and ${decompressor} is not installed`));
+    // Ended by SIGPIPE: tar stopped reading, and says why itself.
+    program.on('close', (code, signal) => resolve(stopped || code === 0 || signal === 'SIGPIPE' ? null : said() || `${decompressor} exited ${code}`));
   });
+  return {
+    output: { pipe: program.stdout },
+    stop: () => {
+      stopped = true;
+      killGroup(program);
+    },
+    done,
+  };
 }
 
 interface ListedEntry {
@@ -182,35 +184,50 @@ interface ListedEntry {
 
 interface Listing {
   onEntry(fn: (entry: ListedEntry) => void): void;
+  /** Called each time tar says how much of the stream it has read. */
+  onProgress(fn: () => void): void;
+  /** The bytes of the stream tar has read so far. */
+  streamBytes(): number;
   /** Ends tar now. */
   stop(): void;
   /** Resolves once tar has ended: null, or why it failed in its words (not when stopped). */
   done: Promise<string | null>;
 }
 
+/** tar's checkpoints and its totals, on its stderr: the bytes of the stream read so far. */
+const READ_SO_FAR = /^(?:tar: )?(?:grove-read r|Total bytes read): (\d+)/;
+
 /**
- * GNU tar listing the tar read from `stream`, verbosely. tar may end before
- * the stream does (at an end-of-archive block): the stream is still read to
- * its end, and counted.
+ * GNU tar listing the layer's tar stream, verbosely, to its end: past
+ * end-of-archive blocks (--ignore-zeros), so what follows them is read and
+ * counted too, and anything there but more archive is an error.
  */
-function listTar(stream: Readable): Listing {
-  const tar = spawn('tar', ['--list', '--verbose', '--numeric-owner', '--full-time', '--utc', '--quoting-style=escape', '--file', '-'], {
-    stdio: ['pipe', 'pipe', 'pipe'],
+function listTar(input: TarInput): Listing {
+  const source = 'file' in input ? input.file : '-';
+  const args = ['--list', '--verbose', '--ignore-zeros', '--totals', '--numeric-owner', '--full-time', '--utc', '--quoting-style=escape'];
+  const progress = [`--checkpoint=${CHECKPOINT_RECORDS}`, '--checkpoint-action=echo=grove-read %{r}T'];
+  const tar = spawn('tar', [...args, ...progress, '--file', source], {
+    stdio: ['pipe' in input ? input.pipe : 'ignore', 'pipe', 'pipe'],
     detached: true,
     env: { ...process.env, LC_ALL: 'C.UTF-8' },
   });
+  // tar has the pipe's read end now; the helper's copy would keep the
+  // decompressor writing into it after tar ended.
+  if ('pipe' in input) input.pipe.destroy();
   let entry: (e: ListedEntry) => void = () => undefined;
+  let progressed: () => void = () => undefined;
+  let readBytes = 0;
   let stopped = false;
   let lastWords = '';
-  stream.pipe(tar.stdin);
-  tar.stdin.on('error', () => undefined);
-  tar.stdin.on('close', () => {
-    stream.unpipe(tar.stdin);
-    stream.resume();
-  });
   eachLine(tar.stdout, (line) => entry(line.kind === 'line' ? parseEntry(line.text) : { size: 0, pathBytes: line.bytes }));
   eachLine(tar.stderr, (line) => {
-    if (line.kind === 'line') lastWords = line.text.replace(/^tar: /, '');
+    if (line.kind !== 'line') return;
+    const read = READ_SO_FAR.exec(line.text);
+    if (!read) lastWords = line.text.replace(/^tar: /, '');
+    else {
+      readBytes = Math.max(readBytes, Number(read[1]) - RECORDS_COUNTED_PAST_THE_END * RECORD_BYTES);
+      progressed();
+    }
   });
   const done = new Promise<string | null>((resolve) => {
     tar.on('error', () => resolve('tar could not be started'));
@@ -220,7 +237,14 @@ function listTar(stream: Readable): Listing {
     stopped = true;
     killGroup(tar);
   };
-  return { onEntry: (fn) => (entry = fn), stop, done };
+  return { onEntry: (fn) => (entry = fn), onProgress: (fn) => (progressed = fn), streamBytes: () => readBytes, stop, done };
+}
+
+/** The last line a program said on stderr, once it has ended. */
+function lastWordsOf(program: ChildProcess): () => string {
+  let said = '';
+  program.stderr?.on('data', (chunk: Buffer) => (said = (said + chunk.toString('utf8')).slice(-4096)));
+  return () => said.trim().split('\n').at(-1) ?? '';
 }
 
 function killGroup(child: ChildProcess): void {

@@ -106,6 +106,13 @@ describe('unpackedBytes', () => {
     await expect(unpackedBytes(dir, 100)).rejects.toThrow(/could not be read/);
   });
 
+  it("refuses a gzip layer whose stream is damaged, in the decompressor's words", async () => {
+    const good = gzipSync(tarOf(['a'], 200_000));
+    const damaged = Buffer.concat([good.subarray(0, 40), Buffer.alloc(64, 0xff), good.subarray(104)]);
+    layout([{ mediaType: GZIP, data: damaged }]);
+    await expect(unpackedBytes(dir, 10 ** 9)).rejects.toThrow(/could not be read: .+/);
+  });
+
   it('refuses a layer holding a path longer than the image storage could remove, before anything is unpacked', async () => {
     const deep = (bytes: number, component = 'd'.repeat(199)) =>
       Array.from({ length: Math.ceil(bytes / 200) }, () => component)
