@@ -531,9 +531,15 @@ export class Registry {
    * destination and reason in the last minute adds to that row's count
    * instead: a branch that loops on a denied address makes one row a minute,
    * not thousands. Each branch keeps its newest egressRowsPerBranch rows.
+   *
+   * Written without waiting for the disk (synchronous=NORMAL for this
+   * transaction): a branch decides how often the gate records, and the helper
+   * must not wait on an fsync per connection it makes. The row is durable at
+   * the registry's next commit of its own records (WAL is written in order)
+   * or next checkpoint; a power loss may drop the last rows, never half a row.
    */
   logEgress(entry: Omit<EgressLogEntry, 'seq' | 'count'>): number {
-    return this.db.transaction(() => {
+    return withoutWaitingForDisk(this.db, () => {
       if (entry.verdict === 'denied') {
         const since = new Date(Date.parse(entry.at) - 60_000).toISOString();
         const same = this.db
@@ -564,7 +570,7 @@ export class Registry {
           .run(entry.workspace, entry.workspace, this.egressRowsPerBranch);
       }
       return seq;
-    })();
+    });
   }
 
   /** The newest `limit` entries (of one branch, or all), oldest first. */
@@ -709,5 +715,15 @@ export class Registry {
         this.db.prepare('DELETE FROM audit WHERE seq <= (SELECT MAX(seq) FROM audit) - ?').run(keep.maxRows).changes +
         this.db.prepare('DELETE FROM audit WHERE at < ?').run(cutoff).changes,
     );
+  }
+}
+
+/** Runs fn as one transaction that does not wait for the disk; the registry's other writes still do. */
+function withoutWaitingForDisk<T>(db: Db, fn: () => T): T {
+  db.pragma('synchronous = NORMAL');
+  try {
+    return db.transaction(fn)();
+  } finally {
+    db.pragma('synchronous = FULL');
   }
 }

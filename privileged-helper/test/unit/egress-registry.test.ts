@@ -123,6 +123,13 @@ describe('egress log bounds', () => {
     ]);
   });
 
+  it('writes the log without waiting for the disk, and leaves every other write waiting for it', () => {
+    const FULL = 2;
+    expect(db.pragma('synchronous', { simple: true })).toBe(FULL);
+    reg.logEgress(denial('2026-01-01T00:00:00.000Z'));
+    expect(db.pragma('synchronous', { simple: true })).toBe(FULL);
+  });
+
   it("keeps a branch's newest rows only (pruned every hundred rows)", () => {
     const small = new Registry(db, 50);
     for (let i = 0; i < 300; i++) small.logEgress(denial('2026-01-01T00:00:00.000Z', { verdict: 'allowed', host: `h${i}.test` }));
