@@ -42,7 +42,8 @@ stage() { # NAME COMMAND...
 
 stage "typecheck" npm run --silent typecheck
 stage "lint" npm run --silent lint
-stage "unit, renderer and system tests" npx vitest run
+stage "unit tests, as an unprivileged user (build/host/unit-unprivileged.sh)" build/host/unit-unprivileged.sh
+stage "privileged, renderer and system tests" npx vitest run --project privileged --project renderer --project system
 stage "the native programs' unit tests against AddressSanitizer and UBSan builds (build/host/native-sanitized.sh)" build/host/native-sanitized.sh
 stage "fuzzing: the RFB client and the egress gate's parsers, coverage-guided, about 3 minutes (privileged-helper/test/fuzz/run.sh)" privileged-helper/test/fuzz/run.sh
 stage "kernel tier: grove_share under qemu, on Debian 12's 6.1 (kernel/test.sh)" kernel/test.sh

@@ -1,11 +1,13 @@
 import { defineConfig } from 'vitest/config';
 
-// unit: pure logic, fast, no privileges.
+// unit: pure logic, fast, no privileges: it passes as an unprivileged user.
+// privileged: single programs as root, no helper: the native programs that
+//   join cgroups, drop capabilities or snapshot btrfs, and peer credentials.
 // renderer: the renderer's stores, tree layout and components, under happy-dom.
 // system: the real helper as root against real btrfs, crun, netns and CRIU;
 //   one helper instance for the whole run (privileged-helper/test/system/global-setup.ts),
 //   files in sequence because workspaces compete for 2 cores.
-// unit and system compile Grove's programs first when a source changed
+// unit, privileged and system compile Grove's programs first when a source changed
 // (privileged-helper/test/compile-first.ts): some of their tests run them.
 export default defineConfig({
   test: {
@@ -14,6 +16,13 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['{privileged-helper,main}/test/unit/**/*.test.ts'],
+          globalSetup: ['privileged-helper/test/compile-first.ts'],
+        },
+      },
+      {
+        test: {
+          name: 'privileged',
+          include: ['privileged-helper/test/privileged/**/*.test.ts'],
           globalSetup: ['privileged-helper/test/compile-first.ts'],
         },
       },

@@ -30,13 +30,13 @@ export ASAN_OPTIONS="log_path=$scratch/reports/report" UBSAN_OPTIONS="log_path=$
 # The unit tests that fail when these programs are missing: grove-spawn runs
 # every program of run(), inroot.node opens the files diffs and merges read.
 status=0
-npx vitest run --project unit \
+npx vitest run --project unit --project privileged \
   privileged-helper/test/unit/run.test.ts \
-  privileged-helper/test/unit/grove-enter.test.ts \
-  privileged-helper/test/unit/grove-action.test.ts \
+  privileged-helper/test/privileged/grove-enter.test.ts \
+  privileged-helper/test/privileged/grove-action.test.ts \
   privileged-helper/test/unit/share-holder.test.ts \
   privileged-helper/test/unit/version-captures.test.ts \
-  privileged-helper/test/unit/peer-identity.test.ts \
+  privileged-helper/test/privileged/peer-identity.test.ts \
   privileged-helper/test/unit/caller-files.test.ts \
   privileged-helper/test/unit/diff.test.ts \
   privileged-helper/test/unit/diff-under.test.ts \
