@@ -37,6 +37,8 @@ export interface HelperConfig {
   peercredAddon: string;
   /** How long an agent's request waits for a person by default. */
   approvalTimeoutMs: number;
+  /** A branch's desktop (VNC) session is closed after this long without calls (GROVE_DESKTOP_IDLE_MS). */
+  desktopIdleMs: number;
   pool: { device: string | null; loopFile: string; sizeGiB: number; mountPoint: string };
   /** /16 from which each workspace gets a /30 for its veth pair. */
   subnet: string;
@@ -82,6 +84,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HelperConfig {
   if (!Number.isInteger(sizeGiB) || sizeGiB < 4) throw new Error('GROVE_POOL_SIZE_GIB must be an integer ≥ 4');
   const approvalTimeoutMs = Number(env.GROVE_APPROVAL_TIMEOUT_MS ?? 15 * 60_000);
   if (!Number.isInteger(approvalTimeoutMs) || approvalTimeoutMs < 1000) throw new Error('GROVE_APPROVAL_TIMEOUT_MS must be an integer ≥ 1000');
+  const desktopIdleMs = Number(env.GROVE_DESKTOP_IDLE_MS ?? 60_000);
+  if (!Number.isInteger(desktopIdleMs) || desktopIdleMs < 1000) throw new Error('GROVE_DESKTOP_IDLE_MS must be an integer ≥ 1000');
   return {
     instance: Instance.parse(env.GROVE_INSTANCE ?? 'g'),
     stateDir,
@@ -96,6 +100,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HelperConfig {
     gateUser: env.GROVE_GATE_USER ?? 'grove-gate',
     peercredAddon: env.GROVE_PEERCRED ?? path.join(cacheDir, 'lib/peercred.node'),
     approvalTimeoutMs,
+    desktopIdleMs,
     pool: {
       device: env.GROVE_POOL_DEVICE ?? null,
       loopFile: path.join(stateDir, 'pool.img'),

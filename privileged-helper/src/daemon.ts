@@ -119,6 +119,7 @@ async function boot(config: HelperConfig) {
     publish: (action) => bus.broadcast('desktop.action', action),
     exec: (t, req) => exec.run(runtime.execTarget(workspaces.running(t.id)), req, null),
     log,
+    idleMs: config.desktopIdleMs,
   });
   const ids = new IdRanges(db);
   await mkdir(config.rootsDir, { recursive: true, mode: 0o711 });

@@ -25,6 +25,7 @@ const CALLS: Partial<Record<MethodName, { done: string; doing: string }>> = {
   'version.delete': { done: 'delete a version', doing: 'deleting a version' },
   'exec.run': { done: 'run a command', doing: 'running a command' },
   'exec.open': { done: 'open a terminal', doing: 'in a terminal' },
+  'file.upload': { done: 'upload a file', doing: 'uploading a file' },
   'egress.set': { done: 'change outside access', doing: 'changing outside access' },
   'approval.create': { done: 'ask a person', doing: 'asking you' },
   'approval.withdraw': { done: 'withdraw a request', doing: 'withdrawing a request' },
@@ -45,6 +46,7 @@ export function callDoing(method: string): string {
 /** What an agent is doing on a desktop, by the kind of its last computer-use call. */
 export const DESKTOP_DOING: Record<DesktopActionKind, string> = {
   screenshot: 'looking at the screen',
+  zoom: 'looking closely at the screen',
   cursor: 'finding the pointer',
   move: 'moving the pointer',
   click: 'clicking',
@@ -52,6 +54,10 @@ export const DESKTOP_DOING: Record<DesktopActionKind, string> = {
   drag: 'dragging',
   scroll: 'scrolling',
   key: 'pressing keys',
+  hold_key: 'holding keys',
   type: 'typing',
   wait: 'waiting for the screen',
+  windows: 'listing the windows',
+  open_url: 'opening a web page',
+  launch: 'starting a program',
 };

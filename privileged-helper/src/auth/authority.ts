@@ -98,6 +98,14 @@ export const AUTHORITY = {
   'desktop.scroll': allow,
   'desktop.key': allow,
   'desktop.type': allow,
+  'desktop.holdKey': allow,
+  'desktop.zoom': read,
+  'desktop.windows': read,
+  'desktop.openUrl': allow,
+  'desktop.launch': allow,
+  'file.upload': allow,
+  // What a branch holds is the agent's to read (as with exec and cat): the bytes come back to it, nothing is written on the host.
+  'file.download': read,
 } as const satisfies Record<MethodName, Authority>;
 
 /**

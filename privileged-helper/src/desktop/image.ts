@@ -1,6 +1,7 @@
 // Screenshots from the framebuffer: crop to a region, scale down with a box
 // filter (each output pixel averages the source pixels it covers, so text and
-// thin lines fade instead of vanishing as with nearest-neighbour), and encode
+// thin lines fade instead of vanishing as with nearest-neighbour), scale up
+// (a zoom) by repeating pixels (edges stay sharp, no colour is made up), and encode
 // as PNG. The encoder is a small one over Node's own zlib: RGB, the Up filter
 // (screens repeat a lot from row to row) and deflate level 1 (higher levels
 // barely shrink a screen) keep a screenshot cheap, where pngjs's general
@@ -76,6 +77,35 @@ export function scaleDown(image: Image, scale: number): Image {
       pixels[i] = Math.round(r / n);
       pixels[i + 1] = Math.round(g / n);
       pixels[i + 2] = Math.round(b / n);
+    }
+  }
+  return { ...out, pixels };
+}
+
+/** Each output pixel is the source pixel it falls on (scale ≥ 1). */
+export function scaleUp(image: Image, scale: number): Image {
+  const out = scaledSize(image.width, image.height, scale);
+  if (out.width === image.width && out.height === image.height) return image;
+  const sourceX = Array.from({ length: out.width }, (_, x) => Math.floor((x * image.width) / out.width) * BPP);
+  const stride = out.width * BPP;
+  const pixels = Buffer.allocUnsafe(stride * out.height);
+  let previousRow = -1;
+  for (let y = 0; y < out.height; y++) {
+    const row = Math.floor((y * image.height) / out.height);
+    const o = y * stride;
+    // A source row repeated is copied whole from the output row before.
+    if (row === previousRow) {
+      pixels.copy(pixels, o, o - stride, o);
+      continue;
+    }
+    previousRow = row;
+    const from = row * image.width * BPP;
+    for (let x = 0; x < out.width; x++) {
+      const i = from + sourceX[x]!;
+      const j = o + x * BPP;
+      pixels[j] = image.pixels[i]!;
+      pixels[j + 1] = image.pixels[i + 1]!;
+      pixels[j + 2] = image.pixels[i + 2]!;
     }
   }
   return { ...out, pixels };

@@ -42,8 +42,9 @@ interface RefreshWaiter {
 export class RfbSession {
   readonly framebuffer: Framebuffer;
   /**
-   * Where the pointer is: where this session last put it, or where the server
-   * said an app moved it (Xvnc reports warps, not other viewers' moves).
+   * Where the pointer is: where X had it when the session opened, where this
+   * session last put it, or where the server said an app moved it (Xvnc
+   * reports warps, not other viewers' moves).
    */
   cursor: { x: number; y: number };
   /** Mouse buttons this session holds down (RFB button mask). */
@@ -83,7 +84,8 @@ export class RfbSession {
     height: number,
   ) {
     this.framebuffer = new Framebuffer(width, height);
-    // Xvnc starts the pointer in the middle of the screen, and does not say where it is on connecting.
+    // Xvnc does not say where the pointer is on connecting: a fresh one starts it in the middle, and whoever
+    // opens a session on a desktop that has run for a while asks X (SessionPool's `opened`).
     this.cursor = { x: Math.floor(width / 2), y: Math.floor(height / 2) };
     socket.on('close', () => this.fail(new Error('the connection closed')));
     this.send(setPixelFormatRgbx(), setEncodings(ENCODINGS));

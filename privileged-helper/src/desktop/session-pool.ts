@@ -1,5 +1,6 @@
-// One RFB session per branch, shared by every caller: opened on first use,
-// closed after a minute without calls, when the branch is forgotten (stopped,
+// One RFB session per branch, shared by every caller: opened on first use
+// (and made ready by the `opened` hook before any call uses it), closed after
+// a minute without calls, when the branch is forgotten (stopped,
 // removed, rolled back), or when its init process changed (a new desktop
 // behind the same address); a session whose connection dropped is replaced by
 // the next call.
@@ -12,6 +13,8 @@ export interface PoolOptions {
   idleMs: number;
   connectTimeoutMs: number;
   log(msg: string): void;
+  /** Runs once a session is connected, before any call gets it (e.g. to learn where the pointer is). */
+  opened(t: DesktopTarget, s: RfbSession): Promise<void>;
 }
 
 interface Entry {
@@ -92,7 +95,10 @@ export class SessionPool {
 
   /** A failed open leaves no entry behind: the next call tries again. */
   private open(t: DesktopTarget): Promise<RfbSession> {
-    const session = this.connect(t.address, Date.now() + this.o.connectTimeoutMs);
+    const session = this.connect(t.address, Date.now() + this.o.connectTimeoutMs).then(async (s) => {
+      await this.o.opened(t, s);
+      return s;
+    });
     session.then(
       () => this.o.log(`desktop ${t.name}: VNC session open`),
       () => {

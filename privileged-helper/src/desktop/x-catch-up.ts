@@ -16,7 +16,7 @@
  * The start of both programs (Python 3, ctypes and libX11 only): the display
  * and its root window; argv[1] is the most the program waits, in seconds.
  */
-const OPEN_DISPLAY_PY = `
+export const OPEN_DISPLAY_PY = `
 import ctypes, select, sys, time
 
 TIMEOUT_S = float(sys.argv[1]) if len(sys.argv) > 1 else 5.0

@@ -24,9 +24,26 @@ export type MouseButton = z.infer<typeof MouseButton>;
 
 /** Longest text one `type` call takes. */
 export const MAX_TYPED_CHARS = 10_000;
+/** Longest a `hold_key` call holds its keys (ms): the branch's other input waits meanwhile. */
+export const MAX_HOLD_MS = 10_000;
+/** A zoomed picture's longest side (px), and the most it scales a region up. */
+export const MAX_ZOOM_SIDE = 2560;
+export const MAX_ZOOM_FACTOR = 8;
+/** The most bytes an upload or download moves (its base64 fits one protocol message). */
+export const MAX_TRANSFER_BYTES = 2 << 20;
+
+/**
+ * The screen as a call saw it: `wait` until 'changed' with `since` set to it
+ * is satisfied by any change after that point, also one that came before the
+ * wait was asked for. An action's frame is taken once the pointer is where
+ * the action acts (the pointer's own move is not its effect), before its
+ * buttons or keys; a screenshot's is its picture's.
+ */
+export const FrameToken = z.string().regex(/^[0-9a-f]{8}\.[0-9]{1,15}$/, 'a frame is what a screenshot or an action answered, e.g. 3fa2c01b.17');
+export type FrameToken = z.infer<typeof FrameToken>;
 
 /** Where the pointer is after an action, and the screen it is on. */
-export const PointerState = z.strictObject({ cursor: Point, screen: ScreenSize });
+export const PointerState = z.strictObject({ cursor: Point, screen: ScreenSize, frame: FrameToken });
 export type PointerState = z.infer<typeof PointerState>;
 
 export const Screenshot = z.strictObject({
@@ -37,8 +54,11 @@ export const Screenshot = z.strictObject({
   height: z.number().int().positive(),
   /** The part of the screen it shows, in screen pixels. */
   region: Region,
+  /** Picture pixels per screen pixel: below 1 scaled down, above 1 zoomed in. */
+  scale: z.number().positive(),
   screen: ScreenSize,
   cursor: Point,
+  frame: FrameToken,
   at: z.string(),
 });
 export type Screenshot = z.infer<typeof Screenshot>;
@@ -50,10 +70,47 @@ export const WaitResult = z.strictObject({
   satisfied: z.boolean(),
   waitedMs: z.number(),
   screen: ScreenSize,
+  /** The screen as the wait ended: the next wait for a change can start from here. */
+  frame: FrameToken,
 });
 export type WaitResult = z.infer<typeof WaitResult>;
 
-export const DesktopActionKind = z.enum(['screenshot', 'cursor', 'move', 'click', 'button', 'drag', 'scroll', 'key', 'type', 'wait']);
+/** A top-level window of the branch's desktop, as its window manager lists it. */
+export const DesktopWindow = z.strictObject({
+  /** The X window id, e.g. 0x1a00003. */
+  id: z.string().regex(/^0x[0-9a-f]{1,8}$/),
+  title: z.string().max(512),
+  /** The application's class (WM_CLASS), e.g. 'Chromium'. */
+  app: z.string().max(256),
+  pid: z.number().int().positive().nullable(),
+  x: z.number().int(),
+  y: z.number().int(),
+  width: z.number().int().nonnegative(),
+  height: z.number().int().nonnegative(),
+  focused: z.boolean(),
+});
+export type DesktopWindow = z.infer<typeof DesktopWindow>;
+
+export const WindowList = z.strictObject({ windows: z.array(DesktopWindow).max(256), screen: ScreenSize });
+export type WindowList = z.infer<typeof WindowList>;
+
+export const DesktopActionKind = z.enum([
+  'screenshot',
+  'zoom',
+  'cursor',
+  'move',
+  'click',
+  'button',
+  'drag',
+  'scroll',
+  'key',
+  'hold_key',
+  'type',
+  'wait',
+  'windows',
+  'open_url',
+  'launch',
+]);
 export type DesktopActionKind = z.infer<typeof DesktopActionKind>;
 
 /** Published for every computer-use call (the event's `by` says who), so a person sees what an agent does. */

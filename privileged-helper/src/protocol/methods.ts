@@ -28,7 +28,21 @@ import {
   Workspace,
 } from './entities.js';
 import { AgentRequestAction, AgentRequestKind, Approval, ApprovalId, AuditEntry, Grant, GrantId } from './approvals.js';
-import { MAX_TYPED_CHARS, MouseButton, Point, PointerState, Region, Screenshot, WaitCondition, WaitResult } from './desktop.js';
+import {
+  FrameToken,
+  MAX_HOLD_MS,
+  MAX_TRANSFER_BYTES,
+  MAX_TYPED_CHARS,
+  MAX_ZOOM_SIDE,
+  MouseButton,
+  Point,
+  PointerState,
+  Region,
+  Screenshot,
+  WaitCondition,
+  WaitResult,
+  WindowList,
+} from './desktop.js';
 import { Actor, Role } from './identity.js';
 import { ImageRef, RegistryRef } from './image-refs.js';
 import { TreeDiff } from './diff.js';
@@ -380,29 +394,83 @@ export const methods = {
   },
   /** Wheel notches: dy > 0 scrolls down, dx > 0 right. */
   'desktop.scroll': {
-    params: z.strictObject({ workspace: WorkspaceRef, ...At, dx: z.number().int().min(-50).max(50), dy: z.number().int().min(-50).max(50) }),
+    params: z.strictObject({
+      workspace: WorkspaceRef,
+      ...At,
+      dx: z.number().int().min(-50).max(50),
+      dy: z.number().int().min(-50).max(50),
+      /** Keys held while the wheel turns, e.g. 'ctrl' (zoom in a browser) or 'shift'. */
+      modifiers: z.string().max(64).optional(),
+    }),
     result: PointerState,
   },
   /** Key combos written the usual way ('ctrl+l', 'alt+F4', 'Return'); several separated by spaces are pressed in turn. */
   'desktop.key': { params: z.strictObject({ workspace: WorkspaceRef, keys: z.string().trim().min(1).max(256) }), result: PointerState },
+  /** Presses keys ('shift', 'ctrl+a', 'Left'), holds them for durationMs, and releases them in reverse. */
+  'desktop.holdKey': {
+    params: z.strictObject({
+      workspace: WorkspaceRef,
+      keys: z.string().trim().min(1).max(256),
+      durationMs: z.number().int().min(1).max(MAX_HOLD_MS, `keys are held at most ${MAX_HOLD_MS} ms a call`),
+    }),
+    result: PointerState,
+  },
   /** Types any Unicode text as key presses. */
   'desktop.type': {
     params: z.strictObject({ workspace: WorkspaceRef, text: z.string().min(1).max(MAX_TYPED_CHARS, `text is at most ${MAX_TYPED_CHARS} characters a call`) }),
     result: PointerState,
   },
-  /** Waits until the screen has not changed for quietMs (still), or until it changes (changed). */
+  /**
+   * Waits until the screen has not changed for quietMs (still), or until it
+   * changes (changed): with `since`, a change after that frame (which an
+   * earlier call answered) satisfies it, also one before the wait began.
+   */
   'desktop.wait': {
     params: z.strictObject({
       workspace: WorkspaceRef,
       until: WaitCondition,
       timeoutMs: z.number().int().min(1).max(120_000),
       quietMs: z.number().int().min(50).max(10_000).optional(),
+      since: FrameToken.optional(),
     }),
     result: WaitResult,
+  },
+  /** A region at the screen's own resolution, scaled up to `width` pixels across (default: not scaled). */
+  'desktop.zoom': {
+    params: z.strictObject({ workspace: WorkspaceRef, region: Region, width: z.number().int().min(1).max(MAX_ZOOM_SIDE).optional() }),
+    result: Screenshot,
+  },
+  /** The desktop's top-level windows (its window manager's list), with titles, geometry and which has the focus. */
+  'desktop.windows': { params: ByWorkspace, result: WindowList },
+  /** Opens an http(s) address in the branch's own browser (Chromium), in a new tab. */
+  'desktop.openUrl': {
+    params: z.strictObject({ workspace: WorkspaceRef, url: z.string().trim().min(1).max(8192) }),
+    result: z.strictObject({ url: z.string() }),
+  },
+  /** Starts a program in the branch's desktop session, detached (it outlives the call). */
+  'desktop.launch': { params: z.strictObject({ workspace: WorkspaceRef, argv: Argv }), result: z.strictObject({ pid: z.number().int().positive() }) },
+  /** Writes bytes (base64) into a file in a running branch, replacing what it held. */
+  'file.upload': {
+    params: z.strictObject({
+      workspace: WorkspaceRef,
+      path: BranchPath,
+      data: z.base64('data is base64').max(base64Length(MAX_TRANSFER_BYTES), `an upload is at most ${MAX_TRANSFER_BYTES} bytes`),
+    }),
+    result: z.strictObject({ path: z.string(), bytes: z.number().int().nonnegative() }),
+  },
+  /** A file of a running branch, as base64 (at most MAX_TRANSFER_BYTES). */
+  'file.download': {
+    params: z.strictObject({ workspace: WorkspaceRef, path: BranchPath }),
+    result: z.strictObject({ path: z.string(), bytes: z.number().int().nonnegative(), data: z.string() }),
   },
 } as const;
 
 export type Methods = typeof methods;
+
+/** How many base64 characters `bytes` bytes take. */
+export function base64Length(bytes: number): number {
+  return Math.ceil(bytes / 3) * 4;
+}
 export type MethodName = keyof Methods;
 export type Params<M extends MethodName> = z.infer<Methods[M]['params']>;
 export type Result<M extends MethodName> = z.infer<Methods[M]['result']>;

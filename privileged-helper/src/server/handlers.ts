@@ -29,6 +29,7 @@ import { versionsFate, type AuthorityLookup } from '../auth/authority.js';
 import type { ApprovalService } from '../approvals/approval-service.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { DesktopService, DesktopTarget } from '../desktop/desktop-service.js';
+import { downloadFile, uploadFile } from '../files/transfer.js';
 
 export interface Services {
   registry: Registry;
@@ -225,6 +226,13 @@ export function createHandlers(s: Services): Handlers {
     'desktop.key': (p) => s.desktop.key(desktop(p.workspace), p),
     'desktop.type': (p) => s.desktop.type(desktop(p.workspace), p),
     'desktop.wait': (p) => s.desktop.wait(desktop(p.workspace), p),
+    'desktop.holdKey': (p) => s.desktop.holdKey(desktop(p.workspace), p),
+    'desktop.zoom': (p) => s.desktop.zoom(desktop(p.workspace), p),
+    'desktop.windows': (p) => s.desktop.windows(desktop(p.workspace)),
+    'desktop.openUrl': (p) => s.desktop.openUrl(desktop(p.workspace), p),
+    'desktop.launch': (p) => s.desktop.launch(desktop(p.workspace), p),
+    'file.upload': async (p, ctx) => uploadFile(s.exec, s.runtime.execTarget(await s.workspaces.live(p.workspace)), p, ctx.connection),
+    'file.download': async (p, ctx) => downloadFile(s.exec, s.runtime.execTarget(await s.workspaces.live(p.workspace)), p, ctx.connection),
   };
 }
 
