@@ -5,7 +5,10 @@
 import { z } from 'zod';
 import { GroveError } from '../helper-client/client.js';
 import {
+  FrameToken,
+  MAX_HOLD_MS,
   MAX_TYPED_CHARS,
+  MAX_ZOOM_SIDE,
   Region,
   type MouseButton,
   type PointerState,
@@ -28,17 +31,23 @@ export const COMPUTER_ACTIONS = [
   'left_mouse_up',
   'scroll',
   'key',
+  'hold_key',
   'type',
+  'zoom',
   'wait',
+  'wait_still',
+  'wait_changed',
   'cursor_position',
 ] as const;
 export type ComputerAction = (typeof COMPUTER_ACTIONS)[number];
 
 const Coordinate = z.array(z.number().int().min(0).max(16383)).length(2);
 
-/** How long `wait` waits at most when no duration is given, and at the very most (seconds). */
+/** How long `wait_still` and `wait_changed` wait at most when no duration is given, and any wait at the very most (seconds). */
 export const WAIT_DEFAULT_S = 5;
 export const WAIT_MAX_S = 60;
+/** How long a plain `wait` pauses when no duration is given (seconds). */
+export const PAUSE_DEFAULT_S = 1;
 /** The screen counts as still after this long without a change. */
 const STILL_MS = 500;
 const DEFAULT_SCROLL_NOTCHES = 3;
@@ -55,7 +64,7 @@ export const computerInput = {
     .min(1)
     .optional()
     .describe(
-      'key: the key combo, e.g. "ctrl+l", "Return", "alt+F4" (several separated by spaces are pressed in turn); type: the text to type; clicks: keys held during the click, e.g. "shift" or "ctrl+alt"',
+      'key: the key combo, e.g. "ctrl+l", "Return", "alt+F4" (several separated by spaces are pressed in turn); hold_key: the keys to hold; type: the text to type; clicks and scroll: keys held meanwhile, e.g. "shift" or "ctrl+alt"',
     ),
   scroll_direction: z.enum(['up', 'down', 'left', 'right']).optional().describe('scroll: which way'),
   scroll_amount: z.number().int().min(1).max(50).optional().describe(`scroll: how many wheel notches (default ${DEFAULT_SCROLL_NOTCHES})`),
@@ -64,9 +73,21 @@ export const computerInput = {
     .positive()
     .max(WAIT_MAX_S)
     .optional()
-    .describe(`wait: at most this many seconds (default ${WAIT_DEFAULT_S}); it returns as soon as the screen has been still for ${STILL_MS} ms`),
-  region: Region.optional().describe('screenshot: only this part of the screen, {x, y, width, height} in screen pixels'),
+    .describe(
+      `seconds. wait: pause this long (default ${PAUSE_DEFAULT_S}); wait_still / wait_changed: at most this long (default ${WAIT_DEFAULT_S}); hold_key: how long to hold the keys (at most ${MAX_HOLD_MS / 1000})`,
+    ),
+  region: Region.optional().describe('screenshot and zoom: this part of the screen, {x, y, width, height} in screen pixels'),
   scale: z.number().gt(0).max(1).optional().describe('screenshot: scale the picture down by this factor (0 < scale ≤ 1)'),
+  width: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_ZOOM_SIDE)
+    .optional()
+    .describe("zoom: the picture's width in pixels, the region scaled up to it (default: the region's own width, at the screen's resolution)"),
+  since: FrameToken.optional().describe(
+    'wait_changed: the frame a screenshot or an action answered; any change after it counts, also one before this call (default: the frame of your last action on this branch)',
+  ),
 };
 
 type Field = Exclude<keyof typeof computerInput, 'branch' | 'action'>;
@@ -93,19 +114,43 @@ const FIELDS: Record<ComputerAction, { required: Field[]; optional: Field[] }> =
   left_click_drag: { required: ['start_coordinate', 'coordinate'], optional: [] },
   left_mouse_down: { required: [], optional: ['coordinate'] },
   left_mouse_up: { required: [], optional: ['coordinate'] },
-  scroll: { required: ['scroll_direction'], optional: ['coordinate', 'scroll_amount'] },
+  scroll: { required: ['scroll_direction'], optional: ['coordinate', 'scroll_amount', 'text'] },
   key: { required: ['text'], optional: [] },
+  hold_key: { required: ['text', 'duration'], optional: [] },
   type: { required: ['text'], optional: [] },
+  zoom: { required: ['region'], optional: ['width'] },
   wait: { required: [], optional: ['duration'] },
+  wait_still: { required: [], optional: ['duration'] },
+  wait_changed: { required: [], optional: ['duration', 'since'] },
   cursor_position: { required: [], optional: [] },
 };
 
-type DesktopMethod = Extract<MethodName, `desktop.${string}`>;
+/** The helper's methods the computer actions use: each answers a screenshot, where the pointer is, or a wait. */
+type DesktopMethod = Extract<
+  MethodName,
+  | 'desktop.screenshot'
+  | 'desktop.zoom'
+  | 'desktop.cursor'
+  | 'desktop.move'
+  | 'desktop.click'
+  | 'desktop.button'
+  | 'desktop.drag'
+  | 'desktop.scroll'
+  | 'desktop.key'
+  | 'desktop.holdKey'
+  | 'desktop.type'
+  | 'desktop.wait'
+>;
 /** One helper call; `method` and `params` belong together. */
 export type DesktopCall = { [M in DesktopMethod]: { method: M; params: Params<M> } }[DesktopMethod];
 
-/** The helper calls that carry out one computer action, in order. Throws E_INVALID_PARAMS for fields that do not fit the action. */
-export function desktopCalls(args: ComputerArgs): DesktopCall[] {
+/**
+ * The helper calls that carry out one computer action, in order; none for a
+ * plain `wait` (a pause: pauseMs). `lastFrame`: what the branch's last
+ * action answered, where wait_changed starts from unless told. Throws
+ * E_INVALID_PARAMS for fields that do not fit the action.
+ */
+export function desktopCalls(args: ComputerArgs, lastFrame?: FrameToken): DesktopCall[] {
   checkFields(args);
   const workspace = args.branch;
   const at = args.coordinate ? point(args.coordinate) : {};
@@ -125,17 +170,34 @@ export function desktopCalls(args: ComputerArgs): DesktopCall[] {
     case 'left_mouse_down':
     case 'left_mouse_up':
       return [{ method: 'desktop.button', params: { workspace, ...at, button: 'left', action: args.action === 'left_mouse_down' ? 'down' : 'up' } }];
-    case 'scroll':
-      return [{ method: 'desktop.scroll', params: { workspace, ...at, ...wheel(args.scroll_direction!, args.scroll_amount ?? DEFAULT_SCROLL_NOTCHES) } }];
+    case 'scroll': {
+      const notches = wheel(args.scroll_direction!, args.scroll_amount ?? DEFAULT_SCROLL_NOTCHES);
+      return [{ method: 'desktop.scroll', params: { workspace, ...at, ...notches, modifiers: args.text } }];
+    }
     case 'key':
       return [{ method: 'desktop.key', params: { workspace, keys: args.text! } }];
+    case 'hold_key':
+      return [{ method: 'desktop.holdKey', params: { workspace, keys: args.text!, durationMs: Math.round(args.duration! * 1000) } }];
     case 'type':
       return chunks(args.text!, MAX_TYPED_CHARS).map((text) => ({ method: 'desktop.type', params: { workspace, text } }));
+    case 'zoom':
+      return [{ method: 'desktop.zoom', params: { workspace, region: args.region!, width: args.width } }];
     case 'wait':
+      return [];
+    case 'wait_still':
       return [{ method: 'desktop.wait', params: { workspace, until: 'still', ...waitBounds(args.duration ?? WAIT_DEFAULT_S) } }];
+    case 'wait_changed': {
+      const timeoutMs = Math.round((args.duration ?? WAIT_DEFAULT_S) * 1000);
+      return [{ method: 'desktop.wait', params: { workspace, until: 'changed', timeoutMs, since: args.since ?? lastFrame } }];
+    }
     case 'cursor_position':
       return [{ method: 'desktop.cursor', params: { workspace } }];
   }
+}
+
+/** How long a plain `wait` pauses. */
+export function pauseMs(args: ComputerArgs): number {
+  return Math.round((args.duration ?? PAUSE_DEFAULT_S) * 1000);
 }
 
 function checkFields(args: ComputerArgs): void {
@@ -197,9 +259,12 @@ export function describeOutcome(args: ComputerArgs, result: Screenshot | Pointer
       result.region.width === result.screen.width && result.region.height === result.screen.height
         ? 'the'
         : `a ${result.region.width}x${result.region.height} region at ${result.region.x},${result.region.y} of the`;
-    return `screenshot (${result.width}x${result.height} px) of ${part} ${result.screen.width}x${result.screen.height} screen; the pointer is at ${result.cursor.x},${result.cursor.y}`;
+    const zoomed = result.scale > 1 ? `, zoomed ${Number(result.scale.toFixed(2))}x` : '';
+    return `${args.action === 'zoom' ? 'zoom' : 'screenshot'} (${result.width}x${result.height} px${zoomed}) of ${part} ${result.screen.width}x${result.screen.height} screen; the pointer is at ${result.cursor.x},${result.cursor.y}`;
   }
   if ('satisfied' in result) {
+    if (args.action === 'wait_changed')
+      return result.satisfied ? `the screen changed (after ${result.waitedMs} ms of waiting)` : `the screen did not change in ${result.waitedMs} ms`;
     return result.satisfied
       ? `the screen was still after ${result.waitedMs} ms`
       : `the screen was still changing after ${result.waitedMs} ms (gave up waiting)`;

@@ -55,7 +55,12 @@ describe('grove mcp tools', () => {
     expect(tools.map((t) => t.name)).toEqual([
       'list_branches',
       'computer',
+      'windows',
+      'open_url',
+      'launch',
       'exec',
+      'upload',
+      'download',
       'copy_in',
       'fork',
       'checkpoint',

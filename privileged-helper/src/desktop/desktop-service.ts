@@ -127,7 +127,8 @@ export class DesktopService {
     return this.publish(t, 'zoom', `zoom into ${r.width}x${r.height} at ${r.x},${r.y}, ${width} px wide`, () => {
       const scale = width / r.width;
       const out = scaledSize(r.width, r.height, scale);
-      if (scale < 1) throw new GroveError('E_INVALID_PARAMS', `width ${width} is less than the region's ${r.width}: a zoom scales up; a screenshot with scale scales down`);
+      if (scale < 1)
+        throw new GroveError('E_INVALID_PARAMS', `width ${width} is less than the region's ${r.width}: a zoom scales up; a screenshot with scale scales down`);
       if (scale > MAX_ZOOM_FACTOR || Math.max(out.width, out.height) > MAX_ZOOM_SIDE) {
         throw new GroveError(
           'E_INVALID_PARAMS',
@@ -418,7 +419,10 @@ export class DesktopService {
     const m = /^(\d{1,5}) (\d{1,5})\n?$/.exec(res.stdout);
     const at = m ? { x: Number(m[1]), y: Number(m[2]) } : null;
     if (res.exitCode === 0 && at && at.x < s.size.width && at.y < s.size.height) s.cursor = at;
-    else this.o.log(`desktop ${t.name}: where the pointer is could not be read from X (${oneLine(res.stderr || res.stdout) || `exit code ${res.exitCode}`}); taking ${s.cursor.x},${s.cursor.y}`);
+    else
+      this.o.log(
+        `desktop ${t.name}: where the pointer is could not be read from X (${oneLine(res.stderr || res.stdout) || `exit code ${res.exitCode}`}); taking ${s.cursor.x},${s.cursor.y}`,
+      );
   }
 
   /** The branch's keymap, managed with xmodmap inside it (keymap.ts). */

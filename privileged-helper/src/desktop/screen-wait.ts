@@ -58,10 +58,7 @@ function changedSince(s: RfbSession, since: FrameToken): boolean {
 }
 
 /** Waits until the screen changes (a blinking text cursor aside) after `since` or now, or has not changed for quietMs. */
-export function waitForScreen(
-  s: RfbSession,
-  p: { until: 'still' | 'changed'; quietMs: number; timeoutMs: number; since?: FrameToken },
-): Promise<WaitResult> {
+export function waitForScreen(s: RfbSession, p: { until: 'still' | 'changed'; quietMs: number; timeoutMs: number; since?: FrameToken }): Promise<WaitResult> {
   const start = performance.now();
   const answer = (satisfied: boolean): WaitResult => ({ satisfied, waitedMs: Math.round(performance.now() - start), screen: s.size, frame: frameOf(s) });
   if (p.since !== undefined && changedSince(s, p.since)) return Promise.resolve(answer(true));

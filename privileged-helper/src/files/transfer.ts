@@ -27,11 +27,17 @@ export async function uploadFile(
   owner: object,
 ): Promise<{ path: string; bytes: number }> {
   const res = await exec.run(target, { argv: ['sh', '-c', UPLOAD_SH, 'upload', p.path], stdin: p.data, timeoutMs: TIMEOUT_MS }, owner);
-  if (res.exitCode !== 0) throw new GroveError('E_CONFLICT', `could not write ${p.path} in the branch: ${firstLine(res.stderr) || `exit code ${res.exitCode}`}`);
+  if (res.exitCode !== 0)
+    throw new GroveError('E_CONFLICT', `could not write ${p.path} in the branch: ${firstLine(res.stderr) || `exit code ${res.exitCode}`}`);
   return { path: p.path, bytes: Number(res.stdout.trim()) };
 }
 
-export async function downloadFile(exec: ExecService, target: ExecTarget, p: { path: string }, owner: object): Promise<{ path: string; bytes: number; data: string }> {
+export async function downloadFile(
+  exec: ExecService,
+  target: ExecTarget,
+  p: { path: string },
+  owner: object,
+): Promise<{ path: string; bytes: number; data: string }> {
   const res = await exec.run(target, { argv: ['sh', '-c', DOWNLOAD_SH, 'download', p.path], timeoutMs: TIMEOUT_MS }, owner);
   if (res.exitCode === NOT_A_FILE) throw new GroveError('E_NOT_FOUND', firstLine(res.stderr));
   if (res.exitCode === TOO_LARGE) throw new GroveError('E_TOO_LARGE', firstLine(res.stderr));

@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { DesktopService, type DesktopOptions, type DesktopTarget } from '../../src/desktop/desktop-service.js';
 import type { DesktopAction } from '../../src/protocol/desktop.js';
 import { X_CATCH_UP_PY, X_POINTER_FREE_PY } from '../../src/desktop/x-catch-up.js';
+import { X_POINTER_PY, X_WINDOWS_PY } from '../../src/desktop/x-queries.js';
 import { FakeVnc } from './desktop-fake-vnc.js';
 
 const open: { close(): unknown }[] = [];
@@ -27,6 +28,9 @@ async function setup(idleMs = 60_000, exec: Exec = noXmodmap) {
 }
 
 const SHIFT = 0xffe1;
+const FRAME = expect.stringMatching(/^[0-9a-f]{8}\.\d+$/);
+/** Asking X where the pointer is, as each new session does: not what these tests count. */
+const asksPointer = (argv: string[]) => argv[2] === X_POINTER_PY;
 const keyEvents = (vnc: FakeVnc) => vnc.input.filter((e) => e.kind === 'key').map((e) => `${e.down ? '+' : '-'}${e.keysym!.toString(16)}`);
 
 describe('DesktopService', () => {
@@ -62,7 +66,7 @@ describe('DesktopService', () => {
   it('clicks with modifiers held, the number of times asked, and publishes where the pointer is', async () => {
     const { vnc, desktop, target, actions } = await setup();
     const state = await desktop.click(target, { x: 3, y: 4, button: 'right', count: 2, modifiers: 'shift' });
-    expect(state).toEqual({ cursor: { x: 3, y: 4 }, screen: { width: 64, height: 48 } });
+    expect(state).toEqual({ cursor: { x: 3, y: 4 }, screen: { width: 64, height: 48 }, frame: FRAME });
     expect(vnc.input).toEqual([
       { kind: 'pointer', buttons: 0, x: 3, y: 4 },
       { kind: 'key', down: true, keysym: SHIFT },
@@ -107,7 +111,7 @@ describe('DesktopService', () => {
   it('gives characters the layout lacks a keycode inside the branch before typing them, ASCII needing none', async () => {
     const calls: Parameters<Exec>[1][] = [];
     const exec: Exec = async (_t, req) => {
-      calls.push(req);
+      if (!asksPointer(req.argv)) calls.push(req);
       return { exitCode: 0, stdout: req.argv[1] === '-pk' ? '     38    \t0x0061 (a)\t0x0041 (A)\t\n    250    \t\n' : '', stderr: '' };
     };
     const { vnc, desktop, target } = await setup(60_000, exec);
@@ -126,7 +130,7 @@ describe('DesktopService', () => {
   it('sends keys after a click only once no grab holds the pointer (the click has reached the app)', async () => {
     const calls: string[][] = [];
     const exec: Exec = async (_t, req) => {
-      calls.push(req.argv);
+      if (!asksPointer(req.argv)) calls.push(req.argv);
       return { exitCode: 0, stdout: 'pointer free after 0 ms', stderr: '' };
     };
     const { desktop, target } = await setup(60_000, exec);
@@ -227,5 +231,116 @@ describe('DesktopService', () => {
       clearInterval(busy);
     }
     expect(await desktop.wait(target, { until: 'changed', timeoutMs: 100 })).toMatchObject({ satisfied: false });
+  });
+
+  it('asks X where the pointer is as a session opens, also after an idle close, and keeps its guess when X cannot say', async () => {
+    let at = '1060 600\n';
+    const exec: Exec = async (_t, req) => (asksPointer(req.argv) ? { exitCode: 0, stdout: at, stderr: '' } : noXmodmap(_t, req));
+    const vnc = await FakeVnc.start(1280, 800);
+    const logs: string[] = [];
+    const desktop = new DesktopService({ publish: () => undefined, log: (m) => logs.push(m), vncPort: vnc.port, idleMs: 100, exec });
+    open.push(vnc, { close: () => desktop.closeAll() });
+    const target: DesktopTarget = { id: 'b3', name: 'three', pid: 100, pidStart: 5, address: '127.0.0.1' };
+    expect((await desktop.cursor(target)).cursor).toEqual({ x: 1060, y: 600 });
+    // A click without a point lands where X has the pointer, not in the middle.
+    await desktop.click(target, {});
+    expect(vnc.input.filter((e) => e.buttons)).toEqual([{ kind: 'pointer', buttons: 1, x: 1060, y: 600 }]);
+    at = '20 30\n';
+    await sleep(300);
+    expect((await desktop.cursor(target)).cursor).toEqual({ x: 20, y: 30 });
+    expect(vnc.connections).toBe(2);
+    at = '99999 1\n'; // off the screen: not believed
+    await sleep(300);
+    expect((await desktop.cursor(target)).cursor).toEqual({ x: 640, y: 400 });
+    expect(logs.join('\n')).toMatch(/where the pointer is could not be read from X/);
+  });
+
+  it('waits for a change since a frame an earlier call answered, also one that came before the wait', async () => {
+    const { vnc, desktop, target } = await setup();
+    const { frame } = await desktop.cursor(target);
+    vnc.paint(0, 0, 10, 10, [1, 2, 3]);
+    await desktop.screenshot(target, {}); // the change has arrived
+    const r = await desktop.wait(target, { until: 'changed', timeoutMs: 1000, since: frame });
+    expect(r).toMatchObject({ satisfied: true, waitedMs: 0 });
+    expect(r.frame).not.toBe(frame);
+    expect(await desktop.wait(target, { until: 'changed', timeoutMs: 100, since: r.frame })).toMatchObject({ satisfied: false });
+    await expect(desktop.wait(target, { until: 'changed', timeoutMs: 100, since: '00000000.1' })).rejects.toMatchObject({
+      code: 'E_CONFLICT',
+      message: expect.stringContaining('take a screenshot'),
+    });
+    await expect(desktop.wait(target, { until: 'still', timeoutMs: 100, since: frame })).rejects.toThrow(/since applies only/);
+  });
+
+  it('zooms into a region at full resolution, scaled up, and refuses one off the screen or too large', async () => {
+    const { vnc, desktop, target } = await setup();
+    vnc.paint(10, 10, 1, 1, [255, 0, 0]);
+    const zoomed = await desktop.zoom(target, { region: { x: 10, y: 10, width: 4, height: 2 }, width: 16 });
+    expect(zoomed).toMatchObject({ width: 16, height: 8, scale: 4, region: { x: 10, y: 10, width: 4, height: 2 } });
+    const png = PNG.sync.read(Buffer.from(zoomed.png, 'base64'));
+    const rgb = (x: number, y: number) => [...png.data.subarray((y * 16 + x) * 4, (y * 16 + x) * 4 + 3)];
+    expect([rgb(0, 0), rgb(3, 3), rgb(4, 0), rgb(0, 4)]).toEqual([
+      [255, 0, 0],
+      [255, 0, 0],
+      [13, 122, 95],
+      [13, 122, 95],
+    ]);
+    await expect(desktop.zoom(target, { region: { x: 60, y: 0, width: 10, height: 10 } })).rejects.toMatchObject({
+      code: 'E_INVALID_PARAMS',
+      message: expect.stringContaining('reaches past the 64x48 screen'),
+    });
+    await expect(desktop.zoom(target, { region: { x: 0, y: 0, width: 10, height: 10 }, width: 100 })).rejects.toThrow(/at most 8x/);
+    await expect(desktop.zoom(target, { region: { x: 0, y: 0, width: 10, height: 10 }, width: 5 })).rejects.toThrow(/a zoom scales up/);
+  });
+
+  it('holds keys for the duration, then releases them in reverse; scrolls with modifiers held', async () => {
+    const { vnc, desktop, target } = await setup();
+    const started = Date.now();
+    await desktop.holdKey(target, { keys: 'shift+a', durationMs: 200 });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(190);
+    expect(keyEvents(vnc)).toEqual(['+ffe1', '+61', '-61', '-ffe1']);
+    await desktop.scroll(target, { x: 5, y: 5, dx: 0, dy: 1, modifiers: 'ctrl' });
+    expect(keyEvents(vnc).slice(4)).toEqual(['+ffe3', '-ffe3']);
+    const wheel = vnc.input.findIndex((e) => e.buttons === 16);
+    const ctrlDown = vnc.input.findIndex((e) => e.keysym === 0xffe3 && e.down);
+    const ctrlUp = vnc.input.findIndex((e) => e.keysym === 0xffe3 && !e.down);
+    expect(ctrlDown < wheel && wheel < ctrlUp).toBe(true);
+  });
+
+  it('opens only http(s) addresses, launches detached, and names a program the branch lacks', async () => {
+    const argvs: string[][] = [];
+    const exec: Exec = async (_t, req) => {
+      if (asksPointer(req.argv)) return noXmodmap(_t, req);
+      argvs.push(req.argv);
+      return req.argv.includes('nosuchprogram')
+        ? { exitCode: 127, stdout: '', stderr: "there is no program 'nosuchprogram' in the branch\n" }
+        : { exitCode: 0, stdout: '4242\n', stderr: '' };
+    };
+    const { desktop, target } = await setup(60_000, exec);
+    for (const url of ['file:///etc/shadow', 'javascript:alert(1)', 'chrome://settings', 'not a url']) {
+      await expect(desktop.openUrl(target, { url }), url).rejects.toMatchObject({ code: 'E_INVALID_PARAMS' });
+    }
+    await expect(desktop.openUrl(target, { url: 'file:///etc/passwd' })).rejects.toThrow(/only http:\/\/ and https:\/\//);
+    expect(argvs).toEqual([]);
+    expect(await desktop.openUrl(target, { url: 'http://127.0.0.1:8000/a b' })).toEqual({ url: 'http://127.0.0.1:8000/a%20b' });
+    expect(argvs[0]!.slice(-4)).toEqual(['chromium', '--user-data-dir=/root/.config/grove-chromium', '--', 'http://127.0.0.1:8000/a%20b']);
+    expect(await desktop.launch(target, { argv: ['mousepad', '/tmp/x'] })).toEqual({ pid: 4242 });
+    await expect(desktop.launch(target, { argv: ['nosuchprogram'] })).rejects.toMatchObject({
+      code: 'E_NOT_FOUND',
+      message: "there is no program 'nosuchprogram' in the branch",
+    });
+  });
+
+  it('lists the windows from X inside the branch, and refuses a list that is not what X gives', async () => {
+    let stdout = JSON.stringify([{ id: '0x400003', title: 'Start', app: 'Chromium', pid: 12, x: 0, y: 0, width: 853, height: 800, focused: true }]);
+    const exec: Exec = async (_t, req) => (req.argv[2] === X_WINDOWS_PY ? { exitCode: 0, stdout, stderr: '' } : noXmodmap(_t, req));
+    const { desktop, target } = await setup(60_000, exec);
+    expect(await desktop.windows(target)).toEqual({
+      windows: [expect.objectContaining({ app: 'Chromium', focused: true })],
+      screen: { width: 64, height: 48 },
+    });
+    for (const bad of ['not json', JSON.stringify([{ id: 'x', title: 1 }]), JSON.stringify(Array(300).fill({}))]) {
+      stdout = bad;
+      await expect(desktop.windows(target)).rejects.toMatchObject({ code: 'E_HOST', message: expect.stringContaining('window list') });
+    }
   });
 });
