@@ -1,13 +1,23 @@
 // Computer use on the command line: see a running branch's desktop and act on
-// it (grove screenshot|cursor|move|click|mouse|drag|scroll|key|type|wait).
-// Arguments are checked here first, so a typo fails before anything happens;
-// key names and what depends on the screen (its size) are checked by the
-// helper, before it touches the desktop.
-import { writeFile } from 'node:fs/promises';
+// it (grove screenshot|zoom|cursor|move|click|mouse|drag|scroll|key|hold-key|
+// type|wait|windows|open-url|launch), and move files in and out of it (grove
+// upload|download). Arguments are checked here first, so a typo fails before
+// anything happens; key names and what depends on the screen (its size) are
+// checked by the helper, before it touches the desktop.
+import { readFile, writeFile } from 'node:fs/promises';
 import { text as readAll } from 'node:stream/consumers';
 import type { Command } from 'commander';
 import { GroveError, type HelperClient } from '../helper-client/client.js';
-import { MAX_TYPED_CHARS, type MouseButton, type PointerState, type Region, type Screenshot } from '../../../privileged-helper/src/protocol/desktop.js';
+import {
+  FrameToken,
+  MAX_HOLD_MS,
+  MAX_TRANSFER_BYTES,
+  MAX_TYPED_CHARS,
+  type MouseButton,
+  type PointerState,
+  type Region,
+  type Screenshot,
+} from '../../../privileged-helper/src/protocol/desktop.js';
 import { globals, output, withClient } from './context.js';
 
 const BUTTONS: readonly MouseButton[] = ['left', 'right', 'middle'];
@@ -23,16 +33,18 @@ export function registerDesktopCommands(program: Command): void {
     .option('--scale <s>', 'scale the picture down by this factor (0 < s ≤ 1)', parseScale)
     .description("take a picture of a branch's desktop as it is now (PNG)")
     .action((ref: string, opts: { out?: string; region?: Region; scale?: number }) =>
-      withClient(async (c) => {
-        const shot = await c.request('desktop.screenshot', { workspace: ref, region: opts.region, scale: opts.scale });
-        if (opts.out === undefined && globals().json) return output(shot, () => undefined);
-        const file = opts.out ?? `screenshot-${ref}-${shot.at.replace(/[:.]/g, '-')}.png`;
-        const png = Buffer.from(shot.png, 'base64');
-        if (file === '-') return void process.stdout.write(png);
-        await writeFile(file, png);
-        const { png: _png, ...meta } = shot;
-        output({ ...meta, file }, () => console.log(`${file}: ${describeShot(shot)}`));
-      }),
+      withClient(async (c) => savePicture(await c.request('desktop.screenshot', { workspace: ref, region: opts.region, scale: opts.scale }), ref, opts.out)),
+    );
+
+  program
+    .command('zoom')
+    .argument('<workspace>', 'id or name of a running branch')
+    .argument('<region>', 'the part of the screen, X,Y,W,H (e.g. 0,0,320,200)', parseRegion)
+    .option('--width <px>', "scale it up to this many pixels across (default: the region's own width)", (v: string) => wholeNumber(v, '--width', 1, 2560))
+    .option('-o, --out <file>', "write the PNG here ('-': to standard output; default: zoom-WORKSPACE-TIME.png)")
+    .description('a part of the screen at full resolution, scaled up if asked (PNG)')
+    .action((ref: string, region: Region, opts: { width?: number; out?: string }) =>
+      withClient(async (c) => savePicture(await c.request('desktop.zoom', { workspace: ref, region, width: opts.width }), ref, opts.out, 'zoom')),
     );
 
   program
@@ -99,11 +111,12 @@ export function registerDesktopCommands(program: Command): void {
     .argument('[y]', 'pixels from the top', coordinate('y'))
     .option('--dx <n>', 'wheel notches to the right (negative: left)', notches('--dx'), 0)
     .option('--dy <n>', 'wheel notches down (negative: up)', notches('--dy'), 0)
+    .option('--modifiers <keys>', "keys held while the wheel turns, e.g. 'ctrl' or 'shift'")
     .description('turn the mouse wheel at a point')
-    .action((ref: string, x: number | undefined, y: number | undefined, opts: { dx: number; dy: number }) => {
+    .action((ref: string, x: number | undefined, y: number | undefined, opts: { dx: number; dy: number; modifiers?: string }) => {
       if (opts.dx === 0 && opts.dy === 0) throw new GroveError('E_INVALID_PARAMS', 'give --dy (down, or up when negative) and/or --dx (right, or left)');
       const at = point(x, y);
-      return pointerCall((c) => c.request('desktop.scroll', { workspace: ref, ...at, dx: opts.dx, dy: opts.dy }));
+      return pointerCall((c) => c.request('desktop.scroll', { workspace: ref, ...at, dx: opts.dx, dy: opts.dy, modifiers: opts.modifiers }));
     });
 
   program
@@ -112,6 +125,16 @@ export function registerDesktopCommands(program: Command): void {
     .argument('<combo...>', "key combos pressed in turn, e.g. ctrl+l, alt+F4, Return, 'ctrl+a BackSpace'")
     .description('press keys and key combos')
     .action((ref: string, combos: string[]) => pointerCall((c) => c.request('desktop.key', { workspace: ref, keys: combos.join(' ') })));
+
+  program
+    .command('hold-key')
+    .argument('<workspace>', 'id or name of a running branch')
+    .argument('<keys...>', "the keys to hold, e.g. shift, 'ctrl+a', Left")
+    .option('--for <seconds>', `how long (at most ${MAX_HOLD_MS / 1000})`, parseHold, 1)
+    .description('press keys, hold them, and release them')
+    .action((ref: string, keys: string[], opts: { for: number }) =>
+      pointerCall((c) => c.request('desktop.holdKey', { workspace: ref, keys: keys.join(' '), durationMs: Math.round(opts.for * 1000) })),
+    );
 
   program
     .command('type')
@@ -133,31 +156,141 @@ export function registerDesktopCommands(program: Command): void {
     .option('--changed', 'until the screen changes')
     .option('--timeout <seconds>', `give up after this long (default ${DEFAULT_WAIT_S}, at most ${MAX_WAIT_S})`, parseTimeout, DEFAULT_WAIT_S)
     .option('--quiet <ms>', 'with --still: how long the screen must stay unchanged (default 500)', parseQuiet)
+    .option('--since <frame>', 'with --changed: a change after this frame (which an action or screenshot printed) counts, also one before the wait', parseFrame)
     .description('wait until the screen is still, or changes; exit code 1 when the timeout came first')
-    .action((ref: string, opts: { still?: boolean; changed?: boolean; timeout: number; quiet?: number }) => {
+    .action((ref: string, opts: { still?: boolean; changed?: boolean; timeout: number; quiet?: number; since?: string }) => {
       if (Boolean(opts.still) === Boolean(opts.changed)) throw new GroveError('E_INVALID_PARAMS', 'give --still or --changed');
       if (opts.changed && opts.quiet !== undefined) throw new GroveError('E_INVALID_PARAMS', '--quiet goes with --still');
+      if (opts.still && opts.since !== undefined) throw new GroveError('E_INVALID_PARAMS', '--since goes with --changed');
       const until = opts.still ? 'still' : 'changed';
       return withClient(async (c) => {
-        const r = await c.request('desktop.wait', { workspace: ref, until, timeoutMs: Math.round(opts.timeout * 1000), quietMs: opts.quiet });
-        output(r, () => console.log(r.satisfied ? `${until} after ${r.waitedMs} ms` : `timed out after ${r.waitedMs} ms`));
+        const timeoutMs = Math.round(opts.timeout * 1000);
+        const r = await c.request('desktop.wait', { workspace: ref, until, timeoutMs, quietMs: opts.quiet, since: opts.since });
+        output(r, () => console.log(`${r.satisfied ? `${until} after ${r.waitedMs} ms` : `timed out after ${r.waitedMs} ms`}; frame ${r.frame}`));
         if (!r.satisfied) process.exitCode = 1;
       });
     });
+
+  program
+    .command('windows')
+    .argument('<workspace>', 'id or name of a running branch')
+    .description("the desktop's windows: application, title, geometry, and which has the focus (*)")
+    .action((ref: string) =>
+      withClient(async (c) => {
+        const list = await c.request('desktop.windows', { workspace: ref });
+        output(list, () => {
+          for (const w of list.windows) console.log(`${w.focused ? '*' : ' '} ${w.id}\t${w.app}\t${w.width}x${w.height}+${w.x}+${w.y}\t${w.title}`);
+        });
+      }),
+    );
+
+  program
+    .command('open-url')
+    .argument('<workspace>', 'id or name of a running branch')
+    .argument('<url>', 'an http:// or https:// address')
+    .description("open a web page in a new tab of the branch's browser")
+    .action((ref: string, url: string) =>
+      withClient(async (c) => {
+        const opened = await c.request('desktop.openUrl', { workspace: ref, url });
+        output(opened, () => console.log(`opening ${opened.url}`));
+      }),
+    );
+
+  program
+    .command('launch')
+    .argument('<workspace>', 'id or name of a running branch')
+    .argument('<command...>', 'the program and its arguments (put -- before options of its own)')
+    .description("start a program on the branch's desktop, detached; prints its pid in the branch")
+    .action((ref: string, argv: string[]) =>
+      withClient(async (c) => {
+        const started = await c.request('desktop.launch', { workspace: ref, argv });
+        output(started, () => console.log(`${argv[0]} started, pid ${started.pid}`));
+      }),
+    );
+
+  program
+    .command('upload')
+    .argument('<workspace>', 'id or name of a running branch')
+    .argument('<file>', "a file of yours ('-': standard input)")
+    .argument('<path>', 'where it goes in the branch (absolute; replaced if there)')
+    .description(`write a file into a branch (at most ${MAX_TRANSFER_BYTES / (1 << 20)} MiB; grove cp copies more, and folders)`)
+    .action((ref: string, file: string, to: string) =>
+      withClient(async (c) => {
+        const bytes = file === '-' ? await readStdin() : await readFile(file).catch((e: NodeJS.ErrnoException) => fileError('read', file, e));
+        if (bytes.length > MAX_TRANSFER_BYTES)
+          throw new GroveError('E_TOO_LARGE', `${file} is ${bytes.length} bytes: an upload is at most ${MAX_TRANSFER_BYTES} (grove cp copies more)`);
+        const written = await c.request('file.upload', { workspace: ref, path: to, data: bytes.toString('base64') });
+        output(written, () => console.log(`wrote ${written.bytes} bytes to ${ref}:${written.path}`));
+      }),
+    );
+
+  program
+    .command('download')
+    .argument('<workspace>', 'id or name of a running branch')
+    .argument('<path>', 'a file in the branch (absolute)')
+    .option('-o, --out <file>', "write it here ('-', the default: to standard output)")
+    .description(`read a file of a branch (at most ${MAX_TRANSFER_BYTES / (1 << 20)} MiB)`)
+    .action((ref: string, from: string, opts: { out?: string }) =>
+      withClient(async (c) => {
+        const file = await c.request('file.download', { workspace: ref, path: from });
+        const bytes = Buffer.from(file.data, 'base64');
+        if (opts.out === undefined || opts.out === '-') return void process.stdout.write(bytes);
+        await writeOut(opts.out, bytes);
+        output({ path: file.path, bytes: file.bytes, file: opts.out }, () => console.log(`${opts.out}: ${file.bytes} bytes from ${ref}:${file.path}`));
+      }),
+    );
+}
+
+/** Writes a screenshot's or zoom's PNG (to a file, or standard output) and says what it shows. */
+async function savePicture(shot: Screenshot, ref: string, out: string | undefined, kind = 'screenshot'): Promise<void> {
+  if (out === undefined && globals().json) return output(shot, () => undefined);
+  const file = out ?? `${kind}-${ref}-${shot.at.replace(/[:.]/g, '-')}.png`;
+  const png = Buffer.from(shot.png, 'base64');
+  if (file === '-') return void process.stdout.write(png);
+  await writeOut(file, png);
+  const { png: _png, ...meta } = shot;
+  output({ ...meta, file }, () => console.log(`${file}: ${describeShot(shot)}`));
+}
+
+/** Writes the file, or says in a sentence why it cannot (no stack trace). */
+async function writeOut(file: string, bytes: Buffer): Promise<void> {
+  await writeFile(file, bytes).catch((e: NodeJS.ErrnoException) => fileError('write', file, e));
+}
+
+const WHY: Record<string, string> = {
+  EACCES: 'you may not',
+  EPERM: 'you may not',
+  ENOENT: 'no such file or folder',
+  EISDIR: 'it is a folder',
+  ENOTDIR: 'a part of the path is not a folder',
+  EROFS: 'the file system is read-only',
+  ENOSPC: 'the disk is full',
+};
+
+function fileError(verb: 'read' | 'write', file: string, e: NodeJS.ErrnoException): never {
+  throw new GroveError('E_INVALID_PARAMS', `cannot ${verb} ${file}: ${(e.code && WHY[e.code]) ?? e.message}`);
+}
+
+async function readStdin(): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
 }
 
 /** Calls a method answering where the pointer is, and prints it. */
 function pointerCall(call: (c: HelperClient) => Promise<PointerState>): Promise<void> {
   return withClient(async (c) => {
     const state = await call(c);
-    output(state, () => console.log(`pointer at ${state.cursor.x},${state.cursor.y} (screen ${state.screen.width}x${state.screen.height})`));
+    output(state, () =>
+      console.log(`pointer at ${state.cursor.x},${state.cursor.y} (screen ${state.screen.width}x${state.screen.height}); frame ${state.frame}`),
+    );
   });
 }
 
 function describeShot(s: Screenshot): string {
   const r = s.region;
   const whole = r.x === 0 && r.y === 0 && r.width === s.screen.width && r.height === s.screen.height;
-  return `${s.width}x${s.height} PNG of ${whole ? 'the whole screen' : `${r.width}x${r.height} at ${r.x},${r.y}`} (screen ${s.screen.width}x${s.screen.height}, taken ${s.at})`;
+  return `${s.width}x${s.height} PNG of ${whole ? 'the whole screen' : `${r.width}x${r.height} at ${r.x},${r.y}`} (screen ${s.screen.width}x${s.screen.height}, taken ${s.at}); frame ${s.frame}`;
 }
 
 function point(x: number | undefined, y: number | undefined): { x?: number; y?: number } {
@@ -208,6 +341,19 @@ function parseTimeout(value: string): number {
   const s = Number(value);
   if (!(s > 0 && s <= MAX_WAIT_S)) throw new GroveError('E_INVALID_PARAMS', `--timeout is in seconds, above 0 and at most ${MAX_WAIT_S}, not '${value}'`);
   return s;
+}
+
+function parseHold(value: string): number {
+  const s = Number(value);
+  if (!(s > 0 && s * 1000 <= MAX_HOLD_MS))
+    throw new GroveError('E_INVALID_PARAMS', `--for is in seconds, above 0 and at most ${MAX_HOLD_MS / 1000}, not '${value}'`);
+  return s;
+}
+
+function parseFrame(value: string): string {
+  if (!FrameToken.safeParse(value).success)
+    throw new GroveError('E_INVALID_PARAMS', `--since takes a frame as an action or screenshot printed it (e.g. 3fa2c01b.17), not '${value}'`);
+  return value;
 }
 
 function parseQuiet(value: string): number {

@@ -2,7 +2,7 @@
 // helper's API like the app; every command that prints has --json for scripts.
 // Who it acts as comes from the socket it uses (see context.ts): on the agent
 // socket, what only a person may do becomes a request to a person.
-import { Option, type Command } from 'commander';
+import { CommanderError, Option, type Command } from 'commander';
 import { GroveError } from '../helper-client/client.js';
 import { printDiff, printDoctor, printForkReport, printLimits, printSpace, printStats, printTree, printWorkspace, printWorkspaces } from './format.js';
 import { printEgressLog, printEgressStatus } from './format.js';
@@ -10,7 +10,7 @@ import { parseRule } from '../../../privileged-helper/src/protocol/egress-rules.
 import type { EgressRule } from '../../../privileged-helper/src/protocol/entities.js';
 import { parseSize } from './sizes.js';
 import { runTerminal } from './terminal.js';
-import { globals, output, program, withClient } from './context.js';
+import { globals, output, program, wantsJson, withClient } from './context.js';
 import { askPerson, isAgent, printAsked, registerApprovalCommands, type AskOptions } from './approval-commands.js';
 import type { HelperClient } from '../helper-client/client.js';
 import { mayActAtOnce, withAllowListOn } from '../helper-client/requests.js';
@@ -382,15 +382,26 @@ process.stdout.on('error', (err: NodeJS.ErrnoException) => {
   throw err;
 });
 
-program.parseAsync().catch((err: unknown) => {
-  if (err instanceof GroveError) {
-    if (globals().json) process.stderr.write(`${JSON.stringify({ error: { code: err.code, message: err.message } })}\n`);
-    else process.stderr.write(`grove: ${err.message} (${err.code})\n`);
-    process.exit(2);
-  }
-  process.stderr.write(`grove: ${(err as Error)?.stack ?? String(err)}\n`);
+program.parseAsync().catch(failed);
+
+/**
+ * Every failure exits 2; with --json it is {"error": {code, message}} on
+ * standard output, where a script reads the answer. Usage errors (commander's)
+ * are E_INVALID_PARAMS; help and --version are no failure.
+ */
+function failed(err: unknown): never {
+  if (err instanceof CommanderError && err.exitCode === 0) process.exit(0);
+  const usage = err instanceof CommanderError;
+  const error =
+    err instanceof GroveError
+      ? { code: err.code, message: err.message }
+      : { code: usage ? 'E_INVALID_PARAMS' : 'E_INTERNAL', message: ((err as Error)?.message ?? String(err)).replace(/^error: /, '') };
+  if (wantsJson()) process.stdout.write(`${JSON.stringify({ error })}\n`);
+  else if (err instanceof GroveError) process.stderr.write(`grove: ${err.message} (${err.code})\n`);
+  // commander has said what was wrong, with the usage.
+  else if (!usage) process.stderr.write(`grove: ${(err as Error)?.stack ?? String(err)}\n`);
   process.exit(2);
-});
+}
 
 /** --project HOSTPATH[:PATH]: the host folder (absolute) and where it goes in the workspace. */
 function projectOption(value: string): { hostPath: string; path?: string } {
