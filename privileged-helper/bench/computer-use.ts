@@ -7,15 +7,16 @@
 //                    branch's server: the bench is root) receives the frame in
 //                    which the page has taken the note's new colour
 //   PNG encode       the helper's encoder on a full-screen frame, in process
-//   MCP screenshot   the computer tool's screenshot through `grove mcp`, as an
-//                    MCP client calls it (mcp-roundtrip.ts)
+//   MCP calls        the computer tool's screenshot and zoom, and the windows
+//                    tool, through `grove mcp` as an MCP client calls them
+//                    (mcp-roundtrip.ts)
 import { encodePng } from '../src/desktop/image.js';
 import { RfbSession } from '../src/desktop/rfb-session.js';
 import { VNC_PORT } from '../src/workspaces/runtime.js';
 import type { HelperClient } from '../../main/src/helper-client/client.js';
 import { noteColour, type Rgb } from '../../main/src/agent/note-colour.js';
 import type { Workspace } from '../src/protocol/entities.js';
-import { measureMcpScreenshot } from './mcp-roundtrip.js';
+import { measureMcp } from './mcp-roundtrip.js';
 import type { ComputerUse, Percentiles } from './result-schema.js';
 import { percentiles, round } from './stats.js';
 
@@ -34,10 +35,21 @@ export async function measureComputerUse(c: HelperClient, ws: Workspace, samples
     log(`key press → changed frame: p50 ${frames.p50} ms (${errors.length} failed)`);
     const encode = await pngEncode(viewer, samples);
     log(`PNG encode of the full screen: p50 ${encode.p50} ms`);
-    const mcp = percentiles(await measureMcpScreenshot(c.socketPath, ws.id, samples));
-    log(`MCP screenshot call through grove mcp: p50 ${mcp.p50} ms`);
+    const mcp = await measureMcp(c.socketPath, ws.id, samples);
+    log(`MCP calls through grove mcp: screenshot p50 ${mcp.screenshotMs.p50} ms, zoom p50 ${mcp.zoomMs.p50} ms, windows p50 ${mcp.windowsMs.p50} ms`);
     const screen = { width: viewer.framebuffer.width, height: viewer.framebuffer.height };
-    return { screenshotMs: shots.ms, screenshotKiB: shots.kib, actionToFrameMs: frames, pngEncodeMs: encode, mcpScreenshotMs: mcp, screen, samples, errors };
+    return {
+      screenshotMs: shots.ms,
+      screenshotKiB: shots.kib,
+      actionToFrameMs: frames,
+      pngEncodeMs: encode,
+      mcpScreenshotMs: mcp.screenshotMs,
+      mcpZoomMs: mcp.zoomMs,
+      mcpWindowsMs: mcp.windowsMs,
+      screen,
+      samples,
+      errors,
+    };
   } finally {
     viewer.close();
   }

@@ -88,6 +88,8 @@ function computerUseSection(r: BenchResult): string[] {
   lines.push(row(['key press → changed frame', num(u.actionToFrameMs.p50), num(u.actionToFrameMs.p95)], 26));
   lines.push(row(['PNG encode (in process)', num(u.pngEncodeMs.p50), num(u.pngEncodeMs.p95)], 26));
   if (u.mcpScreenshotMs) lines.push(row(['MCP screenshot call', num(u.mcpScreenshotMs.p50), num(u.mcpScreenshotMs.p95)], 26));
+  if (u.mcpZoomMs) lines.push(row(['MCP zoom call (2x)', num(u.mcpZoomMs.p50), num(u.mcpZoomMs.p95)], 26));
+  if (u.mcpWindowsMs) lines.push(row(['MCP windows call', num(u.mcpWindowsMs.p50), num(u.mcpWindowsMs.p95)], 26));
   if (u.errors.length) lines.push(`${u.errors.length} failure(s), first: ${u.errors[0]!.slice(0, 300)}`);
   return lines;
 }

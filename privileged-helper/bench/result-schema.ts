@@ -99,6 +99,10 @@ export const ComputerUse = z.strictObject({
   pngEncodeMs: Percentiles,
   /** The round trip of one MCP screenshot call (measured once the MCP server is benchmarked). */
   mcpScreenshotMs: Percentiles.optional(),
+  /** The computer tool's zoom through grove mcp: 640x400 of the screen at twice its resolution. */
+  mcpZoomMs: Percentiles.optional(),
+  /** The windows tool through grove mcp (X asked inside the branch). */
+  mcpWindowsMs: Percentiles.optional(),
   screen: z.strictObject({ width: z.number().int().positive(), height: z.number().int().positive() }),
   /** Samples per measurement. */
   samples: z.number().int().nonnegative(),
