@@ -12,6 +12,16 @@ describe('bench report table', () => {
     expect(table).toMatch(/screenshot p50 \(whole screen\)\s+≤ 100 ms\s+30 ms\s+met/);
   });
 
+  it('prints the MCP round trips a run measured: screenshot, zoom and windows', () => {
+    const r = sampleResult();
+    const mcp = { mcpScreenshotMs: { p50: 28, p95: 35 }, mcpZoomMs: { p50: 31, p95: 44 }, mcpWindowsMs: { p50: 90, p95: 120 } };
+    const table = reportTable({ ...r, computerUse: { ...r.computerUse!, ...mcp } });
+    expect(table).toMatch(/MCP screenshot call\s+28\s+35/);
+    expect(table).toMatch(/MCP zoom call \(2x\)\s+31\s+44/);
+    expect(table).toMatch(/MCP windows call\s+90\s+120/);
+    expect(reportTable(r)).not.toMatch(/MCP zoom/);
+  });
+
   it('prints only the sections a run measured', () => {
     const table = reportTable({ ...sampleResult(), sections: ['computer-use'] });
     expect(table).not.toMatch(/Fork of the standard desktop|Fan-out|Read latency/);
