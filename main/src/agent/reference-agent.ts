@@ -5,7 +5,11 @@
 //   2. it forks the branch into 3;
 //   3. in each child it clicks into the page's note field and types its own text;
 //   4. a screenshot of each child shows the colour of that child's text;
-//   5. it asks a person to promote the first child and to discard the second,
+//   5. in the third child it zooms into the page (the colour, at full
+//      resolution), lists the windows, writes a web page into the branch
+//      (upload), serves it there (launch), opens it (open_url), and finds
+//      Chromium's window showing its title;
+//   6. it asks a person to promote the first child and to discard the second,
 //      and (with --wait-decisions) waits a while for the decisions.
 // A JSON report goes to stdout, progress to stderr; it exits 1 when a check fails.
 //
@@ -16,7 +20,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Actor } from '../../../privileged-helper/src/protocol/identity.js';
 import { callTool, connectGroveMcp, pngOf, textOf } from '../mcp/client.js';
 import { EMPTY_NOTE_RGB, noteColour, type Rgb } from './note-colour.js';
-import { NOTE_FIELD, pageColour, shows, type ColourSeen } from './start-page.js';
+import { NOTE_FIELD, pageColour, shareOf, shows, type ColourSeen } from './start-page.js';
 
 /** One text per child; different texts, so different colours. */
 const NOTES = ['try a lighter header', 'try a bolder call to action', 'try a calmer palette'];
@@ -24,6 +28,12 @@ const NOTES = ['try a lighter header', 'try a bolder call to action', 'try a cal
 const SEE_TIMEOUT_MS = 90_000;
 /** One request_status call waits at most this long, below MCP clients' usual 60 s request timeout. */
 const STATUS_SLICE_S = 50;
+/** A part of the page's top section, away from the note and the pointer, and the width it is zoomed to. */
+const ZOOM = { region: { x: 300, y: 400, width: 100, height: 50 }, width: 400 };
+/** The page the agent serves in a branch and opens in its browser, known by its title. */
+const PAGE = { dir: '/tmp/grove-reference-agent', port: 8765, title: 'grove reference agent page' };
+/** How long the browser may take to show the page's title. */
+const PAGE_TIMEOUT_MS = 30_000;
 
 interface Options {
   branch: string;
@@ -37,6 +47,16 @@ interface ChildReport {
   text: string;
   expected: Rgb;
   seen: ColourSeen | null;
+}
+
+interface LookReport {
+  branch: string;
+  /** The share of the zoomed picture in the branch's page colour. */
+  zoomShare: number;
+  zoomSize: { width: number; height: number };
+  windows: { app: string; title: string; focused: boolean }[];
+  /** The window that showed the page opened with open_url. */
+  opened: { app: string; title: string } | null;
 }
 
 interface RequestReport {
@@ -53,6 +73,7 @@ interface Report {
   you: Pick<Actor, 'role' | 'user' | 'uid'> | null;
   startPage: ColourSeen | null;
   children: ChildReport[];
+  look: LookReport | null;
   requests: { promote: RequestReport | null; discard: RequestReport | null };
 }
 
@@ -67,6 +88,7 @@ async function main(): Promise<void> {
     you: null,
     startPage: null,
     children: [],
+    look: null,
     requests: { promote: null, discard: null },
   };
   let client: Client | null = null;
@@ -105,6 +127,8 @@ async function work(client: Client, opts: Options, report: Report): Promise<void
 
   for (const child of report.children) await writeNote(client, child);
   for (const child of report.children) child.seen = await expectPage(client, child, child.expected, `the colour of "${child.text}"`);
+
+  report.look = await lookAround(client, report.children[2]!);
 
   const [keep, drop] = report.children;
   report.requests.promote = await ask(client, 'request_promote', {
@@ -147,6 +171,50 @@ async function writeNote(client: Client, child: ChildReport): Promise<void> {
   await callTool(client, 'computer', { branch: child.id, action: 'left_click', coordinate: [NOTE_FIELD.x, NOTE_FIELD.y] });
   await callTool(client, 'computer', { branch: child.id, action: 'key', text: 'ctrl+a' });
   await callTool(client, 'computer', { branch: child.id, action: 'type', text: child.text });
+}
+
+/** Zooms into the child's page, lists its windows, and opens a page of its own in its browser. */
+async function lookAround(client: Client, child: ChildReport): Promise<LookReport> {
+  const zoomed = await callTool(client, 'computer', { branch: child.id, action: 'zoom', ...ZOOM });
+  const size = zoomed.structuredContent as { width: number; height: number };
+  const zoomShare = shareOf(pngOf(zoomed), child.expected);
+  if (zoomShare < 0.8) throw new Error(`a zoom into ${child.name}'s page shows rgb(${child.expected.join(',')}) on only ${Math.round(zoomShare * 100)}% of it`);
+  log(`${child.name}: zoomed ${ZOOM.region.width}x${ZOOM.region.height} to ${size.width}x${size.height}, the page's colour on ${Math.round(zoomShare * 100)}%`);
+
+  const windows = await windowsOf(client, child.id);
+  log(`${child.name}: windows ${windows.map((w) => `${w.app}${w.focused ? ' (focused)' : ''}`).join(', ')}`);
+
+  const title = `${PAGE.title} ${child.name}`;
+  await callTool(client, 'upload', { branch: child.id, path: `${PAGE.dir}/index.html`, text: `<!doctype html><title>${title}</title><h1>${title}</h1>\n` });
+  await callTool(client, 'launch', {
+    branch: child.id,
+    command: ['python3', '-m', 'http.server', String(PAGE.port), '--bind', '127.0.0.1', '--directory', PAGE.dir],
+  });
+  const serving = `for i in $(seq 100); do python3 -c 'import urllib.request; urllib.request.urlopen("http://127.0.0.1:${PAGE.port}/")' 2>/dev/null && exit 0; sleep 0.1; done; exit 1`;
+  if ((await callTool(client, 'exec', { branch: child.id, command: serving })).structuredContent?.exitCode !== 0)
+    throw new Error(`the page server in ${child.name} did not answer`);
+  await callTool(client, 'open_url', { branch: child.id, url: `http://127.0.0.1:${PAGE.port}/` });
+  const deadline = Date.now() + PAGE_TIMEOUT_MS;
+  for (;;) {
+    const showing = (await windowsOf(client, child.id)).find((w) => w.title.includes(title));
+    if (showing) {
+      log(`${child.name}: ${showing.app} shows "${showing.title}"`);
+      return {
+        branch: child.name,
+        zoomShare,
+        zoomSize: { width: size.width, height: size.height },
+        windows,
+        opened: { app: showing.app, title: showing.title },
+      };
+    }
+    if (Date.now() > deadline) throw new Error(`no window of ${child.name} showed "${title}" within ${PAGE_TIMEOUT_MS / 1000} s of open_url`);
+    await callTool(client, 'computer', { branch: child.id, action: 'wait', duration: 0.5 });
+  }
+}
+
+async function windowsOf(client: Client, branch: string): Promise<LookReport['windows']> {
+  const listed = (await callTool(client, 'windows', { branch })).structuredContent as { windows: LookReport['windows'] };
+  return listed.windows.map(({ app, title, focused }) => ({ app, title, focused }));
 }
 
 /** Makes a request without waiting for the decision. */

@@ -40,3 +40,13 @@ export function pageColour(png: Buffer): ColourSeen {
 export function shows(seen: ColourSeen, rgb: Rgb): boolean {
   return seen.rgb.join() === rgb.join() && seen.share >= 0.8;
 }
+
+/** The share of a picture's pixels (PNG, any size) that are exactly `rgb`. */
+export function shareOf(png: Buffer, rgb: Rgb): number {
+  const image = PNG.sync.read(png);
+  let same = 0;
+  for (let i = 0; i < image.data.length; i += 4) {
+    if (image.data[i] === rgb[0] && image.data[i + 1] === rgb[1] && image.data[i + 2] === rgb[2]) same++;
+  }
+  return same / (image.width * image.height);
+}

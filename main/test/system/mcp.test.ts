@@ -27,6 +27,13 @@ interface AgentReport {
   ok: boolean;
   failure: string | null;
   children: { id: string; name: string; text: string; expected: number[]; seen: { rgb: number[]; share: number } | null }[];
+  look: {
+    branch: string;
+    zoomShare: number;
+    zoomSize: { width: number; height: number };
+    windows: { app: string; title: string; focused: boolean }[];
+    opened: { app: string; title: string } | null;
+  };
   requests: Record<'promote' | 'discard', { request: string; branch: { id: string; name: string }; state: string; answer: string }>;
 }
 
@@ -59,7 +66,21 @@ describe('grove mcp, as an agent', () => {
   it('lists its tools and knows the caller as that agent', async () => {
     const { tools } = await mcp.listTools();
     expect(tools.map((t) => t.name)).toEqual(
-      expect.arrayContaining(['list_branches', 'computer', 'exec', 'fork', 'discard', 'request_promote', 'request_discard', 'request_status']),
+      expect.arrayContaining([
+        'list_branches',
+        'computer',
+        'windows',
+        'open_url',
+        'launch',
+        'upload',
+        'download',
+        'exec',
+        'fork',
+        'discard',
+        'request_promote',
+        'request_discard',
+        'request_status',
+      ]),
     );
     const listed = (await callTool(mcp, 'list_branches', {})).structuredContent as { you: unknown; workspaces: { branches: { name: string }[] }[] };
     expect(listed.you).toEqual({ role: 'agent', user: agent.name, uid: agent.uid });
@@ -71,6 +92,28 @@ describe('grove mcp, as an agent', () => {
     const png = PNG.sync.read(pngOf(shot));
     expect([png.width, png.height]).toEqual([1280, 800]);
     expect(textOf(shot)).toContain('of the 1280x800 screen');
+  });
+
+  it('zooms, and answers screenshots with the picture size, scale and screen as data', async () => {
+    const zoom = await callTool(mcp, 'computer', { branch: MAIN, action: 'zoom', region: { x: 0, y: 0, width: 320, height: 200 }, width: 960 });
+    const png = PNG.sync.read(pngOf(zoom));
+    expect([png.width, png.height]).toEqual([960, 600]);
+    expect(zoom.structuredContent).toMatchObject({ width: 960, height: 600, scale: 3, screen: { width: 1280, height: 800 } });
+    const shot = await callTool(mcp, 'computer', { branch: MAIN, action: 'screenshot', scale: 0.5 });
+    expect(shot.structuredContent).toMatchObject({ width: 640, height: 400, scale: 0.5, screen: { width: 1280, height: 800 }, frame: expect.any(String) });
+  });
+
+  it('refuses bad input with isError and the reason: zoom off screen, hold_key too long, file:// URLs, missing programs, big uploads', async () => {
+    const refused = async (name: string, args: Record<string, unknown>, why: RegExp) => {
+      const res = (await mcp.callTool({ name, arguments: { branch: MAIN, ...args } })) as CallToolResult;
+      expect(res.isError, name).toBe(true);
+      expect(textOf(res), name).toMatch(why);
+    };
+    await refused('computer', { action: 'zoom', region: { x: 1200, y: 0, width: 200, height: 100 } }, /reaches past the 1280x800 screen/);
+    await refused('computer', { action: 'hold_key', text: 'shift', duration: 30 }, /at most 10000 ms/);
+    await refused('open_url', { url: 'file:///etc/shadow' }, /only http:\/\/ and https:\/\/ addresses are opened, not file:/);
+    await refused('launch', { command: ['no-such-program-here'] }, /there is no program 'no-such-program-here' in the branch/);
+    await refused('upload', { path: '/tmp/big', base64: Buffer.alloc(5 << 19).toString('base64') }, /an upload is at most 2097152 bytes/);
   });
 
   it('forks: the child appears, made by that agent, which may discard it without asking', async () => {
@@ -134,6 +177,10 @@ describe('grove mcp, as an agent', () => {
     expect(report.children).toHaveLength(3);
     expect(new Set(report.children.map((c) => c.text)).size).toBe(3);
     for (const c of report.children) expect(c.seen?.rgb, c.name).toEqual(c.expected);
+    // It zoomed, listed the windows and opened a page of its own with open_url.
+    expect(report.look).toMatchObject({ zoomSize: { width: 400, height: 200 }, opened: { app: expect.stringMatching(/chromium/i) } });
+    expect(report.look.zoomShare).toBeGreaterThanOrEqual(0.8);
+    expect(report.look.windows.map((w) => w.app).sort()).toEqual(expect.arrayContaining([expect.stringMatching(/chromium/i), 'Mousepad', 'XTerm']));
     expect(report.requests.promote).toMatchObject({ request: promote.id, state: 'done' });
     expect(report.requests.promote.answer).toMatch(/approved by person root \(uid 0\) \(note: good idea\) and carried out/);
     expect(report.requests.discard).toMatchObject({
