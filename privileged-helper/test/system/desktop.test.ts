@@ -3,7 +3,7 @@
 // start page colours its top section from the note's text (noteColour), the
 // editor shows FULL BLOCK characters as dark pixels, X says which window has
 // the focus, and scrolling brings the page's blue band into view.
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
@@ -218,7 +218,147 @@ describe('computer use on a branch desktop', () => {
 
   it('tells where the pointer is', async () => {
     await client.request('desktop.move', { workspace: ws.id, x: 700, y: 600 });
-    expect(await client.request('desktop.cursor', { workspace: ws.id })).toEqual({ cursor: { x: 700, y: 600 }, screen: { width: 1280, height: 800 } });
+    expect(await client.request('desktop.cursor', { workspace: ws.id })).toEqual({
+      cursor: { x: 700, y: 600 },
+      screen: { width: 1280, height: 800 },
+      frame: expect.stringMatching(/^[0-9a-f]{8}\.\d+$/),
+    });
+  });
+
+  it('knows where the pointer is after its session closed for idling: where X has it, not the middle', async () => {
+    await client.request('desktop.move', { workspace: ws.id, x: 1060, y: 600 });
+    await new Promise((r) => setTimeout(r, Number(instance().env.GROVE_DESKTOP_IDLE_MS) + 3000));
+    expect((await client.request('desktop.cursor', { workspace: ws.id })).cursor).toEqual({ x: 1060, y: 600 });
+    // Moved by a program in the branch (a warp the closed session could not see), then after another idle close.
+    await sh(client, ws, 'DISPLAY=:0 xdotool mousemove 1000 500');
+    await new Promise((r) => setTimeout(r, Number(instance().env.GROVE_DESKTOP_IDLE_MS) + 3000));
+    expect((await client.request('desktop.cursor', { workspace: ws.id })).cursor).toEqual({ x: 1000, y: 500 });
+  });
+
+  it('waits for a change since the frame an action answered, also one that came before the wait began', async () => {
+    await clearNote();
+    const typed = await client.request('desktop.type', { workspace: ws.id, text: 'since' });
+    expect(await pixelBecomes(MARKER, noteColour('since'))).toEqual(noteColour('since'));
+    const changed = await client.request('desktop.wait', { workspace: ws.id, until: 'changed', timeoutMs: 5000, since: typed.frame });
+    expect(changed).toMatchObject({ satisfied: true, waitedMs: 0 });
+    await client.request('desktop.wait', { workspace: ws.id, until: 'still', timeoutMs: 10_000, quietMs: 300 });
+    const still = await client.request('desktop.cursor', { workspace: ws.id });
+    expect(await client.request('desktop.wait', { workspace: ws.id, until: 'changed', timeoutMs: 500, since: still.frame })).toMatchObject({
+      satisfied: false,
+    });
+    await clearNote();
+  });
+
+  it('zooms into a region at full resolution, scaled up, and refuses one off the screen', async () => {
+    const region = { x: MARKER.x - 10, y: MARKER.y - 5, width: 20, height: 10 };
+    const zoomed = await client.request('desktop.zoom', { workspace: ws.id, region, width: 160 });
+    expect(zoomed).toMatchObject({ width: 160, height: 80, scale: 8, region });
+    const png = PNG.sync.read(Buffer.from(zoomed.png, 'base64'));
+    expect([png.width, png.height]).toEqual([160, 80]);
+    expect([...png.data.subarray((40 * 160 + 80) * 4, (40 * 160 + 80) * 4 + 3)]).toEqual(GREEN);
+    await expect(client.request('desktop.zoom', { workspace: ws.id, region: { x: 1200, y: 700, width: 100, height: 50 } })).rejects.toMatchObject({
+      code: 'E_INVALID_PARAMS',
+      message: expect.stringContaining('reaches past the 1280x800 screen'),
+    });
+  });
+
+  it('holds keys for a while (bounded), and scrolls with keys held', async () => {
+    // X's own view of the keyboard: whether Shift_L is down now.
+    const shiftDown = async () =>
+      (
+        await sh(
+          client,
+          ws,
+          `python3 -c "import ctypes; x = ctypes.CDLL('libX11.so.6'); x.XOpenDisplay.restype = ctypes.c_void_p; d = ctypes.c_void_p(x.XOpenDisplay(None)); keys = (ctypes.c_char * 32)(); x.XQueryKeymap(d, keys); x.XKeysymToKeycode.restype = ctypes.c_ubyte; c = x.XKeysymToKeycode(d, ctypes.c_ulong(0xffe1)); print(keys.raw[c // 8] >> (c % 8) & 1)"`,
+        )
+      ).trim();
+    expect(await shiftDown()).toBe('0');
+    const holding = client.request('desktop.holdKey', { workspace: ws.id, keys: 'shift', durationMs: 3000 });
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(await shiftDown()).toBe('1');
+    await holding;
+    expect(await shiftDown()).toBe('0');
+    await expect(client.request('desktop.holdKey', { workspace: ws.id, keys: 'shift', durationMs: 60_000 })).rejects.toMatchObject({
+      code: 'E_INVALID_PARAMS',
+      message: expect.stringContaining('at most 10000 ms'),
+    });
+    await clearNote();
+    // ctrl + wheel zooms Chromium's page: the note field moves off its place, and ctrl+0 brings it back.
+    const before = (await shot({ x: 40, y: 200, width: 640, height: 80 })).png.data;
+    await client.request('desktop.scroll', { workspace: ws.id, ...SCROLL_AT, dx: 0, dy: -3, modifiers: 'ctrl' });
+    await client.request('desktop.wait', { workspace: ws.id, until: 'still', timeoutMs: 5000, quietMs: 300 });
+    expect((await shot({ x: 40, y: 200, width: 640, height: 80 })).png.data.equals(before)).toBe(false);
+    await client.request('desktop.key', { workspace: ws.id, keys: 'ctrl+0' });
+    await client.request('desktop.wait', { workspace: ws.id, until: 'still', timeoutMs: 5000, quietMs: 300 });
+    await clearNote();
+  });
+
+  it('lists the windows from X, uploads and downloads files, launches programs and opens web pages in the branch', async () => {
+    const windows = await client.request('desktop.windows', { workspace: ws.id });
+    expect(windows.screen).toEqual({ width: 1280, height: 800 });
+    const apps = windows.windows.map((w) => w.app);
+    expect(apps).toEqual(expect.arrayContaining(['Mousepad', 'XTerm', expect.stringMatching(/chromium/i)]));
+    expect(windows.windows.filter((w) => w.focused)).toEqual([expect.objectContaining({ app: expect.stringMatching(/chromium/i) })]);
+    const xterm = windows.windows.find((w) => w.app === 'XTerm')!;
+    expect(xterm.x + xterm.width).toBeLessThanOrEqual(1280);
+    expect(xterm.x).toBeGreaterThan(800);
+
+    const page = '<!doctype html><title>grove open_url test</title><h1>opened</h1>\n';
+    const up = await client
+      .request('file.upload', { workspace: ws.id, path: '/tmp/served/index.html', data: Buffer.from(page).toString('base64') })
+      .catch((e: Error) => e);
+    expect(up).toMatchObject({ code: 'E_CONFLICT', message: expect.stringContaining('/tmp/served/index.html') }); // no such folder: nothing made
+    await sh(client, ws, 'mkdir -p /tmp/served');
+    expect(await client.request('file.upload', { workspace: ws.id, path: '/tmp/served/index.html', data: Buffer.from(page).toString('base64') })).toEqual({
+      path: '/tmp/served/index.html',
+      bytes: Buffer.byteLength(page),
+    });
+    const down = await client.request('file.download', { workspace: ws.id, path: '/tmp/served/index.html' });
+    expect(Buffer.from(down.data, 'base64').toString()).toBe(page);
+    await expect(client.request('file.download', { workspace: ws.id, path: '/tmp/served' })).rejects.toMatchObject({ code: 'E_NOT_FOUND' });
+    await sh(client, ws, 'head -c 3000000 /dev/zero > /tmp/big');
+    await expect(client.request('file.download', { workspace: ws.id, path: '/tmp/big' })).rejects.toMatchObject({
+      code: 'E_TOO_LARGE',
+      message: expect.stringContaining('at most 2097152'),
+    });
+    await expect(client.request('file.upload', { workspace: ws.id, path: '/tmp/big2', data: Buffer.alloc(5 << 19).toString('base64') })).rejects.toMatchObject({
+      code: 'E_INVALID_PARAMS',
+      message: expect.stringContaining('an upload is at most 2097152 bytes'),
+    });
+    expect(await sh(client, ws, 'ls /tmp/big2 2>&1; true')).toMatch(/No such file/);
+
+    const server = await client.request('desktop.launch', {
+      workspace: ws.id,
+      argv: ['python3', '-m', 'http.server', '8765', '--bind', '127.0.0.1', '--directory', '/tmp/served'],
+    });
+    try {
+      await waitFor(
+        'the page server',
+        async () =>
+          (await sh(client, ws, 'python3 -c \'import urllib.request; urllib.request.urlopen("http://127.0.0.1:8765/")\' && echo up; true')).includes('up'),
+        10_000,
+      );
+      await expect(client.request('desktop.launch', { workspace: ws.id, argv: ['no-such-program', '--x'] })).rejects.toMatchObject({
+        code: 'E_NOT_FOUND',
+        message: "there is no program 'no-such-program' in the branch",
+      });
+      for (const url of ['file:///etc/passwd', 'javascript:alert(1)', 'chrome://settings']) {
+        await expect(client.request('desktop.openUrl', { workspace: ws.id, url }), url).rejects.toMatchObject({
+          code: 'E_INVALID_PARAMS',
+          message: expect.stringContaining('only http:// and https:// addresses are opened'),
+        });
+      }
+      expect(await client.request('desktop.openUrl', { workspace: ws.id, url: 'http://127.0.0.1:8765/' })).toEqual({ url: 'http://127.0.0.1:8765/' });
+      await waitFor(
+        "Chromium's window to show the page",
+        async () => (await client.request('desktop.windows', { workspace: ws.id })).windows.some((w) => w.title.startsWith('grove open_url test')),
+        30_000,
+      );
+      await client.request('desktop.key', { workspace: ws.id, keys: 'ctrl+w' });
+      await waitFor('the start page back', async () => (await pixel(MARKER.x, MARKER.y)).join() === GREEN.join(), 10_000);
+    } finally {
+      await sh(client, ws, `kill ${server.pid}; rm -rf /tmp/served /tmp/big`);
+    }
   });
 
   it('waits until the screen is still, and until it changes after a key press', async () => {
@@ -250,6 +390,22 @@ describe('computer use on a branch desktop', () => {
     expect(mine.find((a) => a.action === 'type' && a.ok)).toMatchObject({ workspaceName: 'cu', summary: expect.stringMatching(/^type \d+ characters$/) });
     expect(mine.find((a) => a.action === 'click' && !a.ok)).toMatchObject({ summary: expect.stringContaining('1280,10') });
     expect(mine.find((a) => a.action === 'scroll')).toMatchObject({ cursor: SCROLL_AT, screen: { width: 1280, height: 800 } });
+  });
+
+  it('knows where the pointer is in both children of a fork: a click without a point lands there', async () => {
+    await client.request('desktop.move', { workspace: ws.id, ...XTERM });
+    const report = await client.request('branch.fork', { workspace: ws.id, copies: 2 });
+    const children = await Promise.all(report.children.map((c) => track(c)));
+    made.push(...children.map((c) => c.id));
+    expect(children).toHaveLength(2);
+    for (const child of children) {
+      expect((await client.request('desktop.cursor', { workspace: child.id })).cursor, child.name).toEqual(XTERM);
+      await client.request('desktop.click', { workspace: child.id });
+      expect((await sh(client, child, 'DISPLAY=:0 xdotool getactivewindow getwindowname')).trim(), child.name).toMatch(/xterm/);
+      expect(await sh(client, child, 'DISPLAY=:0 xdotool getmouselocation'), child.name).toMatch(new RegExp(`^x:${XTERM.x} y:${XTERM.y} `));
+    }
+    expect((await client.request('desktop.cursor', { workspace: ws.id })).cursor).toEqual(XTERM);
+    await client.request('desktop.click', { workspace: ws.id, ...NOTE });
   });
 
   it('works on a fork and on its source (each desktop has its own session)', async () => {
@@ -290,7 +446,41 @@ describe('computer use on a branch desktop', () => {
       expect(meta.png).toBeUndefined();
 
       await grove('move', 'cu', '700', '600');
-      expect(JSON.parse((await grove('--json', 'cursor', 'cu')).stdout)).toEqual({ cursor: { x: 700, y: 600 }, screen: { width: 1280, height: 800 } });
+      expect(JSON.parse((await grove('--json', 'cursor', 'cu')).stdout)).toMatchObject({ cursor: { x: 700, y: 600 }, screen: { width: 1280, height: 800 } });
+
+      // Scripts: errors as JSON on stdout with a non-zero exit code; a file that cannot be written, in words.
+      const notFound = await grove('--json', 'cursor', 'no-such-branch');
+      expect([notFound.exitCode, JSON.parse(notFound.stdout)]).toEqual([
+        2,
+        { error: { code: 'E_NOT_FOUND', message: expect.stringContaining('no-such-branch') } },
+      ]);
+      const usage = await grove('--json', 'zoom', 'cu');
+      expect([usage.exitCode, JSON.parse(usage.stdout), usage.stderr]).toEqual([
+        2,
+        { error: { code: 'E_INVALID_PARAMS', message: expect.stringContaining('region') } },
+        '',
+      ]);
+      for (const [out, why] of [
+        ['/no-such-folder/shot.png', 'no such file or folder'],
+        ['/tmp', 'it is a folder'],
+      ]) {
+        const unwritable = await grove('screenshot', 'cu', '-o', out!);
+        expect([unwritable.exitCode, unwritable.stderr.trim()]).toEqual([2, `grove: cannot write ${out}: ${why} (E_INVALID_PARAMS)`]);
+      }
+
+      // wait --changed --since the frame an action printed: the change before the wait counts, no race.
+      const typed = JSON.parse((await grove('--json', 'type', 'cu', 'q')).stdout) as { frame: string };
+      const waited = await grove('wait', 'cu', '--changed', '--since', typed.frame, '--timeout', '10');
+      expect([waited.exitCode, waited.stdout]).toEqual([0, expect.stringMatching(/^changed after \d+ ms; frame [0-9a-f]{8}\.\d+$/m)]);
+      await grove('key', 'cu', 'BackSpace');
+
+      const zoomFile = path.join(path.dirname(file), 'zoom.png');
+      expect((await grove('zoom', 'cu', '0,0,100,50', '--width', '300', '-o', zoomFile)).stdout).toContain(`${zoomFile}: 300x150 PNG of 100x50 at 0,0`);
+      expect((await grove('windows', 'cu')).stdout).toMatch(/^\* 0x[0-9a-f]+\t\S*[Cc]hromium/m);
+      const local = path.join(path.dirname(file), 'up.txt');
+      await writeFile(local, 'up and down\n');
+      expect((await grove('upload', 'cu', local, '/tmp/up.txt')).stdout).toBe('wrote 12 bytes to cu:/tmp/up.txt');
+      expect((await grove('download', 'cu', '/tmp/up.txt')).stdout).toBe('up and down');
       expect((await grove('wait', 'cu', '--still', '--quiet', '200', '--timeout', '10')).exitCode).toBe(0);
 
       const badKey = await grove('key', 'cu', 'ctrl+nosuchkey');

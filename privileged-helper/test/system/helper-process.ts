@@ -42,6 +42,8 @@ export function testInstance(instance: string): TestInstance {
     // "outside world" (its own netns) has a name the gate resolves without DNS.
     GROVE_GATE_TIMEOUT_MS: '15000',
     GROVE_GATE_HOSTS: 'outside.test=10.218.0.2,other.test=10.218.0.2',
+    // A desktop's VNC session closes after 15 s without calls (60 s by default): desktop.test.ts waits for that.
+    GROVE_DESKTOP_IDLE_MS: '15000',
   };
   const sockets = helperSockets({}, runDir);
   return {
