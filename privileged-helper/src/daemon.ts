@@ -52,8 +52,9 @@ import { ApprovalQueue } from './approvals/approval-queue.js';
 import { ApprovalService } from './approvals/approval-service.js';
 import { PreviewMaker } from './approvals/preview.js';
 import { AuditLog } from './audit/audit-log.js';
-import type { AuthorityLookup } from './auth/authority.js';
+import { agentOwner, type AuthorityLookup } from './auth/authority.js';
 import { loadPeerCredentials } from './auth/peer-identity.js';
+import { ScopeBook, systemAccounts } from './auth/scopes.js';
 import { DesktopService } from './desktop/desktop-service.js';
 import { createHandlers } from './server/handlers.js';
 import { ExitWatch } from './workspaces/exit-watch.js';
@@ -217,6 +218,7 @@ async function boot(config: HelperConfig) {
     queue: approvalQueue,
     workspaces,
     promotions,
+    versions,
     egress,
     merges,
     previews: new PreviewMaker({ registry, runtime, storage, desktop, merges }),
@@ -227,7 +229,7 @@ async function boot(config: HelperConfig) {
   const authority: AuthorityLookup = {
     branch: (ref) => {
       const ws = registry.findWorkspace(ref);
-      return ws && { name: ws.name, treeId: ws.treeId, madeByAgentUid: ws.madeBy?.role === 'agent' ? ws.madeBy.uid : null };
+      return ws && { name: ws.name, treeId: ws.treeId, ownedByAgentUid: agentOwner(ws) };
     },
     grant: (treeId, kind) => registry.findGrant(treeId, kind),
   };
@@ -260,6 +262,7 @@ async function boot(config: HelperConfig) {
     audit,
     desktop,
     authority,
+    scopes: new ScopeBook(registry, systemAccounts, log),
     allowFaultInjection: config.allowFaultInjection,
   };
   return { db, services, ledger, personGid, exitWatch };

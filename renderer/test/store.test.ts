@@ -27,6 +27,7 @@ const ws = (id: string, name: string, parent: string | null, createdAt: string, 
   sensitive: false,
   disk: null,
   madeBy: null,
+  claimedBy: null,
 });
 
 const A = ws('aaaaaaa1', 'a', null, '2026-01-01T00:00:00Z', true);

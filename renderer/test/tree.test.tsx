@@ -39,6 +39,7 @@ function branches(n: number): Workspace[] {
     sensitive: false,
     disk: null,
     madeBy: null,
+    claimedBy: null,
   }));
 }
 let root: Root;

@@ -30,6 +30,7 @@ export const REQUEST_VERB: Record<AgentRequestKind, string> = {
   'workspace.stop': 'stop',
   'egress.policy': 'change outside access',
   'branch.merge': 'merge into',
+  'branch.rollback': 'roll back',
 };
 
 /** 'agent alice', 'person root'. */

@@ -19,6 +19,8 @@ export function describeAction(a: ApprovalAction): string {
       return describeConnection(a);
     case 'branch.merge':
       return `merge ${a.sources.join(', ')} into`;
+    case 'branch.rollback':
+      return `roll back to version ${a.version}`;
   }
 }
 

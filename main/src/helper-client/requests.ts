@@ -35,9 +35,13 @@ export function closedVerdict(a: Approval): Verdict {
   }
 }
 
-/** Persons may discard or stop any branch; an agent, without asking, only what it forked itself. */
-export function mayActAtOnce(me: Actor, ws: Pick<Workspace, 'madeBy'>): boolean {
-  return me.role === 'person' || (ws.madeBy?.role === 'agent' && ws.madeBy.uid === me.uid);
+/**
+ * Persons may discard, stop or roll back any branch; an agent, without asking,
+ * only one it owns: it made it, and no person has acted on it since (the
+ * helper's rule: privileged-helper/src/auth/authority.ts).
+ */
+export function mayActAtOnce(me: Actor, ws: Pick<Workspace, 'madeBy' | 'claimedBy'>): boolean {
+  return me.role === 'person' || (ws.madeBy?.role === 'agent' && ws.madeBy.uid === me.uid && ws.claimedBy === null);
 }
 
 /** A change that adds to the allow list of a branch that lets nothing out also switches it to allow-list-only, or the list would not count. */

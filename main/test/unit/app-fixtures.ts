@@ -28,6 +28,7 @@ export const branch = (id: string, name: string, over: Partial<Workspace> = {}):
   version: null,
   main: true,
   madeBy: { role: 'person', uid: 0, user: 'root' },
+  claimedBy: null,
   limits: { memoryBytes: 2 * 2 ** 30, pids: 2048, cpuWeight: 100, diskBytes: 10 * 2 ** 30 },
   project: null,
   sensitive: false,
@@ -73,6 +74,7 @@ const EFFECT: Record<ApprovalAction['kind'], string> = {
   'egress.policy': "one-1's outside access becomes: allow list only, with pypi.org:443",
   'egress.connection': 'the request goes through',
   'branch.merge': "what one-2 changed comes into one-1's project, file by file, while it runs; it is checkpointed first",
+  'branch.rollback': 'one-1 returns to version 0000000a; what it did since is lost unless checkpointed',
 };
 
 /** A request on branch one-1 (aaaaaaa2) of workspace one, pending since a second before `now`, expiring a minute after. */

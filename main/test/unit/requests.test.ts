@@ -20,13 +20,16 @@ describe('asking a person, client side', () => {
     expect(closedVerdict(approval('q00000005', PROMOTE, { state: 'withdrawn', outcome: 'withdrawn by agent alice' })).code).toBe('E_CONFLICT');
   });
 
-  it('lets persons act at once, and agents only on branches they forked themselves', () => {
-    expect(mayActAtOnce(APP, { madeBy: null })).toBe(true);
-    expect(mayActAtOnce(BOB, { madeBy: { role: 'agent', uid: ALICE.uid, user: 'alice' } })).toBe(true);
-    expect(mayActAtOnce(ALICE, { madeBy: { role: 'agent', uid: ALICE.uid, user: 'alice' } })).toBe(true);
-    expect(mayActAtOnce(ALICE, { madeBy: { role: 'agent', uid: 9999, user: 'other' } })).toBe(false);
-    expect(mayActAtOnce(ALICE, { madeBy: { role: 'person', uid: ALICE.uid, user: 'alice' } })).toBe(false);
-    expect(mayActAtOnce(ALICE, { madeBy: null })).toBe(false);
+  it('lets persons act at once, and agents only on branches they made that no person has acted on', () => {
+    const byAlice = { role: 'agent', uid: ALICE.uid, user: 'alice' } as const;
+    const byRoot = { role: 'person', uid: 0, user: 'root' } as const;
+    expect(mayActAtOnce(APP, { madeBy: null, claimedBy: null })).toBe(true);
+    expect(mayActAtOnce(BOB, { madeBy: byAlice, claimedBy: null })).toBe(true);
+    expect(mayActAtOnce(ALICE, { madeBy: byAlice, claimedBy: null })).toBe(true);
+    expect(mayActAtOnce(ALICE, { madeBy: byAlice, claimedBy: byRoot })).toBe(false);
+    expect(mayActAtOnce(ALICE, { madeBy: { role: 'agent', uid: 9999, user: 'other' }, claimedBy: null })).toBe(false);
+    expect(mayActAtOnce(ALICE, { madeBy: { role: 'person', uid: ALICE.uid, user: 'alice' }, claimedBy: null })).toBe(false);
+    expect(mayActAtOnce(ALICE, { madeBy: null, claimedBy: null })).toBe(false);
   });
 
   it('opens a closed branch to its allow list when a destination is added, and leaves other changes as they are', () => {

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { MergeService } from '../branches/merge.js';
 import type { PromoteService } from '../branches/promote.js';
+import type { VersionService } from '../branches/versions.js';
 import type { EgressService } from '../egress/egress-service.js';
 import { describeEgressChange } from '../protocol/egress-rules.js';
 import type { AgentRequestAction, AgentRequestKind, Approval, Grant } from '../protocol/approvals.js';
@@ -22,6 +23,7 @@ export interface ApprovalDeps {
   queue: ApprovalQueue;
   workspaces: WorkspaceService;
   promotions: PromoteService;
+  versions: VersionService;
   merges: MergeService;
   egress: EgressService;
   previews: PreviewMaker;
@@ -37,6 +39,7 @@ const METHOD_OF: Record<AgentRequestKind, string> = {
   'workspace.stop': 'workspace.stop',
   'egress.policy': 'egress.set',
   'branch.merge': 'branch.merge',
+  'branch.rollback': 'branch.rollback',
 };
 
 export class ApprovalService {
@@ -123,6 +126,10 @@ export class ApprovalService {
     if (action.kind === 'workspace.stop' && ws.state !== 'running') throw new GroveError('E_CONFLICT', `'${ws.name}' is ${ws.state} already`);
     if (action.kind === 'branch.merge' && ws.state !== 'running')
       throw new GroveError('E_CONFLICT', `only a live branch can be merged into; '${ws.name}' is ${ws.state}`);
+    if (action.kind === 'branch.rollback') {
+      const version = this.d.registry.listVersions(ws.treeId).find((v) => v.id === action.version);
+      if (!version) throw new GroveError('E_NOT_FOUND', `no version '${action.version}' of ${ws.name}'s workspace`);
+    }
     if (action.kind === 'egress.policy' && describeEgressChange(action.change) === 'no change') {
       throw new GroveError('E_INVALID_PARAMS', 'the requested change of outside access changes nothing');
     }
@@ -145,6 +152,8 @@ export class ApprovalService {
         return `${ws.name}'s outside access changes: ${describeEgressChange(action.change)}`;
       case 'branch.merge':
         return `what ${action.sources.join(', ')} changed comes into ${ws.name}${action.all ? '' : "'s project"}, file by file, while it runs; it is checkpointed first`;
+      case 'branch.rollback':
+        return `${ws.name} returns to version ${action.version}: its processes and files as they were then; what it did since is lost unless checkpointed`;
     }
   }
 
@@ -154,6 +163,8 @@ export class ApprovalService {
     const approvedBy = `approved by ${decision.by ? describeActor(decision.by) : 'the helper'}${decision.grant ? ` (grant ${decision.grant})` : ''}`;
     try {
       const outcome = await this.run(this.d.workspaces.record(branchId), action, decision);
+      // A person decided about this branch: it is theirs from now on (auth/authority.ts), if it is still there.
+      if (decision.by?.role === 'person') this.d.registry.claimWorkspace(branchId, decision.by);
       this.d.audit.record(asker, method, branchId, 'ok', approvedBy);
       return outcome;
     } catch (err) {
@@ -185,6 +196,10 @@ export class ApprovalService {
             `nothing was merged: ${r.conflicts.length} conflict(s) (${r.conflicts.map((c) => c.path).join(', ')}); ask again with take settling each`,
           );
         return r.version ? `merged ${r.changes.length} file(s) into ${ws.name}; before it is version ${r.version}` : `nothing to merge into ${ws.name}`;
+      }
+      case 'branch.rollback': {
+        const w = await this.d.versions.rollback(ws.id, action.version);
+        return `${w.name} is back at version ${action.version}`;
       }
     }
   }

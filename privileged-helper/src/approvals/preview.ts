@@ -39,7 +39,7 @@ export class PreviewMaker {
       }
     };
     const running = ws.state === 'running' && ws.pid !== null;
-    const losing = action.kind === 'branch.discard' || action.kind === 'workspace.stop';
+    const losing = action.kind === 'branch.discard' || action.kind === 'workspace.stop' || action.kind === 'branch.rollback';
     const compareWith = this.comparisonBase(ws, action, notes);
     const [thumbnail, diff, processes] = await Promise.all([
       running && action.kind !== 'egress.policy' ? part('thumbnail', () => this.thumbnail(ws)) : null,

@@ -1,11 +1,21 @@
 // What each role may do, method by method, in one table: the connection checks
 // every call against it before a handler runs. Persons may do everything.
-// Agents work in branches; what leaves the sandbox or becomes the main line
-// they must ask a person for (approval.create), unless a person granted that
-// kind of request for the workspace beforehand. Approving or denying is never
-// an agent's.
+// Agents work in branches, and only in the workspaces a person gave them
+// (their scope: auth/scopes.ts; the rest does not exist for them); what leaves
+// the sandbox or becomes the main line they must ask a person for
+// (approval.create), unless a person granted that kind of request for the
+// workspace beforehand. Approving or denying is never an agent's.
+//
+// Ownership moves with authority. An agent owns a branch it made (forked, or
+// created with a person's leave) only while no person has acted on it: once a
+// person promoted it, approved a request on it, merged into it, exported it or
+// changed its limits, it is that person's (claimedBy), and the agent asks
+// before it discards, stops, rolls back or merges into it, as for any other
+// branch a person made. A main line is always a person's this way: only a
+// promotion a person made or allowed makes one (or a person's own create).
 import type { AgentRequestKind } from '../protocol/approvals.js';
 import type { Actor } from '../protocol/identity.js';
+import type { Maker } from '../protocol/identity.js';
 import type { MethodName, VersionsFate } from '../protocol/methods.js';
 import { GroveError } from '../protocol/wire.js';
 
@@ -13,7 +23,7 @@ import { GroveError } from '../protocol/wire.js';
  * read:    observing; anyone.
  * allow:   agents may.
  * ask:     agents must ask a person (approval.create with this kind).
- * own-ask: agents may on branches they made themselves; on others they must ask.
+ * own-ask: agents may on branches they own (see agentOwner); on others they must ask.
  * person:  only persons, ever.
  */
 export type AgentRule =
@@ -45,7 +55,8 @@ export const AUTHORITY = {
   'image.pull': person,
   'image.push': person,
   'image.remove': person,
-  'workspace.create': person,
+  // Only an agent a person let create workspaces (grove agents allow USER --create: auth/scopes.ts); they are its own.
+  'workspace.create': allow,
   'workspace.list': read,
   'workspace.get': read,
   'workspace.start': person,
@@ -55,7 +66,8 @@ export const AUTHORITY = {
   'workspace.limits': person,
   'branch.fork': allow,
   'branch.checkpoint': allow,
-  'branch.rollback': allow,
+  // Rolling back throws away what the branch did since: the owner's to decide.
+  'branch.rollback': ownOrAsk('branch.rollback'),
   'branch.promote': ask('branch.promote'),
   'branch.diff': read,
   'file.copyIn': allow,
@@ -87,6 +99,10 @@ export const AUTHORITY = {
   'grant.list': read,
   'grant.set': person,
   'grant.revoke': person,
+  // An agent sees its own scope only (auth/scopes.ts).
+  'scope.list': read,
+  'scope.allow': person,
+  'scope.revoke': person,
   'audit.list': read,
   'desktop.screenshot': read,
   'desktop.cursor': read,
@@ -121,12 +137,25 @@ export function versionsFate(actor: Actor, asked: VersionsFate | undefined): Ver
   return 'keep';
 }
 
+/** The uid of the agent that owns a branch: the one that made it, while no person has acted on it; else null. */
+export function agentOwner(branch: { madeBy: Maker | null; claimedBy: Maker | null }): number | null {
+  return branch.madeBy?.role === 'agent' && branch.claimedBy === null ? branch.madeBy.uid : null;
+}
+
+/**
+ * Calls by which a person takes over the branch they name (`workspace`), when
+ * they succeed: by a person, or by an agent under a person's standing
+ * approval (then the branch is that person's). An approved request claims its
+ * branch too (approvals/approval-service.ts).
+ */
+export const CLAIMING: ReadonlySet<MethodName> = new Set(['branch.promote', 'branch.merge', 'branch.export', 'workspace.limits']);
+
 /** What the check needs to know about the branch a call names. */
 export interface BranchFacts {
   name: string;
   treeId: string;
-  /** The agent made it (forked it) under this uid; null when a person made it. */
-  madeByAgentUid: number | null;
+  /** The agent that owns it (agentOwner); null when it is a person's. */
+  ownedByAgentUid: number | null;
 }
 
 export interface AuthorityLookup {
@@ -143,14 +172,16 @@ const HOW_TO_ASK: Record<AgentRequestKind, (ref: string) => string> = {
   'workspace.stop': (ref) => `grove ws stop ${ref} --reason "…"`,
   'egress.policy': (ref) => `grove egress ${ref} --allow HOST --reason "…"`,
   'branch.merge': (ref) => `grove merge ${ref} SOURCE… --reason "…"`,
+  'branch.rollback': (ref) => `grove rollback ${ref} --to VERSION --reason "…"`,
 };
 
 const VERB: Record<AgentRequestKind, string> = {
   'branch.promote': 'promote a branch',
-  'branch.discard': 'discard a branch it did not fork itself',
-  'workspace.stop': 'stop a branch it did not fork itself',
+  'branch.discard': 'discard a branch it does not own',
+  'workspace.stop': 'stop a branch it does not own',
   'egress.policy': "change a branch's outside access",
-  'branch.merge': 'merge into a branch it did not fork itself',
+  'branch.merge': 'merge into a branch it does not own',
+  'branch.rollback': 'roll back a branch it does not own',
 };
 
 /**
@@ -173,7 +204,7 @@ export function authorize(actor: Actor, method: MethodName, params: { workspace?
       const ref = typeof params.workspace === 'string' ? params.workspace : '';
       const branch = lookup.branch(ref);
       if (!branch) return { grant: null }; // the handler reports the missing branch
-      if (rule.rule === 'own-ask' && branch.madeByAgentUid === actor.uid) return { grant: null };
+      if (rule.rule === 'own-ask' && branch.ownedByAgentUid === actor.uid) return { grant: null };
       const grant = lookup.grant(branch.treeId, rule.kind);
       if (grant) return { grant: grant.id };
       throw new GroveError(

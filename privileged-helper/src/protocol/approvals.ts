@@ -13,7 +13,7 @@ export const ApprovalId = z.string().regex(/^q[0-9a-f]{8}$/, 'a request id is q 
 export const GrantId = z.string().regex(/^g[0-9a-f]{8}$/, 'a grant id is g and 8 hex digits');
 
 /** What an agent may ask a person for (and what a grant may let agents do without asking). */
-export const AgentRequestKind = z.enum(['branch.promote', 'branch.discard', 'workspace.stop', 'egress.policy', 'branch.merge']);
+export const AgentRequestKind = z.enum(['branch.promote', 'branch.discard', 'workspace.stop', 'egress.policy', 'branch.merge', 'branch.rollback']);
 export type AgentRequestKind = z.infer<typeof AgentRequestKind>;
 
 export const AgentRequestAction = z.discriminatedUnion('kind', [
@@ -27,6 +27,8 @@ export const AgentRequestAction = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('egress.policy'), change: EgressChange }),
   /** A merge into the request's branch (as for branch.merge). */
   z.strictObject({ kind: z.literal('branch.merge'), sources: MergeRequest.shape.sources, take: MergeRequest.shape.take, all: MergeRequest.shape.all }),
+  /** The branch returns to one of its workspace's versions (as for branch.rollback). */
+  z.strictObject({ kind: z.literal('branch.rollback'), version: Id }),
 ]);
 export type AgentRequestAction = z.infer<typeof AgentRequestAction>;
 

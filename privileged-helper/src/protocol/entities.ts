@@ -144,6 +144,12 @@ export const Workspace = z.strictObject({
   main: z.boolean(),
   /** Who made it (created it, or forked it from its parent); null for branches older than identities. */
   madeBy: Maker.nullable(),
+  /**
+   * The person who acted on it (promoted it, approved a request on it, merged
+   * into it, exported it, changed its limits): it is theirs since, and the
+   * agent that made it asks before it discards, stops or rolls it back.
+   */
+  claimedBy: Maker.nullable(),
   /** Its resource limits (a fork starts with its source's). */
   limits: BranchLimits,
   /** The project copied into the workspace when it was made (every branch of it has it). */

@@ -44,6 +44,7 @@ import {
   WindowList,
 } from './desktop.js';
 import { Actor, Role } from './identity.js';
+import { AccountName, Scope, ScopeChange, ScopeWho } from './scopes.js';
 import { ImageRef, RegistryRef } from './image-refs.js';
 import { TreeDiff } from './diff.js';
 import { MergeRequest, MergeResult, MergeStage } from './merge.js';
@@ -336,6 +337,20 @@ export const methods = {
   /** A person lets agents do one kind of thing in one workspace (every branch of its tree) without asking. */
   'grant.set': { params: z.strictObject({ workspace: WorkspaceRef, kind: AgentRequestKind }), result: Grant },
   'grant.revoke': { params: z.strictObject({ grant: GrantId }), result: Grant },
+  /** Agents' scopes: every one (a person), or one's own (an agent); with user, those given to that user by name. */
+  'scope.list': { params: z.strictObject({ user: AccountName.optional() }), result: z.array(Scope) },
+  /** A person gives an agent user or group workspaces, those of images, or leave to create its own; answers its scopes now. */
+  'scope.allow': { params: ScopeChange, result: z.array(Scope) },
+  /** Takes back what is named, or everything the user or group has when nothing is; answers what was taken back. */
+  'scope.revoke': {
+    params: z.strictObject({
+      who: ScopeWho,
+      workspaces: ScopeChange.shape.workspaces,
+      images: ScopeChange.shape.images,
+      create: ScopeChange.shape.create,
+    }),
+    result: z.array(Scope),
+  },
   /** Who did what, newest last: the newest `limit` entries (default 500) that match every filter given. */
   'audit.list': {
     params: z

@@ -246,6 +246,18 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE workspaces ADD COLUMN fork_point_id TEXT;
   ALTER TABLE versions ADD COLUMN fork_point_id TEXT;
   `,
+  // Agents' scopes (protocol/scopes.ts), and the person who took a branch over
+  // by acting on it (auth/authority.ts: ownership moves with authority).
+  `
+  CREATE TABLE agent_scopes (
+    id TEXT PRIMARY KEY,
+    subject_json TEXT NOT NULL,
+    target_json TEXT NOT NULL,
+    granted_by_json TEXT NOT NULL,
+    at TEXT NOT NULL
+  );
+  ALTER TABLE workspaces ADD COLUMN claimed_by_json TEXT;
+  `,
 ];
 
 export type Db = Database.Database;

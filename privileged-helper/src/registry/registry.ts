@@ -38,6 +38,14 @@ const AUDIT_FILTER_SQL: Record<keyof AuditFilter, string> = {
 
 const DAY_MS = 86_400_000;
 
+export interface ScopeRow {
+  id: string;
+  subject_json: string;
+  target_json: string;
+  granted_by_json: string;
+  at: string;
+}
+
 export interface GrantRecord {
   id: string;
   treeId: string;
@@ -153,6 +161,8 @@ export interface WorkspaceRecord {
   isMain: boolean;
   /** Who created or forked it (null for branches from before identities were kept). */
   madeBy: Maker | null;
+  /** The person who first acted on it (promoted it, approved a request on it, …): it is theirs since (auth/authority.ts). */
+  claimedBy: Maker | null;
   /** Why it exited (state 'exited' only). */
   exitReason: string | null;
   /** Its workspace keeps its memory out of KSM (every branch of the tree has the same mark). */
@@ -214,6 +224,7 @@ interface WorkspaceRow {
   version_id: string | null;
   is_main: number;
   made_by_json: string | null;
+  claimed_by_json: string | null;
   exit_reason: string | null;
   sensitive: number;
 }
@@ -234,6 +245,7 @@ const toWorkspace = (r: WorkspaceRow): WorkspaceRecord => ({
   versionId: r.version_id,
   isMain: r.is_main === 1,
   madeBy: r.made_by_json === null ? null : Maker.parse(JSON.parse(r.made_by_json)),
+  claimedBy: r.claimed_by_json === null ? null : Maker.parse(JSON.parse(r.claimed_by_json)),
   exitReason: r.exit_reason,
   sensitive: r.sensitive === 1,
 });
@@ -653,6 +665,26 @@ export class Registry {
 
   deleteGrant(id: string): void {
     this.db.prepare('DELETE FROM grants WHERE id = ?').run(id);
+  }
+
+  /** A person acted on the branch: it is theirs from now on (the first such person is kept). */
+  claimWorkspace(id: string, by: Maker): void {
+    this.db.prepare('UPDATE workspaces SET claimed_by_json = COALESCE(claimed_by_json, ?) WHERE id = ?').run(JSON.stringify(by), id);
+  }
+
+  // agents' scopes: stored as JSON, validated by their reader (auth/scopes.ts)
+  scopeRows(): ScopeRow[] {
+    return this.db.prepare('SELECT * FROM agent_scopes ORDER BY at, id').all() as ScopeRow[];
+  }
+
+  putScope(row: ScopeRow): void {
+    this.db
+      .prepare('INSERT INTO agent_scopes (id, subject_json, target_json, granted_by_json, at) VALUES (@id, @subject_json, @target_json, @granted_by_json, @at)')
+      .run(row);
+  }
+
+  deleteScope(id: string): void {
+    this.db.prepare('DELETE FROM agent_scopes WHERE id = ?').run(id);
   }
 
   /** A tree's grants end with its last branch. */

@@ -7,7 +7,9 @@
 // closes, and a client that does not read gets back-pressure (outgoing.ts).
 import type net from 'node:net';
 import { z } from 'zod';
-import { AUTHORITY, authorize } from '../auth/authority.js';
+import { AUTHORITY, authorize, CLAIMING } from '../auth/authority.js';
+import { ScopeGuard } from '../auth/scope-guard.js';
+import type { AgentAccount } from '../auth/scopes.js';
 import { events as eventSchemas, PRIVATE_TOPICS, type Topic } from '../protocol/events.js';
 import { describeActor, type Actor } from '../protocol/identity.js';
 import { LineReader } from '../protocol/line-reader.js';
@@ -32,6 +34,8 @@ export class Connection implements EventListener {
   constructor(
     private readonly socket: net.Socket,
     private readonly actor: Actor,
+    /** The peer's uid and gids (for agents' scopes). */
+    private readonly account: AgentAccount,
     private readonly services: Services,
     private readonly handlers: Handlers,
     private readonly log: (msg: string) => void,
@@ -71,6 +75,7 @@ export class Connection implements EventListener {
 
   deliver(topic: Topic, seq: number, data: unknown, by: Actor | undefined): void {
     const parsed = eventSchemas[topic].parse(data);
+    if (this.scopeGuard()?.allows(topic, parsed) === false) return;
     this.send(by ? { event: topic, seq, data: parsed, by } : { event: topic, seq, data: parsed });
   }
 
@@ -107,7 +112,10 @@ export class Connection implements EventListener {
     const target = targetOf(params);
     const audited = AUTHORITY[method].audit;
     let grant: string | null;
+    // An agent's scope as it stands at this call: a revocation holds from the next call on.
+    const guard = this.scopeGuard();
     try {
+      guard?.check(method, params as object);
       grant = authorize(actor, method, params as { workspace?: unknown }, this.services.authority).grant;
     } catch (err) {
       if (audited) this.services.audit.record(actor, method, target, 'error', (err as Error).message);
@@ -116,7 +124,9 @@ export class Connection implements EventListener {
     const handler = this.handlers[method] as (p: unknown, ctx: { connection: EventListener; actor: Actor }) => Promise<unknown>;
     return callers.during(actor, async () => {
       try {
-        const result = methods[method].result.parse(await handler(params, { connection: this, actor }));
+        const answer = await handler(params, { connection: this, actor });
+        const result = methods[method].result.parse(guard ? guard.filter(method, answer) : answer);
+        if (CLAIMING.has(method)) this.claim((params as { workspace: string }).workspace, grant);
         if (audited) this.services.audit.record(actor, method, target, 'ok', grant ? `allowed by grant ${grant}` : null);
         return result;
       } catch (err) {
@@ -131,6 +141,21 @@ export class Connection implements EventListener {
         throw err;
       }
     });
+  }
+
+  /** Null for a person: persons see everything. */
+  private scopeGuard(): ScopeGuard | null {
+    if (this.actor.role !== 'agent') return null;
+    const { registry, approvals, scopes } = this.services;
+    return new ScopeGuard({ registry, approval: (id) => approvals.get(id) }, scopes.viewOf(this.account), this.actor, this.account);
+  }
+
+  /** A person acted on the branch (or let an agent, by a standing approval): it is that person's now (auth/authority.ts). */
+  private claim(ref: string, grant: string | null): void {
+    const { registry } = this.services;
+    const person = this.actor.role === 'person' ? this.actor : grant ? registry.grants().find((g) => g.id === grant)?.grantedBy : undefined;
+    const branch = registry.findWorkspace(ref);
+    if (person && branch) registry.claimWorkspace(branch.id, { role: person.role, uid: person.uid, user: person.user });
   }
 
   private hello(p: z.infer<(typeof methods)['hello']['params']>) {

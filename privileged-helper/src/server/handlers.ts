@@ -30,6 +30,7 @@ import type { ApprovalService } from '../approvals/approval-service.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { DesktopService, DesktopTarget } from '../desktop/desktop-service.js';
 import { downloadFile, uploadFile } from '../files/transfer.js';
+import type { ScopeBook } from '../auth/scopes.js';
 
 export interface Services {
   registry: Registry;
@@ -53,6 +54,7 @@ export interface Services {
   audit: AuditLog;
   desktop: DesktopService;
   authority: AuthorityLookup;
+  scopes: ScopeBook;
   /** Whether requests may inject faults (tests of the transactions: workspaces/faults.ts). */
   allowFaultInjection: boolean;
 }
@@ -88,6 +90,15 @@ export function createHandlers(s: Services): Handlers {
   const desktop = (ref: string): DesktopTarget => s.runtime.desktopTarget(s.workspaces.running(ref));
   const fault = <S extends string>(p: { faultAt?: S; crash?: boolean }) => requestedFault(s.allowFaultInjection, p);
   const branchOrNull = (ref: string | undefined) => (ref === undefined ? null : s.workspaces.record(ref));
+  const createWorkspace = async ({ project, ...p }: Params<'workspace.create'>, actor: Actor) => {
+    if (!project) return s.workspaces.create(p, actor);
+    // The project is looked at (and room for it checked) before anything is made.
+    const origin = await projectOrigin(actor, project.hostPath, project.path ?? DEFAULT_PROJECT_PATH, s.storage.workspacesDir);
+    return s.workspaces.create(p, actor, async (ws) => {
+      await s.files.copyIn(s.runtime.execTarget(ws), { branch: ws.name, from: origin.hostPath, to: origin.path, as: true }, actor, copyProgress(ws.name, origin.hostPath));
+      s.registry.setProject(ws.treeId, origin);
+    });
+  };
   return {
     'host.doctor': () => s.doctor.report(),
     'image.list': async () => s.images.list(),
@@ -98,19 +109,11 @@ export function createHandlers(s: Services): Handlers {
       await s.images.remove(p.name);
       return { removed: p.name };
     },
-    'workspace.create': async ({ project, ...p }, ctx) => {
-      if (!project) return s.workspaces.create(p, ctx.actor);
-      // The project is looked at (and room for it checked) before anything is made.
-      const origin = await projectOrigin(ctx.actor, project.hostPath, project.path ?? DEFAULT_PROJECT_PATH, s.storage.workspacesDir);
-      return s.workspaces.create(p, ctx.actor, async (ws) => {
-        await s.files.copyIn(
-          s.runtime.execTarget(ws),
-          { branch: ws.name, from: origin.hostPath, to: origin.path, as: true },
-          ctx.actor,
-          copyProgress(ws.name, origin.hostPath),
-        );
-        s.registry.setProject(ws.treeId, origin);
-      });
+    'workspace.create': async (p, ctx) => {
+      const ws = await createWorkspace(p, ctx.actor);
+      // One an agent created (a person let it: auth/scope-guard.ts) is its own, in its scope.
+      if (ctx.actor.role === 'agent') s.scopes.own(ctx.actor, ws.tree);
+      return ws;
     },
     'workspace.list': async () => s.workspaces.list(),
     'workspace.get': async (p) => s.workspaces.get(p.workspace),
@@ -215,6 +218,9 @@ export function createHandlers(s: Services): Handlers {
     'grant.list': async (p) => s.approvals.grants(branchOrNull(p.workspace)),
     'grant.set': async (p, ctx) => s.approvals.grant(ctx.actor, s.workspaces.record(p.workspace), p.kind),
     'grant.revoke': async (p, ctx) => s.approvals.revoke(ctx.actor, p.grant),
+    'scope.list': async (p) => s.scopes.list().filter((x) => p.user === undefined || (x.subject.kind === 'user' && x.subject.name === p.user)),
+    'scope.allow': (p, ctx) => s.scopes.allow(ctx.actor, p),
+    'scope.revoke': ({ who, ...what }) => s.scopes.revoke(who, what),
     'audit.list': async ({ workspace, limit, ...filter }) => s.audit.list(workspace, limit ?? 500, filter),
     'desktop.screenshot': (p) => s.desktop.screenshot(desktop(p.workspace), p),
     'desktop.cursor': (p) => s.desktop.cursor(desktop(p.workspace)),

@@ -55,7 +55,8 @@ export async function listen(plan: SocketPlan, deps: ListenDeps): Promise<net.Se
 async function accept(socket: net.Socket, plan: SocketPlan, deps: ListenDeps): Promise<void> {
   socket.on('error', () => socket.destroy());
   try {
-    const actor = await identify(plan.role, deps.credentials(socket), deps.groups);
+    const credentials = deps.credentials(socket);
+    const actor = await identify(plan.role, credentials, deps.groups);
     if (!actor)
       throw new GroveError(
         'E_FORBIDDEN',
@@ -64,7 +65,8 @@ async function accept(socket: net.Socket, plan: SocketPlan, deps: ListenDeps): P
     // A peer that went away while it was identified is not served: its close has
     // passed, so nothing would end what its buffered requests started.
     if (socket.destroyed) return;
-    new Connection(socket, actor, deps.services, deps.handlers, deps.log);
+    const account = { uid: credentials.uid, gids: [credentials.gid, ...credentials.groups] };
+    new Connection(socket, actor, account, deps.services, deps.handlers, deps.log);
   } catch (err) {
     const body = err instanceof GroveError ? err.toBody() : { code: 'E_HOST', message: `cannot identify the peer: ${(err as Error).message}` };
     socket.end(`${JSON.stringify({ id: null, error: body })}\n`);

@@ -167,6 +167,7 @@ export class WorkspaceService {
       versionId: input.parent?.versionId ?? null,
       isMain: input.parent === null,
       madeBy: { role: input.madeBy.role, uid: input.madeBy.uid, user: input.madeBy.user },
+      claimedBy: null,
     };
     this.registry.insertWorkspace(record);
     if (input.parent === null) this.runtime.allocateIds(record.treeId);
@@ -319,6 +320,7 @@ export class WorkspaceService {
       version: ws.versionId,
       main: ws.isMain,
       madeBy: ws.madeBy,
+      claimedBy: ws.claimedBy,
       limits: this.runtime.limits(ws),
       project: this.registry.project(ws.treeId),
       sensitive: ws.sensitive,

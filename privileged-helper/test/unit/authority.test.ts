@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AUTHORITY, authorize, type AuthorityLookup, type BranchFacts } from '../../src/auth/authority.js';
+import { agentOwner, AUTHORITY, authorize, type AuthorityLookup, type BranchFacts } from '../../src/auth/authority.js';
 import type { Actor } from '../../src/protocol/identity.js';
 import { methods, type MethodName } from '../../src/protocol/methods.js';
 
@@ -8,9 +8,9 @@ const alice: Actor = { role: 'agent', uid: 2001, user: 'alice', pid: 20, process
 const bob: Actor = { role: 'agent', uid: 2002, user: 'bob', pid: 30, process: 'node', client: 'cli:grove-cli' };
 
 const branches: Record<string, BranchFacts> = {
-  main: { name: 'main', treeId: 't1', madeByAgentUid: null },
-  'alices-fork': { name: 'alices-fork', treeId: 't1', madeByAgentUid: 2001 },
-  other: { name: 'other', treeId: 't2', madeByAgentUid: null },
+  main: { name: 'main', treeId: 't1', ownedByAgentUid: null },
+  'alices-fork': { name: 'alices-fork', treeId: 't1', ownedByAgentUid: 2001 },
+  other: { name: 'other', treeId: 't2', ownedByAgentUid: null },
 };
 
 function lookup(grants: string[] = []): AuthorityLookup {
@@ -45,7 +45,6 @@ describe('authority', () => {
       'exec.open',
       'branch.fork',
       'branch.checkpoint',
-      'branch.rollback',
       'approval.create',
       'approval.withdraw',
     ] as const) {
@@ -53,14 +52,15 @@ describe('authority', () => {
     }
   });
 
-  it('never lets agents decide, grant, build images, create workspaces or delete versions', () => {
+  it('never lets agents decide, grant, give scopes, build images or delete versions', () => {
     for (const m of [
       'approval.approve',
       'approval.deny',
       'grant.set',
       'grant.revoke',
+      'scope.allow',
+      'scope.revoke',
       'image.build',
-      'workspace.create',
       'workspace.start',
       'version.delete',
     ] as const) {
@@ -76,14 +76,25 @@ describe('authority', () => {
       /ask a person \(approval.create, kind branch.promote; on the command line: grove promote alices-fork --reason/,
     );
     expect(attempt(alice, 'egress.set', 'main')).toThrow(/change a branch's outside access/);
-    expect(attempt(alice, 'workspace.delete', 'main')).toThrow(/discard a branch it did not fork itself/);
+    expect(attempt(alice, 'workspace.delete', 'main')).toThrow(/discard a branch it does not own/);
+    expect(attempt(alice, 'branch.rollback', 'main')).toThrow(/roll back a branch it does not own.*grove rollback main --to VERSION --reason/);
     expect(attempt(alice, 'workspace.stop', 'main')).toThrow(/kind workspace.stop/);
   });
 
   it('lets an agent discard and stop what it forked itself, but not what another agent forked', () => {
     expect(attempt(alice, 'workspace.delete', 'alices-fork')()).toEqual({ grant: null });
     expect(attempt(alice, 'workspace.stop', 'alices-fork')()).toEqual({ grant: null });
+    expect(attempt(alice, 'branch.rollback', 'alices-fork')()).toEqual({ grant: null });
     expect(attempt(bob, 'workspace.delete', 'alices-fork')).toThrow(expect.objectContaining({ code: 'E_FORBIDDEN' }));
+  });
+
+  it("gives a branch to the person who acted on it: the agent that made it owns it only until then", () => {
+    const agent = { role: 'agent' as const, uid: 2001, user: 'alice' };
+    const pat = { role: 'person' as const, uid: 1000, user: 'pat' };
+    expect(agentOwner({ madeBy: agent, claimedBy: null })).toBe(2001);
+    expect(agentOwner({ madeBy: agent, claimedBy: pat })).toBeNull();
+    expect(agentOwner({ madeBy: pat, claimedBy: null })).toBeNull();
+    expect(agentOwner({ madeBy: null, claimedBy: null })).toBeNull();
   });
 
   it('lets a grant stand in for a person, for its workspace and kind only', () => {

@@ -34,6 +34,7 @@ function branch(id: string, parentId: string | null, netIndex: number): Workspac
     pidStart: null,
     parentId,
     madeBy: null,
+    claimedBy: null,
     treeId: 'aaaaaaaa',
     versionId: null,
     isMain: parentId === null,

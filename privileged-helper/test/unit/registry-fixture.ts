@@ -46,6 +46,7 @@ export function workspaceRecord(over: Partial<WorkspaceRecord> = {}): WorkspaceR
     exitReason: null,
     sensitive: false,
     madeBy: { role: 'person', uid: 0, user: 'root' },
+    claimedBy: null,
     ...over,
   };
 }

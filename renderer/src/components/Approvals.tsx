@@ -101,6 +101,7 @@ const TITLE: Record<Exclude<Approval['action']['kind'], 'egress.connection'>, [s
   'workspace.stop': ['Stop', ''],
   'egress.policy': ['Change the outside access of', ''],
   'branch.merge': ['Merge into', ''],
+  'branch.rollback': ['Roll back', ''],
 };
 
 function ApprovalTitle({ a, id }: { a: Approval; id: string }) {
