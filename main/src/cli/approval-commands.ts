@@ -3,8 +3,8 @@
 // access become requests when an agent runs them) and wait for the answer.
 import { Option, type Command } from 'commander';
 import { GroveError, type HelperClient } from '../helper-client/client.js';
-import type { AgentRequestAction, AgentRequestKind, Approval } from '../../../privileged-helper/src/protocol/approvals.js';
-import { AgentRequestKind as Kinds } from '../../../privileged-helper/src/protocol/approvals.js';
+import type { AgentRequestAction, AgentRequestKind, Approval, ApprovalState } from '../../../privileged-helper/src/protocol/approvals.js';
+import { AgentRequestKind as Kinds, OPEN_STATES } from '../../../privileged-helper/src/protocol/approvals.js';
 import { Role } from '../../../privileged-helper/src/protocol/identity.js';
 import { closedVerdict } from '../helper-client/requests.js';
 import { globals, output, withClient } from './context.js';
@@ -39,6 +39,29 @@ export async function askPerson(c: HelperClient, ref: string, action: AgentReque
   if (opts.wait === false) return a;
   while (a.state === 'pending' || a.state === 'running') a = await c.request('approval.wait', { id: a.id, timeoutMs: WAIT_SLICE_MS });
   return settled(a);
+}
+
+/** How `grove request --wait` exits with the request in each state (scripts tell a denial from an expiry). */
+export const WAIT_EXIT_CODE: Record<ApprovalState, number> = {
+  done: 0,
+  failed: 1,
+  withdrawn: 1,
+  abandoned: 1,
+  denied: 3,
+  expired: 4,
+  pending: 5,
+  running: 5,
+};
+
+/** The request once it closed, or as it is after `ms`: the helper answers each wait the moment it is decided. */
+async function waitUntilDecided(c: HelperClient, id: string, ms: number): Promise<Approval> {
+  if (!Number.isFinite(ms) || ms < 0) throw new GroveError('E_INVALID_PARAMS', '--wait takes a number of seconds');
+  const deadline = Date.now() + ms;
+  let a = await c.request('approval.get', { id });
+  while (OPEN_STATES.has(a.state) && Date.now() < deadline) {
+    a = await c.request('approval.wait', { id, timeoutMs: Math.min(WAIT_SLICE_MS, deadline - Date.now()) });
+  }
+  return a;
 }
 
 /** The closed request when it was carried out; otherwise the error that tells the agent why not. */
@@ -88,14 +111,17 @@ export function registerApprovalCommands(program: Command): void {
   program
     .command('request')
     .argument('<request>', 'a request id (q…)')
-    .option('--wait <seconds>', 'wait up to this long for it to be decided', Number)
+    .option(
+      '--wait <seconds>',
+      'wait up to this long for it to be decided; then exit 0 when it was approved and carried out, 3 denied, 4 expired, 5 still undecided, 1 failed, withdrawn or abandoned',
+      Number,
+    )
     .description('one request: what it would do, its preview, and how it was decided')
     .action((id: string, opts: { wait?: number }) =>
       withClient(async (c) => {
-        const a = opts.wait
-          ? await c.request('approval.wait', { id, timeoutMs: Math.min(300_000, Math.round(opts.wait * 1000)) })
-          : await c.request('approval.get', { id });
+        const a = opts.wait === undefined ? await c.request('approval.get', { id }) : await waitUntilDecided(c, id, opts.wait * 1000);
         output(a, () => printApproval(a));
+        if (opts.wait !== undefined) process.exitCode = WAIT_EXIT_CODE[a.state];
       }),
     );
 

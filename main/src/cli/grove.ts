@@ -13,9 +13,10 @@ import { runTerminal } from './terminal.js';
 import { globals, output, program, wantsJson, withClient } from './context.js';
 import { askPerson, isAgent, printAsked, registerApprovalCommands, type AskOptions } from './approval-commands.js';
 import type { HelperClient } from '../helper-client/client.js';
-import { mayActAtOnce, withAllowListOn } from '../helper-client/requests.js';
+import { mayActAtOnce, noWorkspaceWords, withAllowListOn } from '../helper-client/requests.js';
 import { registerDesktopCommands } from './desktop-commands.js';
 import { registerMcpCommand } from './mcp-command.js';
+import { registerAgentCommands } from './agent-commands.js';
 import { registerBenchCommand } from './bench-command.js';
 import { absolute, followCopies, registerCopyCommand, registerExportCommand, registerImageCommands } from './image-commands.js';
 import { registerMergeCommand } from './merge-command.js';
@@ -116,7 +117,9 @@ program
     withClient(async (c) => {
       const list = await c.request('workspace.list', {});
       const space = opts.space ? await c.request('space.get', {}) : null;
-      output(space ? { workspaces: list, space } : list, () => printWorkspaces(list, space));
+      output(space ? { workspaces: list, space } : list, () =>
+        list.length === 0 && isAgent(c) ? console.log(noWorkspaceWords(c.hello!.identity)) : printWorkspaces(list, space),
+      );
     }),
   );
 
@@ -156,17 +159,19 @@ program
     }),
   );
 
-program
-  .command('rollback')
-  .argument('<workspace>', 'id or name')
-  .requiredOption('--to <version>', 'the version to return to')
-  .description("return a branch to a version's processes and files")
-  .action((ref: string, opts: { to: string }) =>
-    withClient(async (c) => {
-      const w = await c.request('branch.rollback', { workspace: ref, version: opts.to });
-      output(w, () => printWorkspace(w));
-    }),
-  );
+withAsking(
+  program
+    .command('rollback')
+    .argument('<workspace>', 'id or name')
+    .requiredOption('--to <version>', 'the version to return to')
+    .description("return a branch to a version's processes and files; an agent asks a person unless the branch is its own"),
+).action((ref: string, opts: AskOptions & { to: string }) =>
+  withClient(async (c) => {
+    if (!(await mayActOn(c, ref))) return printAsked(await askPerson(c, ref, { kind: 'branch.rollback', version: opts.to }, opts));
+    const w = await c.request('branch.rollback', { workspace: ref, version: opts.to });
+    output(w, () => printWorkspace(w));
+  }),
+);
 
 withVersionsChoice(
   withAsking(
@@ -371,6 +376,7 @@ async function readStdin(): Promise<string> {
 }
 
 registerApprovalCommands(program);
+registerAgentCommands(program);
 registerDesktopCommands(program);
 registerVersionCommands(program);
 registerMcpCommand(program);

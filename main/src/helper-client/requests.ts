@@ -44,6 +44,11 @@ export function mayActAtOnce(me: Actor, ws: Pick<Workspace, 'madeBy' | 'claimedB
   return me.role === 'person' || (ws.madeBy?.role === 'agent' && ws.madeBy.uid === me.uid && ws.claimedBy === null);
 }
 
+/** What an agent is told when it finds no workspace: it has none in its scope, and how it gets some. */
+export function noWorkspaceWords(me: Actor): string {
+  return `No workspace is in your scope (${describeActor(me)}): a person gives you some with grove agents allow ${me.user} WORKSPACE…`;
+}
+
 /** A change that adds to the allow list of a branch that lets nothing out also switches it to allow-list-only, or the list would not count. */
 export function withAllowListOn(currentMode: EgressMode, change: EgressChange): EgressChange {
   return change.mode === undefined && change.allow?.length && currentMode === 'deny' ? { ...change, mode: 'allow' } : change;

@@ -16,7 +16,8 @@ const INSTRUCTIONS = [
   'Grove runs your work in live Linux desktop workspaces ("branches") that can be forked: each fork is an isolated copy of a running desktop, with its own processes, screen, files and network.',
   'Start with list_branches. See and drive a desktop with computer (screenshot first), run commands with exec, try ideas side by side with fork, save and restore states with checkpoint and rollback, compare with diff.',
   'A person supervises: promoting a branch to the main line, discarding branches you did not fork, and reaching anything outside this machine need their approval.',
-  'Use request_promote, request_discard and request_outside_access with a reason they can judge; if the answer is "still waiting", carry on and check later with request_status.',
+  'Use request_promote, request_discard and request_outside_access with a reason they can judge: each answers as soon as the person decides (a denial is an error result); if it says "still waiting", carry on and check later with request_status or list_my_requests.',
+  'You see only the workspaces a person put in your scope.',
 ].join(' ');
 
 export function createGroveMcpServer(helpers: HelperSource): McpServer {

@@ -3,7 +3,8 @@
 // connection. Whatever goes wrong in a call becomes an isError result carrying
 // the helper's message and code, so the model reads why and the server lives on.
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import type { CallToolResult, ServerNotification, ServerRequest, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
 import { GroveError } from '../helper-client/client.js';
 import type { Helper, HelperSource } from './helper-link.js';
@@ -14,7 +15,17 @@ export interface ToolSpec<Shape extends z.ZodRawShape> {
   description: string;
   input: Shape;
   annotations: ToolAnnotations;
-  run(args: z.infer<z.ZodObject<Shape>>, helper: Helper): Promise<CallToolResult>;
+  run(args: z.infer<z.ZodObject<Shape>>, helper: Helper, call: ToolCall): Promise<CallToolResult>;
+}
+
+/** The MCP call being served: whether its client takes progress, and a way to tell it. */
+export interface ToolCall {
+  /** The client asked for progress notifications (it sent a progress token). */
+  readonly takesProgress: boolean;
+  /** Tells the client the call is still at work (a no-op when it did not ask). */
+  progress(message: string): Promise<void>;
+  /** Aborted when the client cancels the call. */
+  readonly signal: AbortSignal;
 }
 
 export interface GroveTool {
@@ -27,7 +38,23 @@ export function defineTool<Shape extends z.ZodRawShape>(spec: ToolSpec<Shape>): 
       // Registered as a plain shape: the SDK validates the arguments against it before the callback runs.
       const inputSchema: z.ZodRawShape = spec.input;
       const config = { title: spec.title, description: spec.description, inputSchema, annotations: { openWorldHint: false, ...spec.annotations } };
-      server.registerTool(spec.name, config, (args) => runSafely(() => helpers.use((h) => spec.run(args as z.infer<z.ZodObject<Shape>>, h))));
+      server.registerTool(spec.name, config, (args, extra) =>
+        runSafely(() => helpers.use((h) => spec.run(args as z.infer<z.ZodObject<Shape>>, h, toolCall(extra)))),
+      );
+    },
+  };
+}
+
+function toolCall(extra: RequestHandlerExtra<ServerRequest, ServerNotification>): ToolCall {
+  const token = extra._meta?.progressToken;
+  let count = 0;
+  return {
+    takesProgress: token !== undefined,
+    signal: extra.signal,
+    async progress(message) {
+      if (token === undefined) return;
+      count += 1;
+      await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: count, message } });
     },
   };
 }

@@ -71,6 +71,7 @@ describe('grove mcp tools', () => {
       'request_discard',
       'request_outside_access',
       'request_status',
+      'list_my_requests',
     ]);
     for (const t of tools) expect(t.description!.length, t.name).toBeGreaterThan(40);
     expect(tools.find((t) => t.name === 'computer')!.inputSchema.required).toEqual(['branch', 'action']);
@@ -129,16 +130,64 @@ describe('grove mcp tools', () => {
     expect(stub.calls[1]!.params).toMatchObject({ argv: ['ls', '-l'], timeoutMs: 2000 });
   });
 
-  it('asks a person, waits a bounded time and tells who decided', async () => {
+  it('asks a person, waits a bounded time and tells who decided; a denial is an error result', async () => {
     const asked = approval('q0000000a', { kind: 'branch.promote', oldMain: 'keep' });
     await connect(ALICE, { 'approval.create': () => asked, 'approval.wait': () => decided(asked, APP, false, 'not yet') });
     const res = await call('request_promote', { branch: 'one-1', reason: 'the tests pass', old_main: 'keep' });
     expect(stub.calls).toEqual([
       { method: 'approval.create', params: { workspace: 'one-1', action: { kind: 'branch.promote', oldMain: 'keep' }, reason: 'the tests pass' } },
-      { method: 'approval.wait', params: { id: 'q0000000a', timeoutMs: 50_000 } },
+      { method: 'approval.wait', params: { id: 'q0000000a', timeoutMs: 10_000 } },
     ]);
     expect(text(res)).toBe('denied: request q0000000a was denied by person root (uid 0): not yet');
+    expect(res.isError).toBe(true);
     expect(res.structuredContent).toMatchObject({ request: 'q0000000a', state: 'denied', decidedBy: 'person root (uid 0)', note: 'not yet' });
+  });
+
+  it('waits for the decision of a client that takes progress, telling it so meanwhile', async () => {
+    const asked = approval('q0000000e', { kind: 'branch.discard' });
+    let waits = 0;
+    await connect(ALICE, {
+      'approval.create': () => asked,
+      'approval.wait': () => (++waits < 3 ? asked : { ...asked, state: 'done', outcome: 'one-1 was discarded', decision: decided(asked, APP, true).decision }),
+    });
+    const progress: string[] = [];
+    const res = (await client.callTool({ name: 'request_discard', arguments: { branch: 'one-1', reason: 'a dead end' } }, undefined, {
+      onprogress: (p) => progress.push(p.message ?? ''),
+    })) as CallToolResult;
+    expect(text(res)).toBe('done: request q0000000e was approved by person root (uid 0) and carried out: one-1 was discarded');
+    expect(res.isError).toBeUndefined();
+    expect(stub.calls.map((c) => c.method)).toEqual(['approval.create', 'approval.wait', 'approval.wait', 'approval.wait']);
+    expect(progress).toEqual([expect.stringMatching(/^waiting for a person to decide request q0000000e \(pending; it expires at /), expect.any(String)]);
+  });
+
+  it("lists the agent's own requests, not others'", async () => {
+    const mine = approval('q0000000f', { kind: 'branch.discard' });
+    const others = approval('q00000010', { kind: 'branch.discard' }, { requestedBy: { ...ALICE, uid: 4242, user: 'bob' } });
+    await connect(ALICE, { 'approval.list': () => [mine, others] });
+    const res = await call('list_my_requests', {});
+    expect(stub.calls[0]!.params).toEqual({ all: true });
+    expect((res.structuredContent as { requests: { request: string; state: string }[] }).requests).toEqual([
+      expect.objectContaining({ request: 'q0000000f', state: 'pending', kind: 'branch.discard' }),
+    ]);
+  });
+
+  it("rolls back the agent's own branch at once, and asks a person for a person's", async () => {
+    const mine = branch('aaaaaaa2', 'one-1', { main: false, madeBy: { role: 'agent', uid: ALICE.uid, user: ALICE.user } });
+    const claimed = { ...mine, id: 'aaaaaaa3', name: 'one-2', claimedBy: { role: 'person' as const, uid: 0, user: 'root' } };
+    await connect(ALICE, {
+      'workspace.get': (p) => (p.workspace === 'one-1' ? mine : claimed),
+      'branch.rollback': () => mine,
+      'approval.create': () => approval('q00000011', { kind: 'branch.rollback', version: 'bbbbbbb1' }, { workspaceName: 'one-2' }),
+    });
+    expect(text(await call('rollback', { branch: 'one-1', version: 'bbbbbbb1' }))).toBe('one-1 is back at version bbbbbbb1 (running)');
+    expect((await call('rollback', { branch: 'one-2', version: 'bbbbbbb1' })).isError).toBe(true);
+    expect(text(await call('rollback', { branch: 'one-2', version: 'bbbbbbb1', reason: 'the last change broke it', wait_seconds: 0 }))).toMatch(
+      /^still waiting: request q00000011/,
+    );
+    expect(stub.calls.filter((c) => c.method !== 'workspace.get')).toEqual([
+      { method: 'branch.rollback', params: { workspace: 'aaaaaaa2', version: 'bbbbbbb1' } },
+      { method: 'approval.create', params: { workspace: 'aaaaaaa3', action: { kind: 'branch.rollback', version: 'bbbbbbb1' }, reason: 'the last change broke it' } },
+    ]);
   });
 
   it('answers "still waiting" with the request id when nobody decided in time', async () => {

@@ -9,6 +9,7 @@ import { execTool } from './exec.js';
 import { forkTool } from './fork.js';
 import { launchTool } from './launch.js';
 import { listBranchesTool } from './list-branches.js';
+import { listMyRequestsTool } from './list-my-requests.js';
 import { openUrlTool } from './open-url.js';
 import { requestDiscardTool } from './request-discard.js';
 import { requestOutsideAccessTool } from './request-outside-access.js';
@@ -37,4 +38,5 @@ export const TOOLS: readonly GroveTool[] = [
   requestDiscardTool,
   requestOutsideAccessTool,
   requestStatusTool,
+  listMyRequestsTool,
 ];

@@ -1,19 +1,23 @@
 // list_branches: every workspace as a tree of branches, with versions, and who
 // the caller is (the helper's word, from the kernel's credentials).
 import type { Version, Workspace } from '../../../../privileged-helper/src/protocol/entities.js';
+import { noWorkspaceWords } from '../../helper-client/requests.js';
 import { jsonResult, defineTool } from '../tool.js';
 
 export const listBranchesTool = defineTool({
   name: 'list_branches',
   title: 'List branches',
   description:
-    "Every workspace's branches: id, name, state, parent, whether it is the main line, who made it (an agent's uid, or a person), its versions (checkpoints: id, label, saved: false while one is still being written; a rollback to it waits); and who you are to Grove (role agent or person).",
+    "Every workspace you may see (an agent: those a person put in its scope) with its branches: id, name, state, parent, whether it is the main line, who made it (an agent's uid, or a person), its versions (checkpoints: id, label, saved: false while one is still being written; a rollback to it waits); and who you are to Grove (role agent or person).",
   input: {},
   annotations: { readOnlyHint: true },
   async run(_args, h) {
     const [branches, versions] = await Promise.all([h.request('workspace.list', {}), h.request('version.list', {})]);
     const { role, user, uid } = h.identity;
-    return jsonResult({ you: { role, user, uid }, workspaces: workspaces(branches, versions) });
+    const found = workspaces(branches, versions);
+    // An agent sees only its scope: an empty list says why in words.
+    const note = found.length === 0 && role === 'agent' ? { note: noWorkspaceWords(h.identity) } : {};
+    return jsonResult({ you: { role, user, uid }, workspaces: found, ...note });
   },
 });
 
