@@ -39,6 +39,7 @@ test.beforeAll(async ({ browser }) => {
 
 test.afterAll(async () => {
   await mcp?.close();
+  if (agent) await helper?.request('scope.revoke', { who: { user: agent.user } }).catch(() => undefined);
   // Every branch of the spec's workspace, the main line last.
   const tree = (await helper?.request('workspace.get', { workspace: BRANCH }).catch(() => null))?.tree;
   const mine = (await helper?.request('workspace.list', {}))?.filter((w) => w.tree === tree) ?? [];
@@ -75,6 +76,8 @@ async function requestOf(kind: Approval['action']['kind']): Promise<Approval> {
 test('an MCP client from the SDK lists the tools and calls screenshot and fork', async () => {
   test.setTimeout(300_000);
   await helper.request('workspace.create', { name: BRANCH });
+  // The agent sees no workspace a person has not put in its scope.
+  await helper.request('scope.allow', { who: { user: agent!.user }, workspaces: [BRANCH] });
   mcp = await connectGroveMcp({
     name: 'e2e-mcp',
     socketPath: agent!.socket,

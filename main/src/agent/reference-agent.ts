@@ -10,8 +10,11 @@
 //      (upload), serves it there (launch), opens it (open_url), and finds
 //      Chromium's window showing its title;
 //   6. it asks a person to promote the first child and to discard the second,
-//      and (with --wait-decisions) waits a while for the decisions.
-// A JSON report goes to stdout, progress to stderr; it exits 1 when a check fails.
+//      and (with --wait-decisions) waits that long for the decisions, in the
+//      one call that asks: Grove answers it the moment a person decides.
+// A JSON report (with how many times it called each tool) goes to stdout,
+// progress to stderr; it exits 1 when a check fails. A denial is no failure
+// of its own: it reports it.
 //
 //   tsx main/src/agent/reference-agent.ts --branch NAME [--socket PATH] [--wait-decisions SECONDS]
 import { parseArgs } from 'node:util';
@@ -26,8 +29,6 @@ import { NOTE_FIELD, pageColour, shareOf, shows, type ColourSeen } from './start
 const NOTES = ['try a lighter header', 'try a bolder call to action', 'try a calmer palette'];
 /** How long a page may take to show a colour (a desktop that just started draws Chromium late). */
 const SEE_TIMEOUT_MS = 90_000;
-/** One request_status call waits at most this long, below MCP clients' usual 60 s request timeout. */
-const STATUS_SLICE_S = 50;
 /** A part of the page's top section, away from the note and the pointer, and the width it is zoomed to. */
 const ZOOM = { region: { x: 300, y: 400, width: 100, height: 50 }, width: 400 };
 /** The page the agent serves in a branch and opens in its browser, known by its title. */
@@ -64,6 +65,8 @@ interface RequestReport {
   branch: { id: string; name: string };
   state: string;
   answer: string;
+  /** The tool marked its answer an error (a denial, an expiry, a failure). */
+  isError: boolean;
 }
 
 interface Report {
@@ -75,6 +78,8 @@ interface Report {
   children: ChildReport[];
   look: LookReport | null;
   requests: { promote: RequestReport | null; discard: RequestReport | null };
+  /** Tool calls it made, by tool. */
+  calls: Record<string, number>;
 }
 
 const log = (message: string) => process.stderr.write(`reference agent: ${message}\n`);
@@ -90,10 +95,11 @@ async function main(): Promise<void> {
     children: [],
     look: null,
     requests: { promote: null, discard: null },
+    calls: {},
   };
   let client: Client | null = null;
   try {
-    client = await connectGroveMcp({ name: 'grove-reference-agent', socketPath: opts.socket });
+    client = countingCalls(await connectGroveMcp({ name: 'grove-reference-agent', socketPath: opts.socket }), report.calls);
     await work(client, opts, report);
     report.ok = true;
   } catch (err) {
@@ -131,20 +137,25 @@ async function work(client: Client, opts: Options, report: Report): Promise<void
   report.look = await lookAround(client, report.children[2]!);
 
   const [keep, drop] = report.children;
-  report.requests.promote = await ask(client, 'request_promote', {
-    branch: keep!.id,
-    reason: `${keep!.name} holds the note "${keep!.text}", checked on its screen; I would like it as the main line (the current main line keeps running as a branch)`,
-    old_main: 'keep',
-  });
-  report.requests.discard = await ask(client, 'request_discard', { branch: drop!.id, reason: `${drop!.name} ("${drop!.text}") is the idea I would drop` });
-  if (opts.waitDecisionsS > 0) {
-    log(`waiting up to ${opts.waitDecisionsS} s for a person to decide`);
-    const until = Date.now() + opts.waitDecisionsS * 1000;
-    [report.requests.promote, report.requests.discard] = await Promise.all([
-      awaitDecision(client, report.requests.promote, until),
-      awaitDecision(client, report.requests.discard, until),
-    ]);
-  }
+  if (opts.waitDecisionsS > 0) log(`asking a person, waiting up to ${opts.waitDecisionsS} s for each decision`);
+  [report.requests.promote, report.requests.discard] = await Promise.all([
+    ask(client, opts.waitDecisionsS, 'request_promote', {
+      branch: keep!.id,
+      reason: `${keep!.name} holds the note "${keep!.text}", checked on its screen; I would like it as the main line (the current main line keeps running as a branch)`,
+      old_main: 'keep',
+    }),
+    ask(client, opts.waitDecisionsS, 'request_discard', { branch: drop!.id, reason: `${drop!.name} ("${drop!.text}") is the idea I would drop` }),
+  ]);
+}
+
+/** Counts every tool call the agent makes into `calls`. */
+function countingCalls(client: Client, calls: Record<string, number>): Client {
+  const callTool = client.callTool.bind(client);
+  client.callTool = (params, ...rest) => {
+    calls[params.name] = (calls[params.name] ?? 0) + 1;
+    return callTool(params, ...rest);
+  };
+  return client;
 }
 
 /** Screenshots the branch until its page shows `rgb` (apps draw a moment after the input); throws if it never does. */
@@ -217,31 +228,27 @@ async function windowsOf(client: Client, branch: string): Promise<LookReport['wi
   return listed.windows.map(({ app, title, focused }) => ({ app, title, focused }));
 }
 
-/** Makes a request without waiting for the decision. */
+/**
+ * Makes a request and waits up to `waitS` for the decision in the same call
+ * (0: not at all), taking progress notifications meanwhile so the client's
+ * own timeout does not end it. A denial comes back as an error result: the
+ * report says so.
+ */
 async function ask(
   client: Client,
+  waitS: number,
   tool: 'request_promote' | 'request_discard',
   args: { branch: string; reason: string; old_main?: string },
 ): Promise<RequestReport> {
-  const report = requestReport(await callTool(client, tool, { ...args, wait_seconds: 0 }));
+  const result = (await client.callTool({ name: tool, arguments: { ...args, wait_seconds: waitS } }, undefined, {
+    onprogress: (p) => log(`${tool}: ${p.message ?? 'still waiting'}`),
+    resetTimeoutOnProgress: true,
+  })) as CallToolResult;
+  const data = result.structuredContent as Omit<RequestReport, 'answer' | 'isError'> | undefined;
+  if (!data) throw new Error(`${tool}: ${textOf(result)}`); // not a request's answer: the call itself failed
+  const report = { request: data.request, branch: data.branch, state: data.state, answer: textOf(result), isError: result.isError === true };
   log(`${tool} ${report.branch.name}: ${report.answer}`);
   return report;
-}
-
-/** Asks how the request stands, in slices, until it is closed or `until` passes. */
-async function awaitDecision(client: Client, asked: RequestReport, until: number): Promise<RequestReport> {
-  let now = asked;
-  while ((now.state === 'pending' || now.state === 'running') && Date.now() < until) {
-    const slice = Math.min(STATUS_SLICE_S, Math.ceil((until - Date.now()) / 1000));
-    now = requestReport(await callTool(client, 'request_status', { request: asked.request, wait_seconds: slice }));
-  }
-  log(`request ${now.request}: ${now.answer}`);
-  return now;
-}
-
-function requestReport(result: CallToolResult): RequestReport {
-  const data = result.structuredContent as Omit<RequestReport, 'answer'>;
-  return { request: data.request, branch: data.branch, state: data.state, answer: textOf(result) };
 }
 
 main().catch((err: unknown) => {

@@ -34,7 +34,8 @@ interface AgentReport {
     windows: { app: string; title: string; focused: boolean }[];
     opened: { app: string; title: string } | null;
   };
-  requests: Record<'promote' | 'discard', { request: string; branch: { id: string; name: string }; state: string; answer: string }>;
+  requests: Record<'promote' | 'discard', { request: string; branch: { id: string; name: string }; state: string; answer: string; isError: boolean }>;
+  calls: Record<string, number>;
 }
 
 describe('grove mcp, as an agent', () => {
@@ -47,6 +48,7 @@ describe('grove mcp, as an agent', () => {
     agent = await testUser(agentUserNames(instance().instance)[0]!);
     person = await connect('mcp-person');
     main = await createWorkspace(person, MAIN);
+    await person.request('scope.allow', { who: { user: agent.name }, workspaces: [main.id] });
     mcp = await connectGroveMcp({
       name: 'mcp-system-test',
       socketPath: instance().agentSocketPath,
@@ -56,6 +58,7 @@ describe('grove mcp, as an agent', () => {
 
   afterAll(async () => {
     await mcp?.close();
+    await person?.request('scope.revoke', { who: { user: agent.name } }).catch(() => undefined);
     // Every branch of the test's workspace, the main line last.
     const mine = (await person.request('workspace.list', {})).filter((w) => w.tree === main?.tree);
     for (const w of [...mine.filter((x) => !x.main), ...mine.filter((x) => x.main)])
@@ -143,9 +146,14 @@ describe('grove mcp, as an agent', () => {
     }
   });
 
-  it("refuses what only a person may do with the helper's words", async () => {
-    const res = (await mcp.callTool({ name: 'rollback', arguments: { branch: MAIN, version: '00000000' } })) as CallToolResult;
-    expect(res).toMatchObject({ isError: true, content: [{ type: 'text', text: expect.stringMatching(/\(E_NOT_FOUND\)$/) }] });
+  it("asks before it rolls back a person's branch, and says what is wrong with the helper's words", async () => {
+    const unasked = (await mcp.callTool({ name: 'rollback', arguments: { branch: MAIN, version: '00000000' } })) as CallToolResult;
+    expect(unasked).toMatchObject({
+      isError: true,
+      content: [{ type: 'text', text: `${MAIN} is not yours to roll back: give a reason, and a person is asked` }],
+    });
+    const res = (await mcp.callTool({ name: 'rollback', arguments: { branch: MAIN, version: '00000000', reason: 'a test' } })) as CallToolResult;
+    expect(res).toMatchObject({ isError: true, content: [{ type: 'text', text: `no version '00000000' of ${MAIN}'s workspace (E_NOT_FOUND)` }] });
   });
 
   it('measures the round trip of one MCP screenshot call', async () => {
@@ -153,7 +161,7 @@ describe('grove mcp, as an agent', () => {
     console.log(`MCP screenshot round trip (1280x800 PNG through grove mcp): p50 ${s.p50.toFixed(1)} ms, p95 ${s.p95.toFixed(1)} ms, ${s.n} calls`);
   });
 
-  it('runs the reference agent end to end; a person approves its promote and denies its discard, and the agent is told', async () => {
+  it('runs the reference agent end to end; a person approves its promote and denies its discard, and the agent is told without polling', async () => {
     const running = runAs(agent.name, REFERENCE_AGENT, ['--branch', MAIN, '--socket', instance().agentSocketPath, '--wait-decisions', '120']);
     const [promote, discard] = await Promise.all([opened(person, 'branch.promote', agent), opened(person, 'branch.discard', agent)]);
     for (const a of [promote, discard]) await track(await person.request('workspace.get', { workspace: a.workspace }));
@@ -183,11 +191,24 @@ describe('grove mcp, as an agent', () => {
     expect(report.look.windows.map((w) => w.app).sort()).toEqual(expect.arrayContaining([expect.stringMatching(/chromium/i), 'Mousepad', 'XTerm']));
     expect(report.requests.promote).toMatchObject({ request: promote.id, state: 'done' });
     expect(report.requests.promote.answer).toMatch(/approved by person root \(uid 0\) \(note: good idea\) and carried out/);
+    expect(report.requests.promote.isError).toBe(false);
     expect(report.requests.discard).toMatchObject({
       request: discard.id,
       state: 'denied',
       answer: `denied: request ${discard.id} was denied by person root (uid 0): keep it for now`,
+      isError: true,
     });
+    // One call asked and waited for each decision: no request_status in between.
+    expect(report.calls).toMatchObject({ request_promote: 1, request_discard: 1 });
+    expect(report.calls.request_status).toBeUndefined();
+    // Its requests, as it lists them.
+    const mine = (await callTool(mcp, 'list_my_requests', {})).structuredContent as { requests: { request: string; state: string }[] };
+    expect(mine.requests).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ request: promote.id, state: 'done' }),
+        expect.objectContaining({ request: discard.id, state: 'denied' }),
+      ]),
+    );
 
     // request_status tells any later session of the agent the same.
     expect((await callTool(mcp, 'request_status', { request: promote.id })).structuredContent).toMatchObject({ state: 'done', note: 'good idea' });

@@ -186,7 +186,10 @@ describe('grove mcp tools', () => {
     );
     expect(stub.calls.filter((c) => c.method !== 'workspace.get')).toEqual([
       { method: 'branch.rollback', params: { workspace: 'aaaaaaa2', version: 'bbbbbbb1' } },
-      { method: 'approval.create', params: { workspace: 'aaaaaaa3', action: { kind: 'branch.rollback', version: 'bbbbbbb1' }, reason: 'the last change broke it' } },
+      {
+        method: 'approval.create',
+        params: { workspace: 'aaaaaaa3', action: { kind: 'branch.rollback', version: 'bbbbbbb1' }, reason: 'the last change broke it' },
+      },
     ]);
   });
 

@@ -40,7 +40,10 @@ export class ScopeGuard {
   /** Throws unless everything the call names is in the agent's scope. */
   check(method: MethodName, params: BranchNaming): void {
     if (method === 'workspace.create' && !this.view.mayCreate) {
-      throw new GroveError('E_FORBIDDEN', `a person has not let ${this.agent.user} create workspaces (a person can: grove agents allow ${this.agent.user} --create)`);
+      throw new GroveError(
+        'E_FORBIDDEN',
+        `a person has not let ${this.agent.user} create workspaces (a person can: grove agents allow ${this.agent.user} --create)`,
+      );
     }
     const refs = [params.workspace, params.other, params.sources, params.action?.sources].flat().filter((r): r is string => typeof r === 'string');
     for (const ref of refs) {

@@ -84,7 +84,11 @@ export class ScopeBook {
     const mine = this.scopes.filter((s) => appliesTo(s.subject, agent));
     const trees = new Set(mine.flatMap((s) => (s.target.kind === 'workspace' ? [s.target.tree] : [])));
     const images = new Set(mine.flatMap((s) => (s.target.kind === 'image' ? [s.target.image] : [])));
-    return new AgentView(trees, images, mine.some((s) => s.target.kind === 'create'));
+    return new AgentView(
+      trees,
+      images,
+      mine.some((s) => s.target.kind === 'create'),
+    );
   }
 
   /** Every scope, or those that apply to one agent (what an agent sees of them). */
@@ -186,15 +190,13 @@ export class ScopeBook {
 
 function readRow(row: ScopeRow): StoredScope | null {
   try {
-    const parsed = z
-      .strictObject({ id: Scope.shape.id, subject: ScopeSubject, target: ScopeTarget, grantedBy: Actor, at: z.iso.datetime() })
-      .safeParse({
-        id: row.id,
-        subject: JSON.parse(row.subject_json),
-        target: JSON.parse(row.target_json),
-        grantedBy: JSON.parse(row.granted_by_json),
-        at: row.at,
-      });
+    const parsed = z.strictObject({ id: Scope.shape.id, subject: ScopeSubject, target: ScopeTarget, grantedBy: Actor, at: z.iso.datetime() }).safeParse({
+      id: row.id,
+      subject: JSON.parse(row.subject_json),
+      target: JSON.parse(row.target_json),
+      grantedBy: JSON.parse(row.granted_by_json),
+      at: row.at,
+    });
     return parsed.success ? parsed.data : null;
   } catch {
     return null; // not JSON

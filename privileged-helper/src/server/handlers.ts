@@ -95,7 +95,12 @@ export function createHandlers(s: Services): Handlers {
     // The project is looked at (and room for it checked) before anything is made.
     const origin = await projectOrigin(actor, project.hostPath, project.path ?? DEFAULT_PROJECT_PATH, s.storage.workspacesDir);
     return s.workspaces.create(p, actor, async (ws) => {
-      await s.files.copyIn(s.runtime.execTarget(ws), { branch: ws.name, from: origin.hostPath, to: origin.path, as: true }, actor, copyProgress(ws.name, origin.hostPath));
+      await s.files.copyIn(
+        s.runtime.execTarget(ws),
+        { branch: ws.name, from: origin.hostPath, to: origin.path, as: true },
+        actor,
+        copyProgress(ws.name, origin.hostPath),
+      );
       s.registry.setProject(ws.treeId, origin);
     });
   };

@@ -3,6 +3,7 @@
 // run (named after its instance) and removed when it ends.
 import path from 'node:path';
 import { execa } from 'execa';
+import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import { REPO } from './helper-process.js';
 
 const TSX = path.join(REPO, 'node_modules/.bin/tsx');
@@ -68,3 +69,16 @@ export function runAs(user: string, script: string, args: string[], opts: { inpu
 export const GROVE_CLI = path.join(REPO, 'main/src/cli/grove.ts');
 export const CALL = path.join(REPO, 'privileged-helper/test/system/fixtures/call.ts');
 export const VNC_REACH = path.join(REPO, 'privileged-helper/test/system/fixtures/vnc-reach.ts');
+
+/**
+ * Puts workspaces in an agent user's scope for the length of `fn`, and takes
+ * back all it has afterwards: scopes outlive a test file otherwise.
+ */
+export async function withScope<T>(person: HelperClient, user: string, workspaces: string[], fn: () => Promise<T>): Promise<T> {
+  await person.request('scope.allow', { who: { user }, workspaces });
+  try {
+    return await fn();
+  } finally {
+    await person.request('scope.revoke', { who: { user } });
+  }
+}

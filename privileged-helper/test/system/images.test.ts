@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Image, Workspace } from '../../src/protocol/entities.js';
 import type { GroveError } from '../../src/protocol/wire.js';
-import { agentUserNames, runAs, testUser, type TestUser, CALL } from './agent-users.js';
+import { agentUserNames, runAs, testUser, type TestUser, CALL, withScope } from './agent-users.js';
 import { REPO } from './helper-process.js';
 import { connect, instance, sh, track } from './support.js';
 import { startRegistry, type TestRegistry } from './test-registry.js';
@@ -383,13 +383,15 @@ describe('images of your own, projects, and files in and out', () => {
       const agent = await testUser(name!);
       const res = JSON.parse(
         (
-          await runAs(agent.name, CALL, [
-            instance().agentSocketPath,
-            'branch.export',
-            JSON.stringify({ workspace: ws.id, to: { kind: 'patch', file: '/tmp/agent.patch' } }),
-            'call',
-            'test',
-          ])
+          await withScope(client, agent.name, [ws.id], () =>
+            runAs(agent.name, CALL, [
+              instance().agentSocketPath,
+              'branch.export',
+              JSON.stringify({ workspace: ws.id, to: { kind: 'patch', file: '/tmp/agent.patch' } }),
+              'call',
+              'test',
+            ]),
+          )
         ).stdout,
       ) as { error?: { code: string; message: string } };
       expect(res.error).toMatchObject({
@@ -484,13 +486,15 @@ describe('images of your own, projects, and files in and out', () => {
         JSON.parse((await runAs(alice.name, CALL, [instance().agentSocketPath, method, JSON.stringify(params), 'call', 'test'])).stdout) as {
           error?: { code: string; message: string };
         };
-      expect((await call('file.copyIn', { workspace: ws.id, from: readable, to: '/tmp' })).error).toBeUndefined();
-      expect(await sh(client, ws, 'cat /tmp/for-agent.txt')).toBe('for the agent\n');
-      // What the agent cannot read, it cannot copy in.
-      await chmod(path.join(work, 'secret'), 0o600);
-      expect((await call('file.copyIn', { workspace: ws.id, from: path.join(work, 'secret'), to: '/tmp' })).error?.message).toMatch(/Permission denied/);
-      const out = await call('file.copyOut', { workspace: ws.id, from: '/tmp/for-agent.txt', to: '/tmp' });
-      expect(out.error).toMatchObject({ code: 'E_FORBIDDEN', message: expect.stringContaining('copying out of a branch onto the host is for persons only') });
+      await withScope(client, alice.name, [ws.id], async () => {
+        expect((await call('file.copyIn', { workspace: ws.id, from: readable, to: '/tmp' })).error).toBeUndefined();
+        expect(await sh(client, ws, 'cat /tmp/for-agent.txt')).toBe('for the agent\n');
+        // What the agent cannot read, it cannot copy in.
+        await chmod(path.join(work, 'secret'), 0o600);
+        expect((await call('file.copyIn', { workspace: ws.id, from: path.join(work, 'secret'), to: '/tmp' })).error?.message).toMatch(/Permission denied/);
+        const out = await call('file.copyOut', { workspace: ws.id, from: '/tmp/for-agent.txt', to: '/tmp' });
+        expect(out.error).toMatchObject({ code: 'E_FORBIDDEN', message: expect.stringContaining('copying out of a branch onto the host is for persons only') });
+      });
     });
   });
 

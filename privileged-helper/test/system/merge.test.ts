@@ -13,7 +13,7 @@ import type { Workspace } from '../../src/protocol/entities.js';
 import type { MergeResult } from '../../src/protocol/merge.js';
 import type { GroveError } from '../../src/protocol/wire.js';
 import type { Approval } from '../../src/protocol/approvals.js';
-import { agentUserNames, GROVE_CLI, runAs, testUser } from './agent-users.js';
+import { agentUserNames, GROVE_CLI, runAs, testUser, withScope } from './agent-users.js';
 import { REPO, startHelper } from './helper-process.js';
 import { connect, createWorkspace, instance, sh, track, waitFor } from './support.js';
 
@@ -329,34 +329,36 @@ describe('merge', () => {
   it("lets an agent merge into a branch it forked; into the main line it asks a person, with the merge's dry run", async () => {
     const alice = await testUser(agentUserNames(instance().instance)[0]!);
     const asAlice = (...args: string[]) => runAs(alice.name, GROVE_CLI, ['--socket', instance().agentSocketPath, ...args]);
-    const forked = await asAlice('--json', 'fork', main.id, '--name', 'mg-agent');
-    expect(forked.exitCode, forked.stderr).toBe(0);
-    const own = await track((JSON.parse(forked.stdout) as { children: Workspace[] }).children[0]!);
-    const {
-      children: [helper],
-    } = await fork(client, own, ['mg-agent-helper']);
-    await sh(client, helper!, `echo 'by the agent' > ${work}/agent.txt`);
+    await withScope(client, alice.name, [main.id], async () => {
+      const forked = await asAlice('--json', 'fork', main.id, '--name', 'mg-agent');
+      expect(forked.exitCode, forked.stderr).toBe(0);
+      const own = await track((JSON.parse(forked.stdout) as { children: Workspace[] }).children[0]!);
+      const {
+        children: [helper],
+      } = await fork(client, own, ['mg-agent-helper']);
+      await sh(client, helper!, `echo 'by the agent' > ${work}/agent.txt`);
 
-    const intoOwn = await asAlice('merge', own.name, helper!.name);
-    expect(intoOwn.exitCode, intoOwn.stderr).toBe(0);
-    expect(await cat(own, `${work}/agent.txt`)).toBe('by the agent\n');
+      const intoOwn = await asAlice('merge', own.name, helper!.name);
+      expect(intoOwn.exitCode, intoOwn.stderr).toBe(0);
+      expect(await cat(own, `${work}/agent.txt`)).toBe('by the agent\n');
 
-    const refused = await runAs(alice.name, path.join(REPO, 'privileged-helper/test/system/fixtures/call.ts'), [
-      instance().agentSocketPath,
-      'branch.merge',
-      JSON.stringify({ workspace: main.id, sources: [own.id] }),
-    ]);
-    expect(JSON.parse(refused.stdout)).toMatchObject({ error: { code: 'E_FORBIDDEN', message: expect.stringContaining('kind branch.merge') } });
+      const refused = await runAs(alice.name, path.join(REPO, 'privileged-helper/test/system/fixtures/call.ts'), [
+        instance().agentSocketPath,
+        'branch.merge',
+        JSON.stringify({ workspace: main.id, sources: [own.id] }),
+      ]);
+      expect(JSON.parse(refused.stdout)).toMatchObject({ error: { code: 'E_FORBIDDEN', message: expect.stringContaining('kind branch.merge') } });
 
-    const asked = await asAlice('--json', 'merge', main.name, own.name, '--reason', 'the agent file is done', '--no-wait');
-    expect(asked.exitCode, asked.stderr).toBe(0);
-    const req = JSON.parse(asked.stdout) as Approval;
-    expect(req).toMatchObject({ state: 'pending', action: { kind: 'branch.merge', sources: [own.name] } });
-    expect(req.preview.diff).toMatchObject({ against: { id: own.id, name: own.name }, changed: 1, removed: 0, paths: [`~ ${work}/agent.txt`] });
-    expect(await sh(client, main, `test -e ${work}/agent.txt || echo absent`)).toBe('absent\n');
-    const decided = await client.request('approval.approve', { id: req.id });
-    expect(decided).toMatchObject({ state: 'done', outcome: expect.stringMatching(/^merged 1 file\(s\) into mg-main; before it is version [0-9a-f]{8}$/) });
-    expect(await cat(main, `${work}/agent.txt`)).toBe('by the agent\n');
+      const asked = await asAlice('--json', 'merge', main.name, own.name, '--reason', 'the agent file is done', '--no-wait');
+      expect(asked.exitCode, asked.stderr).toBe(0);
+      const req = JSON.parse(asked.stdout) as Approval;
+      expect(req).toMatchObject({ state: 'pending', action: { kind: 'branch.merge', sources: [own.name] } });
+      expect(req.preview.diff).toMatchObject({ against: { id: own.id, name: own.name }, changed: 1, removed: 0, paths: [`~ ${work}/agent.txt`] });
+      expect(await sh(client, main, `test -e ${work}/agent.txt || echo absent`)).toBe('absent\n');
+      const decided = await client.request('approval.approve', { id: req.id });
+      expect(decided).toMatchObject({ state: 'done', outcome: expect.stringMatching(/^merged 1 file\(s\) into mg-main; before it is version [0-9a-f]{8}$/) });
+      expect(await cat(main, `${work}/agent.txt`)).toBe('by the agent\n');
+    });
   });
 
   it('a rename comes across as a deletion and an addition', async () => {

@@ -8,7 +8,7 @@ import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Version, Workspace } from '../../src/protocol/entities.js';
-import { agentUserNames, CALL, GROVE_CLI, runAs } from './agent-users.js';
+import { agentUserNames, CALL, GROVE_CLI, runAs, withScope } from './agent-users.js';
 import { REPO } from './helper-process.js';
 import { connect, createWorkspace, instance, track, waitFor } from './support.js';
 
@@ -139,17 +139,19 @@ describe('versions belong to their workspace', () => {
     const ws = await desktopWorkspace(client, `${PREFIX}agent`);
     trees.add(ws.tree);
     const version = await client.request('branch.checkpoint', { workspace: ws.id });
-    const grant = await client.request('grant.set', { workspace: ws.id, kind: 'branch.discard' });
-    try {
-      const refused = await asAgent('workspace.delete', { workspace: ws.id, versions: 'delete' });
-      expect(refused.error).toMatchObject({ code: 'E_FORBIDDEN', message: expect.stringMatching(/only a person may delete versions/) });
-      expect((await client.request('workspace.get', { workspace: ws.id })).state).toBe('running');
+    await withScope(client, agentUserNames(instance().instance)[0]!, [ws.id], async () => {
+      const grant = await client.request('grant.set', { workspace: ws.id, kind: 'branch.discard' });
+      try {
+        const refused = await asAgent('workspace.delete', { workspace: ws.id, versions: 'delete' });
+        expect(refused.error).toMatchObject({ code: 'E_FORBIDDEN', message: expect.stringMatching(/only a person may delete versions/) });
+        expect((await client.request('workspace.get', { workspace: ws.id })).state).toBe('running');
 
-      expect((await asAgent('workspace.delete', { workspace: ws.id })).result).toEqual({ deleted: ws.id, versions: { deleted: [], kept: [version.id] } });
-    } finally {
-      await client.request('grant.revoke', { grant: grant.id });
-    }
-    expect((await asAgent('version.delete', { version: version.id })).error).toMatchObject({ code: 'E_FORBIDDEN' });
+        expect((await asAgent('workspace.delete', { workspace: ws.id })).result).toEqual({ deleted: ws.id, versions: { deleted: [], kept: [version.id] } });
+      } finally {
+        await client.request('grant.revoke', { grant: grant.id });
+      }
+      expect((await asAgent('version.delete', { version: version.id })).error).toMatchObject({ code: 'E_FORBIDDEN' });
+    });
     await access(versionDir(version.id));
     await client.request('version.delete', { version: version.id });
     await expectGoneFromDisk([version.id]);

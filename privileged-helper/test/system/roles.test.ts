@@ -56,9 +56,11 @@ describe('roles: persons decide, agents ask', () => {
     person.on('approval.opened', (a) => opened.push(a));
     main = await createWorkspace(person, 'roles-main');
     made.push(main.id);
+    for (const agent of [alice, bob]) await person.request('scope.allow', { who: { user: agent.name }, workspaces: [main.id] });
   });
 
   afterAll(async () => {
+    for (const agent of [alice, bob]) await person?.request('scope.revoke', { who: { user: agent.name } }).catch(() => undefined);
     for (const id of made.reverse()) await person?.request('workspace.delete', { workspace: id }).catch(() => undefined);
     person?.close();
   });
@@ -79,18 +81,22 @@ describe('roles: persons decide, agents ask', () => {
     expect(onPersonSocket.error).toMatchObject({ code: 'E_PRECONDITION', message: expect.stringContaining("only root and members of the 'grove' group") });
   });
 
-  it('never lets an agent decide, grant, create workspaces or build images', async () => {
+  it('never lets an agent decide, grant, give scopes or build images; nor create workspaces unless let', async () => {
     for (const [method, params] of [
       ['approval.approve', { id: 'q00000000' }],
       ['approval.deny', { id: 'q00000000' }],
       ['grant.set', { workspace: main.id, kind: 'branch.discard' }],
-      ['workspace.create', { name: 'roles-nope' }],
+      ['scope.allow', { who: { user: alice.name }, workspaces: [main.id], create: true }],
       ['image.build', { name: 'desktop' }],
       ['version.delete', { version: '00000000' }],
     ] as const) {
       const out = await call(alice, method, params);
       expect(out.error, method).toMatchObject({ code: 'E_FORBIDDEN', message: expect.stringContaining('only a person may') });
     }
+    expect((await call(alice, 'workspace.create', { name: 'roles-nope' })).error).toMatchObject({
+      code: 'E_FORBIDDEN',
+      message: `a person has not let ${alice.name} create workspaces (a person can: grove agents allow ${alice.name} --create)`,
+    });
     const approve = await grove(alice, 'approve', 'q00000000');
     expect(approve.exitCode).toBe(2);
     expect(approve.stderr).toMatch(/only a person may call approval.approve.*never an agent's/);

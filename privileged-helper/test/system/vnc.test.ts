@@ -16,7 +16,7 @@ import { hostTableName } from '../../src/host/host-firewall.js';
 import { firstFrame, type RfbEndpoint } from '../../src/host/rfb-probe.js';
 import type { Workspace } from '../../src/protocol/entities.js';
 import { VNC_PORT } from '../../src/workspaces/runtime.js';
-import { agentUserNames, CALL, runAs, testUser, VNC_REACH, type TestUser } from './agent-users.js';
+import { agentUserNames, CALL, runAs, testUser, VNC_REACH, withScope, type TestUser } from './agent-users.js';
 import { REPO } from './helper-process.js';
 import { banner, connect, createWorkspace, hostPort, instance, vncSocket } from './support.js';
 import { launchBrowser, watchDesktop } from './vnc-viewer.js';
@@ -102,7 +102,9 @@ describe('the desktop through VNC', () => {
 
   it('lets an agent see the desktop through the computer-use API only', async () => {
     expect(await reachAs(agent, [{ path: vncSocket(ws) }, { host: ws.address, port: VNC_PORT }])).toEqual(['EACCES', 'ECONNREFUSED']);
-    const res = await runAs(agent.name, CALL, [instance().agentSocketPath, 'desktop.screenshot', JSON.stringify({ workspace: ws.id, scale: 0.25 })]);
+    const res = await withScope(client, agent.name, [ws.id], () =>
+      runAs(agent.name, CALL, [instance().agentSocketPath, 'desktop.screenshot', JSON.stringify({ workspace: ws.id, scale: 0.25 })]),
+    );
     const out = JSON.parse(res.stdout) as { identity?: { role: string }; result?: { width: number; screen: { width: number }; png: string }; error?: unknown };
     expect(out.error).toBeUndefined();
     expect(out.identity?.role).toBe('agent');

@@ -88,7 +88,7 @@ describe('authority', () => {
     expect(attempt(bob, 'workspace.delete', 'alices-fork')).toThrow(expect.objectContaining({ code: 'E_FORBIDDEN' }));
   });
 
-  it("gives a branch to the person who acted on it: the agent that made it owns it only until then", () => {
+  it('gives a branch to the person who acted on it: the agent that made it owns it only until then', () => {
     const agent = { role: 'agent' as const, uid: 2001, user: 'alice' };
     const pat = { role: 'person' as const, uid: 1000, user: 'pat' };
     expect(agentOwner({ madeBy: agent, claimedBy: null })).toBe(2001);
