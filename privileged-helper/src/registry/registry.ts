@@ -669,7 +669,8 @@ export class Registry {
 
   /** A person acted on the branch: it is theirs from now on (the first such person is kept). */
   claimWorkspace(id: string, by: Maker): void {
-    this.db.prepare('UPDATE workspaces SET claimed_by_json = COALESCE(claimed_by_json, ?) WHERE id = ?').run(JSON.stringify(by), id);
+    const maker: Maker = { role: by.role, uid: by.uid, user: by.user };
+    this.db.prepare('UPDATE workspaces SET claimed_by_json = COALESCE(claimed_by_json, ?) WHERE id = ?').run(JSON.stringify(maker), id);
   }
 
   // agents' scopes: stored as JSON, validated by their reader (auth/scopes.ts)

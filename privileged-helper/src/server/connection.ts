@@ -155,7 +155,7 @@ export class Connection implements EventListener {
     const { registry } = this.services;
     const person = this.actor.role === 'person' ? this.actor : grant ? registry.grants().find((g) => g.id === grant)?.grantedBy : undefined;
     const branch = registry.findWorkspace(ref);
-    if (person && branch) registry.claimWorkspace(branch.id, { role: person.role, uid: person.uid, user: person.user });
+    if (person && branch) registry.claimWorkspace(branch.id, person);
   }
 
   private hello(p: z.infer<(typeof methods)['hello']['params']>) {
