@@ -224,21 +224,24 @@ export class VersionService {
           if (!version) throw new GroveError('E_NOT_FOUND', `no version '${versionId}'`);
           if (version.treeId !== ws.treeId) throw new GroveError('E_CONFLICT', `version ${versionId} belongs to another workspace`);
           await this.saved(version.id);
-          return this.completeRollback(ws, version.id, await this.setAside(ws, version.id), fault);
+          return this.completeRollback(ws, version.id, await this.setAside(ws, version.id, fault), { fault, dropAsideLater: true });
         }),
       )
       .finally(release);
   }
 
   /**
-   * The branch's state before a rollback: a running branch's is a checkpoint;
-   * a stopped or exited one has no processes, so its files are snapshotted
-   * (read-only), the branch's own host object until the rollback is over, so
-   * a helper killed meanwhile leaves it with the branch (start-up never
-   * removes it as an orphan).
+   * The branch's state before a rollback: a running branch's is a checkpoint
+   * (captureBeforeRollback); a stopped or exited one has no processes, so its
+   * files are snapshotted (read-only), the branch's own host object until the
+   * rollback is over, so a helper killed meanwhile leaves it with the branch
+   * (start-up never removes it as an orphan).
    */
-  private async setAside(ws: WorkspaceRecord, to: string): Promise<RolledBackFrom> {
-    if (ws.state === 'running') return { version: (await this.checkpointLocked(ws.id, `before rollback to ${to}`)).id };
+  private async setAside(ws: WorkspaceRecord, to: string, fault?: Fault<RollbackStage>): Promise<RolledBackFrom> {
+    if (ws.state === 'running') {
+      const saveFault = fault?.at === 'save' ? { at: 'save' as const, crash: fault.crash } : undefined;
+      return { version: await this.captureBeforeRollback(ws.id, `before rollback to ${to}`, saveFault) };
+    }
     if (ws.state !== 'stopped' && ws.state !== 'exited') throw new GroveError('E_CONFLICT', `workspace '${ws.name}' is ${ws.state}: it cannot be rolled back`);
     const files = path.join(this.d.versionsDir, `${ws.id}-before-${this.d.registry.freshId()}`);
     await this.d.ledger.make({ kind: 'subvolume', name: files, owner: ws.id }, () => snapshot(this.d.storage.filesPath(ws), files, { readonly: true }));
@@ -246,17 +249,49 @@ export class VersionService {
   }
 
   /**
+   * A running branch's state before a rollback, a checkpoint of it: the
+   * rollback waits only until CRIU has written its pages out of the twins,
+   * which die with the branch's processes; the images are saved into the
+   * pool in the background, while the version is restored (persist), so a
+   * rollback costs about one restore. Until they are saved, the version can
+   * be rolled back to by nobody but an undo of this rollback, which waits
+   * for them; a helper killed before leaves no half version (reconcile.ts),
+   * and one killed after can still undo the rollback at its next start.
+   */
+  private async captureBeforeRollback(branchId: string, label: string, fault?: Fault<CheckpointStage>): Promise<string> {
+    const { version, dumped } = await this.capture(branchId, { label });
+    const saving = this.persist(version, dumped, fault);
+    this.persisting.set(version.id, saving);
+    // A dump that failed is dropped by persist: the rollback fails once it is gone, the branch running on.
+    await dumped.catch(async (err: unknown) => {
+      await saving;
+      throw err;
+    });
+    return version.id;
+  }
+
+  /**
    * The rollback once the branch's state before it is set aside: pending in
    * the registry until it is done or undone, so that a helper killed on the
-   * way leaves it to the next start (resumeRollback).
+   * way leaves it to the next start (resumeRollback). A request's rollback
+   * returns without waiting for the checkpoint it set aside to be saved and
+   * dropped (dropAsideLater); a resumed one waits, so that start-up ends clean.
    */
-  private async completeRollback(ws: WorkspaceRecord, to: string, before: RolledBackFrom, fault?: Fault<RollbackStage>): Promise<Workspace> {
+  private async completeRollback(
+    ws: WorkspaceRecord,
+    to: string,
+    before: RolledBackFrom,
+    o: { fault?: Fault<RollbackStage>; dropAsideLater?: boolean } = {},
+  ): Promise<Workspace> {
+    const { fault } = o;
     this.d.registry.beginPendingOp({ kind: 'rollback', workspaceId: ws.id, to, before });
     try {
       injectFault(fault, 'aside', 'fault injected once the state before the rollback was set aside');
       if (this.d.workspaces.record(ws.id).state !== 'running') await this.d.runtime.prepareHost(ws);
       const back = await this.restoreInto(ws, to, to, fault);
-      await this.dropSetAside(ws, before);
+      const dropped = this.dropSetAside(ws, before);
+      if (o.dropAsideLater) dropped.catch((err: Error) => this.d.log(`rollback of ${ws.id}: what it set aside could not be removed: ${err.message}`));
+      else await dropped;
       return back;
     } catch (err) {
       await this.undoRollback(ws, before, err as Error);
@@ -341,8 +376,10 @@ export class VersionService {
    */
   private async undoRollback(ws: WorkspaceRecord, before: RolledBackFrom, cause: Error): Promise<void> {
     try {
-      if ('version' in before) await this.restoreInto(ws, before.version, ws.versionId);
-      else {
+      if ('version' in before) {
+        await this.saved(before.version);
+        await this.restoreInto(ws, before.version, ws.versionId);
+      } else {
         await this.d.runtime.tearDown(ws);
         await this.d.storage.replaceFiles(ws, before.files);
         await this.d.storage.bindExternals(ws);
@@ -350,8 +387,11 @@ export class VersionService {
       await this.dropSetAside(ws, before);
     } catch (err) {
       await this.d.runtime.tearDown(ws);
-      const kept =
-        'version' in before ? `its state before the rollback is version ${before.version}` : `its files before the rollback are kept in ${before.files}`;
+      const kept = !('version' in before)
+        ? `its files before the rollback are kept in ${before.files}`
+        : this.d.registry.findVersion(before.version)?.saved
+          ? `its state before the rollback is version ${before.version}`
+          : 'its state before the rollback could not be saved';
       const told = `rollback failed (${cause.message}) and so did going back (${(err as Error).message}); ${kept}`;
       this.d.registry.setExited(ws.id, told);
       this.d.workspaces.publish(ws.id);

@@ -224,9 +224,10 @@ export type ForkFault = z.infer<typeof ForkFault>;
  * Where a test may make a rollback fail: once the branch's state before it is
  * set aside ('aside': a checkpoint, or a stopped branch's files), after the
  * branch's files were replaced, instead of its restore, or after the restore,
- * before the restored tree is the branch's ('adopt').
+ * before the restored tree is the branch's ('adopt'); or, while it goes on,
+ * the saving of its checkpoint into the pool in the background ('save').
  */
-export const RollbackStage = z.enum(['aside', 'files', 'restore', 'adopt']);
+export const RollbackStage = z.enum(['aside', 'files', 'restore', 'adopt', 'save']);
 export type RollbackStage = z.infer<typeof RollbackStage>;
 
 /** What becomes of the old main line when a branch is promoted: kept as a version, discarded, or kept running as a branch. */

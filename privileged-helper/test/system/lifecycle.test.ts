@@ -26,6 +26,8 @@ describe('rollback as a transaction', () => {
     Number(await sh(c, branch, `python3 -c 'import urllib.request; print(urllib.request.urlopen("http://127.0.0.1:8500/", timeout=5).read().decode())'`));
   const marker = async (branch: Workspace) => (await sh(c, branch, 'cat /root/marker')).trim();
   const versionsOf = async () => (await c.request('version.list', { workspace: ws.id })).map((v) => v.id);
+  const onlyVersion = (id: string) =>
+    waitFor(`${id} to be the only version`, async () => JSON.stringify(await versionsOf()) === JSON.stringify([id]), 30_000);
   const waitForState = async (id: string, state: Workspace['state']): Promise<Workspace> => {
     await waitFor(`the branch to be ${state}`, async () => (await c.request('workspace.get', { workspace: id })).state === state, 15_000);
     return c.request('workspace.get', { workspace: id });
@@ -73,7 +75,21 @@ describe('rollback as a transaction', () => {
     });
     ws = await track(await rolling);
     expect(await marker(ws)).toBe('v1');
-    expect(await versionsOf()).toEqual([versionId]);
+    await onlyVersion(versionId); // its own checkpoint goes once saved, after the rollback returned
+  });
+
+  it('rolls back while its own checkpoint of the branch is saved in the background, and when that saving fails, all the same', async () => {
+    const t = instance();
+    const removed = new Promise<string>((resolve) => c.on('version.removed', (e) => resolve(e.id)));
+    await c.subscribe(['version.removed']);
+    await sh(c, ws, 'echo v2 > /root/marker');
+    ws = await track(await c.request('branch.rollback', { workspace: ws.id, version: versionId, faultAt: 'save' }));
+    expect(await marker(ws)).toBe('v1');
+    expect(await count(ws)).toBeGreaterThan(0);
+    const aside = await removed;
+    await onlyVersion(versionId);
+    expect(existsSync(path.join(t.stateDir, 'pool/versions', aside))).toBe(false);
+    expect(existsSync(path.join(t.runDir, 'scratch', `checkpoint-${aside}`))).toBe(false);
   });
 
   it('returns a checkpoint once its point in time is fixed, saves it after, and a rollback asked at once waits for it', async () => {
