@@ -26,8 +26,7 @@ describe('rollback as a transaction', () => {
     Number(await sh(c, branch, `python3 -c 'import urllib.request; print(urllib.request.urlopen("http://127.0.0.1:8500/", timeout=5).read().decode())'`));
   const marker = async (branch: Workspace) => (await sh(c, branch, 'cat /root/marker')).trim();
   const versionsOf = async () => (await c.request('version.list', { workspace: ws.id })).map((v) => v.id);
-  const onlyVersion = (id: string) =>
-    waitFor(`${id} to be the only version`, async () => JSON.stringify(await versionsOf()) === JSON.stringify([id]), 30_000);
+  const onlyVersion = (id: string) => waitFor(`${id} to be the only version`, async () => JSON.stringify(await versionsOf()) === JSON.stringify([id]), 30_000);
   const waitForState = async (id: string, state: Workspace['state']): Promise<Workspace> => {
     await waitFor(`the branch to be ${state}`, async () => (await c.request('workspace.get', { workspace: id })).state === state, 15_000);
     return c.request('workspace.get', { workspace: id });
