@@ -158,6 +158,10 @@ export class BaselineFork {
   readonly restoredPids: number[] = [];
   /** When each copy's first frame was out, from the start of run(), in the order they came. */
   readonly readyMs: number[] = [];
+  /** Each restored copy's init, by the copy's name. */
+  private readonly restoredByCopy = new Map<string, number>();
+  /** Plain CRIU: no KSM launcher, and the pages are saved in the freeze. */
+  private readonly criu: Criu;
 
   constructor(
     private readonly s: BaselineSetting,
@@ -183,6 +187,7 @@ export class BaselineFork {
         })),
       };
     });
+    this.criu = new Criu(s.criuBinary, s.failedLogsDir, null, s.reachableDir, { pagesAfterThaw: false, action: s.action, netlock: s.netlock });
   }
 
   run(): Promise<BaselineTimings> {
@@ -191,15 +196,70 @@ export class BaselineFork {
     return measuring;
   }
 
+  /**
+   * Plain CRIU's checkpoint: the copies' networks and the dump, the source
+   * running on; each copy is restored later (restoreOne), as plain CRIU's
+   * rollback or one child of a fork (the agent-loop section).
+   */
+  checkpoint(): Promise<BaselineTimings> {
+    const t: BaselineTimings = { prepare: 0, dump: 0, sourceFrozen: 0, restore: 0, firstFrame: 0, total: 0 };
+    const measuring = this.prepareAndDump(t, performance.now()).then(() => t);
+    this.running = measuring.catch(() => undefined);
+    return measuring;
+  }
+
+  /** Restores copy `index` from the checkpoint's images; resolves with the ms to its first frame. */
+  restoreOne(index: number): Promise<number> {
+    const copy = this.copies[index];
+    if (!copy) throw new Error(`baseline fork ${this.tag} has no copy ${index}`);
+    const t0 = performance.now();
+    const restoring = (async () => {
+      await this.restoreCopy(copy);
+      await firstFrame({ host: copy.net.containerAddress, port: VNC_PORT }, { timeoutMs: this.s.firstFrameTimeoutMs });
+      return performance.now() - t0;
+    })();
+    // Copies may be restored at once: cleanup waits for every one.
+    this.running = Promise.all([this.running, restoring.catch(() => undefined)]);
+    return restoring;
+  }
+
+  /** Where restored copy `index` is on the host: the source of a plain-CRIU fork of it. */
+  copyAsSource(index: number): BaselineSource {
+    const copy = this.copies[index]!;
+    const pid = this.restoredByCopy.get(copy.name);
+    if (pid === undefined) throw new Error(`baseline copy ${copy.name} is not restored`);
+    return { ...this.source, pid, subvolume: copy.subvolume, netns: copy.net.netns };
+  }
+
+  /** Copy `index`'s address on the host (its desktop answers there on VNC_PORT). */
+  copyAddress(index: number): string {
+    return this.copies[index]!.net.containerAddress;
+  }
+
   private async measure(): Promise<BaselineTimings> {
-    // Plain CRIU: no KSM launcher, and the pages are saved in the freeze.
-    const criu = new Criu(this.s.criuBinary, this.s.failedLogsDir, null, this.s.reachableDir, {
-      pagesAfterThaw: false,
-      action: this.s.action,
-      netlock: this.s.netlock,
-    });
     const t: BaselineTimings = { prepare: 0, dump: 0, sourceFrozen: 0, restore: 0, firstFrame: 0, total: 0 };
     const started = performance.now();
+    await this.prepareAndDump(t, started);
+    // Each copy is probed once it is restored, as Grove shows each child once
+    // its own first frame is out: the restore stage ends with the last restore.
+    const restoring = performance.now();
+    let restored = restoring;
+    await allSettled(
+      this.copies.map(async (c) => {
+        await this.restoreCopy(c);
+        restored = Math.max(restored, performance.now());
+        if (this.stopped) throw new Error(`baseline fork ${this.tag} stopped before firstFrame`);
+        await firstFrame({ host: c.net.containerAddress, port: VNC_PORT }, { timeoutMs: this.s.firstFrameTimeoutMs });
+        this.readyMs.push(performance.now() - started);
+      }),
+    );
+    t.restore = restored - restoring;
+    t.firstFrame = performance.now() - restored;
+    t.total = performance.now() - started;
+    return t;
+  }
+
+  private async prepareAndDump(t: BaselineTimings, started: number): Promise<void> {
     const timed = async <T>(stage: string, work: () => Promise<T>): Promise<T> => {
       if (this.stopped) throw new Error(`baseline fork ${this.tag} stopped before ${stage}`);
       const t0 = performance.now();
@@ -222,7 +282,7 @@ export class BaselineFork {
       await this.make(
         `subvolume ${this.forkPoint}`,
         async () => {
-          frozen = await criu.dump({
+          frozen = await this.criu.dump({
             initPid: this.source.pid,
             netnsPath: netnsPath(this.source.netns),
             imagesDir: this.imagesDir,
@@ -235,24 +295,7 @@ export class BaselineFork {
       );
     });
     t.sourceFrozen = (frozen as CriuDumpStats | null)?.sourceFrozenMs ?? t.dump;
-
-    // Each copy is probed once it is restored, as Grove shows each child once
-    // its own first frame is out: the restore stage ends with the last restore.
-    const restoring = performance.now();
-    let restored = restoring;
-    await allSettled(
-      this.copies.map(async (c) => {
-        await this.restoreCopy(criu, c);
-        restored = Math.max(restored, performance.now());
-        if (this.stopped) throw new Error(`baseline fork ${this.tag} stopped before firstFrame`);
-        await firstFrame({ host: c.net.containerAddress, port: VNC_PORT }, { timeoutMs: this.s.firstFrameTimeoutMs });
-        this.readyMs.push(performance.now() - started);
-      }),
-    );
-    t.restore = restored - restoring;
-    t.firstFrame = performance.now() - restored;
     t.total = performance.now() - started;
-    return t;
   }
 
   /**
@@ -297,9 +340,9 @@ export class BaselineFork {
     );
   }
 
-  private async restoreCopy(criu: Criu, copy: Copy): Promise<void> {
+  private async restoreCopy(copy: Copy): Promise<void> {
     await this.buildRoot(copy);
-    const restored = criu.restore({
+    const restored = this.criu.restore({
       imagesDir: this.imagesDir,
       rootfs: copy.rootfs,
       netnsPath: netnsPath(copy.net.netns),
@@ -327,6 +370,7 @@ export class BaselineFork {
     if (start === null) throw new Error(`the restored baseline tree ${copy.name} (pid ${pid}) exited right after restore`);
     proc = { pid, start };
     this.restoredPids.push(pid);
+    this.restoredByCopy.set(copy.name, pid);
   }
 
   /**

@@ -24,6 +24,9 @@
 //      by side (quota.ts).
 //   9. the CLI: a call of grove as a person or a script makes it, from start
 //      to exit (cli-calls.ts).
+//  10. the agent loop: a scripted agent's desktop tasks with decision points,
+//      under fork-and-pick and try-and-rollback with Grove and with plain
+//      CRIU, and under cold restarts (agent-loop.ts).
 // `only` runs one section (e.g. computer-use: a check in a minute).
 // It writes JSON (result-schema.ts) and an SVG (plots.ts) to bench/results/
 // (which git ignores; latest.json there is the run the docs quote),
@@ -49,6 +52,7 @@ import { measureCage } from './cage.js';
 import { measureProfile } from './profile.js';
 import { measureOwnWork } from './own-work.js';
 import { measureComputerUse } from './computer-use.js';
+import { measureAgentLoop } from './agent-loop.js';
 import { measureCliCalls } from './cli-calls.js';
 import { QuotaPools } from './quota.js';
 import { BaselineFork, readBaselineSource, type BaselineSetting, type BaselineSource } from './baseline.js';
@@ -102,6 +106,7 @@ function plan(quick: boolean) {
     cliCalls: quick ? 10 : 30,
     ownWorkRounds: quick ? 1 : 3,
     quotaRounds: quick ? 10 : 30,
+    agentLoopTasks: quick ? 2 : 10,
   };
 }
 type Plan = ReturnType<typeof plan>;
@@ -269,6 +274,20 @@ async function measure(s: Session, p: Plan, quick: boolean, sections: BenchSecti
       })
     : null;
 
+  const agentLoop = runs('agent-loop')
+    ? await measureAgentLoop(
+        {
+          client: c,
+          baselineSetting: () => s.baselineSetting(),
+          asBaselineSource: (ws) => baselineSource(s, ws),
+          baselines: s.baselines,
+          proceed: () => s.proceed(),
+          log,
+        },
+        p.agentLoopTasks,
+      )
+    : null;
+
   const grove: Side = {
     ...side(forks.grove),
     errors: [...forks.groveErrors, ...chain.errors],
@@ -297,6 +316,7 @@ async function measure(s: Session, p: Plan, quick: boolean, sections: BenchSecti
     profile,
     ownWork,
     quota,
+    agentLoop,
     notes: NOTES,
   };
   return BenchResult.parse({ ...measured, targets: checkTargets(measured) });
@@ -314,6 +334,7 @@ const NOTES = [
   'cage: caged = a fresh desktop of this run’s helper; uncaged = a second helper instance with GROVE_BENCH_UNCAGED=1 (Docker’s default capabilities, no no_new_privs, no seccomp, no cgroups) and a desktop of its own from the same image; one fork each in turn. forkToFirstFrameMs is the helper’s fork report total; childPssMiB sums PSS over the child’s pid namespace right after its first frame.',
   "ownWork: pull = image.pull of a ~500 MiB image (Debian shared libraries, FROM scratch) from a docker-registry on loopback with TLS and basic auth, against skopeo copy to an OCI layout + umoci unpack of it into the pool; project = file.copyIn (the path a --project copy takes) of 20,000 files, 300 MiB (random, so incompressible) into the running desktop, against cp -a of it into the pool, after a sync each; fork = the report's fork → first frame of a branch of an image built FROM grove/desktop against the desktop, alternating.",
   "quota: three scratch pools made as the helper makes its pool (4 GiB sparse loop file, compress=zstd:1, noatime), each with the same files: simple quotas enabled as the helper does (grove-quota), none, full qgroups (btrfs quota enable). The files: the desktop's files subvolume (btrfs send/receive) and an agent's work copied into its upper (5,000 files of 4-64 KiB and a 200 MiB file, random). Per round and pool, in turn: 1 MiB written into the files (untimed); fork = grove-action post-dump's writable snapshot + the child's limit (grove-quota limit; none on the no-quota pool) beside a bind mount of the child's home (grove-mount), as the helper sets it beside the child's mounts + a 4 KiB write in the child + btrfs filesystem sync; checkpoint = the read-only snapshot + sync; discard = btrfs subvolume delete of both + sync. The fork and checkpoint sections above run on the bench helper's own pool, which has simple quotas.",
+  "agentLoop: each strategy runs the same tasks (agent-tasks.ts), each from a fresh desktop workspace made before its clock starts (first frame, Chromium running, 5 s more). waitMs = forks, checkpoints, rollbacks, plain-CRIU dumps and restores (to the copy's first frame), and for cold-restart a new workspace (to its first frame, Chromium running and the screen still for 0.5 s: desktop.wait) plus the replay of the steps so far. Grove's fork-and-pick discards the losers as it goes on; plain CRIU's keeps a fork's three copies until the next fork has picked its winner (one dump, removed whole), so its peak holds two forks' copies. Plain CRIU's rollback restores into a fresh netns, and stops the task's Grove workspace, untimed, in place of a kill.",
   'Percentiles interpolate linearly between ranks; with 3-5 samples p95 is close to the maximum.',
 ];
 

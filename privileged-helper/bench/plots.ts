@@ -5,6 +5,8 @@
 //   2. fan-out: total time vs copies
 //   3. fan-out: PSS summed over all copies vs copies, at first frame and settled
 //   4. read latency of an inherited file vs fork depth, per layout
+//   5. (when the run measured it) the agent loop: each strategy's time waiting
+//      on the workspace and its total task time
 import type { BenchResult, Percentiles } from './result-schema.js';
 
 const PANEL = { w: 460, h: 300 };
@@ -31,7 +33,7 @@ interface Frame {
 
 export function benchSvg(r: BenchResult): string {
   const width = PANEL.w * 2;
-  const height = PANEL.h * 2 + 28;
+  const height = PANEL.h * (r.agentLoop ? 3 : 2) + 28;
   const fanout = (side: 'grove' | 'criu', pick: (f: BenchResult['grove']['fanout'][number]) => number) =>
     r[side].fanout.map((f): [number, number] => [f.copies, pick(f)]);
   const reads = (side: 'grove' | 'criu') => r[side].readLatency.map((x): [number, number] => [x.depth, x.us]);
@@ -52,6 +54,9 @@ export function benchSvg(r: BenchResult): string {
       { name: layoutOf('grove'), color: COLOR.grove, points: reads('grove') },
       { name: layoutOf('criu'), color: COLOR.criu, points: reads('criu') },
     ]),
+    ...(r.agentLoop
+      ? [agentLoopBars({ x: 0, y: 28 + 2 * PANEL.h, title: 'Agent loop: waiting on the workspace, and in all', xLabel: '', yLabel: 's' }, r.agentLoop)]
+      : []),
   ];
   const heading = `Grove bench ${r.startedAt}${r.quick ? ' (quick)' : ''}: ${r.host.cpus} CPUs, load ${r.host.loadavgStart.join(' ')}`;
   return [
@@ -93,6 +98,34 @@ function stageBars(f: Frame, r: BenchResult): string {
     legend(area, [
       { name: 'grove', color: COLOR.grove },
       { name: 'criu', color: COLOR.criu },
+    ]),
+  );
+}
+
+/** A pair of bars per strategy: its wait and its total task time, in seconds. */
+function agentLoopBars(f: Frame, loop: NonNullable<BenchResult['agentLoop']>): string {
+  const area = plotArea(f);
+  const yMax = niceMax(Math.max(0, ...loop.strategies.map((s) => s.totalMs / 1000)));
+  const slot = loop.strategies.length > 0 ? area.w / loop.strategies.length : area.w;
+  const barW = Math.max(2, slot / 2 - 4);
+  const y = (v: number) => area.y + area.h - (v / yMax) * area.h;
+  const bar = (v: number, bx: number, color: string) =>
+    `<rect x="${n(bx)}" y="${n(y(v))}" width="${n(barW)}" height="${n(area.y + area.h - y(v))}" fill="${color}" opacity="0.8"/>`;
+  const bars = loop.strategies.map((s, i) => {
+    const x0 = area.x + i * slot + 2;
+    return [
+      bar(s.waitMs / 1000, x0, COLOR.criu),
+      bar(s.totalMs / 1000, x0 + barW + 2, COLOR.grove),
+      text(x0 + slot / 2 - 2, area.y + area.h + 14, s.strategy, { anchor: 'middle', size: 9 }),
+    ].join('');
+  });
+  return frame(
+    f,
+    yAxis(area, yMax),
+    bars.join('\n'),
+    legend(area, [
+      { name: 'wait', color: COLOR.criu },
+      { name: 'total', color: COLOR.grove },
     ]),
   );
 }

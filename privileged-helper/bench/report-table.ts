@@ -17,6 +17,7 @@ export function reportTable(r: BenchResult): string {
     ...profileSection(r),
     ...ownWorkSection(r),
     ...quotaSection(r),
+    ...agentLoopSection(r),
     ...targetSection(r),
     '',
   ].join('\n');
@@ -135,6 +136,21 @@ function cageSection(r: BenchResult): string[] {
 }
 
 /** p50 of each measure over forks of one copy, with and without the kdat cache; then 1/2/4 copies. */
+function agentLoopSection(r: BenchResult): string[] {
+  const a = r.agentLoop;
+  if (!a) return [];
+  const lines = [
+    '',
+    `Agent loop: ${a.tasks.length} tasks, ${a.decisionPoints} decision points of ${a.alternatives} alternatives each, ${a.thinkMs} ms to think at each try`,
+    row(['strategy', 'tasks done', 'total ms', 'wait ms', 'peak MiB'], 24),
+  ];
+  for (const s of a.strategies) lines.push(row([s.strategy, String(s.tasksDone), num(s.totalMs), num(s.waitMs), num(s.peakPssMiB)], 24));
+  for (const s of a.strategies)
+    for (const [step, p] of Object.entries(s.stepMs)) lines.push(`  ${s.strategy}, ${step}: p50 ${num(p.p50)} ms, p95 ${num(p.p95)} ms`);
+  for (const s of a.strategies) for (const e of s.errors) lines.push(`  ${s.strategy}: ${e}`);
+  return lines;
+}
+
 function ownWorkSection(r: BenchResult): string[] {
   const o = r.ownWork;
   if (!o) return [];

@@ -208,8 +208,35 @@ export const OwnWork = z.strictObject({
 });
 export type OwnWork = z.infer<typeof OwnWork>;
 
+/** One strategy of the agent loop (agent-loop.ts) over all its tasks. */
+export const AgentLoopStrategy = z.strictObject({
+  strategy: z.string(),
+  tasksDone: z.number().int().nonnegative(),
+  /** Sum of the done tasks' times, setup to the last decision point. */
+  totalMs: Ms,
+  /** Of that, waiting on the workspace: forks, checkpoints, rollbacks, restores, new workspaces and their replays. */
+  waitMs: Ms,
+  /** The highest PSS of all the strategy's workspaces at once, sampled. */
+  peakPssMiB: z.number(),
+  taskMs: z.array(Ms),
+  /** Each kind of wait (fork into 3, checkpoint, rollback → first frame, new workspace + replay), its percentiles. */
+  stepMs: z.record(z.string(), Percentiles),
+  errors: z.array(z.string()),
+});
+export type AgentLoopStrategy = z.infer<typeof AgentLoopStrategy>;
+
+/** A scripted agent's desktop tasks under each strategy (issue 49). */
+export const AgentLoop = z.strictObject({
+  tasks: z.array(z.string()),
+  decisionPoints: z.number().int(),
+  alternatives: z.number().int(),
+  thinkMs: Ms,
+  strategies: z.array(AgentLoopStrategy),
+});
+export type AgentLoop = z.infer<typeof AgentLoop>;
+
 /** The parts of the benchmark a run can measure (`--only` picks one). */
-export const BenchSection = z.enum(['fork', 'fanout', 'read-latency', 'computer-use', 'cli', 'cage', 'profile', 'own-work', 'quota']);
+export const BenchSection = z.enum(['fork', 'fanout', 'read-latency', 'computer-use', 'cli', 'cage', 'profile', 'own-work', 'quota', 'agent-loop']);
 export type BenchSection = z.infer<typeof BenchSection>;
 
 /** A target (issue 6, 10 or 11) next to what this run measured; met is null when nothing was measured. */
@@ -261,6 +288,8 @@ export const BenchResult = z.strictObject({
   ownWork: OwnWork.nullable().default(null),
   /** Null when the run left the section out (and in results from before it). */
   quota: QuotaCost.nullable().default(null),
+  /** Null when the run left the section out (and in results from before it). */
+  agentLoop: AgentLoop.nullable().default(null),
   targets: z.array(TargetCheck),
   notes: z.array(z.string()),
 });

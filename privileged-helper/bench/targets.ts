@@ -1,4 +1,4 @@
-// Issues 6, 10, 11, 14, 41, 42 and 43's targets, checked against a run's printed numbers (never by timed
+// Issues 6, 10, 11, 14, 41, 42, 43 and 49's targets, checked against a run's printed numbers (never by timed
 // assertions): each target next to what was measured and whether it was met.
 // Pure, so it is unit-tested (test/unit/bench-targets.test.ts).
 import type { BenchResult, TargetCheck } from './result-schema.js';
@@ -30,6 +30,11 @@ const QUOTA_OVERHEAD = 0.1;
 const QUOTA_SLACK_MS = 5;
 /** Issue 43: a call of the CLI that asks the helper one small thing, start to exit. */
 const CLI_CALL_MS = 150;
+/** Issue 49: the agent loop's time waiting on the workspace, fork-and-pick against a cold restart and against plain CRIU's fork-and-pick. */
+const LOOP_OVER_COLD = 3;
+const LOOP_OVER_CRIU = 2;
+/** Issue 49: a rollback without a standby, request to the branch's first frame. */
+const ROLLBACK_MS = 1000;
 
 export function checkTargets(r: Measured): TargetCheck[] {
   const fan = r.grove.fanout.find((f) => f.copies === FANOUT_COPIES);
@@ -74,6 +79,33 @@ export function checkTargets(r: Measured): TargetCheck[] {
     ...ownWorkTargets(r),
     ...quotaTargets(r),
     check('grove whoami, start to exit p50', `≤ ${CLI_CALL_MS} ms`, r.cli?.whoamiMs.p50 ?? null, (x) => x <= CLI_CALL_MS, ms),
+    ...agentLoopTargets(r),
+  ];
+}
+
+/** How many times less the agent waited with Grove's fork-and-pick than with `other`, over the same tasks (all done by both). */
+function agentLoopTargets(r: Measured): TargetCheck[] {
+  const by = (name: string) => r.agentLoop?.strategies.find((s) => s.strategy === name);
+  const grove = by('grove-fork-and-pick');
+  const missing = 'not measured (--only agent-loop measures it)';
+  const over = (other: string): number | null => {
+    const o = by(other);
+    if (!grove || !o || grove.errors.length > 0 || o.errors.length > 0 || !(grove.waitMs > 0)) return null;
+    return o.waitMs / grove.waitMs;
+  };
+  const unmeasured = r.agentLoop ? 'not measured (a strategy failed: see agentLoop.strategies[].errors)' : missing;
+  const rollback = by('grove-try-and-rollback')?.stepMs['rollback → first frame']?.p50 ?? null;
+  return [
+    check('rollback → first frame p50 (no standby)', `≤ ${ROLLBACK_MS / 1000} s`, rollback, (x) => x <= ROLLBACK_MS, ms, missing),
+    check('agent loop wait: fork-and-pick vs cold restart', `≥ ${LOOP_OVER_COLD}× less`, over('cold-restart'), (x) => x >= LOOP_OVER_COLD, times, unmeasured),
+    check(
+      "agent loop wait: fork-and-pick vs plain CRIU's",
+      `≥ ${LOOP_OVER_CRIU}× less`,
+      over('criu-fork-and-pick'),
+      (x) => x >= LOOP_OVER_CRIU,
+      times,
+      unmeasured,
+    ),
   ];
 }
 

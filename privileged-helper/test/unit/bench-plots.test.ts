@@ -27,6 +27,15 @@ describe('bench plots', () => {
     expect(svg).not.toMatch(/NaN|undefined|Infinity/);
   });
 
+  it("draws the agent loop's wait and total per strategy when the run measured it, and no panel when not", () => {
+    const r = sampleResult();
+    const svg = benchSvg(r);
+    expect(svg).toContain('Agent loop: waiting on the workspace, and in all');
+    for (const s of r.agentLoop!.strategies) expect(svg).toContain(`>${s.strategy}</text>`);
+    expect(balanced(svg)).toBe(true);
+    expect(benchSvg({ ...r, agentLoop: null })).not.toContain('Agent loop');
+  });
+
   it('draws one point per measured value', () => {
     const r = sampleResult();
     const circles = (svg: string) => svg.match(/<circle /g)?.length ?? 0;

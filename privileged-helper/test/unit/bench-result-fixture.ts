@@ -93,9 +93,27 @@ export function sampleResult(): BenchResult {
       off: { forkMs: { p50: 28.4, p95: 45 }, checkpointMs: { p50: 12, p95: 19 }, discardMs: { p50: 13, p95: 24 }, errors: [] },
       full: { forkMs: { p50: 120, p95: 230 }, checkpointMs: { p50: 95, p95: 180 }, discardMs: { p50: 20, p95: 40 }, errors: ['one failed'] },
     },
+    agentLoop: {
+      tasks: ['edit and save a document (0)', 'rename files (1)'],
+      decisionPoints: 3,
+      alternatives: 3,
+      thinkMs: 300,
+      strategies: [
+        loopStrategy('grove-fork-and-pick', 9000, 3000),
+        loopStrategy('grove-try-and-rollback', 11_000, 5000),
+        loopStrategy('criu-fork-and-pick', 14_000, 7500),
+        loopStrategy('criu-try-and-rollback', 15_000, 8000),
+        loopStrategy('cold-restart', 30_000, 24_000),
+      ],
+    },
     targets: [],
     notes: [],
   });
+}
+
+function loopStrategy(strategy: string, totalMs: number, waitMs: number) {
+  const stepMs = strategy === 'grove-try-and-rollback' ? { checkpoint: { p50: 160, p95: 210 }, 'rollback → first frame': { p50: 820, p95: 990 } } : {};
+  return { strategy, tasksDone: 2, totalMs, waitMs, peakPssMiB: 900, taskMs: [totalMs / 2, totalMs / 2], stepMs, errors: [] };
 }
 
 function profiled(copies: number, kdatCache: boolean, dump: number, restoreMs: number) {
