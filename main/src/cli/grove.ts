@@ -164,11 +164,12 @@ withAsking(
     .command('rollback')
     .argument('<workspace>', 'id or name')
     .requiredOption('--to <version>', 'the version to return to')
+    .option('--keep', 'keep what the running branch was as a version (saved in the background)')
     .description("return a branch to a version's processes and files; an agent asks a person unless the branch is its own"),
-).action((ref: string, opts: AskOptions & { to: string }) =>
+).action((ref: string, opts: AskOptions & { to: string; keep?: boolean }) =>
   withClient(async (c) => {
     if (!(await mayActOn(c, ref))) return printAsked(await askPerson(c, ref, { kind: 'branch.rollback', version: opts.to }, opts));
-    const w = await c.request('branch.rollback', { workspace: ref, version: opts.to });
+    const w = await c.request('branch.rollback', { workspace: ref, version: opts.to, ...(opts.keep && { keep: true }) });
     output(w, () => printWorkspace(w));
   }),
 );

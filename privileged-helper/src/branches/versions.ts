@@ -203,10 +203,12 @@ export class VersionService {
    * set aside first (a checkpoint, a version of its own; a stopped branch's
    * files), and if anything after that fails — the version's files, its
    * restore, a fault a test injects — the branch is brought back to it; what
-   * was set aside goes once the rollback is done. The version may not be
-   * deleted meanwhile.
+   * was set aside goes once the rollback is done, unless `keep` asks for it
+   * as a version (a running branch's only: a stopped one has no processes).
+   * The version may not be deleted meanwhile.
    */
-  rollback(ref: string, versionId: string, fault?: Fault<RollbackStage>): Promise<Workspace> {
+  rollback(ref: string, versionId: string, o: { keep?: boolean; fault?: Fault<RollbackStage> } = {}): Promise<Workspace> {
+    const { keep = false, fault } = o;
     const { id } = this.d.workspaces.record(ref);
     if (!this.d.registry.findVersion(versionId)) throw new GroveError('E_NOT_FOUND', `no version '${versionId}'`);
     // In use from the request on, also while it waits for the branch's lock behind another operation.
@@ -223,8 +225,10 @@ export class VersionService {
           const version = this.d.registry.findVersion(versionId);
           if (!version) throw new GroveError('E_NOT_FOUND', `no version '${versionId}'`);
           if (version.treeId !== ws.treeId) throw new GroveError('E_CONFLICT', `version ${versionId} belongs to another workspace`);
+          if (keep && ws.state !== 'running')
+            throw new GroveError('E_CONFLICT', `'${ws.name}' is ${ws.state}: it has no processes to keep as a version (roll back without keep)`);
           await this.saved(version.id);
-          return this.completeRollback(ws, version.id, await this.setAside(ws, version.id, fault), { fault, dropAsideLater: true });
+          return this.completeRollback(ws, version.id, await this.setAside(ws, version.id, fault), { fault, keep, dropAsideLater: true });
         }),
       )
       .finally(release);
@@ -276,19 +280,21 @@ export class VersionService {
    * way leaves it to the next start (resumeRollback). A request's rollback
    * returns without waiting for the checkpoint it set aside to be saved and
    * dropped (dropAsideLater); a resumed one waits, so that start-up ends clean.
+   * With `keep` that checkpoint stays, a version once saved.
    */
   private async completeRollback(
     ws: WorkspaceRecord,
     to: string,
     before: RolledBackFrom,
-    o: { fault?: Fault<RollbackStage>; dropAsideLater?: boolean } = {},
+    o: { fault?: Fault<RollbackStage>; keep?: boolean; dropAsideLater?: boolean } = {},
   ): Promise<Workspace> {
     const { fault } = o;
-    this.d.registry.beginPendingOp({ kind: 'rollback', workspaceId: ws.id, to, before });
+    this.d.registry.beginPendingOp({ kind: 'rollback', workspaceId: ws.id, to, before, ...(o.keep && { keep: true }) });
     try {
       injectFault(fault, 'aside', 'fault injected once the state before the rollback was set aside');
       if (this.d.workspaces.record(ws.id).state !== 'running') await this.d.runtime.prepareHost(ws);
       const back = await this.restoreInto(ws, to, to, fault);
+      if (o.keep && 'version' in before) return back;
       const dropped = this.dropSetAside(ws, before);
       if (o.dropAsideLater) dropped.catch((err: Error) => this.d.log(`rollback of ${ws.id}: what it set aside could not be removed: ${err.message}`));
       else await dropped;
@@ -306,13 +312,13 @@ export class VersionService {
    * as start-up left it (its processes gone, or not yet killed): it is done
    * again from its start, and undone if that fails, as it would have been.
    */
-  async resumeRollback(op: { workspaceId: string; to: string; before: RolledBackFrom }): Promise<void> {
+  async resumeRollback(op: { workspaceId: string; to: string; before: RolledBackFrom; keep?: boolean }): Promise<void> {
     await this.d.workspaces.lock.run(op.workspaceId, () =>
       this.d.ksm.hold(async () => {
         const ws = this.d.registry.findWorkspace(op.workspaceId);
         if (!ws) return;
         this.d.log(`finishing the rollback of '${ws.name}' to ${op.to} that the last helper was killed in`);
-        await this.completeRollback(ws, op.to, op.before).catch((err: Error) =>
+        await this.completeRollback(ws, op.to, op.before, { keep: op.keep }).catch((err: Error) =>
           this.d.log(`the rollback of '${ws.name}' could not be finished: ${err.message}`),
         );
       }),

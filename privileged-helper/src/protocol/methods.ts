@@ -198,7 +198,13 @@ export const methods = {
     result: Version,
   },
   'branch.rollback': {
-    params: z.strictObject({ workspace: WorkspaceRef, version: Id, ...testFault(RollbackStage) }),
+    params: z.strictObject({
+      workspace: WorkspaceRef,
+      version: Id,
+      /** Keep what the running branch was as a version ("before rollback to …"), saved in the background. */
+      keep: z.boolean().optional(),
+      ...testFault(RollbackStage),
+    }),
     result: Workspace,
   },
   'branch.promote': {

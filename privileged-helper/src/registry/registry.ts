@@ -74,8 +74,8 @@ export interface HostObject {
  * undone, so that the next start finishes or undoes it (reconcile.ts).
  */
 export type PendingOp =
-  /** Returning to version `to`; the branch's state before it is a checkpoint, or (a stopped branch's) a snapshot of its files. */
-  | { kind: 'rollback'; workspaceId: string; to: string; before: { version: string } | { files: string } }
+  /** Returning to version `to`; the branch's state before it is a checkpoint (a version after it if `keep`), or (a stopped branch's) a snapshot of its files. */
+  | { kind: 'rollback'; workspaceId: string; to: string; before: { version: string } | { files: string }; keep?: boolean }
   /** The branch becomes its tree's main line in place of `mainId`, whose ports each had are `leases`. */
   | { kind: 'promote'; workspaceId: string; mainId: string; oldMain: OldMainFate; version: string | null; leases: { id: string; ports: PortLease[] }[] }
   | { kind: 'discard'; workspaceId: string }

@@ -9,6 +9,8 @@
 // as they were; a discard that fails leaves a consistent branch to discard again.
 // A checkpoint returns once its point in time is fixed and is saved after; a
 // rollback to it waits for that, and one whose saving fails leaves nothing.
+// A rollback's own checkpoint of the branch is saved in the background, and
+// kept as a version when asked.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -91,6 +93,20 @@ describe('rollback as a transaction', () => {
     expect(existsSync(path.join(t.runDir, 'scratch', `checkpoint-${aside}`))).toBe(false);
   });
 
+  it('keeps what the running branch was as a version when asked, and a rollback to it brings that back', async () => {
+    await sh(c, ws, 'echo kept > /root/marker');
+    const atRollback = await count(ws);
+    ws = await track(await c.request('branch.rollback', { workspace: ws.id, version: versionId, keep: true }));
+    expect(await marker(ws)).toBe('v1');
+    const kept = (await c.request('version.list', { workspace: ws.id })).find((v) => v.label === `before rollback to ${versionId}`);
+    expect(kept).toBeDefined();
+    ws = await track(await c.request('branch.rollback', { workspace: ws.id, version: kept!.id }));
+    expect(await marker(ws)).toBe('kept');
+    expect(await count(ws)).toBe(atRollback + 1); // its processes' memory as the first rollback found it
+    await c.request('version.delete', { version: kept!.id });
+    await onlyVersion(versionId);
+  });
+
   it('returns a checkpoint once its point in time is fixed, saves it after, and a rollback asked at once waits for it', async () => {
     const seen: string[] = [];
     const off = [
@@ -142,6 +158,15 @@ describe('rollback as a transaction', () => {
       code: 'E_CONFLICT',
       message: expect.stringMatching(/has exited \(its init .*\): start it again from its files, or roll it back to a version/),
     });
+  });
+
+  it('refuses to keep a version of an exited branch, which has no processes, and changes nothing', async () => {
+    await expect(c.request('branch.rollback', { workspace: ws.id, version: versionId, keep: true })).rejects.toMatchObject({
+      code: 'E_CONFLICT',
+      message: expect.stringContaining('no processes to keep'),
+    });
+    expect(await c.request('workspace.get', { workspace: ws.id })).toMatchObject({ state: 'exited' });
+    expect(await versionsOf()).toEqual([versionId]);
   });
 
   it('keeps an exited branch as it was when rolling it back fails, then rolls it back', async () => {
