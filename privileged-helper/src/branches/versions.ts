@@ -49,6 +49,8 @@ export class VersionService {
   private readonly inUse = new Map<string, number>();
   /** Versions being saved into the pool, until they are (checkpoint). */
   private readonly persisting = new Map<string, Promise<void>>();
+  /** Versions being removed, until they are (remove). */
+  private readonly removing = new Map<string, Promise<void>>();
 
   constructor(private readonly d: VersionDeps) {}
 
@@ -446,10 +448,21 @@ export class VersionService {
     return orphans;
   }
 
-  /** Removes a version once it is no longer being saved; a version another call removed meanwhile is simply gone. */
-  private async remove(versionId: string): Promise<void> {
-    await this.persisting.get(versionId);
-    await this.drop(versionId);
+  /**
+   * Removes a version once it is no longer being saved; a version another
+   * call removed meanwhile is simply gone, and one being removed is waited
+   * for, not removed twice at once (a rollback drops its own checkpoint in
+   * the background, while its workspace may be deleted with its versions).
+   */
+  private remove(versionId: string): Promise<void> {
+    const under = this.removing.get(versionId);
+    if (under) return under;
+    const removal = (async () => {
+      await this.persisting.get(versionId);
+      await this.drop(versionId);
+    })().finally(() => this.removing.delete(versionId));
+    this.removing.set(versionId, removal);
+    return removal;
   }
 
   /** Removes a version's files and record (`reason`: why, when no one asked for it). */
