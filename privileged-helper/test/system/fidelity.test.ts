@@ -12,7 +12,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
-import type { Workspace } from '../../src/protocol/entities.js';
+import type { ForkReport, Workspace } from '../../src/protocol/entities.js';
 import { GATE_ADDRESS, GATE_PORT } from '../../src/egress/policy.js';
 import { readRewriterReport, REWRITER, WHOLE, type RewriterReport } from './fixtures/rewriter.js';
 import { blankEditor, connect, createWorkspace, darkPixels, EDITOR, EDITOR_TEXT, sh, track, waitFor } from './support.js';
@@ -232,6 +232,72 @@ else:
     os.wait()
 `;
 
+/**
+ * A single-threaded server on 127.0.0.1:8501, as many dev servers are, and
+ * two clients of it, as a browser with live reload has:
+ *  serve   one connection at a time: a `stream` request is answered with an
+ *          event every 0.1 s until /tmp/inflight.release exists, any other with `page`;
+ *  stream  the live-reload stream, read until the server ends it;
+ *  fetch   the next request, which waits in the server's queue, not yet
+ *          accepted, while the stream lasts. It reports to /tmp/inflight.json
+ *          (its tries, each error, and whether it got its page), and on any
+ *          error tries again, as a browser does.
+ */
+const BUSY_SERVER = `
+import json, os, socket, sys, time
+PORT = 8501
+def status(**state):
+    with open('/tmp/inflight.tmp', 'w') as f: json.dump(state, f)
+    os.rename('/tmp/inflight.tmp', '/tmp/inflight.json')
+role = sys.argv[1]
+if role == 'serve':
+    srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(('127.0.0.1', PORT)); srv.listen(8)
+    while True:
+        conn, _ = srv.accept()
+        try:
+            if conn.recv(100).startswith(b'stream'):
+                while not os.path.exists('/tmp/inflight.release'):
+                    conn.sendall(b'event\\n'); time.sleep(0.1)
+            else:
+                conn.sendall(b'page\\n')
+        except OSError:
+            pass
+        conn.close()
+elif role == 'stream':
+    conn = socket.create_connection(('127.0.0.1', PORT)); conn.sendall(b'stream\\n')
+    while conn.recv(100): pass
+elif role == 'fetch':
+    tries, errors = 0, []
+    while True:
+        tries += 1
+        try:
+            conn = socket.create_connection(('127.0.0.1', PORT)); conn.sendall(b'page\\n')
+            status(tries=tries, errors=errors, state='waiting')
+            reply = conn.recv(100)
+            if reply == b'page\\n':
+                status(tries=tries, errors=errors, state='served'); break
+            errors.append('reply %r' % reply)
+        except OSError as e:
+            errors.append(repr(e))
+        status(tries=tries, errors=errors, state='retrying')
+        time.sleep(0.2)
+`;
+
+/** How many connections wait, not yet accepted, in the queue of the server listening on 127.0.0.1:PORT (/proc/net/tcp). */
+const pendingAt = (port: number) => `
+for line in open('/proc/net/tcp').readlines()[1:]:
+    fields = line.split()
+    if fields[1] == '0100007F:%04X' % ${port} and fields[3] == '0A':
+        print(int(fields[4].split(':')[1], 16))
+`;
+
+interface InFlight {
+  tries?: number;
+  errors?: string[];
+  state?: string;
+}
+
 interface Conversation {
   n?: number;
   port?: number;
@@ -317,14 +383,19 @@ except OSError: print('held')"`,
         'for w in $(DISPLAY=:0 xdotool search --onlyvisible --class "mousepad|xterm"); do DISPLAY=:0 xdotool getwindowgeometry "$w" | tail -n +2; done',
       )
     ).trim();
-  const fork = async (ws: Workspace, label: string, copies = 2): Promise<Workspace[]> => {
+  /** Every fork of the suite, in order: printed as one table at the end. */
+  const forkTimes: { label: string; copies: number; ms: number; reportMs: number }[] = [];
+  const forkReport = async (ws: Workspace, label: string, copies = 2): Promise<ForkReport> => {
     const t0 = Date.now();
     const r = await c.request('branch.fork', { workspace: ws.id, copies });
-    const children = await Promise.all(r.children.map(track));
-    forked.push(...children.map((x) => x.id));
-    process.stderr.write(`[fidelity] ${label}: fork into ${copies} took ${Date.now() - t0} ms (report total ${Math.round(r.timings.total ?? -1)} ms)\n`);
-    return children;
+    forked.push(...(await Promise.all(r.children.map(track))).map((x) => x.id));
+    const ms = Date.now() - t0;
+    const reportMs = Math.round(r.timings.total ?? -1);
+    forkTimes.push({ label, copies, ms, reportMs });
+    process.stderr.write(`[fidelity] ${label}: fork into ${copies} took ${ms} ms (report total ${reportMs} ms)\n`);
+    return r;
   };
+  const fork = async (ws: Workspace, label: string, copies = 2): Promise<Workspace[]> => (await forkReport(ws, label, copies)).children;
 
   beforeAll(async () => {
     c = await connect('fidelity');
@@ -369,6 +440,11 @@ except OSError: print('held')"`,
   });
 
   afterAll(async () => {
+    const width = Math.max(4, ...forkTimes.map((f) => f.label.length));
+    const rows = forkTimes.map(
+      (f) => `${f.label.padEnd(width)}  ${String(f.copies).padStart(6)}  ${String(f.ms).padStart(8)}  ${String(f.reportMs).padStart(9)}`,
+    );
+    process.stderr.write(['[fidelity] fork times', `${'case'.padEnd(width)}  copies  took, ms  report, ms`, ...rows, ''].join('\n'));
     for (const id of made.reverse()) await c?.request('workspace.delete', { workspace: id }).catch(() => undefined);
     c?.close();
   });
@@ -506,16 +582,14 @@ except OSError: print('held')"`,
     c.on('exec.output', (o) => output.push(o.data));
     const terminal = await c.request('exec.open', { workspace: source.id, cols: 80, rows: 24 });
     try {
-      const report = await c.request('branch.fork', { workspace: source.id, copies: 1 });
-      forked.push(...(await Promise.all(report.children.map(track))).map((x) => x.id));
+      const report = await forkReport(source, 'a terminal open', 1);
       expect(report.leftBehind).toEqual([expect.stringMatching(new RegExp(`terminal ${terminal.session} \\(/bin/bash -l\\) stays with fidelity`))]);
       await c.request('exec.write', { session: terminal.session, data: 'echo still-$((6*7))\n' });
       await expect.poll(() => output.join(''), { timeout: 10_000 }).toContain('still-42');
     } finally {
       await c.request('exec.close', { session: terminal.session }).catch(() => undefined);
     }
-    const quiet = await c.request('branch.fork', { workspace: source.id, copies: 1 });
-    forked.push(...(await Promise.all(quiet.children.map(track))).map((x) => x.id));
+    const quiet = await forkReport(source, 'no terminal open', 1);
     expect(quiet.leftBehind).toEqual([]);
   });
 
@@ -530,6 +604,46 @@ except OSError: print('held')"`,
     expect((await conversation(source, 'gate')).state).toBe('open');
     await sh(c, source, 'touch /tmp/tcp-gate.go');
     await expect.poll(async () => (await conversation(source, 'gate')).line ?? '', { timeout: 15_000 }).toMatch(/^HTTP\/1\.[01] \d{3}/);
+  });
+
+  it('forks and checkpoints a single-threaded server with a connection not yet accepted; its client tries again in each child and after a rollback', async () => {
+    const inFlight = async (ws: Workspace): Promise<InFlight> =>
+      JSON.parse((await sh(c, ws, 'cat /tmp/inflight.json 2>/dev/null || echo {}')) || '{}') as InFlight;
+    /** Once the stream ends, the request gets its page: in the source on its first try, in a restored tree on another. */
+    const served = async (ws: Workspace, tries: 'first' | 'again') => {
+      await sh(c, ws, 'touch /tmp/inflight.release');
+      await expect.poll(async () => (await inFlight(ws)).state, { timeout: 15_000, message: ws.name }).toBe('served');
+      const seen = await inFlight(ws);
+      if (tries === 'first') expect(seen, ws.name).toEqual({ tries: 1, errors: [], state: 'served' });
+      else expect(seen.tries, `${ws.name}: ${JSON.stringify(seen)}`).toBeGreaterThan(1);
+    };
+    await c.request('exec.run', { workspace: source.id, argv: ['sh', '-c', 'cat > /tmp/busy-server.py'], stdin: BUSY_SERVER });
+    await sh(
+      c,
+      source,
+      [
+        'rm -f /tmp/inflight.*',
+        'nohup python3 /tmp/busy-server.py serve >/tmp/busy-serve.log 2>&1 &',
+        'sleep 0.5',
+        'nohup python3 /tmp/busy-server.py stream >/tmp/busy-stream.log 2>&1 &',
+        'sleep 0.5',
+        'nohup python3 /tmp/busy-server.py fetch >/tmp/busy-fetch.log 2>&1 &',
+      ].join('\n'),
+    );
+    try {
+      await expect.poll(async () => (await inFlight(source)).state, { timeout: 15_000 }).toBe('waiting');
+      const pending = async (ws: Workspace) => (await c.request('exec.run', { workspace: ws.id, argv: ['python3', '-c', pendingAt(8501)] })).stdout.trim();
+      expect(await pending(source)).toBe('1'); // CRIU refused such a server: "In-flight connection (l)"
+      const version = await c.request('branch.checkpoint', { workspace: source.id, label: 'a connection not yet accepted' });
+      const children = await fork(source, 'a connection not yet accepted');
+      expect(await pending(source)).toBe('1');
+      for (const child of children) await served(child, 'again');
+      await served(source, 'first');
+      const rolledBack = await track(await c.request('branch.rollback', { workspace: source.id, version: version.id }));
+      await served(rolledBack, 'again');
+    } finally {
+      await sh(c, source, 'pkill -f "busy-server[.]py" || true; rm -f /tmp/inflight.*');
+    }
   });
 
   it('delivers messages in flight that carry descriptors, each to its reader, in each child and the source', async () => {

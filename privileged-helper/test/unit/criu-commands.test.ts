@@ -23,7 +23,7 @@ describe('CRIU arguments for a fork', () => {
     expect(restore).not.toContain('--tcp-close');
     // Its stats go to a work dir of its own: restores from one dump run at once.
     expect(restore.join(' ')).toContain('--work-dir /i/restore-b');
-    expect(dump).toEqual(expect.arrayContaining(['--leave-running', '--tcp-established']));
+    expect(dump).toEqual(expect.arrayContaining(['--leave-running', '--tcp-established', '--skip-in-flight']));
     expect(dump).not.toContain('--tcp-close');
     // The dump leaves cgroups out only because no restore reads them (criu-patches/0014).
     expect(dump).toContain('--manage-cgroups=ignore');

@@ -144,6 +144,11 @@ export function forkDumpArgs(input: ForkDumpInput): string[] {
     '--leave-running',
     // Every connection is dumped (TCP repair); the restore decides which to keep.
     '--tcp-established',
+    // A connection a listening server has not accepted yet is left out: the
+    // source keeps it in its queue, and in a restored tree its client's end
+    // has no peer, so it comes back closed and the client tries again, as
+    // after any server restart. Without it every dump of a busy server failed.
+    '--skip-in-flight',
     '--file-locks',
     '--ghost-limit',
     input.ghostLimit ?? '256M',
