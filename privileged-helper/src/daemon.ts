@@ -183,7 +183,7 @@ async function boot(config: HelperConfig) {
   await ledger.make({ kind: 'mount', name: scratchDir, owner: null }, () => ensureTmpfs(scratchDir, 'grove-scratch'));
   const kernelTier = new KernelTier(config.kernelTier);
   log(`kernel tier: fork memory ${(await kernelTier.current()).memory}`);
-  const branchDeps = { registry, ledger, runtime, storage, workspaces, criu, ksm, kernelTier };
+  const branchDeps = { registry, ledger, runtime, storage, workspaces, criu, exec, ksm, kernelTier };
   const captures = new VersionCaptures({ kernelTier, dir: scratchDir, log });
   const versions = new VersionService({
     ...branchDeps,

@@ -1,5 +1,6 @@
 // What every operation on running branches (fork, checkpoint, rollback) works with.
 import type { Criu } from '../host/criu/criu.js';
+import type { ExecService } from '../exec/exec-service.js';
 import type { KernelTier } from '../host/kernel-tier.js';
 import type { KsmPacer } from '../host/ksm.js';
 import type { Registry } from '../registry/registry.js';
@@ -15,6 +16,8 @@ export interface BranchDeps {
   storage: BranchStorage;
   workspaces: WorkspaceService;
   criu: Criu;
+  /** Runs what the helper does inside a running branch (its generation's announcement: workspaces/generation.ts). */
+  exec: Pick<ExecService, 'run'>;
   /** Holds ksmd at its idle pace while CRIU works (host/ksm.ts). */
   ksm: Pick<KsmPacer, 'hold'>;
   /** Says how children get their memory (host/kernel-tier.ts). */

@@ -38,6 +38,7 @@ import { injectFault, injectInFreeze, type Fault } from '../workspaces/faults.js
 import { forkPointPath } from './fork-points.js';
 import type { WorkspaceRecord } from '../registry/registry.js';
 import { writeIdentity } from '../workspaces/workspace-service.js';
+import { announceGeneration, GENERATION_FILE, type Generation } from '../workspaces/generation.js';
 import { undoAfter } from '../undo.js';
 
 export const MAX_COPIES = 16;
@@ -81,6 +82,8 @@ class ForkTransaction {
   private readonly timings = { prepare: 0, dump: 0, sourceFrozen: 0, thaw: 0, restore: 0, expose: 0, firstFrame: 0, total: 0 };
   private readonly criuStats: ForkReport['criu'] = { dump: null, restores: [] };
   private readonly readyMs: number[] = [];
+  /** What the report says a child did not get besides terminals (leftBehind). */
+  private readonly notes: string[] = [];
   /** The kernel tier's holder of the source's capture, while the fork runs. */
   private holder: ShareHolder | null = null;
   /** How the children got their memory (the report's words). */
@@ -207,7 +210,7 @@ class ForkTransaction {
     let ready = 0;
     await forEachLimited(this.children, this.atOnce, async (child) => {
       if (this.children.indexOf(child) >= this.atOnce) await this.prepareAtItsTurn(child);
-      const proc = await this.restoreChild(child, imagesDir, forkPoint);
+      const { proc, generation } = await this.restoreChild(child, imagesDir, forkPoint);
       restored = Math.max(restored, performance.now());
       this.faultAfter('restore');
       await this.expose(child);
@@ -215,6 +218,7 @@ class ForkTransaction {
       this.readyMs[this.children.indexOf(child)] = performance.now() - this.started;
       this.d.registry.setWorkspaceState(child.id, 'running', proc);
       this.d.workspaces.publish(child.id);
+      await this.announce(child, generation);
       if (++ready === this.atOnce && this.children.length > this.atOnce) await this.releaseKsm();
     });
     this.timings.restore = restored - t0;
@@ -265,9 +269,12 @@ class ForkTransaction {
 
   /** Terminals open in the source: their shells belong to the helper's sessions, so CRIU (dumping the branch's own tree) leaves them out. */
   private leftBehind(): string[] {
-    return this.d
-      .terminalsIn(this.source)
-      .map((t) => `terminal ${t.session} (${t.command}) stays with ${this.source.name}: the children start without it; open a new one in them`);
+    return [
+      ...this.d
+        .terminalsIn(this.source)
+        .map((t) => `terminal ${t.session} (${t.command}) stays with ${this.source.name}: the children start without it; open a new one in them`),
+      ...this.notes,
+    ];
   }
 
   /** Free names NAME-1, NAME-2… that do not exist yet. */
@@ -342,14 +349,19 @@ class ForkTransaction {
    * them start programs, each a cost of its own: what does not depend on
    * another runs at once with it.
    */
-  private async restoreChild(child: WorkspaceRecord, imagesDir: string, forkPoint: string): Promise<{ pid: number; pidStart: number }> {
+  private async restoreChild(
+    child: WorkspaceRecord,
+    imagesDir: string,
+    forkPoint: string,
+  ): Promise<{ proc: { pid: number; pidStart: number }; generation: Generation }> {
     const netns = netnsPath(this.d.runtime.netPlan(child).netns);
     const root = this.makeRoot(child, forkPoint);
     await allSettled([root, this.d.criu.lockForRestore(netns)]);
+    const { rootfs, generation } = await root;
     const { pid, stats } = await this.d.criu.restore({
       share: this.holder?.session,
       imagesDir,
-      rootfs: await root,
+      rootfs,
       netnsPath: netns,
       netnsLocked: true,
       hostname: child.hostname,
@@ -366,14 +378,24 @@ class ForkTransaction {
     await allSettled([adopting, this.d.storage.bindExternals(child)]);
     const proc = await adopting;
     this.d.registry.setWorkspaceState(child.id, 'creating', proc);
-    return proc;
+    return { proc, generation };
   }
 
-  /** The child's root: its files a snapshot of the fork point, mounted, and its own name in them. */
-  private async makeRoot(child: WorkspaceRecord, forkPoint: string): Promise<string> {
+  /** The child's root: its files a snapshot of the fork point, mounted, and its own name and generation in them. */
+  private async makeRoot(child: WorkspaceRecord, forkPoint: string): Promise<{ rootfs: string; generation: Generation }> {
     const rootfs = await this.d.storage.createFrom(child, forkPoint);
-    await writeIdentity(rootfs, child, this.d.storage.owner(child));
-    return rootfs;
+    return { rootfs, generation: await writeIdentity(rootfs, child, this.d.storage.owner(child)) };
+  }
+
+  /**
+   * Tells the child's watchers of its generation (generation.ts) once it
+   * runs. A branch that cannot be told (it broke its own shell) is forked
+   * all the same, and the report says so.
+   */
+  private async announce(child: WorkspaceRecord, generation: Generation): Promise<void> {
+    await announceGeneration(this.d.exec, this.d.runtime.execTarget(this.d.workspaces.record(child.id)), generation).catch((err: Error) =>
+      this.notes.push(`${child.name}'s watchers of ${GENERATION_FILE} were not told of its new generation: ${err.message}`),
+    );
   }
 
   private async expose(child: WorkspaceRecord): Promise<void> {

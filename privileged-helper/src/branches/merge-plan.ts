@@ -5,6 +5,7 @@
 // (files/three-way.ts); anything else is a conflict, unless --take settles
 // it. With several sources, each is merged into what the ones before it made
 // of the target.
+import { GENERATION_FILE } from '../workspaces/generation.js';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { kindInRoot, openFileInRoot, readLinkInRoot } from '../host/in-root.js';
@@ -29,7 +30,7 @@ export const MAX_MERGE_WRITE_BYTES = 512 * 2 ** 20;
 const BINARY_SNIFF_BYTES = 8000;
 
 /** Grove's own per-branch files (workspace-service.ts writeIdentity): never merged. */
-export const GROVE_OWN_FILES: ReadonlySet<string> = new Set(['/etc/hostname', '/etc/hosts', '/etc/machine-id']);
+export const GROVE_OWN_FILES: ReadonlySet<string> = new Set(['/etc/hostname', '/etc/hosts', '/etc/machine-id', GENERATION_FILE]);
 
 export type Entry =
   | { kind: 'none' }

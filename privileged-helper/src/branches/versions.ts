@@ -19,6 +19,7 @@ import type { BranchDeps } from './branch-deps.js';
 import { injectFault, injectInFreeze, type Fault } from '../workspaces/faults.js';
 import type { PendingOp, VersionRecord, WorkspaceRecord } from '../registry/registry.js';
 import { writeIdentity } from '../workspaces/workspace-service.js';
+import { announceGeneration } from '../workspaces/generation.js';
 import type { VersionCaptures } from './version-captures.js';
 import { undoAfter } from '../undo.js';
 
@@ -337,14 +338,19 @@ export class VersionService {
     await this.d.runtime.killProcesses(ws);
     const rootfs = await this.d.storage.replaceFiles(ws, path.join(dir, 'files'));
     injectFault(fault, 'files', 'fault injected after the files were replaced');
-    await writeIdentity(rootfs, ws, this.d.storage.owner(ws));
+    const generation = await writeIdentity(rootfs, ws, this.d.storage.owner(ws));
     injectFault(fault, 'restore', 'fault injected instead of the restore');
     // Adopted at once: whatever fails after, the restored tree is the branch's to kill.
     const proc = await this.d.runtime.adoptProcess(ws, (await this.restoreProcesses(ws, versionId, rootfs)).pid);
     injectFault(fault, 'adopt', 'fault injected after the restore, before the branch ran it');
     await this.d.storage.bindExternals(ws);
     this.d.registry.setVersionOrigin(ws.id, origin);
-    return this.d.workspaces.markRunning(this.d.workspaces.record(ws.id), proc);
+    const running = await this.d.workspaces.markRunning(this.d.workspaces.record(ws.id), proc);
+    // A branch that broke its own shell is rolled back all the same; its watchers are not told.
+    await announceGeneration(this.d.exec, this.d.runtime.execTarget(this.d.workspaces.record(ws.id)), generation).catch((err: Error) =>
+      this.d.log(`rollback of ${ws.id}: ${err.message}`),
+    );
+    return running;
   }
 
   /**

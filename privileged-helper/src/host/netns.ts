@@ -14,6 +14,8 @@ export interface NetPlan {
   hostVeth: string;
   hostAddress: string;
   containerAddress: string;
+  /** The MAC address of the branch's eth0: its own, so that no two branches, a fork's children included, show one. */
+  containerMac: string;
 }
 
 export function planNetwork(instance: string, id: string, subnet: string, index: number): NetPlan {
@@ -26,7 +28,17 @@ export function planNetwork(instance: string, id: string, subnet: string, index:
     hostVeth: hostVethName(instance, id),
     hostAddress: at(1),
     containerAddress: at(2),
+    containerMac: branchMac(index),
   };
+}
+
+/**
+ * A locally administered unicast address (02:…) made of the branch's network
+ * index, which no two of the helper's branches share: a fork's child takes one
+ * with its own network, never its source's.
+ */
+function branchMac(index: number): string {
+  return `02:67:00:00:${(index >> 8).toString(16).padStart(2, '0')}:${(index & 255).toString(16).padStart(2, '0')}`;
 }
 
 export function netnsName(instance: string, id: string): string {
@@ -104,7 +116,7 @@ export async function createNetwork(plan: NetPlan): Promise<void> {
   await run('ip', ['-batch', '-'], {
     input: batch([
       `netns add ${plan.netns}`,
-      `link add ${plan.hostVeth} type veth peer name eth0 netns ${plan.netns}`,
+      `link add ${plan.hostVeth} type veth peer name eth0 address ${plan.containerMac} netns ${plan.netns}`,
       `addr add ${plan.hostAddress}/30 dev ${plan.hostVeth}`,
       `link set ${plan.hostVeth} up`,
     ]),

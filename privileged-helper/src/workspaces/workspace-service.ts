@@ -20,6 +20,7 @@ import { notRunning, VNC_PORT, type BranchRuntime } from './runtime.js';
 import type { BranchStorage } from './branch-storage.js';
 import type { PreparedSlot } from './prepared-pool.js';
 import { undoAfter } from '../undo.js';
+import { renewGeneration, type Generation } from './generation.js';
 
 /** A dev-server port is mapped for every workspace (its desktop is served on a socket: see BranchRuntime.vncSocketPath). */
 export const STANDARD_PORTS = [3000] as const;
@@ -338,12 +339,15 @@ export function exitReason(ws: Pick<WorkspaceRecord, 'pid'>, oomKills: number, l
 
 /**
  * Each branch gets its own hostname and machine-id, never its image's or its
- * parent's, and its apps are pointed at the egress gate. Written without
- * following symlinks: the root belongs to the branch, the writer is root.
+ * parent's, a new fork generation (generation.ts, returned to be announced
+ * once its processes run), and its apps are pointed at the egress gate.
+ * Written without following symlinks, before any process of the branch runs
+ * in the root: the root belongs to the branch, the writer is root.
  */
-export async function writeIdentity(rootfs: string, ws: WorkspaceRecord, owner: FileOwner): Promise<void> {
+export async function writeIdentity(rootfs: string, ws: WorkspaceRecord, owner: FileOwner): Promise<Generation> {
   await writeInside(rootfs, 'etc/hostname', `${ws.hostname}\n`, owner);
   await writeInside(rootfs, 'etc/machine-id', `${ws.machineId}\n`, owner);
   await writeInside(rootfs, 'etc/hosts', `127.0.0.1\tlocalhost\n127.0.1.1\t${ws.hostname}\n::1\tlocalhost ip6-localhost ip6-loopback\n`, owner);
   await writeProxyConfig(rootfs, owner);
+  return renewGeneration(rootfs, owner);
 }

@@ -298,6 +298,21 @@ interface InFlight {
   state?: string;
 }
 
+/**
+ * docs/fork-generation.md's watcher of the fork generation, as a program
+ * would run it: on each change it reseeds its random numbers, and here also
+ * logs the generation it then reads and its next random number to
+ * /tmp/generation.log. It makes /tmp/generation.ready once it watches.
+ */
+const GENERATION_WATCHER = `
+import ctypes, os, random
+libc = ctypes.CDLL(None); fd = libc.inotify_init(); libc.inotify_add_watch(fd, b'/run/grove', 0x80)  # IN_MOVED_TO
+open('/tmp/generation.ready', 'w').close()
+while os.read(fd, 4096):
+    random.seed()
+    with open('/tmp/generation.log', 'a') as log: log.write('%s %d\\n' % (open('/run/grove/generation').read().strip(), random.getrandbits(64)))
+`;
+
 interface Conversation {
   n?: number;
   port?: number;
@@ -643,6 +658,44 @@ except OSError: print('held')"`,
       await served(rolledBack, 'again');
     } finally {
       await sh(c, source, 'pkill -f "busy-server[.]py" || true; rm -f /tmp/inflight.*');
+    }
+  });
+
+  it('tells each child, and a rolled-back branch, of its new generation, and not the source; each child has its own MAC address', async () => {
+    const generation = async (ws: Workspace) => (await sh(c, ws, 'cat /run/grove/generation')).trim();
+    const seen = async (ws: Workspace) => (await sh(c, ws, 'cat /tmp/generation.log 2>/dev/null || true')).trim().split('\n').filter(Boolean);
+    const mac = async (ws: Workspace) => (await sh(c, ws, 'cat /sys/class/net/eth0/address')).trim();
+    /** The branch's watcher saw one change, to the generation after `before` (the counter one up, a new id), and no more. */
+    const toldOnce = async (ws: Workspace, before: string) => {
+      await expect.poll(() => seen(ws), { timeout: 15_000, message: ws.name }).toHaveLength(1);
+      const now = await generation(ws);
+      const [counter, id] = before.split(' ');
+      expect(now, ws.name).toMatch(new RegExp(`^${Number(counter) + 1} (?!${id})[0-9a-f]{32}$`));
+      expect((await seen(ws))[0], ws.name).toMatch(new RegExp(`^${now} \\d+$`));
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(await seen(ws), ws.name).toHaveLength(1);
+      return now;
+    };
+    await c.request('exec.run', { workspace: source.id, argv: ['sh', '-c', 'cat > /tmp/generation-watcher.py'], stdin: GENERATION_WATCHER });
+    await sh(c, source, 'rm -f /tmp/generation.*; nohup python3 /tmp/generation-watcher.py >/tmp/generation-watcher.out 2>&1 &');
+    try {
+      await waitFor('the watcher to watch', () => sh(c, source, 'test -e /tmp/generation.ready && echo yes || true').then((o) => o.includes('yes')), 15_000);
+      const before = await generation(source);
+      expect(before).toMatch(/^\d+ [0-9a-f]{32}$/);
+      const children = await fork(source, 'generation watcher');
+      const renewed: string[] = [];
+      for (const child of children) renewed.push(await toldOnce(child, before));
+      expect(new Set(renewed).size).toBe(children.length);
+      expect(await seen(source)).toEqual([]);
+      expect(await generation(source)).toBe(before);
+      const macs = await Promise.all([source, ...children].map(mac));
+      for (const m of macs) expect(m).toMatch(/^02:67:00:00:[0-9a-f]{2}:[0-9a-f]{2}$/);
+      expect(new Set(macs).size).toBe(macs.length);
+      const version = await c.request('branch.checkpoint', { workspace: source.id, label: 'generation' });
+      const rolledBack = await track(await c.request('branch.rollback', { workspace: source.id, version: version.id }));
+      expect(await toldOnce(rolledBack, before)).not.toBe(before);
+    } finally {
+      await sh(c, source, 'pkill -f "generation-watcher[.]py" || true; rm -f /tmp/generation.*');
     }
   });
 

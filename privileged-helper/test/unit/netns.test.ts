@@ -20,6 +20,7 @@ describe('planNetwork', () => {
       hostVeth: 'gvabcd0123abcd',
       hostAddress: '10.77.0.1',
       containerAddress: '10.77.0.2',
+      containerMac: '02:67:00:00:00:00',
     });
   });
 
@@ -65,6 +66,11 @@ describe('planNetwork', () => {
     expect(plan.hostVeth).toMatch(/^[a-z0-9]+$/);
     // Distinct workspaces get distinct interface names.
     expect(planNetwork('t9z1', 'fffffffe', SUBNET, 2).hostVeth).not.toBe(plan.hostVeth);
+  });
+
+  it('gives each branch a MAC address of its own, made of its network index', () => {
+    expect(planNetwork('abcd', '0123abcd', SUBNET, 1).containerMac).toBe('02:67:00:00:00:01');
+    expect(planNetwork('abcd', '0123abcd', SUBNET, MAX_NET_INDEX).containerMac).toBe('02:67:00:00:3f:ff');
   });
 
   it.each([[-1], [MAX_NET_INDEX + 1], [1.5], [Number.NaN], [Number.POSITIVE_INFINITY]])('refuses index %s', (index) => {
