@@ -20,7 +20,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import pty from 'node-pty';
-import { isSameProcess } from '../host/proc.js';
+import { childMap, descendants, isSameProcess } from '../host/proc.js';
 import type { Launcher } from '../host/launcher.js';
 import { BASE_ENV } from '../host/oci-spec.js';
 import type { ExecResult } from '../protocol/entities.js';
@@ -358,38 +358,8 @@ async function killTree(root: number): Promise<void> {
   for (const p of seen) signal(p, 'SIGKILL');
 }
 
-async function descendants(root: number): Promise<Set<number>> {
-  const children = await childMap();
-  const result = new Set<number>();
-  const queue = [root];
-  while (queue.length > 0) {
-    for (const c of children.get(queue.pop()!) ?? []) {
-      if (!result.has(c)) {
-        result.add(c);
-        queue.push(c);
-      }
-    }
-  }
-  return result;
-}
-
 async function children(pid: number): Promise<number[]> {
   return (await childMap()).get(pid) ?? [];
-}
-
-/** Every process's children, by host pid (this kernel has no /proc/PID/task/TID/children). */
-async function childMap(): Promise<Map<number, number[]>> {
-  const children = new Map<number, number[]>();
-  // The walks that use this run unawaited (killTree, hangUp): they must not reject, and /proc is always there.
-  for (const name of await readdir('/proc').catch(() => [] as string[])) {
-    if (!/^\d+$/.test(name)) continue;
-    const ppid = Number((await statFields(Number(name)))[1]);
-    if (!Number.isInteger(ppid) || ppid <= 0) continue;
-    const list = children.get(ppid) ?? [];
-    list.push(Number(name));
-    children.set(ppid, list);
-  }
-  return children;
 }
 
 /** Whether the process has a controlling terminal (tty_nr in /proc/PID/stat; a gone process has none). */

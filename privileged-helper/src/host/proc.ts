@@ -86,3 +86,36 @@ export async function inOwnUserNamespace(pid: number): Promise<boolean> {
   const map = (await readFile(`/proc/${pid}/uid_map`, 'utf8')).trim().split(/\s+/).map(Number);
   return !(map.length === 3 && map[0] === 0 && map[1] === 0 && map[2] === 2 ** 32 - 1);
 }
+
+/** Every process's children, by host pid (this kernel has no /proc/PID/task/TID/children). */
+export async function childMap(): Promise<Map<number, number[]>> {
+  const children = new Map<number, number[]>();
+  // Some walks that use this run unawaited (exec's killTree, hangUp): they must not reject, and /proc is always there.
+  for (const name of await readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(name)) continue;
+    const stat = await readFile(`/proc/${name}/stat`, 'utf8').catch(() => '');
+    // comm may contain spaces and parentheses: fields count from the last ')'.
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    if (!Number.isInteger(ppid) || ppid <= 0) continue;
+    const list = children.get(ppid) ?? [];
+    list.push(Number(name));
+    children.set(ppid, list);
+  }
+  return children;
+}
+
+/** Every descendant of `root` by host pid (not root itself), from one look at /proc. */
+export async function descendants(root: number): Promise<Set<number>> {
+  const children = await childMap();
+  const result = new Set<number>();
+  const queue = [root];
+  while (queue.length > 0) {
+    for (const c of children.get(queue.pop()!) ?? []) {
+      if (!result.has(c)) {
+        result.add(c);
+        queue.push(c);
+      }
+    }
+  }
+  return result;
+}

@@ -835,6 +835,35 @@ except OSError: print('held')"`,
     }
   });
 
+  it('names both ends of a connection from outside the process tree when CRIU refuses it, says what to do, and forks once it ends', async () => {
+    // A running exec is outside the branch's tree (under grove-enter, not the branch's init): its connection to the X server cannot be dumped.
+    const waiting = c.request('exec.run', {
+      workspace: source.id,
+      argv: ['xdotool', 'search', '--sync', '--name', 'grove-no-such-window'],
+      env: { DISPLAY: ':0' },
+      timeoutMs: 120_000,
+    });
+    try {
+      await waitFor('xdotool to be connected', () => sh(c, source, 'pgrep -x xdotool || true').then((o) => o.trim() !== ''), 15_000);
+      const failure = await c.request('branch.fork', { workspace: source.id, copies: 2 }).then(
+        () => 'the fork went through',
+        (e: Error) => e.message,
+      );
+      process.stderr.write(`[fidelity] refused: ${failure}\n`);
+      expect(failure).toMatch(/External socket is used \(/); // what
+      expect(failure).toMatch(
+        /process \d+ in the branch: xdotool search --sync --name grove-no-such-window, outside the branch's process tree, is connected to process \d+ in the branch: \S*Xvnc :0/,
+      ); // who, and its peer
+      expect(failure).toMatch(/end that process .*nohup COMMAND/); // what to do
+    } finally {
+      await sh(c, source, 'pkill -x xdotool || true');
+      await waiting.catch(() => undefined);
+    }
+    expect((await c.request('workspace.list', {})).filter((w) => w.parent === source.id && !forked.includes(w.id))).toEqual([]);
+    const children = await fork(source, 'after an outside connection ended');
+    for (const branch of [...children, source]) expect(await report(branch, 8301), branch.name).toMatchObject({ heapIntact: true, countersMoving: true });
+  });
+
   it('refuses to fork a branch that holds what cannot be forked, says who holds what and what to do, and leaves it running', async () => {
     // A Landlock ruleset (a sandboxing program's): any process may make one, CRIU cannot take it along.
     const holder =

@@ -15,6 +15,7 @@ import { lockForRestore, RESTORE_LOCK_TABLE, unlockRestore } from '../netns.js';
 import { netnsSysfsPath } from '../netns-sysfs.js';
 import { mib, MiB, spaceAt } from '../space.js';
 import { criuFailure, transientDumpFailure, type CriuFailure } from './criu-errors.js';
+import { outsidePeers, processInBranch } from './outside-peers.js';
 import { dumpStats, restoreStats } from './criu-stats.js';
 import {
   CRUN_MASKED_FILES,
@@ -32,6 +33,12 @@ export const RESTORE_ACTIONS = ['pre-resume'] as const;
 
 /** Hardware breakpoints never fire in this VM: CRIU must single-step the parasite (criu.md). */
 export const CRIU_ENV = { CRIU_FAULT: '130' };
+
+/** CRIU refused a Unix socket of the tree whose peer is a process outside it (outside-peers.ts finds both). */
+const EXTERNAL_PEER = /External socket is used/;
+
+const OUTSIDE_PEER_ADVICE =
+  "end that process (or close what it holds), or start it inside the branch detached, as `nohup COMMAND >LOG 2>&1 &` does, which the branch's tree takes along; then try again";
 
 /** Less than this free where the images go, and a CRIU run that left no error behind, ran out of space. */
 const NEARLY_FULL_BYTES = 16 * MiB;
@@ -271,7 +278,7 @@ export class Criu {
         const log = await readFile(logFile, 'utf8').catch(() => ''); // no log: not known to be worth another try
         // Once the caller was told the instant is fixed, there is no other try: it would be another instant.
         if (attempt >= DUMP_ATTEMPTS || thawed || !transientDumpFailure(log))
-          throw await this.failure('dump', logFile, res.signal ? `killed by ${res.signal}` : res.stderr);
+          throw await this.failure('dump', logFile, res.signal ? `killed by ${res.signal}` : res.stderr, req);
         // The tree ran on (--leave-running); a fresh images directory and a moment for the reader to drain its socket.
         await emptyDirectory(req.imagesDir);
         await new Promise((r) => setTimeout(r, 200 * attempt));
@@ -336,7 +343,8 @@ export class Criu {
     return { pid, stats };
   }
 
-  private async failure(what: string, logFile: string, stderr: string): Promise<GroveError> {
+  /** `tree`: the dumped tree, for an error that a process outside it causes (outside-peers.ts). */
+  private async failure(what: string, logFile: string, stderr: string, tree?: { initPid: number; netnsPath: string }): Promise<GroveError> {
     const log = await readFile(logFile, 'utf8').catch(() => stderr); // CRIU failed before it wrote a log
     // Named for the run's directory too: a fork's restores can fail in the same millisecond.
     const kept = path.join(this.logsDir, `criu-${what}-${new Date().toISOString().replace(/[:.]/g, '-')}-${path.basename(path.dirname(logFile))}.log`);
@@ -350,6 +358,10 @@ export class Criu {
         `criu ${what} failed: ${noSpace}: discard branches or delete versions (grove versions), then try again (log: ${kept})`,
       );
     if (!failure) return new GroveError('E_HOST', `criu ${what} failed: ${stderr.trim() || 'no output'} (log: ${kept})`);
+    const peers = tree && EXTERNAL_PEER.test(log) ? await outsidePeers(tree.initPid, tree.netnsPath) : [];
+    // CRIU's own advice (--ext-unix-sk) is not one a branch can take.
+    const cause = failure.cause.replace(/\.? Consider using --ext-unix-sk option\./, '');
+    if (peers.length > 0) return new GroveError('E_HOST', `criu ${what} failed: ${cause} (${peers.join('; ')}); ${OUTSIDE_PEER_ADVICE} (log: ${kept})`);
     const who = await describePid(failure.pid);
     const advice = failure.advice ? `; ${failure.advice}` : '';
     return new GroveError('E_HOST', `criu ${what} failed: ${failure.cause}${who}${advice} (log: ${kept})`);
@@ -373,14 +385,7 @@ async function fullWhereImagesGo(imagesDir: string, failure: CriuFailure | null)
 async function describePid(pid: CriuFailure['pid']): Promise<string> {
   if (!pid) return '';
   if ('inside' in pid) return ` (process ${pid.inside} of the restored tree)`;
-  const cmdline = (await readFile(`/proc/${pid.host}/cmdline`, 'utf8').catch(() => '')).split('\0').filter(Boolean).join(' ');
-  const nspid = /^NSpid:\s+(.*)$/m
-    .exec(await readFile(`/proc/${pid.host}/status`, 'utf8').catch(() => ''))?.[1]
-    ?.trim()
-    .split(/\s+/)
-    .at(-1);
-  if (!cmdline) return ` (host pid ${pid.host}, gone since)`;
-  return ` (process ${nspid ?? '?'} in the branch: ${cmdline.slice(0, 120)})`;
+  return ` (${await processInBranch(pid.host)})`;
 }
 
 /** Calls `then` once, when the file NAME appears in DIR (inotify). */
