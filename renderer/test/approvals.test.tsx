@@ -153,6 +153,21 @@ describe('the queue', () => {
   });
 });
 
+describe('when a decided request ended', () => {
+  it('is when it closed, never its deadline still ahead', () => {
+    const ended = '2026-01-01T10:00:00.000Z';
+    const ahead = new Date(Date.now() + 3_600_000).toISOString();
+    const withdrawn = { ...approval('q00000001', PROMOTE), state: 'withdrawn' as const, expiresAt: ahead, closedAt: ended };
+    const done = { ...decided(approval('q00000002', DISCARD), BOB, true), state: 'done' as const, expiresAt: ahead, closedAt: ended };
+    const unknown = { ...approval('q00000003', STOP), state: 'abandoned' as const, expiresAt: ahead };
+    open([], { decided: [withdrawn, done, unknown] });
+    const times = [...view.host.querySelectorAll('[data-testid="approvals-decided"] [data-testid="approval"]')].map(
+      (r) => r.querySelector('[data-testid="decided-at"]')?.getAttribute('datetime') ?? null,
+    );
+    expect(times).toEqual([ended, ended, null]);
+  });
+});
+
 describe('standing approvals', () => {
   const box = (tree: string, kind: string) => view.host.querySelector<HTMLInputElement>(`[data-testid="grants-${tree}"] input[data-kind="${kind}"]`)!;
 
@@ -164,7 +179,13 @@ describe('standing approvals', () => {
     expect(box('one', 'workspace.stop').checked).toBe(false);
     expect(box('two', 'branch.promote').checked).toBe(false);
     await act(async () => box('one', 'workspace.stop').click());
+    // Giving agents a power asks first, in words that say what it lets them do; nothing is sent before yes.
+    expect(view.store.getState().confirm?.title).toBe('Let agents stop branches they did not fork themselves in one without asking?');
+    expect(calls).toEqual([]);
+    await act(async () => view.store.getState().answer(true));
     await act(async () => box('one', 'branch.promote').click());
+    // The switch's words do not flip with it: ticked means "without asking".
+    expect(box('one', 'branch.promote').parentElement!.textContent).toBe('without asking');
     expect(calls).toEqual([
       ['grant.set', { workspace: 'aaaaaaa1', kind: 'workspace.stop' }],
       ['grant.revoke', { grant: 'g00000001' }],

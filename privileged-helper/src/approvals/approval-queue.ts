@@ -189,7 +189,7 @@ export class ApprovalQueue {
 
   private finish(entry: Entry, state: ApprovalState, outcome: string, decision: Decision | null = entry.approval.decision): Approval {
     this.entries.delete(entry.approval.id);
-    const approval = this.update(entry, { state, outcome, decision });
+    const approval = this.update(entry, { state, outcome, decision, closedAt: new Date().toISOString() });
     this.closed.push(approval);
     if (this.closed.length > CLOSED_KEPT) this.closed.splice(0, this.closed.length - CLOSED_KEPT);
     for (const wake of [...(this.waiters.get(approval.id) ?? [])]) wake();

@@ -116,6 +116,8 @@ export const Approval = z.strictObject({
     .nullable(),
   /** Once carried out: what it did, or why it failed. */
   outcome: z.string().nullable(),
+  /** When it left the open states (done, failed, denied, expired, withdrawn, abandoned). */
+  closedAt: z.string().optional(),
 });
 export type Approval = z.infer<typeof Approval>;
 

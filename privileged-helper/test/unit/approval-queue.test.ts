@@ -86,7 +86,13 @@ describe('the approvals queue', () => {
     const { queue, ask } = setup();
     const a = ask();
     expect(() => queue.withdraw(a.id, bob)).toThrow(expect.objectContaining({ code: 'E_FORBIDDEN' }));
-    expect(queue.withdraw(a.id, alice)).toMatchObject({ state: 'withdrawn' });
+    const before = Date.now();
+    const withdrawn = queue.withdraw(a.id, alice);
+    expect(withdrawn).toMatchObject({ state: 'withdrawn', decision: null });
+    // When it ended, for the app's "recently decided" (no decision tells it here).
+    expect(Date.parse(withdrawn.closedAt!)).toBeGreaterThanOrEqual(before);
+    expect(Date.parse(withdrawn.closedAt!)).toBeLessThanOrEqual(Date.now());
+    expect(queue.get(a.id).closedAt).toBe(withdrawn.closedAt);
   });
 
   it('abandons what a branch waited for when the branch goes away', () => {

@@ -249,13 +249,22 @@ function DecidedList() {
               {verdict(a, self)}
             </span>
             {a.outcome && TELLS_OUTCOME.has(a.state) && <span className="decided-outcome">{a.outcome}</span>}
-            <time className="muted small" dateTime={a.decision?.at ?? a.expiresAt}>
-              {new Date(a.decision?.at ?? a.expiresAt).toLocaleTimeString()}
-            </time>
+            <EndedAt a={a} />
           </li>
         ))}
       </ul>
     </section>
+  );
+}
+
+/** When the request ended (never its deadline, which may lie ahead of when it ended). */
+function EndedAt({ a }: { a: Approval }) {
+  const at = a.closedAt ?? a.decision?.at ?? (a.state === 'expired' ? a.expiresAt : null);
+  if (!at) return null;
+  return (
+    <time className="muted small" dateTime={at} data-testid="decided-at">
+      {new Date(at).toLocaleTimeString()}
+    </time>
   );
 }
 

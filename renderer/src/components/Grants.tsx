@@ -52,6 +52,7 @@ export function StandingApprovals() {
 
 function GrantRow({ tree, grants }: { tree: WorkspaceTree; grants: readonly Grant[] }) {
   const setGrant = useApp((s) => s.setGrant);
+  const ask = useApp((s) => s.ask);
   const granting = useApp((s) => s.granting);
   const live = useApp(isLive);
   return (
@@ -73,9 +74,20 @@ function GrantRow({ tree, grants }: { tree: WorkspaceTree; grants: readonly Gran
                 disabled={!live || change !== undefined}
                 aria-label={`${tree.name}: agents may ${what} without asking`}
                 data-kind={kind}
-                onChange={(e) => void setGrant(tree.tree, kind, e.target.checked)}
+                onChange={(e) =>
+                  // Giving agents a power asks first; taking it back is at once.
+                  e.target.checked
+                    ? ask({
+                        title: `Let agents ${what} in ${tree.name} without asking?`,
+                        body: `From now on agents may ${what} in every branch of ${tree.name}, now and later, without asking you. Untick it to make them ask again.`,
+                        confirmLabel: 'Let them',
+                        danger: true,
+                        run: () => void setGrant(tree.tree, kind, true),
+                      })
+                    : void setGrant(tree.tree, kind, false)
+                }
               />
-              {on ? 'without asking' : 'ask me'}
+              without asking
             </label>
           </td>
         );
