@@ -139,7 +139,7 @@ test('fork into 2: both children appear with their own live desktops', async () 
   await expect(op).toBeVisible();
   // Fail at once, with the helper's words, if the fork fails.
   await expect(op.locator('.muted').first()).toHaveText(/^(done|failed)$/, { timeout: 150_000 });
-  if (await op.locator('.op-error').count()) throw new Error(`the fork failed: ${await op.locator('.op-error').innerText()}`);
+  if (await page.getByTestId('errors').count()) throw new Error(`the fork failed: ${await page.getByTestId('errors').innerText()}`);
   await expect(row('e2e-1')).toHaveAttribute('data-state', 'running', { timeout: 30_000 });
   await expect(row('e2e-2')).toHaveAttribute('data-state', 'running');
   // The fork's stages were shown as the helper reported them.
@@ -150,13 +150,44 @@ test('fork into 2: both children appear with their own live desktops', async () 
   expect(await page.locator('.tree-graph path[d*="C"]').count()).toBeGreaterThanOrEqual(1);
   await shot('05-forked');
 
-  await row('e2e-1').click();
-  await row('e2e-2').click({ modifiers: ['Control'] });
+  // A live thumbnail's click selects its row (its canvas does not swallow it).
+  await row('e2e-1').locator('.thumb').click();
+  await expect(row('e2e-1')).toHaveAttribute('aria-selected', 'true');
+  await row('e2e-2')
+    .locator('.thumb')
+    .click({ modifiers: ['Control'] });
+  await expect(page.getByTestId('selection-count')).toContainText('2 branches selected');
   await page.getByRole('tab', { name: 'Compare' }).click();
   for (const name of ['e2e-1', 'e2e-2']) {
     await expect.poll(() => greenPixels(`[data-testid="compare-${name}"]`), { timeout: 90_000, intervals: [500] }).toBeGreaterThan(20_000);
   }
   await shot('06-compare');
+});
+
+test('a reload keeps the selection, from the address', async () => {
+  await row('e2e-1').click();
+  const id = await idOf('e2e-1');
+  await expect(page).toHaveURL(new RegExp(`#b=${id}$`));
+  await page.reload();
+  await expect(row('e2e-1')).toHaveAttribute('aria-selected', 'true');
+  await expect(row('e2e')).toHaveAttribute('aria-selected', 'false');
+  await expect(page.getByTestId('actions')).toContainText('e2e-1');
+});
+
+test('nothing overflows sideways from 900 to 1440 px, on any tab', async () => {
+  for (const width of [900, 1440]) {
+    await page.setViewportSize({ width, height: 900 });
+    for (const tab of ['Desktop', 'Compare', 'Terminal', 'Diff', 'Outside access', 'Requests', 'Activity', 'Performance', 'Images']) {
+      await page.getByRole('tab', { name: tab }).click();
+      await expect
+        .poll(() => page.evaluate(() => document.documentElement.scrollWidth - innerWidth), { message: `${tab} at ${width} px` })
+        .toBeLessThanOrEqual(0);
+      // The action bar stays one row: it never wraps into the view under it.
+      expect((await page.getByTestId('actions').boundingBox())!.height, `the action bar at ${width} px`).toBeLessThan(80);
+      if (tab === 'Desktop' || tab === 'Performance') await shot(`16-${tab.toLowerCase()}-${width}`);
+    }
+  }
+  await page.getByRole('tab', { name: 'Desktop' }).click();
 });
 
 test('the performance panel shows the fork and what each branch costs in memory', async () => {

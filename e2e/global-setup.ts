@@ -20,7 +20,8 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
   const external = process.env.GROVE_E2E_HELPER;
   if (external) return startAgainst(external);
   const instance = testInstance(`e${randomBytes(2).toString('hex').slice(0, 3)}`);
-  instance.env.GROVE_SUBNET = '10.219.0.0/16'; // apart from the system tests' 10.215 and the dev helper's
+  // Apart from the system tests' 10.215 and the dev helper's; GROVE_TEST_SUBNET when several runs share the host.
+  instance.env.GROVE_SUBNET = process.env.GROVE_TEST_SUBNET ?? '10.219.0.0/16';
   // The approvals test's "outside world" (egress.spec.ts): a netns of its own on
   // 10.218.0.4/30, apart from the system egress test's 10.218.0.0/30, that the
   // gate knows as outside.test. Held requests wait long enough for a person.

@@ -85,8 +85,7 @@ test('an image built from a Containerfile typed in the app streams its output an
   await expect(form.getByRole('button', { name: 'Building…' })).toBeVisible();
   await expect(log).toContainText('STEP 2/2: RUN echo built-in-e2e > /opt/e2e.txt', { timeout: 420_000 });
   await expect(log).toContainText(`image '${IMAGE}' is ready`, { timeout: 120_000 });
-  const op = page.locator(`.op[data-kind="image.build"]`).last();
-  if (await op.locator('.op-error').count()) throw new Error(`the build failed: ${await op.locator('.op-error').innerText()}`);
+  if (await page.getByTestId('errors').count()) throw new Error(`the build failed: ${await page.getByTestId('errors').innerText()}`);
 
   await expect(imageRow(IMAGE)).toHaveAttribute('data-state', 'ready');
   await expect(imageRow(IMAGE)).toContainText(`localhost/grove/${IMAGE}:latest`);

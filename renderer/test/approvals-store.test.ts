@@ -88,7 +88,7 @@ describe('the queue in the store', () => {
     s.getState().applyState(state([at('q00000001')]));
     expect(await s.getState().decide('q00000001', 'approve')).toBe(false);
     expect(s.getState().deciding).toEqual([]);
-    expect(s.getState().errors.at(-1)?.text).toMatch(/^That no longer exists: no pending request/);
+    expect(s.getState().errors.at(-1)?.text).toMatch(/^Could not approve the request: no pending request/);
   });
 });
 

@@ -84,7 +84,7 @@ describe('the list', () => {
     });
     act(() => button(row('mine'), 'Remove').click());
     await act(async () => view.store.getState().answer(true));
-    expect(view.store.getState().errors.map((e) => e.text)).toEqual(["That cannot be done now: image 'mine' is used by 'one': discard those first."]);
+    expect(view.store.getState().errors.map((e) => e.text)).toEqual(["Could not remove the image: image 'mine' is used by 'one': discard those first"]);
   });
 });
 
@@ -151,7 +151,7 @@ describe('building', () => {
     typeInto(field('image name'), 'bad');
     await submit('build-form');
     expect(view.store.getState().errors.map((e) => e.text)).toEqual([
-      "A system tool on the host failed: buildah: RUN exited with 127. The helper's log has the details.",
+      "Could not build the image: a system tool on the host failed (buildah: RUN exited with 127). The helper's log has the details.",
     ]);
     view.apply(
       appState([], 'connected', {

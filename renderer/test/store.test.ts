@@ -2,7 +2,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { Workspace } from '../../main/src/api/contract.js';
 import { ApiError, humanError, type Api } from '../src/api/client.js';
-import { createAppStore, isLive } from '../src/store/app.js';
+import { NOTICE_MS, createAppStore, isLive, parseSelectionHash, selectionHash } from '../src/store/app.js';
 import { appState as state } from './app-state.js';
 
 const ws = (id: string, name: string, parent: string | null, createdAt: string, main = false): Workspace => ({
@@ -136,13 +136,62 @@ describe('app store', () => {
   it('turns a failed action into a notice in words, and returns its result when it works', async () => {
     const request = vi.fn().mockRejectedValueOnce(new ApiError('E_BUSY', 'fork in progress')).mockResolvedValueOnce({ deleted: A1.id });
     const s = createAppStore(fakeApi(request as unknown as Api['request']));
+    s.getState().applyState(state([A, A1]));
     expect(await s.getState().act('branch.discard', { workspace: A1.id })).toBeUndefined();
     expect(s.getState().errors).toHaveLength(1);
-    expect(s.getState().errors[0]!.text).toMatch(/Another operation is still running/);
+    expect(s.getState().errors[0]!.text).toBe('Could not discard a-1: another operation is still running on this branch; try again when it finishes.');
     expect(await s.getState().act('branch.discard', { workspace: A1.id })).toEqual({ deleted: A1.id });
     expect(request).toHaveBeenLastCalledWith('branch.discard', { workspace: A1.id });
     s.getState().dismissError(s.getState().errors[0]!.id);
     expect(s.getState().errors).toEqual([]);
+  });
+
+  it('shows an error once, and lets it go by itself after a while', () => {
+    vi.useFakeTimers();
+    try {
+      const s = createAppStore(fakeApi());
+      s.getState().notify('Could not fork a: no');
+      s.getState().notify('Could not fork a: no');
+      expect(s.getState().errors.map((e) => e.text)).toEqual(['Could not fork a: no']);
+      vi.advanceTimersByTime(NOTICE_MS - 1);
+      expect(s.getState().errors).toHaveLength(1);
+      vi.advanceTimersByTime(1);
+      expect(s.getState().errors).toEqual([]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('hands the selection of a discarded branch to its parent, never to another workspace', () => {
+    const B = { ...ws('bbbbbbb1', 'b', null, '2025-12-31T00:00:00Z', true), tree: 'bbbbbbb1' };
+    const A11 = ws('aaaaaaa4', 'a-1-1', A1.id, '2026-01-01T00:03:00Z');
+    const s = createAppStore(fakeApi());
+    s.getState().applyState(state([B, A, A1, A11]));
+    s.getState().select(A11.id);
+    // a-1 and a-1-1 go at once: the nearest ancestor left is a.
+    s.getState().applyState(state([B, A]));
+    expect(s.getState().selection).toEqual([A.id]);
+    expect(s.getState().focus).toBe(A.id);
+    // The whole workspace goes: nothing is selected, b is not.
+    s.getState().applyState(state([B]));
+    expect(s.getState().selection).toEqual([]);
+    expect(s.getState().focus).toBeNull();
+  });
+
+  it('keeps the selection in the address and restores it from there', () => {
+    expect(selectionHash({ focus: A1.id, selection: [A.id, A1.id] })).toBe(`#b=${A1.id},${A.id}`);
+    expect(parseSelectionHash(`#b=${A1.id},${A.id}`)).toEqual([A1.id, A.id]);
+    expect(parseSelectionHash('#b=../../etc')).toEqual([]);
+    const s = createAppStore(fakeApi());
+    s.getState().restoreSelection([A1.id, A2.id]);
+    s.getState().applyState(state([A, A1, A2]));
+    expect(s.getState().focus).toBe(A1.id);
+    expect(s.getState().selection).toEqual([A1.id, A2.id]);
+    // A reload naming a branch that is gone selects nothing (not the first workspace).
+    const gone = createAppStore(fakeApi());
+    gone.getState().restoreSelection(['cccccccc']);
+    gone.getState().applyState(state([A, A1]));
+    expect(gone.getState().selection).toEqual([]);
   });
 
   it('switches themes', () => {
@@ -155,8 +204,9 @@ describe('app store', () => {
 describe('humanError', () => {
   it('says what a lost connection means', () => {
     expect(humanError(new ApiError('E_DISCONNECTED', 'x'))).toMatch(/reconnects by itself/);
-    expect(humanError(new ApiError('E_PRECONDITION', 'the desktop image is not built'))).toBe(
-      'Something this needs is missing: the desktop image is not built.',
+    // The helper's words name the cause; no generic preamble ("cannot be done in its current state") before them.
+    expect(humanError(new ApiError('E_CONFLICT', "a workspace named 'x' already exists"), 'workspace.create')).toBe(
+      "Could not create the workspace: a workspace named 'x' already exists",
     );
   });
 });

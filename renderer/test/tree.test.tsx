@@ -42,6 +42,8 @@ function branches(n: number): Workspace[] {
     claimedBy: null,
   }));
 }
+const request = vi.fn();
+const api = { request } as unknown as ApiClient;
 let root: Root;
 let host: HTMLDivElement;
 let store: AppStore;
@@ -49,12 +51,12 @@ let store: AppStore;
 beforeEach(() => {
   host = document.createElement('div');
   document.body.append(host);
-  store = createAppStore({ request: vi.fn() } as unknown as ApiClient);
+  store = createAppStore(api);
   store.getState().setThumbnails(false);
   root = createRoot(host);
   act(() => {
     root.render(
-      <StoreContext.Provider value={{ store, api: {} as ApiClient }}>
+      <StoreContext.Provider value={{ store, api }}>
         <BranchTree />
       </StoreContext.Provider>,
     );
@@ -116,6 +118,41 @@ describe('BranchTree', () => {
     });
     const marked = [...host.querySelectorAll('[role="treeitem"]')].filter((row) => row.querySelector('[data-testid="disk-full"]'));
     expect(marked.map((row) => row.getAttribute('data-testid'))).toEqual(['branch-b-1']);
+  });
+
+  it('gives every visible running row a picture: still ones from the helper beyond the live streams', async () => {
+    request.mockImplementation(async (method: string) => (method === 'branch.screenshot' ? { png: 'iVBORw0KGgo=' } : {}));
+    const height = vi.spyOn(HTMLElement.prototype, 'clientHeight', 'get').mockReturnValue(900);
+    try {
+      await act(async () => {
+        store.getState().applyState(state(branches(12)));
+        store.getState().setLink('open');
+        store.getState().setThumbnails(true);
+      });
+      // A tall window: the tree measures itself again when it scrolls.
+      await act(async () => void host.querySelector('.tree')!.dispatchEvent(new Event('scroll')));
+      expect(host.querySelectorAll('[role="treeitem"]')).toHaveLength(12);
+      expect(host.querySelectorAll('.thumb .desktop.mini')).toHaveLength(8);
+      expect(host.querySelectorAll('.thumb [data-testid="still-picture"]')).toHaveLength(4);
+      expect(host.querySelectorAll('.thumb-off')).toHaveLength(0);
+      expect(request).toHaveBeenCalledWith('branch.screenshot', { workspace: expect.any(String), scale: 0.1 });
+    } finally {
+      height.mockRestore();
+    }
+  });
+
+  it("names a branch's own last checkpoint, never its parent's", () => {
+    const [a, b] = branches(2);
+    act(() => {
+      store.getState().applyState(
+        state([a!, { ...b!, version: 'c0000001' }], 'connected', {
+          versions: [{ id: 'c0000001', branch: a!.id, tree: a!.tree, label: 'green build', createdAt: a!.createdAt, saved: true }],
+        }),
+      );
+      store.getState().setLink('open');
+    });
+    expect(host.querySelector('[data-testid="branch-b-0"] .row-version')!.textContent).toBe('✓ green build');
+    expect(host.querySelector('[data-testid="branch-b-1"] .row-version')!.textContent).toBe('no checkpoint');
   });
 
   it('looks stale when the helper is not connected', () => {

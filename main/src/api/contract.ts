@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { methods as helper } from '../../../privileged-helper/src/protocol/methods.js';
 import { TreeDiff } from '../../../privileged-helper/src/protocol/diff.js';
 import { AgentRequestKind, Approval, ApprovalState, Grant, OPEN_STATES } from '../../../privileged-helper/src/protocol/approvals.js';
-import { Point, ScreenSize } from '../../../privileged-helper/src/protocol/desktop.js';
+import { Point, ScreenSize, Screenshot } from '../../../privileged-helper/src/protocol/desktop.js';
 import { Actor, Maker } from '../../../privileged-helper/src/protocol/identity.js';
 import {
   EgressChange,
@@ -18,6 +18,7 @@ import {
   EgressStatus,
   ForkReport,
   Image,
+  OldMainFate,
   PerfReport,
   PoolSpace,
   SpaceReport,
@@ -46,7 +47,7 @@ export {
   Workspace,
 };
 export type { ApprovalAction, HeldConnection } from '../../../privileged-helper/src/protocol/approvals.js';
-export type { Point, ScreenSize };
+export type { Point, ScreenSize, Screenshot };
 export type { ForkReport, PerfReport, PoolSpace, SpaceReport };
 
 /** The controller's link to the helper: anything but 'connected' means the state shown is not live. */
@@ -211,8 +212,13 @@ export const requests = {
   'branch.fork': { params: z.strictObject({ workspace: WorkspaceRef, copies: z.number().int().min(1).max(16) }), result: ForkReport },
   'branch.checkpoint': helper['branch.checkpoint'],
   'branch.rollback': helper['branch.rollback'],
-  'branch.promote': { params: ByBranch, result: Workspace },
+  /** oldMain: what becomes of the old main line (the CLI's --old-main; a version by default). */
+  'branch.promote': { params: z.strictObject({ workspace: WorkspaceRef, oldMain: OldMainFate.optional() }), result: Workspace },
   'branch.diff': helper['branch.diff'],
+  /** Deletes a checkpoint (a branch made from it keeps its own files). */
+  'version.delete': helper['version.delete'],
+  /** A small still picture of a running branch's screen (the tree's rows beyond the live ones). */
+  'branch.screenshot': { params: z.strictObject({ workspace: WorkspaceRef, scale: z.number().gt(0).max(0.25) }), result: Screenshot },
   /** A branch's egress policy and its firewall's drop counters. */
   'egress.status': { params: ByBranch, result: EgressStatus },
   /** Changes one branch's policy (its forks inherit it when they are made; its source keeps its own). */

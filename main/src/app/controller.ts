@@ -216,11 +216,23 @@ export class Controller {
           'branch.promote',
           this.nameOf(ws),
           'promote to main line',
-          () => c.request('branch.promote', { workspace: ws }),
+          () => c.request('branch.promote', { workspace: ws, oldMain: p.oldMain as RequestParams<'branch.promote'>['oldMain'] }),
           () => 'now the main line',
         );
       case 'branch.diff':
         return c.request('branch.diff', { workspace: ws, other: p.other as string | undefined });
+      case 'version.delete': {
+        const id = p.version as string;
+        const v = this.versions.find((x) => x.id === id);
+        return this.recorded(
+          'delete a version',
+          v ? this.nameOf(v.branch) : null,
+          () => c.request('version.delete', { version: id }),
+          () => `version ${v?.label ? `'${v.label}' (${id})` : id}`,
+        );
+      }
+      case 'branch.screenshot':
+        return c.request('desktop.screenshot', { workspace: ws, scale: p.scale as number });
       case 'egress.status':
         return c.request('egress.status', { workspace: ws });
       case 'egress.log':
@@ -549,6 +561,8 @@ export class Controller {
 
   private onDesktopAction(e: EventPayload<'desktop.action'>, by: Actor | undefined): void {
     if (by?.role === 'agent') this.agents.desktop(e, by);
+    // The tree's still pictures of this app's own rows are no one's action.
+    if (e.action === 'screenshot' && by && isSelf(by, this.self)) return this.changed();
     this.log(attribute(by, this.self), 'use the desktop', e.workspaceName, e.ok ? 'ok' : 'failed', e.summary);
   }
 

@@ -122,28 +122,48 @@ export function vncUrl(branchId: string): string {
   return `${proto}//${location.host}/vnc/${branchId}`;
 }
 
-/** An error in words a person understands. */
-export function humanError(err: unknown): string {
+/** What a request was for, as an error names it: "Could not fork ux-one". */
+const ATTEMPT: Partial<Record<RequestName, string>> = {
+  'workspace.create': 'create the workspace',
+  'workspace.start': 'start',
+  'workspace.stop': 'stop',
+  'branch.discard': 'discard',
+  'branch.fork': 'fork',
+  'branch.checkpoint': 'checkpoint',
+  'branch.rollback': 'roll back',
+  'branch.promote': 'promote',
+  'branch.diff': 'compare the files of',
+  'version.delete': 'delete the version',
+  'image.build': 'build the image',
+  'image.pull': 'pull the image',
+  'image.remove': 'remove the image',
+  'egress.set': 'change the outside access of',
+  'approval.approve': 'approve the request',
+  'approval.deny': 'deny the request',
+  'grant.set': 'set the standing approval',
+  'grant.revoke': 'revoke the standing approval',
+};
+
+/**
+ * An error in words a person understands: what could not be done, and the
+ * helper's own words on why (they name the cause: "a workspace named 'x'
+ * already exists"); a generic explanation only where the code adds one.
+ */
+export function humanError(err: unknown, method?: RequestName, branchName?: string): string {
   const code = err instanceof ApiError ? err.code : '';
   const message = err instanceof Error ? err.message : String(err);
+  const attempt = method && ATTEMPT[method];
+  const what = attempt ? `Could not ${attempt}${branchName ? ` ${branchName}` : ''}: ` : '';
   switch (code) {
     case 'E_DISCONNECTED':
-      return 'The app lost its connection to Grove. It reconnects by itself; try again in a moment.';
-    case 'E_NOT_FOUND':
-      return `That no longer exists: ${message}.`;
-    case 'E_CONFLICT':
-      return `That cannot be done now: ${message}.`;
+      return `${what}the app lost its connection to Grove. It reconnects by itself; try again in a moment.`;
     case 'E_BUSY':
-      return `Another operation is still running on this branch; try again when it finishes. (${message})`;
-    case 'E_PRECONDITION':
-      return `Something this needs is missing: ${message}.`;
-    case 'E_INVALID_PARAMS':
-      return `Some input is not valid: ${message}`;
+      return `${what}another operation is still running on this branch; try again when it finishes.`;
     case 'E_HOST':
-      return `A system tool on the host failed: ${message}. The helper's log has the details.`;
+      return `${what}a system tool on the host failed (${message}). The helper's log has the details.`;
     case 'E_INTERNAL':
-      return `Grove hit an internal error: ${message}.`;
+      return `${what}Grove hit an internal error (${message}).`;
     default:
-      return message;
+      return `${what}${message}`;
   }
 }

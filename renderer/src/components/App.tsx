@@ -1,10 +1,9 @@
 import { useEffect, useState } from 'react';
 import type { Workspace } from '../../../main/src/api/contract.js';
-import { NONE, branchById, isLive, type View } from '../store/app.js';
+import { branchById, isLive, type Confirmation, type View } from '../store/app.js';
 import { actorName } from '../../../main/src/api/words.js';
 import { ApprovalsView, useApprovalCount } from './Approvals.js';
-import { BranchOrigin } from './BranchOrigin.js';
-import { BranchDisk } from './BranchDisk.js';
+import { ActionBar } from './ActionBar.js';
 import { BranchTree } from './BranchTree.js';
 import { CreateForm } from './CreateForm.js';
 import { NetworkPanel } from './Egress.js';
@@ -29,6 +28,7 @@ export function App() {
       <TopBar />
       <StaleBanner />
       <PoolBanner />
+      <Errors />
       {server === null ? (
         <Empty title="Connecting to Grove…" body="Waiting for the app's controller." />
       ) : !hasBranches ? (
@@ -44,6 +44,7 @@ export function App() {
           <aside className="sidebar">
             <SidebarHead />
             <BranchTree />
+            <Operations />
           </aside>
           <main className="main">
             <ActionBar />
@@ -52,8 +53,7 @@ export function App() {
           </main>
         </div>
       )}
-      <Operations />
-      <Errors />
+      {!hasBranches && <Operations />}
       <ConfirmDialog />
     </div>
   );
@@ -186,135 +186,17 @@ function SidebarHead() {
   );
 }
 
-function ActionBar() {
-  const focusId = useApp((s) => s.focus);
-  const branch = useApp((s) => branchById(s, s.focus));
-  const versions = useApp((s) => s.server?.versions ?? NONE);
-  const live = useApp(isLive);
-  const act = useApp((s) => s.act);
-  const ask = useApp((s) => s.ask);
-  const [copies, setCopies] = useState(2);
-  const [version, setVersion] = useState('');
-  if (!branch || !focusId) return <div className="actionbar muted">Select a branch.</div>;
-  const mine = versions.filter((v) => v.tree === branch.tree).sort((a, b) => b.createdAt.localeCompare(a.createdAt));
-  const running = branch.state === 'running';
-  const ref = branch.id;
-  const disabled = !live;
-  return (
-    <div className="actionbar" data-testid="actions">
-      <div className="action-title">
-        <b>{branch.name}</b> <span className="muted">{branch.id}</span>
-        <BranchOrigin branch={branch} />
-        <BranchDisk branch={branch} />
-      </div>
-      <div className="action-group">
-        <input
-          type="number"
-          min={1}
-          max={16}
-          value={copies}
-          aria-label="copies"
-          onChange={(e) => setCopies(Math.max(1, Math.min(16, Number(e.target.value) || 1)))}
-        />
-        <button
-          disabled={disabled || !running}
-          onClick={() => void act('branch.fork', { workspace: ref, copies })}
-          title="Fork this running branch into N live copies"
-        >
-          Fork
-        </button>
-        <button disabled={disabled || !running} onClick={() => void act('branch.checkpoint', { workspace: ref })} title="Record a version to roll back to">
-          Checkpoint
-        </button>
-      </div>
-      <div className="action-group">
-        <select aria-label="version" value={version} onChange={(e) => setVersion(e.target.value)}>
-          <option value="">{mine.length ? 'version…' : 'no versions yet'}</option>
-          {mine.map((v) => (
-            <option key={v.id} value={v.id} data-testid={`version-${v.id}`}>
-              {v.label ?? v.id} · {new Date(v.createdAt).toLocaleTimeString()}
-              {v.saved ? '' : ' · saving…'}
-            </option>
-          ))}
-        </select>
-        <button
-          disabled={disabled || !version}
-          onClick={() =>
-            ask({
-              title: `Roll ${branch.name} back?`,
-              body: `Its processes and files return to version ${version}. Whatever it did since is lost unless you checkpoint it first.`,
-              confirmLabel: 'Roll back',
-              danger: true,
-              run: () => void act('branch.rollback', { workspace: ref, version }),
-            })
-          }
-        >
-          Roll back
-        </button>
-      </div>
-      <div className="action-group">
-        <button
-          disabled={disabled || branch.main}
-          onClick={() =>
-            ask({
-              title: `Promote ${branch.name}?`,
-              body: 'It becomes the main line and takes over the stable host ports and desktop socket. The old main line is kept as a version.',
-              confirmLabel: 'Promote',
-              danger: false,
-              run: () => void act('branch.promote', { workspace: ref }),
-            })
-          }
-        >
-          Promote
-        </button>
-        {running ? (
-          <button
-            disabled={disabled}
-            onClick={() =>
-              ask({
-                title: `Stop ${branch.name}?`,
-                body: 'Its processes end; its files are kept and it can be started again.',
-                confirmLabel: 'Stop',
-                danger: true,
-                run: () => void act('workspace.stop', { workspace: ref }),
-              })
-            }
-          >
-            Stop
-          </button>
-        ) : (
-          <button disabled={disabled} onClick={() => void act('workspace.start', { workspace: ref })}>
-            Start
-          </button>
-        )}
-        <button
-          className="danger"
-          disabled={disabled}
-          onClick={() =>
-            ask({
-              title: `Discard ${branch.name}?`,
-              body: 'The branch, its processes and its files are removed for good. Versions are kept (grove versions lists and removes them).',
-              confirmLabel: 'Discard',
-              danger: true,
-              run: () => void act('branch.discard', { workspace: ref }),
-            })
-          }
-        >
-          Discard
-        </button>
-      </div>
-    </div>
-  );
-}
-
-const TABS: [View, string][] = [
+/** The selected branch's views, then the app-wide ones (after a divider). */
+const BRANCH_TABS: [View, string][] = [
   ['desktop', 'Desktop'],
   ['compare', 'Compare'],
   ['terminal', 'Terminal'],
   ['diff', 'Diff'],
   ['network', 'Outside access'],
-  ['activity', 'Activity'],
+];
+const APP_TABS: [View, string][] = [
   ['approvals', 'Requests'],
+  ['activity', 'Activity'],
   ['performance', 'Performance'],
   ['images', 'Images'],
 ];
@@ -325,16 +207,20 @@ function Tabs() {
   const waiting = useApprovalCount();
   return (
     <nav className="tabs" role="tablist">
-      {TABS.map(([v, label]) => (
-        <button key={v} role="tab" aria-selected={view === v} className={view === v ? 'active' : ''} onClick={() => setView(v)}>
-          {label}
-          {v === 'approvals' && waiting > 0 && (
-            <span className="count" data-testid="approvals-count" aria-label={`${waiting} waiting`}>
-              {waiting}
-            </span>
-          )}
-        </button>
-      ))}
+      {[...BRANCH_TABS, null, ...APP_TABS].map((tab) => {
+        if (!tab) return <span key="divider" className="tabs-divider" aria-hidden="true" />;
+        const [v, label] = tab;
+        return (
+          <button key={v} role="tab" aria-selected={view === v} className={view === v ? 'active' : ''} onClick={() => setView(v)}>
+            {label}
+            {v === 'approvals' && waiting > 0 && (
+              <span className="count" data-testid="approvals-count" aria-label={`${waiting} waiting`}>
+                {waiting}
+              </span>
+            )}
+          </button>
+        );
+      })}
     </nav>
   );
 }
@@ -366,18 +252,20 @@ function ViewContent() {
         <Empty title={`${branch.name} is not running`} body="Start it to open a terminal." />
       );
     case 'diff':
-      return <DiffPanel ids={selection.length >= 2 ? selection : [focus]} />;
+      // Two selected: those two, the focused one first; otherwise the focused one against its parent.
+      return <DiffPanel ids={selection.length === 2 ? [focus, ...selection.filter((id) => id !== focus)] : [focus]} />;
     case 'network':
       return <NetworkPanel key={focus} branchId={focus} />;
   }
 }
 
+/** Errors, once each, in the page's flow (never over the desktop); each goes by itself after a while or when dismissed. */
 function Errors() {
   const errors = useApp((s) => s.errors);
   const dismiss = useApp((s) => s.dismissError);
   if (errors.length === 0) return null;
   return (
-    <div className="errors" role="alert">
+    <div className="errors" role="alert" data-testid="errors">
       {errors.map((e) => (
         <div key={e.id} className="error">
           <span>{e.text}</span>
@@ -390,20 +278,34 @@ function Errors() {
   );
 }
 
-function ConfirmDialog() {
+export function ConfirmDialog() {
   const c = useApp((s) => s.confirm);
-  const answer = useApp((s) => s.answer);
   if (!c) return null;
+  return <ConfirmBox key={c.title} c={c} />;
+}
+
+function ConfirmBox({ c }: { c: Confirmation }) {
+  const answer = useApp((s) => s.answer);
+  const [choice, setChoice] = useState(c.choices?.[0]?.value);
   return (
     <div className="modal-backdrop" onKeyDown={(e) => e.key === 'Escape' && answer(false)}>
       <div className="modal" role="dialog" aria-modal="true" aria-labelledby="confirm-title">
         <h3 id="confirm-title">{c.title}</h3>
         <p>{c.body}</p>
+        {c.choices && (
+          <fieldset className="modal-choices">
+            {c.choices.map((o) => (
+              <label key={o.value} className="check">
+                <input type="radio" name="confirm-choice" value={o.value} checked={choice === o.value} onChange={() => setChoice(o.value)} /> {o.label}
+              </label>
+            ))}
+          </fieldset>
+        )}
         <div className="modal-buttons">
           <button onClick={() => answer(false)} autoFocus>
             Cancel
           </button>
-          <button className={c.danger ? 'danger' : 'primary'} onClick={() => answer(true)}>
+          <button className={c.danger ? 'danger' : 'primary'} onClick={() => answer(true, choice)}>
             {c.confirmLabel}
           </button>
         </div>

@@ -3,12 +3,13 @@
 // edges are drawn), so 200 branches stay cheap; live thumbnails are drawn
 // for visible running branches only.
 import { useCallback, useEffect, useMemo, useRef, useState, type KeyboardEvent, type MouseEvent } from 'react';
-import type { AgentAction, Operation, Version, Workspace } from '../../../main/src/api/contract.js';
+import type { AgentAction, Operation, Workspace } from '../../../main/src/api/contract.js';
 import { describeActor } from '../../../privileged-helper/src/protocol/identity.js';
 import { LANE_COLOURS, edgePath } from '../tree/layout.js';
-import { isLive } from '../store/app.js';
+import { NONE, isLive } from '../store/app.js';
+import { lastCheckpoint, versionName } from '../store/versions.js';
 import { agentNow } from '../store/agents.js';
-import { useApp } from './context.js';
+import { useApi, useApp } from './context.js';
 import { DiskFull } from './BranchDisk.js';
 import { Desktop } from './Desktop.js';
 import { age, useNow } from './now.js';
@@ -16,7 +17,9 @@ import { age, useNow } from './now.js';
 export const ROW_HEIGHT = 64;
 const LANE_WIDTH = 18;
 const OVERSCAN = 4;
-const MAX_THUMBNAILS = 8;
+/** Visible running rows beyond this many show a still picture, taken again every STILL_MS (each live one is a stream). */
+const MAX_LIVE_THUMBNAILS = 8;
+const STILL_MS = 10_000;
 
 /** The state a person sees: the helper's state, or forking while a fork of it runs. */
 export function shownState(b: Workspace, ops: readonly Operation[]): string {
@@ -66,11 +69,6 @@ export function BranchTree() {
   }, [focus, layout]);
 
   const branches = useMemo(() => new Map((server?.branches ?? []).map((b) => [b.id, b])), [server]);
-  const versions = useMemo(() => {
-    const m = new Map<string, Version>();
-    for (const v of server?.versions ?? []) m.set(v.id, v);
-    return m;
-  }, [server]);
 
   const first = Math.max(0, Math.floor(viewport.top / ROW_HEIGHT) - OVERSCAN);
   const last = Math.min(order.length - 1, Math.ceil((viewport.top + viewport.height) / ROW_HEIGHT) + OVERSCAN);
@@ -132,8 +130,8 @@ export function BranchTree() {
           const b = branches.get(id);
           if (!b) return null;
           const state = shownState(b, server?.operations ?? []);
-          const version = b.version ? versions.get(b.version) : undefined;
-          const showThumb = thumbnails && live && b.state === 'running' && thumbs++ < MAX_THUMBNAILS;
+          const checkpoint = lastCheckpoint(b, server?.versions ?? NONE);
+          const picture = thumbnails && live && b.state === 'running' ? (thumbs++ < MAX_LIVE_THUMBNAILS ? 'live' : 'still') : null;
           return (
             <div
               key={id}
@@ -146,7 +144,15 @@ export function BranchTree() {
               data-testid={`branch-${b.name}`}
               data-state={state}
             >
-              <div className="thumb">{showThumb ? <Desktop branchId={id} viewOnly light className="mini" /> : <div className="thumb-off">{state}</div>}</div>
+              <div className="thumb">
+                {picture === 'live' ? (
+                  <Desktop branchId={id} viewOnly light className="mini" />
+                ) : picture === 'still' ? (
+                  <StillPicture branchId={id} />
+                ) : (
+                  <div className="thumb-off">{state}</div>
+                )}
+              </div>
               <div className="row-text">
                 <div className="row-name">
                   {b.name}
@@ -162,7 +168,12 @@ export function BranchTree() {
                     {state}
                   </span>
                   <span title={b.createdAt}>{age(b.createdAt, now)}</span>
-                  <span title="version">{version ? `v ${version.label ?? version.id}` : 'no version'}</span>
+                  <span
+                    className="row-version"
+                    title={checkpoint ? `last checkpoint: ${versionName(checkpoint, server?.branches ?? NONE)}` : 'no checkpoint of its own yet'}
+                  >
+                    {checkpoint ? `✓ ${checkpoint.label ?? new Date(checkpoint.createdAt).toLocaleTimeString()}` : 'no checkpoint'}
+                  </span>
                   {b.disk?.full && <DiskFull />}
                 </div>
                 <AgentNow doing={agentNow(server?.agents[id], now)} />
@@ -184,4 +195,27 @@ function AgentNow({ doing }: { doing: AgentAction | null }) {
       {doing.by.user} · {doing.doing}
     </div>
   );
+}
+
+/** A still picture of a running branch's screen, from the helper, taken again every STILL_MS while the row is shown. */
+function StillPicture({ branchId }: { branchId: string }) {
+  const api = useApi();
+  const [png, setPng] = useState<string | null>(null);
+  useEffect(() => {
+    let gone = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const take = async () => {
+      // A picture that cannot be taken now (the branch is stopping) is no error to show: the last one stays.
+      const shot = await api.request('branch.screenshot', { workspace: branchId, scale: 0.1 }).catch(() => null);
+      if (gone) return;
+      if (shot) setPng(shot.png);
+      timer = setTimeout(() => void take(), STILL_MS);
+    };
+    void take();
+    return () => {
+      gone = true;
+      clearTimeout(timer);
+    };
+  }, [api, branchId]);
+  return png ? <img className="still" src={`data:image/png;base64,${png}`} alt="" data-testid="still-picture" /> : <div className="thumb-off">running</div>;
 }

@@ -34,7 +34,9 @@ export function DesktopPanel({ branchId }: { branchId: string }) {
         <button onClick={() => rfb.current?.clipboardPasteFrom(clip)} disabled={!clip}>
           Send clipboard
         </button>
-        <button onClick={() => rfb.current?.focus()}>Focus</button>
+        <button onClick={() => rfb.current?.focus()} title="Keys you type go to the desktop until you click elsewhere in the app">
+          Type into the desktop
+        </button>
       </div>
       <Desktop branchId={branchId} scale={scale} onClipboard={setClip} rfbRef={(r) => (rfb.current = r)} className="full">
         <AgentPointer branchId={branchId} />
@@ -188,8 +190,8 @@ export function Operations() {
   const ops = useApp((s) => s.server?.operations ?? NONE);
   const [hidden, setHidden] = useState<Set<string>>(new Set());
   const now = useNow(5000);
-  // Running operations stay; finished ones for 30 s (failed ones until dismissed).
-  const shown = ops.filter((o) => !hidden.has(o.id) && (o.status !== 'done' || now - Date.parse(o.finishedAt ?? o.startedAt) < 30_000)).slice(-4);
+  // Running operations stay; finished ones for 30 s. Why one failed is told once, by the error above the tabs.
+  const shown = ops.filter((o) => !hidden.has(o.id) && (o.status === 'running' || now - Date.parse(o.finishedAt ?? o.startedAt) < 30_000)).slice(-4);
   if (shown.length === 0) return null;
   return (
     <div className="operations" data-testid="operations">
@@ -212,7 +214,6 @@ export function Operations() {
               ))}
             </ol>
           )}
-          {o.error && <div className="op-error">{o.error}</div>}
         </div>
       ))}
     </div>

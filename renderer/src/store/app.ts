@@ -33,9 +33,11 @@ export type Link = 'connecting' | 'open' | 'closed';
 export interface Confirmation {
   title: string;
   body: string;
+  /** Options the person picks one of (the first is picked at first); run gets the value picked. */
+  choices?: { value: string; label: string }[];
   confirmLabel: string;
   danger: boolean;
-  run: () => void;
+  run: (choice?: string) => void;
 }
 
 export interface GrantChange {
@@ -49,6 +51,9 @@ export interface Notice {
   id: number;
   text: string;
 }
+
+/** How long an error stays when nobody dismisses it. */
+export const NOTICE_MS = 12_000;
 
 export interface UiState {
   server: AppState | null;
@@ -64,8 +69,8 @@ export interface UiState {
   thumbnails: boolean;
   confirm: Confirmation | null;
   errors: Notice[];
-  /** A branch to select as soon as it appears (one just created in the app). */
-  pendingSelect: string | null;
+  /** Branches to select as soon as they appear, focus first (one just created in the app, or those the address names). */
+  pendingSelect: string[] | null;
   /** Each branch's egress status as last read (policy, drop counters), by branch id. */
   egress: Record<string, EgressStatus>;
   /** Requests whose decision was sent and that are still pending (their buttons are disabled). */
@@ -82,14 +87,18 @@ export interface UiState {
   select(id: string, mode?: 'single' | 'toggle' | 'range'): void;
   /** Selects the branch now, or when the next state holds it. */
   selectWhenPresent(id: string): void;
+  /** Selects these branches (focus first) when the first state holds them (a reload's address); nothing when it does not. */
+  restoreSelection(ids: string[]): void;
   moveFocus(delta: number, extend?: boolean): void;
   setView(view: View): void;
   setTheme(theme: Theme): void;
   toggleTheme(): void;
   setThumbnails(on: boolean): void;
   ask(c: Confirmation): void;
-  answer(yes: boolean): void;
+  answer(yes: boolean, choice?: string): void;
   dismissError(id: number): void;
+  /** Shows an error in words until it is dismissed or NOTICE_MS pass. */
+  notify(text: string): void;
   /** Reads a branch's egress status (policy, drop counters). */
   loadEgress(branchId: string): Promise<EgressStatus | undefined>;
   /** Changes a branch's egress policy; the store keeps the policy the helper answers with. */
@@ -143,6 +152,7 @@ export function createAppStore(api: Api, initialTheme: Theme = 'light'): AppStor
 
     applyState(state) {
       const prev = get();
+      const firstState = prev.server === null;
       const sameTree =
         prev.server !== null &&
         prev.server.branches.length === state.branches.length &&
@@ -150,19 +160,24 @@ export function createAppStore(api: Api, initialTheme: Theme = 'light'): AppStor
       const layout = sameTree ? prev.layout : layoutTree(state.branches);
       const order = sameTree ? prev.order : [...layout.nodes].sort((a, b) => a.row - b.row).map((n) => n.id);
       const exists = new Set(order);
-      let selection = prev.selection.filter((id) => exists.has(id));
-      let focus = prev.focus && exists.has(prev.focus) ? prev.focus : null;
-      // New children of a fork appear; if nothing is selected, select the main line.
-      if (selection.length === 0 && order.length > 0) {
+      // A branch that went away (discarded) hands the selection to its nearest
+      // ancestor that is still there: never to another workspace.
+      const survivors = prev.selection.filter((id) => exists.has(id));
+      let focus = prev.focus === null || exists.has(prev.focus) ? prev.focus : (survivors.at(-1) ?? nearestAncestor(prev.server, prev.focus, exists));
+      let selection = survivors.length > 0 || focus === null ? survivors : [focus];
+      let pendingSelect = prev.pendingSelect;
+      if (pendingSelect && exists.has(pendingSelect[0]!)) {
+        selection = pendingSelect.filter((id) => exists.has(id));
+        focus = pendingSelect[0]!;
+        pendingSelect = null;
+      } else if (pendingSelect && firstState) {
+        pendingSelect = null; // the address names a branch that is gone: select nothing rather than another's
+      }
+      // The first state, with nothing asked for: the first workspace's main line.
+      if (firstState && prev.pendingSelect === null && selection.length === 0 && order.length > 0) {
         const main = state.branches.find((b) => b.main) ?? state.branches[0]!;
         selection = [main.id];
         focus = main.id;
-      }
-      let pendingSelect = prev.pendingSelect;
-      if (pendingSelect && exists.has(pendingSelect)) {
-        selection = [pendingSelect];
-        focus = pendingSelect;
-        pendingSelect = null;
       }
       if (focus === null) focus = selection[0] ?? null;
       const pending = new Set(state.approvals.filter(isPending).map((r) => r.id));
@@ -186,7 +201,11 @@ export function createAppStore(api: Api, initialTheme: Theme = 'light'): AppStor
 
     selectWhenPresent(id) {
       if (get().order.includes(id)) get().select(id);
-      else set({ pendingSelect: id });
+      else set({ pendingSelect: [id] });
+    },
+
+    restoreSelection(ids) {
+      if (ids.length > 0) set({ pendingSelect: ids });
     },
 
     setLink(link) {
@@ -230,14 +249,21 @@ export function createAppStore(api: Api, initialTheme: Theme = 'light'): AppStor
     ask(c) {
       set({ confirm: c });
     },
-    answer(yes) {
+    answer(yes, choice) {
       const c = get().confirm;
       set({ confirm: null });
-      if (yes && c) c.run();
+      if (yes && c) c.run(choice ?? c.choices?.[0]?.value);
     },
 
     dismissError(id) {
       set({ errors: get().errors.filter((e) => e.id !== id) });
+    },
+
+    notify(text) {
+      // The same words again replace the notice already shown (and its timer).
+      const id = ++noticeSeq;
+      set({ errors: [...get().errors.filter((e) => e.text !== text), { id, text }].slice(-3) });
+      setTimeout(() => get().dismissError(id), NOTICE_MS);
     },
 
     async loadEgress(branchId) {
@@ -309,11 +335,32 @@ export function createAppStore(api: Api, initialTheme: Theme = 'light'): AppStor
       try {
         return await api.request(method, params);
       } catch (err) {
-        set({ errors: [...get().errors, { id: ++noticeSeq, text: humanError(err) }].slice(-5) });
+        get().notify(humanError(err, method, branchById(get(), (params as { workspace?: string }).workspace ?? null)?.name));
         return undefined;
       }
     },
   }));
+}
+
+/** The nearest ancestor of a branch (as `known` had it) that is in `exists`; null when none is. */
+function nearestAncestor(known: AppState | null, id: string, exists: ReadonlySet<string>): string | null {
+  const parents = new Map((known?.branches ?? []).map((b) => [b.id, b.parent]));
+  for (let at = parents.get(id) ?? null, hops = 0; at !== null && hops < parents.size; at = parents.get(at) ?? null, hops++) {
+    if (exists.has(at)) return at;
+  }
+  return null;
+}
+
+/** The selection as the address's fragment keeps it: '#b=<focus>' and ',<others>'. */
+export function selectionHash(s: Pick<UiState, 'focus' | 'selection'>): string {
+  if (!s.focus) return '';
+  return `#b=${[s.focus, ...s.selection.filter((id) => id !== s.focus)].join(',')}`;
+}
+
+/** The branch ids a fragment names, focus first (ids only: anything else in it is ignored). */
+export function parseSelectionHash(hash: string): string[] {
+  const m = /^#b=([0-9a-f]{8}(?:,[0-9a-f]{8})*)$/.exec(hash);
+  return m ? m[1]!.split(',') : [];
 }
 
 /** A stable empty list for selectors (a fresh [] per call would re-render forever). */
