@@ -177,7 +177,7 @@ test('a reload keeps the selection, from the address', async () => {
 test('nothing overflows sideways from 900 to 1440 px, on any tab', async () => {
   for (const width of [900, 1440]) {
     await page.setViewportSize({ width, height: 900 });
-    for (const tab of ['Desktop', 'Compare', 'Terminal', 'Diff', 'Outside access', 'Requests', 'Activity', 'Performance', 'Images']) {
+    for (const tab of ['Desktop', 'Race', 'Compare', 'Terminal', 'Diff', 'Outside access', 'Requests', 'Activity', 'Performance', 'Images']) {
       await page.getByRole('tab', { name: tab }).click();
       await expect
         .poll(() => page.evaluate(() => document.documentElement.scrollWidth - innerWidth), { message: `${tab} at ${width} px` })
@@ -220,16 +220,20 @@ test('discard one child', async () => {
 
 test('checkpoint the other, then roll it back', async () => {
   await row('e2e-1').click();
+  await page.getByLabel('checkpoint name').fill('typed it');
   await page.getByRole('button', { name: 'Checkpoint' }).click();
   const options = page.getByLabel('version').locator('option');
   await expect(options).toHaveCount(2, { timeout: 120_000 });
   const version = await options.nth(1).getAttribute('value');
   expect(version).toMatch(/^[0-9a-f]{8}$/);
+  // Versions read by name, in the picker and on their branch's row.
+  await expect(options.nth(1)).toHaveText(/^typed it · e2e-1 /);
+  await expect(row('e2e-1').locator('.row-version')).toHaveText('✓ typed it');
   await page.getByLabel('version').selectOption(version!);
   await page.getByRole('button', { name: 'Roll back' }).click();
   await confirm('Roll back');
   await expect(page.locator('.op[data-kind="branch.rollback"].op-done')).toBeVisible({ timeout: 120_000 });
-  await expect(row('e2e-1')).toContainText(`v ${version}`);
+  await expect(row('e2e-1').locator('.row-version')).toHaveText('✓ typed it');
   await expect(row('e2e-1')).toHaveAttribute('data-state', 'running');
   const id = await idOf('e2e-1');
   expect((await helper.request('workspace.get', { workspace: id })).version).toBe(version);
@@ -251,9 +255,13 @@ test('checkpoint the other, then roll it back', async () => {
 test('promote it to the main line', async () => {
   await row('e2e-1').click();
   await page.getByRole('button', { name: 'Promote' }).click();
+  // The app asks what becomes of the old main line, with the CLI's choices.
+  await page.getByRole('dialog').getByLabel('Keep it running as a branch').check();
   await confirm('Promote');
   await expect(row('e2e-1').locator('.badge')).toHaveText('main', { timeout: 120_000 });
   expect((await helper.request('workspace.get', { workspace: 'e2e-1' })).main).toBe(true);
+  await expect(row('e2e').locator('.badge')).toHaveCount(0);
+  expect((await helper.request('workspace.get', { workspace: 'e2e' })).state).toBe('running');
   await shot('09-promoted');
 });
 

@@ -90,7 +90,7 @@ describe('promote', () => {
     const calls = open();
     select(ONE_1.id);
     act(() => button(view.host, 'Promote').click());
-    expect(dialog()!.textContent).toContain('What becomes of one?');
+    expect(dialog()!.textContent).toContain('What becomes of one, the main line now?');
     const radios = [...dialog()!.querySelectorAll<HTMLInputElement>('input[type="radio"]')];
     expect(radios.map((r) => r.value)).toEqual(['version', 'keep', 'discard']);
     expect(radios[0]!.checked).toBe(true);

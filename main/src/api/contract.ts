@@ -20,6 +20,7 @@ import {
   Image,
   OldMainFate,
   PerfReport,
+  PickResult,
   PoolSpace,
   SpaceReport,
   Version,
@@ -41,6 +42,7 @@ export {
   Grant,
   Image,
   Maker,
+  OldMainFate,
   OPEN_STATES,
   TreeDiff,
   Version,
@@ -75,6 +77,7 @@ export const OperationKind = z.enum([
   'branch.checkpoint',
   'branch.rollback',
   'branch.promote',
+  'branch.pick',
 ]);
 export type OperationKind = z.infer<typeof OperationKind>;
 
@@ -214,6 +217,8 @@ export const requests = {
   'branch.rollback': helper['branch.rollback'],
   /** oldMain: what becomes of the old main line (the CLI's --old-main; a version by default). */
   'branch.promote': { params: z.strictObject({ workspace: WorkspaceRef, oldMain: OldMainFate.optional() }), result: Workspace },
+  /** A race's end as one decision: the winner is promoted, its rivals discarded or kept (one helper transaction, audited once). */
+  'branch.pick': { params: helper['branch.pick'].params.omit({ faultAt: true, crash: true }), result: PickResult },
   'branch.diff': helper['branch.diff'],
   /** Deletes a checkpoint (a branch made from it keeps its own files). */
   'version.delete': helper['version.delete'],

@@ -22,6 +22,11 @@ const CALLS: Partial<Record<MethodName, { done: string; doing: string }>> = {
   'branch.checkpoint': { done: 'checkpoint', doing: 'checkpointing' },
   'branch.rollback': { done: 'roll back', doing: 'rolling back' },
   'branch.promote': { done: 'promote to main line', doing: 'promoting it' },
+  'branch.pick': { done: 'pick the winner', doing: 'picking a winner' },
+  'branch.merge': { done: 'merge', doing: 'merging' },
+  'branch.diff': { done: 'compare files', doing: 'comparing files' },
+  'file.copyIn': { done: 'copy files in', doing: 'copying files in' },
+  'workspace.limits': { done: 'change limits', doing: 'changing its limits' },
   'version.delete': { done: 'delete a version', doing: 'deleting a version' },
   'exec.run': { done: 'run a command', doing: 'running a command' },
   'exec.open': { done: 'open a terminal', doing: 'in a terminal' },
@@ -39,8 +44,9 @@ export function callDone(method: string): string {
   return CALLS[method as MethodName]?.done ?? method;
 }
 
+/** Never a raw method name: a person reads it on the branch's row. */
 export function callDoing(method: string): string {
-  return CALLS[method as MethodName]?.doing ?? method;
+  return CALLS[method as MethodName]?.doing ?? 'working';
 }
 
 /** What an agent is doing on a desktop, by the kind of its last computer-use call. */

@@ -219,6 +219,23 @@ export class Controller {
           () => c.request('branch.promote', { workspace: ws, oldMain: p.oldMain as RequestParams<'branch.promote'>['oldMain'] }),
           () => 'now the main line',
         );
+      case 'branch.pick': {
+        const pick = p as RequestParams<'branch.pick'>;
+        return this.operation(
+          'branch.pick',
+          this.nameOf(pick.workspace),
+          `pick the winner among ${[pick.workspace, ...pick.others].map((r) => this.nameOf(r)).join(', ')}`,
+          () => c.request('branch.pick', pick),
+          (r) =>
+            [
+              `${r.main.name} is the main line`,
+              r.discarded.length ? `discarded ${r.discarded.map((id) => this.nameOf(id)).join(', ')}` : null,
+              r.kept.length ? `kept ${r.kept.map((id) => this.nameOf(id)).join(', ')}` : null,
+            ]
+              .filter(Boolean)
+              .join('; '),
+        );
+      }
       case 'branch.diff':
         return c.request('branch.diff', { workspace: ws, other: p.other as string | undefined });
       case 'version.delete': {

@@ -69,6 +69,8 @@ export const AUTHORITY = {
   // Rolling back throws away what the branch did since: the owner's to decide.
   'branch.rollback': ownOrAsk('branch.rollback'),
   'branch.promote': ask('branch.promote'),
+  // Discards branches an agent may not have made, and makes a main line: a person's decision, as one.
+  'branch.pick': personBecause("picking a race's winner promotes one branch and discards others: a person's decision; ask a person (grove promote)"),
   'branch.diff': read,
   'file.copyIn': allow,
   'file.copyOut': personBecause("copying out of a branch onto the host is for persons only: what leaves the sandbox is a person's to decide"),

@@ -10,7 +10,13 @@
 // failure before (or a fault a test injects after a stage) switches back: both
 // branches running on their own ports and sockets, the version made for it gone.
 // A helper killed on the way leaves the next start to finish or undo it.
-import type { OldMainFate, PromoteStage, Workspace } from '../protocol/entities.js';
+//
+// pick(winner, rivals): a race's end as one transaction: everything is
+// checked first, the winner is promoted as above, and only once the switch
+// is made are the rivals discarded (or kept) with the old main. A helper
+// killed after the switch finishes the promotion on its next start; rivals
+// not discarded yet stay as branches, for a person to discard.
+import type { LosersFate, OldMainFate, PickResult, PromoteStage, Workspace } from '../protocol/entities.js';
 import { GroveError } from '../protocol/wire.js';
 import type { PendingOp, PortLease, Registry, WorkspaceRecord } from '../registry/registry.js';
 import type { BranchRuntime } from '../workspaces/runtime.js';
@@ -34,6 +40,43 @@ export class PromoteService {
     return this.underBothLocks(branch.id, main.id, () => this.swap(branch.id, main.id, oldMain, fault));
   }
 
+  /** Promotes `winnerRef` and discards (or keeps) its rivals, under the turns of all of them. */
+  async pick(winnerRef: string, rivalRefs: string[], losers: LosersFate, oldMain: OldMainFate, fault?: Fault<PromoteStage>): Promise<PickResult> {
+    const winner = this.workspaces.record(winnerRef);
+    const main = this.registry.listWorkspaces().find((w) => w.treeId === winner.treeId && w.isMain);
+    const rivals = rivalRefs.map((ref) => this.workspaces.record(ref));
+    const seen = new Set<string>();
+    for (const r of rivals) {
+      if (r.id === winner.id) throw new GroveError('E_INVALID_PARAMS', `'${r.name}' cannot be both the winner and a rival`);
+      if (seen.has(r.id)) throw new GroveError('E_INVALID_PARAMS', `'${r.name}' is named twice among the rivals`);
+      if (r.treeId !== winner.treeId) throw new GroveError('E_INVALID_PARAMS', `'${r.name}' is not a branch of ${winner.name}'s workspace`);
+      if (r.id === main?.id) throw new GroveError('E_INVALID_PARAMS', `'${r.name}' is the main line: what becomes of it is oldMain's to say, not a rival's`);
+      seen.add(r.id);
+    }
+    const discard = losers === 'discard' ? rivals.map((r) => r.id) : [];
+    const turns = [winner.id, ...(main && main.id !== winner.id ? [main.id] : []), ...discard];
+    return this.underLocks(turns, async () => {
+      let oldMainVersion: string | null = null;
+      const promoted =
+        !main || main.id === winner.id
+          ? await this.becomeMain(winner.id)
+          : await this.swap(winner.id, main.id, oldMain, fault, (version) => {
+              oldMainVersion = version;
+              return this.discardRivals(discard);
+            });
+      if (!main || main.id === winner.id) await this.discardRivals(discard);
+      return { main: promoted, discarded: discard, kept: losers === 'keep' ? rivals.map((r) => r.id) : [], oldMainVersion };
+    });
+  }
+
+  /** Rivals that lost, each a discard of its own (a helper killed in one finishes it on its next start). */
+  private async discardRivals(ids: string[]): Promise<void> {
+    for (const id of ids) {
+      this.registry.beginPendingOp({ kind: 'discard', workspaceId: id });
+      await this.workspaces.destroy(this.workspaces.record(id));
+    }
+  }
+
   /**
    * A promotion the last helper was killed in (reconcile.ts): one whose
    * switch was made (the branch is its tree's main line) is finished, any
@@ -54,8 +97,12 @@ export class PromoteService {
 
   /** Both turns in the one order every two-branch operation takes them (by id), so none waits on another in a circle. */
   private underBothLocks<T>(a: string, b: string, work: () => Promise<T>): Promise<T> {
-    const [first, second] = [a, b].sort();
-    return this.workspaces.lock.run(first!, () => this.workspaces.lock.run(second!, work));
+    return this.underLocks([a, b], work);
+  }
+
+  /** The turns of all these branches, taken in id order (as every operation on several takes them). */
+  private underLocks<T>(ids: string[], work: () => Promise<T>): Promise<T> {
+    return [...ids].sort().reduceRight<() => Promise<T>>((inner, id) => () => this.workspaces.lock.run(id, inner), work)();
   }
 
   /** A tree without a main line (it was discarded): the branch becomes it, and serves its desktop on the main line's socket. */
@@ -69,7 +116,14 @@ export class PromoteService {
   }
 
   /** The promotion proper, pending in the registry from the old main's version on until it is done or undone. */
-  private async swap(branchId: string, mainId: string, oldMain: OldMainFate, fault?: Fault<PromoteStage>): Promise<Workspace> {
+  private async swap(
+    branchId: string,
+    mainId: string,
+    oldMain: OldMainFate,
+    fault?: Fault<PromoteStage>,
+    /** Runs once the switch is made, before the old main is settled (a pick's discards of its rivals), with the old main's version. */
+    afterSwitch?: (version: string | null) => Promise<void>,
+  ): Promise<Workspace> {
     const branch = this.workspaces.record(branchId);
     const main = this.workspaces.record(mainId);
     if (branch.state !== 'running') throw new GroveError('E_CONFLICT', `only a running branch can be promoted; '${branch.name}' is ${branch.state}`);
@@ -87,6 +141,7 @@ export class PromoteService {
       } catch (err) {
         throw await undoAfter(err, [() => this.switchBack(main, leases, version?.id ?? null)]);
       }
+      await afterSwitch?.(version?.id ?? null);
       return await this.settleOldMain(branch.id, main.id, oldMain);
     } finally {
       this.registry.endPendingOp(branch.id);

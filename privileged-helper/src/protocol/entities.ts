@@ -238,6 +238,19 @@ export type OldMainFate = z.infer<typeof OldMainFate>;
 export const PromoteStage = z.enum(['checkpoint', 'switch', 'open']);
 export type PromoteStage = z.infer<typeof PromoteStage>;
 
+/** What becomes of the branches that lost a pick: discarded, or kept as branches. */
+export const LosersFate = z.enum(['discard', 'keep']);
+export type LosersFate = z.infer<typeof LosersFate>;
+
+/** What a pick did: the winner as the main line now, the others discarded or kept, the old main's version if one was kept. */
+export const PickResult = z.strictObject({
+  main: Workspace,
+  discarded: z.array(Id),
+  kept: z.array(Id),
+  oldMainVersion: Id.nullable(),
+});
+export type PickResult = z.infer<typeof PickResult>;
+
 /** Where a test may make a discard fail: after its processes and host objects went (its files stay), after its files went too. */
 export const DiscardStage = z.enum(['teardown', 'files']);
 export type DiscardStage = z.infer<typeof DiscardStage>;

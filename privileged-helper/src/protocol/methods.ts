@@ -18,7 +18,9 @@ import {
   ForkFault,
   ForkReport,
   Image,
+  LosersFate,
   OldMainFate,
+  PickResult,
   PerfReport,
   PoolSpace,
   PromoteStage,
@@ -85,6 +87,9 @@ const Time = z.iso.datetime({ offset: true });
 function testFault<S extends z.ZodType>(stages: S) {
   return { faultAt: stages.optional(), crash: z.boolean().optional() };
 }
+
+/** How many rivals one pick may settle (a fork makes at most 16 copies). */
+export const MAX_PICK_RIVALS = 16;
 
 export const VersionsFate = z.enum(['keep', 'delete']);
 export type VersionsFate = z.infer<typeof VersionsFate>;
@@ -215,6 +220,23 @@ export const methods = {
       ...testFault(PromoteStage),
     }),
     result: Workspace,
+  },
+  /**
+   * A race's end, as one decision: `workspace` (the winner) is promoted and
+   * `others` (its rivals, branches of the same workspace other than the main
+   * line) are discarded or kept; the old main line's fate is oldMain's. All is
+   * checked before anything changes; a failure before the first discard
+   * switches back as a promotion does.
+   */
+  'branch.pick': {
+    params: z.strictObject({
+      workspace: WorkspaceRef,
+      others: z.array(WorkspaceRef).min(1).max(MAX_PICK_RIVALS),
+      losers: LosersFate,
+      oldMain: OldMainFate.optional(),
+      ...testFault(PromoteStage),
+    }),
+    result: PickResult,
   },
   'branch.diff': {
     params: z.strictObject({

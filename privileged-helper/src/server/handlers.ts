@@ -136,6 +136,7 @@ export function createHandlers(s: Services): Handlers {
     'branch.checkpoint': (p) => s.versions.checkpoint(p.workspace, p.label, fault(p)),
     'branch.rollback': (p) => s.versions.rollback(p.workspace, p.version, { keep: p.keep === true, fault: fault(p) }),
     'branch.promote': (p) => s.promotions.promote(p.workspace, p.oldMain ?? 'version', fault(p)),
+    'branch.pick': (p) => s.promotions.pick(p.workspace, p.others, p.losers, p.oldMain ?? 'version', fault(p)),
     'branch.diff': async (p) => {
       const to = s.workspaces.record(p.workspace);
       const fromRef = p.other ?? to.parentId;

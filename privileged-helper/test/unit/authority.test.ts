@@ -69,6 +69,8 @@ describe('authority', () => {
     expect(attempt(alice, 'approval.approve')).toThrow(/never an agent's/);
     // not even with a grant
     expect(attempt(alice, 'approval.approve', 'main', ['t1:branch.promote'])).toThrow(expect.objectContaining({ code: 'E_FORBIDDEN' }));
+    // Picking a race's winner is a person's decision, even on its own fork and with grants to promote and discard.
+    expect(attempt(alice, 'branch.pick', 'alices-fork', ['t1:branch.promote', 't1:branch.discard'])).toThrow(/picking a race's winner .* a person's decision/);
   });
 
   it('makes agents ask for promote, egress changes, and discarding or stopping branches they did not fork', () => {

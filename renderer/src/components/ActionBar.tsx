@@ -2,8 +2,8 @@
 // checkpoint, roll back, promote, stop, discard), or, with several selected,
 // what applies to all of them (compare, stop N, discard N).
 import { useState } from 'react';
-import type { Version, Workspace } from '../../../main/src/api/contract.js';
-import { NONE, branchById, isLive } from '../store/app.js';
+import type { OldMainFate, Version, Workspace } from '../../../main/src/api/contract.js';
+import { NONE, branchById, isLive, type Choice } from '../store/app.js';
 import { versionName, versionsOf } from '../store/versions.js';
 import { BranchDisk } from './BranchDisk.js';
 import { BranchOrigin } from './BranchOrigin.js';
@@ -34,7 +34,12 @@ function ForkGroup({ branch }: { branch: Workspace }) {
   const act = useApp((s) => s.act);
   const [copies, setCopies] = useState(2);
   const [label, setLabel] = useState('');
+  const setView = useApp((s) => s.setView);
   const running = branch.state === 'running';
+  // Two copies or more race: the race view shows them as soon as they are made.
+  const fork = async () => {
+    if ((await act('branch.fork', { workspace: branch.id, copies })) && copies >= 2) setView('race');
+  };
   const checkpoint = async () => {
     if (await act('branch.checkpoint', { workspace: branch.id, ...(label.trim() ? { label: label.trim() } : {}) })) setLabel('');
   };
@@ -51,11 +56,7 @@ function ForkGroup({ branch }: { branch: Workspace }) {
           onChange={(e) => setCopies(Math.max(1, Math.min(16, Number(e.target.value) || 1)))}
         />
       </label>
-      <button
-        disabled={!live || !running}
-        onClick={() => void act('branch.fork', { workspace: branch.id, copies })}
-        title="Fork this running branch into N live copies"
-      >
+      <button disabled={!live || !running} onClick={() => void fork()} title="Fork this running branch into N live copies">
         Fork
       </button>
       <input
@@ -127,12 +128,18 @@ function VersionGroup({ branch }: { branch: Workspace }) {
   );
 }
 
-/** What becomes of the old main line on a promotion: the CLI's --old-main choices. */
-const OLD_MAIN_CHOICES = [
-  { value: 'version', label: 'Keep it as a version (stopped; roll back or fork from it later)' },
-  { value: 'keep', label: 'Keep it running as a branch' },
-  { value: 'discard', label: 'Discard it' },
-] as const;
+/** What becomes of the old main line on a promotion (or a pick): the CLI's --old-main choices. */
+export function oldMainChoice(name: string): Choice {
+  return {
+    name: 'oldMain',
+    legend: `What becomes of ${name}, the main line now?`,
+    options: [
+      { value: 'version', label: 'Keep it as a version (stopped; roll back or fork from it later)' },
+      { value: 'keep', label: 'Keep it running as a branch' },
+      { value: 'discard', label: 'Discard it' },
+    ],
+  };
+}
 
 function LifeGroup({ branch }: { branch: Workspace }) {
   const live = useApp(isLive);
@@ -148,11 +155,11 @@ function LifeGroup({ branch }: { branch: Workspace }) {
         onClick={() =>
           ask({
             title: `Promote ${branch.name}?`,
-            body: `It becomes the main line and takes over the stable host ports and desktop socket. What becomes of ${oldMain ? oldMain.name : 'the old main line'}?`,
-            choices: [...OLD_MAIN_CHOICES],
+            body: 'It becomes the main line and takes over the stable host ports and desktop socket.',
+            choices: oldMain ? [oldMainChoice(oldMain.name)] : [],
             confirmLabel: 'Promote',
             danger: false,
-            run: (choice) => void act('branch.promote', { workspace: ref, oldMain: (choice ?? 'version') as 'version' | 'keep' | 'discard' }),
+            run: (picked) => void act('branch.promote', { workspace: ref, ...(picked.oldMain ? { oldMain: picked.oldMain as OldMainFate } : {}) }),
           })
         }
       >
@@ -209,6 +216,7 @@ function SelectionBar() {
   const chosen = branches.filter((b) => selection.includes(b.id));
   const running = chosen.filter((b) => b.state === 'running');
   const names = (list: Workspace[]) => list.map((b) => b.name).join(', ');
+  const siblings = chosen.every((b) => b.parent !== null && b.parent === chosen[0]?.parent);
   // Children before their parents: each discard leaves the rest of the tree as it was.
   const deepestFirst = [...chosen].sort((a, b) => (layout.byId.get(b.id)?.depth ?? 0) - (layout.byId.get(a.id)?.depth ?? 0));
   const each = async (list: Workspace[], method: 'branch.discard' | 'workspace.stop') => {
@@ -221,6 +229,9 @@ function SelectionBar() {
         <div className="muted small selection-names">{names(chosen)}</div>
       </div>
       <div className="action-group">
+        <button disabled={!siblings} onClick={() => setView('race')} title="Siblings side by side, with what each did: pick the winner">
+          Race
+        </button>
         <button disabled={running.length < 2} onClick={() => setView('compare')} title="Their desktops side by side">
           Compare
         </button>

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'react';
 import type { Workspace } from '../../../main/src/api/contract.js';
-import { branchById, isLive, type Confirmation, type View } from '../store/app.js';
+import { branchById, firstOptions, isLive, type Confirmation, type View } from '../store/app.js';
 import { actorName } from '../../../main/src/api/words.js';
 import { ApprovalsView, useApprovalCount } from './Approvals.js';
 import { ActionBar } from './ActionBar.js';
@@ -12,6 +12,7 @@ import { ImagesView } from './Images.js';
 import { ActivityLog, CompareGrid, DesktopPanel, DiffPanel, Empty, Operations } from './Panels.js';
 import { PerformancePanel } from './Performance.js';
 import { PoolBanner } from './PoolBanner.js';
+import { RaceView } from './Race.js';
 import { Terminal } from './Terminal.js';
 
 export function App() {
@@ -189,6 +190,7 @@ function SidebarHead() {
 /** The selected branch's views, then the app-wide ones (after a divider). */
 const BRANCH_TABS: [View, string][] = [
   ['desktop', 'Desktop'],
+  ['race', 'Race'],
   ['compare', 'Compare'],
   ['terminal', 'Terminal'],
   ['diff', 'Diff'],
@@ -243,6 +245,8 @@ function ViewContent() {
       ) : (
         <Empty title="Not live" body="The desktop comes back when Grove's helper is reachable again." />
       );
+    case 'race':
+      return <RaceView />;
     case 'compare':
       return <CompareGrid ids={selection} />;
     case 'terminal':
@@ -286,26 +290,34 @@ export function ConfirmDialog() {
 
 function ConfirmBox({ c }: { c: Confirmation }) {
   const answer = useApp((s) => s.answer);
-  const [choice, setChoice] = useState(c.choices?.[0]?.value);
+  const [picked, setPicked] = useState(() => firstOptions(c.choices));
   return (
     <div className="modal-backdrop" onKeyDown={(e) => e.key === 'Escape' && answer(false)}>
       <div className="modal" role="dialog" aria-modal="true" aria-labelledby="confirm-title">
         <h3 id="confirm-title">{c.title}</h3>
         <p>{c.body}</p>
-        {c.choices && (
-          <fieldset className="modal-choices">
-            {c.choices.map((o) => (
+        {c.choices?.map((choice) => (
+          <fieldset key={choice.name} className="modal-choices">
+            <legend>{choice.legend}</legend>
+            {choice.options.map((o) => (
               <label key={o.value} className="check">
-                <input type="radio" name="confirm-choice" value={o.value} checked={choice === o.value} onChange={() => setChoice(o.value)} /> {o.label}
+                <input
+                  type="radio"
+                  name={choice.name}
+                  value={o.value}
+                  checked={picked[choice.name] === o.value}
+                  onChange={() => setPicked({ ...picked, [choice.name]: o.value })}
+                />{' '}
+                {o.label}
               </label>
             ))}
           </fieldset>
-        )}
+        ))}
         <div className="modal-buttons">
           <button onClick={() => answer(false)} autoFocus>
             Cancel
           </button>
-          <button className={c.danger ? 'danger' : 'primary'} onClick={() => answer(true, choice)}>
+          <button className={c.danger ? 'danger' : 'primary'} onClick={() => answer(true, picked)}>
             {c.confirmLabel}
           </button>
         </div>

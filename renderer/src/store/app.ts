@@ -24,20 +24,32 @@ import { layoutTree, type TreeLayout } from '../tree/layout.js';
 import { grantFor, isPending } from './approvals.js';
 import { appendLine, mergeLog } from './image-logs.js';
 
-export type View = 'desktop' | 'compare' | 'terminal' | 'diff' | 'network' | 'activity' | 'approvals' | 'performance' | 'images';
+export type View = 'desktop' | 'race' | 'compare' | 'terminal' | 'diff' | 'network' | 'activity' | 'approvals' | 'performance' | 'images';
 /** approve: once, for a held connection. always: a held connection's destination joins the branch's allow list. */
 export type Decision = 'approve' | 'always' | 'deny';
 export type Theme = 'light' | 'dark';
 export type Link = 'connecting' | 'open' | 'closed';
 
+/** A question in a confirmation: one of its options is picked (the first, at first). */
+export interface Choice {
+  name: string;
+  legend: string;
+  options: { value: string; label: string }[];
+}
+
 export interface Confirmation {
   title: string;
   body: string;
-  /** Options the person picks one of (the first is picked at first); run gets the value picked. */
-  choices?: { value: string; label: string }[];
+  choices?: Choice[];
   confirmLabel: string;
   danger: boolean;
-  run: (choice?: string) => void;
+  /** With the option picked for each choice, by its name. */
+  run: (picked: Record<string, string>) => void;
+}
+
+/** Each choice's first option: what a confirmation answers when nothing else is picked. */
+export function firstOptions(choices: readonly Choice[] = []): Record<string, string> {
+  return Object.fromEntries(choices.map((c) => [c.name, c.options[0]!.value]));
 }
 
 export interface GrantChange {
@@ -95,7 +107,7 @@ export interface UiState {
   toggleTheme(): void;
   setThumbnails(on: boolean): void;
   ask(c: Confirmation): void;
-  answer(yes: boolean, choice?: string): void;
+  answer(yes: boolean, picked?: Record<string, string>): void;
   dismissError(id: number): void;
   /** Shows an error in words until it is dismissed or NOTICE_MS pass. */
   notify(text: string): void;
@@ -249,10 +261,10 @@ export function createAppStore(api: Api, initialTheme: Theme = 'light'): AppStor
     ask(c) {
       set({ confirm: c });
     },
-    answer(yes, choice) {
+    answer(yes, picked) {
       const c = get().confirm;
       set({ confirm: null });
-      if (yes && c) c.run(choice ?? c.choices?.[0]?.value);
+      if (yes && c) c.run({ ...firstOptions(c.choices), ...picked });
     },
 
     dismissError(id) {
