@@ -202,10 +202,11 @@ program
   .argument('<workspace>', 'the branch to look at')
   .argument('[other]', 'the branch to compare with (default: its parent)')
   .option('--stat', 'list the paths only')
+  .option('--all', "noise too: Grove's own files (/etc/hostname, /etc/hosts, /etc/machine-id), .git, and what the project's .gitignore files match")
   .description('files added, changed and removed between two branches, with text diffs')
-  .action((ref: string, other: string | undefined, opts: { stat?: boolean }) =>
+  .action((ref: string, other: string | undefined, opts: { stat?: boolean; all?: boolean }) =>
     withClient(async (c) => {
-      const d = await c.request('branch.diff', { workspace: ref, other });
+      const d = await c.request('branch.diff', { workspace: ref, other, all: opts.all });
       output(d, () => printDiff(d, opts.stat ?? false));
     }),
   );

@@ -3,6 +3,7 @@
 // opened; a part that cannot be made is left out with a note that says why.
 import { readFile } from 'node:fs/promises';
 import { diffTrees } from '../branches/diff.js';
+import { Noise } from '../branches/noise.js';
 import type { DesktopService } from '../desktop/desktop-service.js';
 import { pidNamespace, pidsByNamespace } from '../host/proc.js';
 import type { AgentRequestAction, ApprovalPreview } from '../protocol/approvals.js';
@@ -91,7 +92,8 @@ export class PreviewMaker {
   }
 
   private async diff(from: WorkspaceRecord, to: WorkspaceRecord): Promise<NonNullable<ApprovalPreview['diff']>> {
-    const d = await diffTrees(await this.d.storage.ensureMounted(from), await this.d.storage.ensureMounted(to));
+    const root = await this.d.storage.ensureMounted(to);
+    const d = await diffTrees(await this.d.storage.ensureMounted(from), root, { noise: new Noise(root, this.d.registry.project(to.treeId)?.path ?? null) });
     const paths = [...d.added.map((p) => `+ ${p}`), ...d.changed.map((p) => `~ ${p}`), ...d.removed.map((p) => `- ${p}`)];
     return {
       against: { id: from.id, name: from.name },

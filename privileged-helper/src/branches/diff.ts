@@ -42,6 +42,7 @@ import path from 'node:path';
 import { kindInRoot, openFileInRoot } from '../host/in-root.js';
 import { run } from '../host/run.js';
 import type { TreeDiff } from '../protocol/diff.js';
+import type { Noise } from './noise.js';
 import { GroveError } from '../protocol/wire.js';
 
 export type { TreeDiff } from '../protocol/diff.js';
@@ -112,9 +113,13 @@ interface Item {
 /**
  * `under`: only what is below this folder of both trees (a project's path),
  * when it is a folder in both; otherwise the whole trees. The paths reported
- * are from the roots either way.
+ * are from the roots either way. `noise`: what of it is left out (noise.ts).
  */
-export async function diffTrees(a: string, b: string, opts: { maxTextBytes?: number; maxFiles?: number; under?: string } = {}): Promise<TreeDiff> {
+export async function diffTrees(
+  a: string,
+  b: string,
+  opts: { maxTextBytes?: number; maxFiles?: number; under?: string; noise?: Noise } = {},
+): Promise<TreeDiff> {
   const maxTextBytes = opts.maxTextBytes ?? DEFAULT_MAX_TEXT_BYTES;
   const maxFiles = opts.maxFiles ?? DEFAULT_MAX_FILES;
   const rootA = await checkRoot(a, 'from');
@@ -176,6 +181,10 @@ export async function diffTrees(a: string, b: string, opts: { maxTextBytes?: num
     if (!(await sameContent(rootA, rootB, rel))) changed.push(rel);
   }
 
+  if (opts.noise) {
+    const noise = opts.noise;
+    for (const list of [added, changed, removed]) list.splice(0, list.length, ...(await noise.keep(list)));
+  }
   added.sort(byCodeUnit);
   changed.sort(byCodeUnit);
   removed.sort(byCodeUnit);

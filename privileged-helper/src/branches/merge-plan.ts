@@ -5,13 +5,13 @@
 // (files/three-way.ts); anything else is a conflict, unless --take settles
 // it. With several sources, each is merged into what the ones before it made
 // of the target.
-import { GENERATION_FILE } from '../workspaces/generation.js';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { kindInRoot, openFileInRoot, readLinkInRoot } from '../host/in-root.js';
 import type { MergeChange, MergeConflict, MergeSide } from '../protocol/merge.js';
 import { GroveError } from '../protocol/wire.js';
 import { mergeText } from '../files/three-way.js';
+import { GROVE_OWN_FILES } from './noise.js';
 
 /** A file larger than this is not read into the helper: both sides changing it is a conflict, one side changing it an error. */
 export const MAX_MERGE_FILE_BYTES = 64 * 2 ** 20;
@@ -28,9 +28,6 @@ export const MAX_MERGE_PATHS = 50_000;
 export const MAX_MERGE_WRITE_BYTES = 512 * 2 ** 20;
 /** How much of a file is searched for a NUL byte to call it binary (git's rule). */
 const BINARY_SNIFF_BYTES = 8000;
-
-/** Grove's own per-branch files (workspace-service.ts writeIdentity): never merged. */
-export const GROVE_OWN_FILES: ReadonlySet<string> = new Set(['/etc/hostname', '/etc/hosts', '/etc/machine-id', GENERATION_FILE]);
 
 export type Entry =
   | { kind: 'none' }

@@ -7,7 +7,8 @@
 // changed since is the diff of the two (diff.ts: rsync in a sandbox, over
 // the project's folder when it is one in both, else the whole trees), kept
 // to the project's path (or everything with --all) and never Grove's own
-// per-branch files; each of those paths is merged
+// per-branch files, nor without --all what the source's .gitignore files
+// make noise (noise.ts); each of those paths is merged
 // (merge-plan.ts). Conflicts are all listed, both sides of each, before
 // anything is written; unless --take settles every one, nothing is.
 //
@@ -35,6 +36,7 @@ import type { WorkspaceService } from '../workspaces/workspace-service.js';
 import { writeInBranch, type WriteStep } from '../files/merge-writer.js';
 import { diffTrees } from './diff.js';
 import type { ForkPoints } from './fork-points.js';
+import { Noise } from './noise.js';
 import { mergeable, MergePlan, type Entry } from './merge-plan.js';
 import type { VersionService } from './versions.js';
 
@@ -59,7 +61,13 @@ export class MergeService {
     const takes = this.takesOf(req.take ?? [], sources, scope);
     const turns = [{ id: target.id, exclusive: true }, ...sources.map((s) => ({ id: s.id, exclusive: false }))];
     return this.underTurns(turns, () =>
-      new MergeRun(this.d, `merge-${this.d.registry.freshId()}`).run(target.id, sources, { scope, takes, dryRun: req.dryRun ?? false, fault }),
+      new MergeRun(this.d, `merge-${this.d.registry.freshId()}`).run(target.id, sources, {
+        scope,
+        all: req.all ?? false,
+        takes,
+        dryRun: req.dryRun ?? false,
+        fault,
+      }),
     );
   }
 
@@ -103,6 +111,8 @@ export class MergeService {
 
 interface RunOptions {
   scope: string;
+  /** --all: the whole branch, noise too. */
+  all: boolean;
   takes: Map<string, string>;
   dryRun: boolean;
   fault?: Fault<MergeStage>;
@@ -129,7 +139,9 @@ class MergeRun {
         const base = this.d.forkPoints.base(target.id, source.id);
         const trees = { base: await this.mountBase(base), target: targetRoot, source: await this.d.storage.ensureMounted(source) };
         const diff = await diffTrees(trees.base, trees.source, { maxFiles: 0, under: o.scope });
-        const paths = [...diff.added, ...diff.changed, ...diff.removed].filter((p) => mergeable(p, o.scope)).sort();
+        const changed = [...diff.added, ...diff.changed, ...diff.removed].filter((p) => mergeable(p, o.scope)).sort();
+        // The source's .gitignore files say what of its project is noise; with --all, everything is merged.
+        const paths = o.all ? changed : await new Noise(trees.source, o.scope).keep(changed);
         for (const rel of paths) await plan.mergePath(rel, trees, { target, source });
         sources.push({ id: source.id, name: source.name, base: base.id });
       }

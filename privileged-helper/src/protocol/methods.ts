@@ -243,6 +243,8 @@ export const methods = {
       workspace: WorkspaceRef,
       /** The branch to compare with (default: the branch's parent). */
       other: WorkspaceRef.optional(),
+      /** Noise too: Grove's own files, and what the project's .gitignore files match (branches/noise.ts). */
+      all: z.boolean().optional(),
     }),
     result: TreeDiff,
   },

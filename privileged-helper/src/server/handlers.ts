@@ -11,6 +11,7 @@ import type { Registry } from '../registry/registry.js';
 import type { WorkspaceService } from '../workspaces/workspace-service.js';
 import type { Doctor } from '../host/doctor.js';
 import { diffTrees } from '../branches/diff.js';
+import { Noise } from '../branches/noise.js';
 import type { ForkService } from '../branches/fork.js';
 import type { PromoteService } from '../branches/promote.js';
 import type { MergeService } from '../branches/merge.js';
@@ -145,7 +146,11 @@ export function createHandlers(s: Services): Handlers {
       // Read turns of both (by id, as promote takes its two): no rollback unmounts either while the diff reads it.
       const [first, second] = [from.id, to.id].sort();
       return s.workspaces.lock.read(first!, () =>
-        s.workspaces.lock.read(second!, async () => diffTrees(await s.storage.ensureMounted(from), await s.storage.ensureMounted(to))),
+        s.workspaces.lock.read(second!, async () => {
+          const root = await s.storage.ensureMounted(to);
+          const noise = p.all ? undefined : new Noise(root, s.registry.project(to.treeId)?.path ?? null);
+          return diffTrees(await s.storage.ensureMounted(from), root, { noise });
+        }),
       );
     },
     // A copy reads the branch under its read turn (a rollback waits for it); live() first, outside the turn: a branch

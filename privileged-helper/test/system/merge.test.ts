@@ -427,6 +427,62 @@ describe('merge', () => {
   });
 });
 
+describe('noise: Grove’s own files and what the project’s .gitignore files match', () => {
+  const work = '/root/work';
+  let client: HelperClient;
+  let repo: string;
+  let main: Workspace;
+  let child: Workspace;
+  const git = (...args: string[]) => execa('git', ['-C', repo, '-c', 'user.name=t', '-c', 'user.email=t@example.test', ...args]).then((r) => r.stdout);
+  const paths = (d: { added: string[]; changed: string[]; removed: string[] }) => [...d.added, ...d.changed, ...d.removed];
+
+  beforeAll(async () => {
+    client = await connect();
+    repo = await mkdtemp(path.join(os.tmpdir(), 'grove-noise-repo-'));
+    await writeFile(path.join(repo, '.gitignore'), 'node_modules/\n/build/\n');
+    await writeFile(path.join(repo, 'src.txt'), 'source\n');
+    await git('init', '-q', '-b', 'trunk');
+    await git('add', '-A');
+    await git('commit', '-qm', 'first');
+    main = await track(await client.request('workspace.create', { name: 'nz-main', project: { hostPath: repo } }));
+    child = (await fork(client, main, ['nz-child'])).children[0]!;
+    await sh(
+      client,
+      child,
+      `cd ${work} && echo changed > src.txt && mkdir -p build node_modules/pkg lib && echo obj > build/out.o && echo js > node_modules/pkg/index.js && printf 'gen/\\n' > lib/.gitignore && mkdir lib/gen && echo gen > lib/gen/made.c`,
+    );
+  });
+
+  afterAll(async () => {
+    await deleteTree(client, main);
+    await rm(repo, { recursive: true, force: true });
+    client.close();
+  });
+
+  it('leaves them out of a diff, a merge and an export; --all shows and merges them', async () => {
+    const noisy = [`${work}/build/out.o`, `${work}/node_modules/pkg/index.js`, `${work}/lib/gen/made.c`, '/etc/hostname'];
+    const diff = await client.request('branch.diff', { workspace: child.id });
+    expect(paths(diff)).toContain(`${work}/src.txt`);
+    expect(paths(diff)).toContain(`${work}/lib/.gitignore`);
+    for (const p of noisy) expect(paths(diff)).not.toContain(p);
+    const all = await client.request('branch.diff', { workspace: child.id, all: true });
+    for (const p of noisy) expect(paths(all)).toContain(p);
+    const cli = await grove('diff', child.name, '--stat', '--all');
+    expect(cli.stdout).toContain(`${work}/node_modules/pkg/index.js`);
+    expect((await grove('diff', child.name, '--stat')).stdout).not.toContain('node_modules');
+
+    const dryAll = await client.request('branch.merge', { workspace: main.id, sources: [child.id], all: true, dryRun: true });
+    expect(dryAll.changes.map((c) => c.path)).toEqual(expect.arrayContaining(noisy.slice(0, 3)));
+    const merged = await client.request('branch.merge', { workspace: main.id, sources: [child.id] });
+    expect(merged.changes.map((c) => c.path).sort()).toEqual([`${work}/lib/.gitignore`, `${work}/src.txt`]);
+    expect(await sh(client, main, `cat ${work}/src.txt; test -e ${work}/build || echo no-build`)).toBe('changed\nno-build\n');
+
+    const done = await client.request('branch.export', { workspace: child.id, to: { kind: 'git', repo, branch: 'nz-export' } });
+    expect(done.files).toBe(2);
+    expect((await git('show', '--name-only', '--format=', 'nz-export')).split('\n').sort()).toEqual(['lib/.gitignore', 'src.txt']);
+  });
+});
+
 describe('a helper killed mid-merge', () => {
   let c: HelperClient;
   let project: string;
