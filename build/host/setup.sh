@@ -16,8 +16,11 @@ grep -q 'VERSION_CODENAME=bookworm' /etc/os-release || echo "setup: warning: tes
 # the benchmark's comparison), CRIU's build dependencies, libseccomp for
 # grove-enter, libnftnl and libmnl for grove-netlock, Chromium for the tests,
 # a real registry (docker-registry, htpasswd) for the image tests, qemu
-# with a static busybox for the kernel tier's tests (kernel/test.sh), and the
-# lint's shellcheck (build/lint-shell.sh).
+# with a static busybox for the kernel tier's tests (kernel/test.sh), the
+# lint's shellcheck (build/lint-shell.sh), and what each branch's Selkies
+# stream runs with on the host (docs/stream.md): Debian's python3-venv, the
+# libraries pixelflux links, and the X tools Selkies calls (xrandr, xdotool,
+# xclip, xset).
 packages=(
   btrfs-progs debootstrap crun iproute2 nftables util-linux procps psmisc xz-utils rsync diffutils
   buildah skopeo umoci git zstd isal openssl bubblewrap
@@ -26,6 +29,8 @@ packages=(
   libbsd-dev libnet1-dev libnftables-dev libnl-3-dev libnl-route-3-dev libprotobuf-c-dev
   libprotobuf-dev protobuf-c-compiler protobuf-compiler uuid-dev libcap-dev
   libseccomp-dev libnftnl-dev libmnl-dev
+  python3-venv libgbm1 libpixman-1-0 libxkbcommon0 libdrm2 libwayland-server0
+  x11-xserver-utils xdotool xclip
 )
 step "Debian packages"
 missing=()
@@ -62,8 +67,11 @@ step "Grove's programs: the helper, the CLI and the bench, compiled into dist/ (
 step "CRIU 4.2.1 (Debian's source, pinned by sha256 in build/host/criu.sh)"
 "$repo/build/host/criu.sh"
 
-step "native helpers (grove-enter cages what belongs to a branch; grove-mount makes idmapped and caged bind mounts; grove-netlock silences a netns while CRIU restores into it; grove-spawn starts the helper's programs; grove-action is what CRIU runs at a fork's actions; grove-share holds a fork's memory for the kernel tier; grove-quota gives each branch its disk limit; peercred.node reads a peer's credentials; inroot.node opens a branch's files inside its root)"
+step "native helpers (grove-enter cages what belongs to a branch; grove-mount makes idmapped and caged bind mounts; grove-netlock silences a netns while CRIU restores into it; grove-spawn starts the helper's programs; grove-action is what CRIU runs at a fork's actions; grove-share holds a fork's memory for the kernel tier; grove-shm-shared.so lets a stream's capture share memory with the branch's X server over TCP; grove-quota gives each branch its disk limit; peercred.node reads a peer's credentials; inroot.node opens a branch's files inside its root)"
 "$repo/build/host/native.sh" "$GROVE_CACHE"
+
+step "Selkies 2.1.0, each branch's desktop stream (pinned with hashes in build/host/selkies/requirements.lock)"
+"$repo/build/host/selkies.sh"
 
 step "kernel tier: grove_share.ko for this kernel (kernel/, docs/kernel-tier.md)"
 headers="/lib/modules/$(uname -r)/build"
