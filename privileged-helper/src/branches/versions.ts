@@ -260,10 +260,11 @@ export class VersionService {
    * rollback waits only until CRIU has written its pages out of the twins,
    * which die with the branch's processes; the images are saved into the
    * pool in the background, while the version is restored (persist), so a
-   * rollback costs about one restore. Until they are saved, the version can
-   * be rolled back to by nobody but an undo of this rollback, which waits
-   * for them; a helper killed before leaves no half version (reconcile.ts),
-   * and one killed after can still undo the rollback at its next start.
+   * rollback costs about one restore. Until they are saved it is a version
+   * being saved, as a checkpoint's is: a rollback to it (this rollback's
+   * undo among them) waits for them; a helper killed before leaves no half
+   * version (reconcile.ts), and one killed after can still undo the
+   * rollback at its next start.
    */
   private async captureBeforeRollback(branchId: string, label: string, fault?: Fault<CheckpointStage>): Promise<string> {
     const { version, dumped } = await this.capture(branchId, { label });
