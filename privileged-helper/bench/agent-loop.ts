@@ -21,7 +21,7 @@
 import { execa } from 'execa';
 import type { HelperClient } from '../../main/src/helper-client/client.js';
 import { pidNamespace } from '../src/host/proc.js';
-import { firstFrame } from '../src/host/rfb-probe.js';
+import { firstFrame } from '../src/desktop/rfb-probe.js';
 import type { Workspace } from '../src/protocol/entities.js';
 import { VNC_PORT } from '../src/workspaces/runtime.js';
 import { agentTasks, type AgentTask, type DecisionPoint } from './agent-tasks.js';

@@ -31,7 +31,7 @@ import { bindMount, mountOverlay } from '../src/host/overlay.js';
 import { createNetwork, deleteNetns, netnsPath, planNetwork, type NetPlan } from '../src/host/netns.js';
 import { mountNetnsSysfs, netnsSysfsPath } from '../src/host/netns-sysfs.js';
 import { inOwnUserNamespace, signalIfSame, startTime, waitGone } from '../src/host/proc.js';
-import { firstFrame } from '../src/host/rfb-probe.js';
+import { firstFrame } from '../src/desktop/rfb-probe.js';
 import { EXTERNAL_BINDS } from '../src/workspaces/branch-storage.js';
 import { VNC_PORT } from '../src/workspaces/runtime.js';
 import { deleteWithRetry, unmountWithRetry } from './host-retry.js';

@@ -42,7 +42,7 @@ import { execa } from 'execa';
 import { HelperClient } from '../../main/src/helper-client/client.js';
 import { loadConfig } from '../src/config.js';
 import { pidNamespace } from '../src/host/proc.js';
-import { firstFrame } from '../src/host/rfb-probe.js';
+import { firstFrame } from '../src/desktop/rfb-probe.js';
 import type { Workspace } from '../src/protocol/entities.js';
 import { groveFile } from '../src/protocol/grove-files.js';
 import { GroveError } from '../src/protocol/wire.js';

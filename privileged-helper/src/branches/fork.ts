@@ -28,7 +28,7 @@ import { BRANCH_HEADROOM_BYTES, mib, requireSpace } from '../host/space.js';
 import { isSameProcess } from '../host/proc.js';
 import { copiedBecause } from '../host/kernel-tier.js';
 import { ShareHolder } from '../host/share-holder.js';
-import { firstFrame } from '../host/rfb-probe.js';
+import { firstFrame } from '../desktop/rfb-probe.js';
 import type { DumpRun } from '../host/criu/criu.js';
 import type { ForkFault, ForkReport, ForkStage, Workspace } from '../protocol/entities.js';
 import type { Maker } from '../protocol/identity.js';

@@ -27,19 +27,9 @@ import { BranchKeymap, type RunInside } from './keymap.js';
 import type { Rect } from './rfb-protocol.js';
 import type { RfbSession } from './rfb-session.js';
 import { countFrames, frameOf, waitForScreen } from './screen-wait.js';
-import { SessionPool } from './session-pool.js';
+import { SessionPool, type DesktopTarget } from './session-pool.js';
 import { X_POINTER_FREE_PY } from './x-catch-up.js';
 import { X_POINTER_PY, X_WINDOWS_PY } from './x-queries.js';
-
-/** A running branch's desktop: its VNC server listens on address:5900. */
-export interface DesktopTarget {
-  id: string;
-  name: string;
-  /** Its init process (a new pid means a new desktop: a rollback or restart). */
-  pid: number;
-  pidStart: number | null;
-  address: string;
-}
 
 export interface DesktopOptions {
   publish(action: DesktopAction): void;

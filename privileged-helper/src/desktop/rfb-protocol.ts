@@ -1,7 +1,7 @@
 // The RFB protocol (RFC 6143) as far as Grove speaks it to a workspace's VNC
 // server (TigerVNC Xvnc, -SecurityTypes None): the handshake up to ServerInit,
 // the client messages it sends, and the server messages it reads. Shared by
-// the first-frame probe (host/rfb-probe.ts) and the computer-use session
+// the first-frame probe (rfb-probe.ts) and the computer-use session
 // (rfb-session.ts), so the wire format lives in one place.
 import type net from 'node:net';
 import type { ByteReader } from './byte-reader.js';

@@ -5,8 +5,17 @@
 // behind the same address); a session whose connection dropped is replaced by
 // the next call.
 import { KeyedLock } from '../workspaces/keyed-lock.js';
-import type { DesktopTarget } from './desktop-service.js';
 import { RfbSession } from './rfb-session.js';
+
+/** A running branch's desktop: its VNC server listens on address:5900. */
+export interface DesktopTarget {
+  id: string;
+  name: string;
+  /** Its init process (a new pid means a new desktop: a rollback or restart). */
+  pid: number;
+  pidStart: number | null;
+  address: string;
+}
 
 export interface PoolOptions {
   vncPort: number;

@@ -14,7 +14,8 @@ import type { Duplex } from 'node:stream';
 import { formatRule } from '../protocol/egress-rules.js';
 import type { EgressVerdict } from '../protocol/entities.js';
 import type { Admission, GateBranch, ProxyTarget } from './gate-protocol.js';
-import { forbiddenReason, GATE_PORT, parseCidr, parseConnectTarget, parseProxyUrl, type Cidr } from './policy.js';
+import { forbiddenReason, parseCidr, parseConnectTarget, parseProxyUrl, type Cidr } from './policy.js';
+import { GATE_PORT } from '../host/branch-network.js';
 import { canonicalAddress, parseAddress } from './address.js';
 
 export interface GateProxyOptions {

@@ -7,12 +7,6 @@ import { formatRule, isHostPattern } from '../protocol/egress-rules.js';
 import type { ProxyTarget } from './gate-protocol.js';
 import { canonicalAddress, effective, formatAddress, inRange, kindOfAddress, parseAddress, parseRange, type Range } from './address.js';
 
-/** Inside every branch, the gate answers on this fixed address (DNAT'ed to the branch's own veth peer). */
-export const GATE_ADDRESS = '169.254.77.1';
-export const GATE_PORT = 3128;
-/** The name apps inside a branch use for the gate (written to the branch's /etc/hosts). */
-export const GATE_NAME = 'grove-gate';
-export const GATE_URL = `http://${GATE_NAME}:${GATE_PORT}`;
 
 export const DEFAULT_POLICY: EgressPolicy = { mode: 'deny', allow: [], holdMutating: false };
 

@@ -8,19 +8,7 @@
 //   /etc/chromium.d/grove-proxy   --proxy-server for Debian's chromium wrapper (it sources /etc/chromium.d/*)
 // The files are written without following symlinks a branch may have planted.
 import { readInside, writeInside, type FileOwner } from '../host/rootfs-files.js';
-import { GATE_ADDRESS, GATE_NAME, GATE_URL } from './policy.js';
-
-export const NO_PROXY = 'localhost,127.0.0.1,::1';
-
-/** The proxy variables of every process in a branch (also what BASE_ENV should carry). */
-export const PROXY_ENV: readonly string[] = [
-  `http_proxy=${GATE_URL}`,
-  `https_proxy=${GATE_URL}`,
-  `HTTP_PROXY=${GATE_URL}`,
-  `HTTPS_PROXY=${GATE_URL}`,
-  `no_proxy=${NO_PROXY}`,
-  `NO_PROXY=${NO_PROXY}`,
-];
+import { GATE_ADDRESS, GATE_NAME, GATE_URL, PROXY_ENV } from '../host/branch-network.js';
 
 const MARK = '# grove-egress';
 

@@ -6,7 +6,12 @@
 // own files (upper, home) are shifted on disk once, when they are made.
 import { lchown, lstat, readdir } from 'node:fs/promises';
 import path from 'node:path';
-import type { IdRange } from '../registry/id-ranges.js';
+
+/** A tree's range of host uids and gids (registry/id-ranges.ts gives them out). */
+export interface IdRange {
+  hostBase: number;
+  size: number;
+}
 
 /** Shifts the ownership of `dir` and everything under it by hostBase (files the image's root owns become the tree's root's). */
 export async function shiftOwnership(dir: string, range: IdRange): Promise<void> {

@@ -4,7 +4,7 @@
 // in only the host end of the veth (the helper's port forwarders) and lets out
 // nothing but replies: a workspace reaches neither its neighbours nor the world.
 import { access, readFile } from 'node:fs/promises';
-import { GATE_ADDRESS, GATE_PORT } from '../egress/policy.js';
+import { GATE_ADDRESS, GATE_PORT } from './branch-network.js';
 import { run } from './run.js';
 
 export const MAX_NET_INDEX = 16383; // a /16 holds 16384 /30s

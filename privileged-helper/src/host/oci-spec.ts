@@ -5,8 +5,8 @@
 // mounts), no_new_privs and the branch's seccomp filter (seccomp.ts), and an
 // init that keeps no host file descriptors open, which CRIU needs to dump the
 // tree later. Its cgroups are the helper's (cgroups.ts): crun runs inside them.
-import { PROXY_ENV } from '../egress/workspace-config.js';
-import type { IdRange } from '../registry/id-ranges.js';
+import { PROXY_ENV } from './branch-network.js';
+import type { IdRange } from './idmap.js';
 import { ociSeccomp } from './seccomp.js';
 
 /**

@@ -13,7 +13,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { ImageLayer } from '../registry/registry.js';
 import { GroveError } from '../protocol/wire.js';
 import { registryOf } from '../protocol/image-refs.js';
 import { snapshot } from './btrfs.js';
@@ -39,6 +38,12 @@ export interface OciStoreLayout {
   graphRoot: string;
   /** Its run root: lock files and the like, on the run dir's tmpfs. */
   runRoot: string;
+}
+
+/** One layer of a stored image: its diff id and size as stored. */
+export interface ImageLayer {
+  diffId: string;
+  size: number;
 }
 
 export interface StoredImage {

@@ -2,7 +2,7 @@
 // for the layout and why each option is there).
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
-import type { IdRange } from '../registry/id-ranges.js';
+import type { IdRange } from './idmap.js';
 import { run } from './run.js';
 
 export interface OverlayLayers {

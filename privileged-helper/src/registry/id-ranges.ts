@@ -3,6 +3,7 @@
 // here before its first branch starts; forks, versions and promotions stay in
 // their tree's range, so CRIU restores them into the same mapping. Ranges of
 // trees with no branch and no version left are given out again.
+import type { IdRange } from '../host/idmap.js';
 import type { Db } from './db.js';
 
 export const ID_RANGE_SIZE = 65536;
@@ -10,10 +11,6 @@ export const ID_RANGE_SIZE = 65536;
 export const FIRST_HOST_BASE = 1 << 24;
 const LAST_SLOT = Math.floor((2 ** 32 - 1 - FIRST_HOST_BASE) / ID_RANGE_SIZE) - 1;
 
-export interface IdRange {
-  hostBase: number;
-  size: number;
-}
 
 export class IdRanges {
   constructor(private readonly db: Db) {}

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 // Typed access to the registry. Rows are mapped to plain records here so no SQL
 // leaks out of this folder.
+import type { ImageLayer } from '../host/oci-store.js';
 import type { Db } from './db.js';
 import type { Image, ImageOrigin, OldMainFate, ProjectOrigin } from '../protocol/entities.js';
 import type { WorkspaceState } from '../protocol/entities.js';
@@ -103,11 +104,6 @@ export interface ImageRecord {
   /** The read-only subvolume its branches read from (their overlay's lower); null until it is ready. */
   lower: string | null;
   missing: string[];
-}
-
-export interface ImageLayer {
-  diffId: string;
-  size: number;
 }
 
 interface ImageRow {

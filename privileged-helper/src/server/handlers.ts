@@ -29,7 +29,8 @@ import type { Actor } from '../protocol/identity.js';
 import { versionsFate, type AuthorityLookup } from '../auth/authority.js';
 import type { ApprovalService } from '../approvals/approval-service.js';
 import type { AuditLog } from '../audit/audit-log.js';
-import type { DesktopService, DesktopTarget } from '../desktop/desktop-service.js';
+import type { DesktopService } from '../desktop/desktop-service.js';
+import type { DesktopTarget } from '../desktop/session-pool.js';
 import { downloadFile, uploadFile } from '../files/transfer.js';
 import type { ScopeBook } from '../auth/scopes.js';
 

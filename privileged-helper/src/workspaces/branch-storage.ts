@@ -39,7 +39,7 @@ import { isMounted } from '../host/mounts.js';
 import { rootOwner, shiftOwnership } from '../host/idmap.js';
 import { bindMount, makeMounts, mountReadOnlyOverlay, type BranchMount } from '../host/overlay.js';
 import type { FileOwner } from '../host/rootfs-files.js';
-import type { IdRange } from '../registry/id-ranges.js';
+import type { IdRange } from '../host/idmap.js';
 import type { PoolLayout } from '../host/pool.js';
 import type { DiskUse } from '../protocol/entities.js';
 import { run } from '../host/run.js';

@@ -13,7 +13,7 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { ForkReport, Workspace } from '../../src/protocol/entities.js';
-import { GATE_ADDRESS, GATE_PORT } from '../../src/egress/policy.js';
+import { GATE_ADDRESS, GATE_PORT } from '../../src/host/branch-network.js';
 import { readRewriterReport, REWRITER, WHOLE, type RewriterReport } from './fixtures/rewriter.js';
 import { blankEditor, connect, createWorkspace, darkPixels, EDITOR, EDITOR_TEXT, sh, track, waitFor } from './support.js';
 

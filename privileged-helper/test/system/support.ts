@@ -8,7 +8,7 @@ import { inject } from 'vitest';
 import { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Region } from '../../src/protocol/desktop.js';
 import type { Workspace } from '../../src/protocol/entities.js';
-import type { RfbEndpoint } from '../../src/host/rfb-probe.js';
+import type { RfbEndpoint } from '../../src/desktop/rfb-probe.js';
 import { testInstance } from './helper-process.js';
 import { pidNamespaceOf } from './leftovers.js';
 

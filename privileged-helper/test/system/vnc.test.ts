@@ -13,7 +13,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import { hostTableName } from '../../src/host/host-firewall.js';
-import { firstFrame, type RfbEndpoint } from '../../src/host/rfb-probe.js';
+import { firstFrame, type RfbEndpoint } from '../../src/desktop/rfb-probe.js';
 import type { Workspace } from '../../src/protocol/entities.js';
 import { VNC_PORT } from '../../src/workspaces/runtime.js';
 import { agentUserNames, CALL, runAs, testUser, VNC_REACH, withScope, type TestUser } from './agent-users.js';

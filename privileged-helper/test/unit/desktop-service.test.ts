@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PNG } from 'pngjs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DesktopService, type DesktopOptions, type DesktopTarget } from '../../src/desktop/desktop-service.js';
+import { DesktopService, type DesktopOptions } from '../../src/desktop/desktop-service.js';
+import type { DesktopTarget } from '../../src/desktop/session-pool.js';
 import type { DesktopAction } from '../../src/protocol/desktop.js';
 import { X_CATCH_UP_PY, X_POINTER_FREE_PY } from '../../src/desktop/x-catch-up.js';
 import { X_POINTER_PY, X_WINDOWS_PY } from '../../src/desktop/x-queries.js';

@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { once } from 'node:events';
 import net from 'node:net';
 import { forwardHeaders, GateProxy, MAX_CONNECTIONS_PER_BRANCH } from '../../src/egress/gate-proxy.js';
-import { GATE_PORT, parseConnectTarget, parseProxyUrl } from '../../src/egress/policy.js';
+import { parseConnectTarget, parseProxyUrl } from '../../src/egress/policy.js';
+import { GATE_PORT } from '../../src/host/branch-network.js';
 
 describe('parseProxyUrl (plain HTTP through the gate)', () => {
   it('takes host, port and path from an absolute URL', () => {

@@ -3,7 +3,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { firstFrame, type RfbEndpoint } from '../../src/host/rfb-probe.js';
+import { firstFrame, type RfbEndpoint } from '../../src/desktop/rfb-probe.js';
 
 const servers: net.Server[] = [];
 const sockets: net.Socket[] = [];

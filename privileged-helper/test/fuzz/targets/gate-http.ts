@@ -20,7 +20,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
 import { GateProxy } from '../../../src/egress/gate-proxy.js';
 import { FromGate, type Admission, type ProxyTarget } from '../../../src/egress/gate-protocol.js';
-import { GATE_PORT } from '../../../src/egress/policy.js';
+import { GATE_PORT } from '../../../src/host/branch-network.js';
 import { formatRule, parseRule } from '../../../src/protocol/egress-rules.js';
 import { EgressRule } from '../../../src/protocol/entities.js';
 import { FUZZ_SUBNET } from '../grammar/addresses.js';

@@ -7,8 +7,8 @@
 // the server itself (host and port) or through a branch's desktop socket (path).
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ByteReader } from '../desktop/byte-reader.js';
-import { handshake, readServerMessage, updateRequest } from '../desktop/rfb-protocol.js';
+import { ByteReader } from './byte-reader.js';
+import { handshake, readServerMessage, updateRequest } from './rfb-protocol.js';
 import { GroveError } from '../protocol/wire.js';
 
 const RETRY_MS = 100;
