@@ -225,4 +225,27 @@ describe('scopes: each agent in its own workspaces', () => {
     expect(decided).toMatchObject({ state: 'done', outcome: `sc-alice is back at version ${version.id}` });
     expect((await person.request('workspace.get', { workspace: theirs.id })).version).toBe(version.id);
   });
+
+  it('grove request --wait exits 0 when approved and done, 3 when denied, 4 when expired', async () => {
+    const ask = async (action: object, timeoutS?: number) =>
+      ((await call(alice, 'approval.create', { workspace: 'sc-alice', action, reason: 'exit codes', timeoutS })).result as Approval).id;
+    const [approved, denied, expiring] = [
+      await ask({ kind: 'egress.policy', change: { allow: [{ host: 'example.org', port: 443 }] } }),
+      await ask({ kind: 'workspace.stop' }),
+      await ask({ kind: 'branch.discard' }, 10),
+    ];
+    const waits = [approved, denied, expiring].map((id) => grove(alice, 'request', id, '--wait', '60'));
+    await person.request('approval.approve', { id: approved });
+    await person.request('approval.deny', { id: denied, note: 'not now' });
+    const ended = await Promise.all(waits);
+    expect(
+      ended.map((r) => r.exitCode),
+      ended.map((r) => r.stderr).join(''),
+    ).toEqual([0, 3, 4]);
+    expect(ended[1]!.stdout).toContain('not now');
+    // Not waiting long enough for an open request: 5.
+    const open = await ask({ kind: 'workspace.stop' });
+    expect((await grove(alice, 'request', open, '--wait', '0.5')).exitCode).toBe(5);
+    await call(alice, 'approval.withdraw', { id: open });
+  });
 });
