@@ -69,9 +69,10 @@ const IN_BRANCH_TIMEOUT_MS = 10_000;
 const POINTER_FREE_S = 5;
 /**
  * The branch's browser with the profile its session runs (image/desktop/session.sh): started again, it hands
- * the address to the running one and ends; with none running, it is the browser.
+ * the address to the running one and ends; with none running, it is the browser. As root it starts only
+ * without its sandbox, as the session's does.
  */
-const BROWSER = ['chromium', '--user-data-dir=/root/.config/grove-chromium'];
+const BROWSER = ['chromium', '--no-sandbox', '--user-data-dir=/root/.config/grove-chromium'];
 /**
  * Starts "$@" detached in the branch (its own session, no stdio kept: it
  * outlives the call) and prints its pid; a program that is not there exits

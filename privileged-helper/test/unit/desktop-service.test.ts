@@ -323,7 +323,7 @@ describe('DesktopService', () => {
     await expect(desktop.openUrl(target, { url: 'file:///etc/passwd' })).rejects.toThrow(/only http:\/\/ and https:\/\//);
     expect(argvs).toEqual([]);
     expect(await desktop.openUrl(target, { url: 'http://127.0.0.1:8000/a b' })).toEqual({ url: 'http://127.0.0.1:8000/a%20b' });
-    expect(argvs[0]!.slice(-4)).toEqual(['chromium', '--user-data-dir=/root/.config/grove-chromium', '--', 'http://127.0.0.1:8000/a%20b']);
+    expect(argvs[0]!.slice(-5)).toEqual(['chromium', '--no-sandbox', '--user-data-dir=/root/.config/grove-chromium', '--', 'http://127.0.0.1:8000/a%20b']);
     expect(await desktop.launch(target, { argv: ['mousepad', '/tmp/x'] })).toEqual({ pid: 4242 });
     await expect(desktop.launch(target, { argv: ['nosuchprogram'] })).rejects.toMatchObject({
       code: 'E_NOT_FOUND',
