@@ -98,6 +98,46 @@ describe('grove mcp tools', () => {
     expect(stub.calls.at(-1)).toEqual({ method: 'desktop.click', params: { workspace: 'one-1', x: 10, y: 20, button: 'left', count: 3 } });
   });
 
+  it('waits for a change since the frame of the last action on the branch, and from now when that frame is gone', async () => {
+    let frameKnown = true;
+    await connect(ALICE, {
+      'desktop.click': () => ({ ...POINTER, frame: 'aaaaaaaa.3' }),
+      'desktop.wait': (p) => {
+        if (p.since !== undefined && !frameKnown) throw new GroveError('E_CONFLICT', `frame ${String(p.since)} is not of the desktop's current connection`);
+        return { satisfied: true, waitedMs: 0, screen: POINTER.screen, frame: 'aaaaaaaa.4' };
+      },
+    });
+    await call('computer', { branch: 'one-1', action: 'left_click' });
+    expect(text(await call('computer', { branch: 'one-1', action: 'wait_changed' }))).toBe('the screen changed (after 0 ms of waiting)');
+    expect(stub.calls.at(-1)!.params).toEqual({ workspace: 'one-1', until: 'changed', timeoutMs: 5000, since: 'aaaaaaaa.3' });
+    frameKnown = false;
+    await call('computer', { branch: 'one-1', action: 'wait_changed' });
+    expect(stub.calls.slice(-2).map((c) => c.params.since)).toEqual(['aaaaaaaa.4', undefined]);
+    // A frame the agent gave is not dropped: it hears why.
+    expect(await call('computer', { branch: 'one-1', action: 'wait_changed', since: 'bbbbbbbb.1' })).toMatchObject({ isError: true });
+  });
+
+  it('uploads text or base64, and downloads text as a text resource and bytes as a blob', async () => {
+    const files: Record<string, string> = {
+      '/root/a.txt': Buffer.from('héllo\n').toString('base64'),
+      '/root/b.bin': Buffer.from([0xff, 0, 1]).toString('base64'),
+    };
+    await connect(ALICE, {
+      'file.upload': (p) => ({ path: p.path, bytes: Buffer.from(String(p.data), 'base64').length }),
+      'file.download': (p) => ({ path: p.path, bytes: Buffer.from(files[String(p.path)]!, 'base64').length, data: files[String(p.path)] }),
+    });
+    expect(text(await call('upload', { branch: 'one-1', path: '/root/a.txt', text: 'héllo\n' }))).toBe('wrote 7 bytes to one-1:/root/a.txt');
+    expect(stub.calls.at(-1)!.params).toEqual({ workspace: 'one-1', path: '/root/a.txt', data: files['/root/a.txt'] });
+    expect(await call('upload', { branch: 'one-1', path: '/root/a.txt', text: 'x', base64: 'eA==' })).toMatchObject({ isError: true });
+    expect((await call('download', { branch: 'one-1', path: '/root/a.txt' })).content[1]).toEqual({
+      type: 'resource',
+      resource: { uri: 'grove://one-1/root/a.txt', text: 'héllo\n', mimeType: 'text/plain' },
+    });
+    expect((await call('download', { branch: 'one-1', path: '/root/b.bin' })).content[1]).toMatchObject({
+      resource: { blob: files['/root/b.bin'], mimeType: 'application/octet-stream' },
+    });
+  });
+
   it("turns the helper's errors, other failures and bad arguments into isError results", async () => {
     await connect(ALICE, {
       'desktop.move': () => {

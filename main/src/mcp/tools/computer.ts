@@ -3,7 +3,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { FrameToken, PointerState, Screenshot, WaitResult } from '../../../../privileged-helper/src/protocol/desktop.js';
-import { computerInput, describeOutcome, desktopCalls, pauseMs, type ComputerArgs } from '../computer-actions.js';
+import { GroveError } from '../../helper-client/client.js';
+import { computerInput, describeOutcome, desktopCalls, pauseMs, type ComputerArgs, type DesktopCall } from '../computer-actions.js';
 import type { Helper } from '../helper-link.js';
 import { defineTool } from '../tool.js';
 
@@ -27,6 +28,17 @@ export const computerTool = defineTool({
   run: (args, h) => act(args, h),
 });
 
+/**
+ * The frame of the branch's last action is from a session the helper has
+ * closed since (a minute without calls, or a new desktop): nothing after it
+ * can be told, so wait_changed waits from now. A frame the agent gave is its
+ * own to renew (the helper's words say how).
+ */
+function sinceLost(err: unknown, call: DesktopCall, args: ComputerArgs, h: Helper): Promise<WaitResult> {
+  if (!(err instanceof GroveError && err.code === 'E_CONFLICT' && call.method === 'desktop.wait' && call.params.since && args.since === undefined)) throw err;
+  return h.request('desktop.wait', { ...call.params, since: undefined });
+}
+
 async function act(args: ComputerArgs, h: Helper): Promise<CallToolResult> {
   const calls = desktopCalls(args, lastFrames.get(args.branch));
   if (calls.length === 0) {
@@ -35,7 +47,7 @@ async function act(args: ComputerArgs, h: Helper): Promise<CallToolResult> {
     return { content: [{ type: 'text', text: `waited ${ms} ms` }] };
   }
   let result: Screenshot | PointerState | WaitResult | undefined;
-  for (const call of calls) result = await h.request(call.method, call.params);
+  for (const call of calls) result = await h.request(call.method, call.params).catch((err: unknown) => sinceLost(err, call, args, h));
   lastFrames.set(args.branch, result!.frame);
   const words = describeOutcome(args, result!);
   if ('png' in result!) {
