@@ -11,8 +11,8 @@ const TIMEOUT_MS = 60_000;
 const NOT_A_FILE = 3;
 const TOO_LARGE = 4;
 
-/** Writes stdin (base64) into "$1", replacing it, and prints the size written. */
-const UPLOAD_SH = `base64 -d > "$1" && stat -c %s -- "$1"`;
+/** Writes stdin (base64) into "$1", replacing it (its folders made if missing), and prints the size written. */
+const UPLOAD_SH = `mkdir -p -- "$(dirname -- "$1")" && base64 -d > "$1" && stat -c %s -- "$1"`;
 
 /** Prints "$1" as base64 if it is a regular file of at most MAX_TRANSFER_BYTES; a file growing meanwhile is cut one byte past that. */
 const DOWNLOAD_SH = `[ -f "$1" ] || { echo "$1 is not a file in the branch" >&2; exit ${NOT_A_FILE}; }

@@ -494,7 +494,7 @@ export const methods = {
   },
   /** Starts a program in the branch's desktop session, detached (it outlives the call). */
   'desktop.launch': { params: z.strictObject({ workspace: WorkspaceRef, argv: Argv }), result: z.strictObject({ pid: z.number().int().positive() }) },
-  /** Writes bytes (base64) into a file in a running branch, replacing what it held. */
+  /** Writes bytes (base64) into a file in a running branch (its folders made if missing), replacing what it held. */
   'file.upload': {
     params: z.strictObject({
       workspace: WorkspaceRef,

@@ -304,11 +304,11 @@ describe('computer use on a branch desktop', () => {
     expect(xterm.x).toBeGreaterThan(800);
 
     const page = '<!doctype html><title>grove open_url test</title><h1>opened</h1>\n';
-    const up = await client
-      .request('file.upload', { workspace: ws.id, path: '/tmp/served/index.html', data: Buffer.from(page).toString('base64') })
-      .catch((e: Error) => e);
-    expect(up).toMatchObject({ code: 'E_CONFLICT', message: expect.stringContaining('/tmp/served/index.html') }); // no such folder: nothing made
-    await sh(client, ws, 'mkdir -p /tmp/served');
+    await expect(client.request('file.upload', { workspace: ws.id, path: '/etc/hostname/index.html', data: 'eA==' })).rejects.toMatchObject({
+      code: 'E_CONFLICT',
+      message: expect.stringContaining('could not write /etc/hostname/index.html in the branch'),
+    });
+    // Its folders are made.
     expect(await client.request('file.upload', { workspace: ws.id, path: '/tmp/served/index.html', data: Buffer.from(page).toString('base64') })).toEqual({
       path: '/tmp/served/index.html',
       bytes: Buffer.byteLength(page),

@@ -13,7 +13,7 @@ const LIMIT = `at most ${MAX_TRANSFER_BYTES / (1 << 20)} MiB`;
 export const uploadTool = defineTool({
   name: 'upload',
   title: 'Write a file into a branch',
-  description: `Writes a file in a running branch (created or replaced), from text or from base64 bytes (give one), ${LIMIT}. The path is resolved inside the branch.`,
+  description: `Writes a file in a running branch (created with its folders, or replaced), from text or from base64 bytes (give one), ${LIMIT}. The path is resolved inside the branch.`,
   input: {
     branch: Branch,
     path: BranchPath.describe('an absolute path in the branch, e.g. /root/data.csv'),
