@@ -212,7 +212,8 @@ describe('grove mcp, as an agent', () => {
 
     // request_status tells any later session of the agent the same.
     expect((await callTool(mcp, 'request_status', { request: promote.id })).structuredContent).toMatchObject({ state: 'done', note: 'good idea' });
-    expect((await callTool(mcp, 'request_status', { request: discard.id })).structuredContent).toMatchObject({ state: 'denied', note: 'keep it for now' });
+    const denied = (await mcp.callTool({ name: 'request_status', arguments: { request: discard.id } })) as CallToolResult;
+    expect(denied).toMatchObject({ isError: true, structuredContent: { state: 'denied', note: 'keep it for now' } });
     expect((await person.request('workspace.get', { workspace: promote.workspace })).main).toBe(true);
     expect((await person.request('workspace.get', { workspace: discard.workspace })).state).toBe('running');
   });
