@@ -24,42 +24,34 @@ describe('layoutTree', () => {
     expect(l.nodes.map((n) => n.depth)).toEqual([0, 1, 2, 1]);
   });
 
-  it('continues the parent lane with the first child and opens a new lane for the second', () => {
+  it('gives each branch the lane of its depth, and each child an edge from its parent', () => {
     const l = layoutTree([b('a'), b('a1', 'a'), b('a2', 'a')]);
-    expect(lanes(l)).toEqual({ a: [0, 0], a1: [1, 0], a2: [2, 1] });
+    expect(lanes(l)).toEqual({ a: [0, 0], a1: [1, 1], a2: [2, 1] });
     expect(l.edges).toEqual([
-      { from: 'a', to: 'a1', fromRow: 0, fromLane: 0, toRow: 1, toLane: 0 },
+      { from: 'a', to: 'a1', fromRow: 0, fromLane: 0, toRow: 1, toLane: 1 },
       { from: 'a', to: 'a2', fromRow: 0, fromLane: 0, toRow: 2, toLane: 1 },
     ]);
     expect(l.lanes).toBe(2);
   });
 
-  it('routes a later sibling around the subtree of an earlier one', () => {
-    // a ─┬─ a1 ─┬─ a11
-    //    │      └─ a12
-    //    └─ a2
-    const l = layoutTree([b('a'), b('a1', 'a'), b('a11', 'a1'), b('a12', 'a1'), b('a2', 'a')]);
-    const pos = lanes(l);
-    expect(pos.a2).toEqual([4, 1]); // lane 1 was reserved from row 0 to row 4 when a was placed
-    expect(pos.a12![1]).toBe(2); // so a1's second child cannot use lane 1
-    expect(pos.a11).toEqual([2, 0]);
+  it('keeps the lanes as few as the levels, however bushy the tree', () => {
+    // Eleven branches three levels deep took eight lanes as a git graph; as levels they take three.
+    const list = [b('r')];
+    for (let i = 1; i <= 3; i++) list.push(b(`r${i}`, 'r'));
+    for (let i = 1; i <= 4; i++) list.push(b(`r1${i}`, 'r1'));
+    for (let i = 1; i <= 3; i++) list.push(b(`r2${i}`, 'r2'));
+    expect(layoutTree(list).lanes).toBe(3);
   });
 
-  it('reuses a lane once the edge that held it has ended', () => {
-    // Two trees one after the other: the second tree starts again in lane 0,
-    // and a branch's second child reuses the lane freed below an earlier edge.
-    const l = layoutTree([b('a'), b('a1', 'a'), b('a2', 'a'), b('c'), b('c1', 'c'), b('c2', 'c'), b('c3', 'c')]);
-    const pos = lanes(l);
-    expect(pos.c).toEqual([3, 0]);
-    expect(pos.c2).toEqual([5, 1]); // lane 1 was a2's and is free again
-    expect(pos.c3).toEqual([6, 2]);
-    expect(l.lanes).toBe(3);
+  it("keeps a workspace's roots together, workspaces oldest first", () => {
+    // A promotion can leave a workspace with several roots, made after another workspace's.
+    const t1 = { ...b('t1'), tree: 't1' };
+    const t2 = { ...b('t2'), tree: 't2' };
+    const t1b = { ...b('t1b'), tree: 't1' };
+    expect(layoutTree([t2, t1b, t1]).nodes.map((n) => n.id)).toEqual(['t1', 't1b', 't2']);
   });
 
-  it('never gives two overlapping edges the same lane', () => {
-    // A random tree of 200 branches: every edge's lane interval is disjoint
-    // from every other edge's interval in the same lane (touching only where
-    // a child continues its parent's lane).
+  it('never runs a line through another branch: only descendants, in deeper lanes, sit beside an edge', () => {
     const list: BranchLike[] = [b('n0')];
     let seed = 7;
     const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
@@ -68,17 +60,11 @@ describe('layoutTree', () => {
     expect(l.nodes).toHaveLength(200);
     expect(new Set(l.nodes.map((n) => n.row)).size).toBe(200);
     for (const e of l.edges) {
-      for (const f of l.edges) {
-        if (e === f || e.toLane !== f.toLane) continue;
-        const overlap = Math.min(e.toRow, f.toRow) - Math.max(e.fromRow, f.fromRow);
-        if (overlap > 0) throw new Error(`edges ${e.from}→${e.to} and ${f.from}→${f.to} overlap in lane ${e.toLane}`);
-      }
-      // No node sits on an edge's vertical run except its ends.
       for (const n of l.nodes) {
-        if (n.lane === e.toLane && n.row > e.fromRow && n.row < e.toRow) throw new Error(`node ${n.id} lies on edge ${e.from}→${e.to}`);
+        if (n.row > e.fromRow && n.row < e.toRow && n.lane <= e.fromLane) throw new Error(`node ${n.id} lies on edge ${e.from}→${e.to}`);
       }
     }
-    expect(l.lanes).toBeLessThan(40);
+    expect(l.lanes).toBe(Math.max(...l.nodes.map((n) => n.depth)) + 1);
   });
 
   it('treats a branch whose parent is gone as a root', () => {
@@ -104,8 +90,8 @@ describe('edgePath', () => {
   it('is a straight line within one lane', () => {
     expect(edgePath({ from: 'a', to: 'b', fromRow: 0, fromLane: 1, toRow: 3, toLane: 1 }, 10, 20)).toBe('M15 10V70');
   });
-  it('curves into the child lane within one row, then runs straight down', () => {
-    const d = edgePath({ from: 'a', to: 'b', fromRow: 0, fromLane: 0, toRow: 3, toLane: 2 }, 10, 20);
-    expect(d).toBe('M5 10C5 20 25 20 25 30V70');
+  it("runs down the parent's lane and turns into the child's at its row", () => {
+    const d = edgePath({ from: 'a', to: 'b', fromRow: 0, fromLane: 0, toRow: 3, toLane: 1 }, 10, 20);
+    expect(d).toBe('M5 10V65Q5 70 10 70H15');
   });
 });

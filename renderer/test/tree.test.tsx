@@ -77,7 +77,8 @@ describe('BranchTree', () => {
     const rows = host.querySelectorAll('[role="treeitem"]');
     expect(rows.length).toBeGreaterThan(0);
     expect(rows.length).toBeLessThan(40);
-    expect(host.querySelector('.tree-inner')!.getAttribute('style')).toContain(`height: ${200 * 64}px`);
+    // One workspace: its header, then its 200 rows.
+    expect(host.querySelector('.tree-inner')!.getAttribute('style')).toContain(`height: ${30 + 200 * 64}px`);
     expect(host.querySelectorAll('.tree-graph path').length).toBeGreaterThan(0);
     expect(host.querySelectorAll('.tree-graph path').length).toBeLessThan(200);
     expect(rows[0]!.textContent).toContain('b-0');
@@ -101,6 +102,11 @@ describe('BranchTree', () => {
     expect(store.getState().focus).toBe(order[4]);
     key('Enter');
     expect(store.getState().view).toBe('desktop');
+    // In a window tall enough for all five rows, one is selected.
+    const height = vi.spyOn(HTMLElement.prototype, 'clientHeight', 'get').mockReturnValue(900);
+    act(() => void tree.dispatchEvent(new Event('scroll')));
+    height.mockRestore();
+    expect(host.querySelectorAll('[role="treeitem"]')).toHaveLength(5);
     expect(host.querySelectorAll('[aria-selected="true"]')).toHaveLength(1);
   });
 
@@ -153,6 +159,28 @@ describe('BranchTree', () => {
     });
     expect(host.querySelector('[data-testid="branch-b-0"] .row-version')!.textContent).toBe('✓ green build');
     expect(host.querySelector('[data-testid="branch-b-1"] .row-version')!.textContent).toBe('no checkpoint');
+  });
+
+  it('heads each workspace and folds it away: its rows, lines and keyboard stops go, its header stays', () => {
+    const other = { ...branches(1)[0]!, id: 'bbbbbbb1', name: 'other', tree: 'bbbbbbb1', createdAt: '2027-01-01T00:00:00.000Z' };
+    act(() => {
+      store.getState().applyState(state([...branches(3), other]));
+      store.getState().setLink('open');
+    });
+    const header = host.querySelector<HTMLButtonElement>('[data-testid="workspace-b-0"]')!;
+    expect(header.textContent).toBe('▾b-0desktop · 3 branches, 3 running');
+    expect(host.querySelector('[data-testid="workspace-other"]')).not.toBeNull();
+    expect(host.querySelectorAll('.tree-graph path')).toHaveLength(2);
+    act(() => header.click());
+    expect(header.getAttribute('aria-expanded')).toBe('false');
+    expect([...host.querySelectorAll('[role="treeitem"]')].map((r) => r.getAttribute('data-testid'))).toEqual(['branch-other']);
+    expect(host.querySelectorAll('.tree-graph path')).toHaveLength(0);
+    // The keyboard moves among the rows shown only.
+    act(() => store.getState().select('bbbbbbb1'));
+    act(() => store.getState().moveFocus(-1));
+    expect(store.getState().focus).toBe('bbbbbbb1');
+    act(() => header.click());
+    expect(host.querySelectorAll('[role="treeitem"]')).toHaveLength(4);
   });
 
   it('looks stale when the helper is not connected', () => {

@@ -24,6 +24,7 @@ export function App() {
   }, [theme]);
   const image = server?.images.find((i) => i.name === 'desktop');
   const hasBranches = (server?.branches.length ?? 0) > 0;
+  const [sidebarWidth, setSidebarWidth] = useSidebarWidth();
   return (
     <div className="app">
       <TopBar />
@@ -41,12 +42,13 @@ export function App() {
           <BuildImage state={image?.state ?? 'absent'} />
         )
       ) : (
-        <div className="workspace">
+        <div className="workspace" style={sidebarWidth ? ({ '--sidebar-width': `${sidebarWidth}px` } as React.CSSProperties) : undefined}>
           <aside className="sidebar">
             <SidebarHead />
             <BranchTree />
             <Operations />
           </aside>
+          <Splitter width={sidebarWidth} onResize={setSidebarWidth} />
           <main className="main">
             <ActionBar />
             <Tabs />
@@ -57,6 +59,51 @@ export function App() {
       {!hasBranches && <Operations />}
       <ConfirmDialog />
     </div>
+  );
+}
+
+const SIDEBAR_MIN = 220;
+const SIDEBAR_KEY = 'grove.sidebarWidth';
+
+/** The width the person dragged the sidebar to (kept across reloads), or null for the default that follows the window. */
+function useSidebarWidth(): [number | null, (w: number) => void] {
+  const [width, setWidth] = useState<number | null>(() => Number(localStorage.getItem(SIDEBAR_KEY)) || null);
+  const set = (w: number) => {
+    // At most half the window: the desktop keeps the larger part.
+    const clamped = Math.round(Math.max(SIDEBAR_MIN, Math.min(w, innerWidth / 2)));
+    localStorage.setItem(SIDEBAR_KEY, String(clamped));
+    setWidth(clamped);
+  };
+  return [width, set];
+}
+
+function Splitter({ width, onResize }: { width: number | null; onResize: (w: number) => void }) {
+  const start = (e: React.PointerEvent<HTMLDivElement>) => {
+    const handle = e.currentTarget;
+    const left = handle.previousElementSibling!.getBoundingClientRect().left;
+    handle.setPointerCapture(e.pointerId);
+    const move = (m: PointerEvent) => onResize(m.clientX - left);
+    const stop = () => {
+      handle.removeEventListener('pointermove', move);
+      handle.removeEventListener('pointerup', stop);
+    };
+    handle.addEventListener('pointermove', move);
+    handle.addEventListener('pointerup', stop);
+  };
+  const current = () => width ?? document.querySelector('.sidebar')?.getBoundingClientRect().width ?? 300;
+  return (
+    <div
+      className="splitter"
+      role="separator"
+      aria-orientation="vertical"
+      aria-label="resize the sidebar"
+      aria-valuenow={width ?? undefined}
+      tabIndex={0}
+      onPointerDown={start}
+      onKeyDown={(e) => {
+        if (e.key === 'ArrowLeft' || e.key === 'ArrowRight') onResize(current() + (e.key === 'ArrowLeft' ? -20 : 20));
+      }}
+    />
   );
 }
 

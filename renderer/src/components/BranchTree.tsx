@@ -15,6 +15,7 @@ import { Desktop } from './Desktop.js';
 import { age, useNow } from './now.js';
 
 export const ROW_HEIGHT = 64;
+export const HEADER_HEIGHT = 30;
 const LANE_WIDTH = 18;
 const OVERSCAN = 4;
 /** Visible running rows beyond this many show a still picture, taken again every STILL_MS (each live one is a stream). */
@@ -32,6 +33,8 @@ export function BranchTree() {
   const server = useApp((s) => s.server);
   const layout = useApp((s) => s.layout);
   const order = useApp((s) => s.order);
+  const collapsed = useApp((s) => s.collapsed);
+  const toggleTree = useApp((s) => s.toggleTree);
   const selection = useApp((s) => s.selection);
   const focus = useApp((s) => s.focus);
   const thumbnails = useApp((s) => s.thumbnails);
@@ -58,22 +61,28 @@ export function BranchTree() {
     };
   }, []);
 
+  const branches = useMemo(() => new Map((server?.branches ?? []).map((b) => [b.id, b])), [server]);
+  const rows = useMemo(() => placeRows(order, branches, collapsed), [order, branches, collapsed]);
+
   // Keep the focused row in view.
   useEffect(() => {
     const el = scroller.current;
-    const row = focus ? layout.byId.get(focus)?.row : undefined;
-    if (!el || row === undefined) return;
-    const y = row * ROW_HEIGHT;
+    const y = focus ? rows.yOf.get(focus) : undefined;
+    if (!el || y === undefined) return;
     if (y < el.scrollTop) el.scrollTop = y;
     else if (y + ROW_HEIGHT > el.scrollTop + el.clientHeight) el.scrollTop = y + ROW_HEIGHT - el.clientHeight;
-  }, [focus, layout]);
+  }, [focus, rows]);
 
-  const branches = useMemo(() => new Map((server?.branches ?? []).map((b) => [b.id, b])), [server]);
-
-  const first = Math.max(0, Math.floor(viewport.top / ROW_HEIGHT) - OVERSCAN);
-  const last = Math.min(order.length - 1, Math.ceil((viewport.top + viewport.height) / ROW_HEIGHT) + OVERSCAN);
-  const visibleIds = order.slice(first, last + 1);
-  const edges = layout.edges.filter((e) => e.toRow >= first && e.fromRow <= last);
+  const top = viewport.top - OVERSCAN * ROW_HEIGHT;
+  const bottom = viewport.top + viewport.height + OVERSCAN * ROW_HEIGHT;
+  const inView = (y: number, height: number) => y + height >= top && y <= bottom;
+  const visibleIds = [...rows.yOf].filter(([, y]) => inView(y, ROW_HEIGHT)).map(([id]) => id);
+  const headers = rows.headers.filter((h) => inView(h.y, HEADER_HEIGHT));
+  // An edge is drawn when both its ends are shown and it passes through the view; rows as fractions place it in pixels.
+  const edges = layout.edges.flatMap((e) => {
+    const [from, to] = [rows.yOf.get(e.from), rows.yOf.get(e.to)];
+    return from !== undefined && to !== undefined && to >= top && from <= bottom ? [{ ...e, fromRow: from / ROW_HEIGHT, toRow: to / ROW_HEIGHT }] : [];
+  });
   const graphWidth = layout.lanes * LANE_WIDTH + 8;
 
   const onKey = useCallback(
@@ -106,8 +115,11 @@ export function BranchTree() {
       onKeyDown={onKey}
       data-testid="branch-tree"
     >
-      <div className="tree-inner" style={{ height: order.length * ROW_HEIGHT }}>
-        <svg className="tree-graph" width={graphWidth} height={order.length * ROW_HEIGHT} aria-hidden="true">
+      <div className="tree-inner" style={{ height: rows.height }}>
+        {headers.map((h) => (
+          <WorkspaceHeader key={h.tree} tree={h.tree} y={h.y} collapsed={collapsed.includes(h.tree)} onToggle={() => toggleTree(h.tree)} />
+        ))}
+        <svg className="tree-graph" width={graphWidth} height={rows.height} aria-hidden="true">
           {edges.map((e) => (
             <path key={`${e.from}-${e.to}`} d={edgePath(e, LANE_WIDTH, ROW_HEIGHT)} className={`lane-stroke lane-${e.toLane % LANE_COLOURS}`} fill="none" />
           ))}
@@ -118,7 +130,7 @@ export function BranchTree() {
               <circle
                 key={id}
                 cx={LANE_WIDTH / 2 + n.lane * LANE_WIDTH}
-                cy={ROW_HEIGHT / 2 + n.row * ROW_HEIGHT}
+                cy={ROW_HEIGHT / 2 + rows.yOf.get(id)!}
                 r={b?.main ? 6 : 4.5}
                 className={`lane-fill lane-${n.lane % LANE_COLOURS} ${b?.state === 'running' ? '' : 'hollow'}`}
               />
@@ -126,7 +138,6 @@ export function BranchTree() {
           })}
         </svg>
         {visibleIds.map((id) => {
-          const n = layout.byId.get(id)!;
           const b = branches.get(id);
           if (!b) return null;
           const state = shownState(b, server?.operations ?? []);
@@ -138,7 +149,7 @@ export function BranchTree() {
               role="treeitem"
               aria-selected={selection.includes(id)}
               className={`tree-row ${selection.includes(id) ? 'selected' : ''} ${focus === id ? 'focused' : ''}`}
-              style={{ top: n.row * ROW_HEIGHT, height: ROW_HEIGHT, paddingLeft: graphWidth }}
+              style={{ top: rows.yOf.get(id), height: ROW_HEIGHT, paddingLeft: graphWidth }}
               onClick={onRowClick(id)}
               onDoubleClick={() => setView('desktop')}
               data-testid={`branch-${b.name}`}
@@ -218,4 +229,58 @@ function StillPicture({ branchId }: { branchId: string }) {
     };
   }, [api, branchId]);
   return png ? <img className="still" src={`data:image/png;base64,${png}`} alt="" data-testid="still-picture" /> : <div className="thumb-off">running</div>;
+}
+
+interface PlacedRows {
+  /** Each shown branch's top, in pixels. */
+  yOf: Map<string, number>;
+  headers: { tree: string; y: number }[];
+  height: number;
+}
+
+/** Where rows go: a header above each workspace's rows (they are contiguous in the layout's order), none for a collapsed one's. */
+function placeRows(order: readonly string[], branches: ReadonlyMap<string, Workspace>, collapsed: readonly string[]): PlacedRows {
+  const yOf = new Map<string, number>();
+  const headers: { tree: string; y: number }[] = [];
+  let y = 0;
+  let tree: string | null = null;
+  for (const id of order) {
+    const b = branches.get(id);
+    if (!b) continue;
+    if (b.tree !== tree) {
+      tree = b.tree;
+      headers.push({ tree, y });
+      y += HEADER_HEIGHT;
+    }
+    if (collapsed.includes(b.tree)) continue;
+    yOf.set(id, y);
+    y += ROW_HEIGHT;
+  }
+  return { yOf, headers, height: y };
+}
+
+/** A workspace's header: its main line's name, its image and how many branches it has; a click folds it. */
+function WorkspaceHeader({ tree, y, collapsed, onToggle }: { tree: string; y: number; collapsed: boolean; onToggle: () => void }) {
+  const branches = useApp((s) => s.server?.branches ?? NONE);
+  const mine = branches.filter((b) => b.tree === tree);
+  const main = mine.find((b) => b.main);
+  const running = mine.filter((b) => b.state === 'running').length;
+  return (
+    <button
+      className="tree-header"
+      style={{ top: y, height: HEADER_HEIGHT }}
+      onClick={onToggle}
+      aria-expanded={!collapsed}
+      data-testid={`workspace-${main?.name ?? tree}`}
+      title={collapsed ? 'Show its branches' : 'Fold its branches away'}
+    >
+      <span className="caret" aria-hidden="true">
+        {collapsed ? '▸' : '▾'}
+      </span>
+      <b>{main?.name ?? 'no main line'}</b>
+      <span className="muted">
+        {mine[0]?.image} · {mine.length} {mine.length === 1 ? 'branch' : 'branches'}, {running} running
+      </span>
+    </button>
+  );
 }

@@ -73,6 +73,8 @@ export interface UiState {
   layout: TreeLayout;
   /** Branch ids in row order (the tree's order). */
   order: string[];
+  /** Workspaces (tree ids) whose branches the tree hides under their header. */
+  collapsed: string[];
   selection: string[];
   focus: string | null;
   anchor: string | null;
@@ -102,6 +104,8 @@ export interface UiState {
   /** Selects these branches (focus first) when the first state holds them (a reload's address); nothing when it does not. */
   restoreSelection(ids: string[]): void;
   moveFocus(delta: number, extend?: boolean): void;
+  /** Hides a workspace's branches under its header, or shows them again. */
+  toggleTree(tree: string): void;
   setView(view: View): void;
   setTheme(theme: Theme): void;
   toggleTheme(): void;
@@ -147,6 +151,7 @@ export function createAppStore(api: Api, initialTheme: Theme = 'light'): AppStor
     link: 'connecting',
     layout: layoutTree([]),
     order: [],
+    collapsed: [],
     selection: [],
     focus: null,
     anchor: null,
@@ -230,19 +235,26 @@ export function createAppStore(api: Api, initialTheme: Theme = 'light'): AppStor
         const next = selection.includes(id) ? selection.filter((x) => x !== id) : [...selection, id];
         set({ selection: next, focus: id, anchor: id });
       } else if (mode === 'range' && anchor && order.includes(anchor)) {
-        const [a, b] = [order.indexOf(anchor), order.indexOf(id)].sort((x, y) => x - y);
-        set({ selection: order.slice(a, b! + 1), focus: id });
+        const shown = shownOrder(get());
+        const [a, b] = [shown.indexOf(anchor), shown.indexOf(id)].sort((x, y) => x - y);
+        set({ selection: a! < 0 ? [id] : shown.slice(a, b! + 1), focus: id });
       } else {
         set({ selection: [id], focus: id, anchor: id });
       }
     },
 
     moveFocus(delta, extend = false) {
-      const { order, focus } = get();
+      const { focus } = get();
+      const order = shownOrder(get());
       if (order.length === 0) return;
       const at = focus ? order.indexOf(focus) : -1;
       const next = order[Math.max(0, Math.min(order.length - 1, at < 0 ? 0 : at + delta))]!;
       get().select(next, extend ? 'range' : 'single');
+    },
+
+    toggleTree(tree) {
+      const { collapsed } = get();
+      set({ collapsed: collapsed.includes(tree) ? collapsed.filter((t) => t !== tree) : [...collapsed, tree] });
     },
 
     setView(view) {
@@ -352,6 +364,13 @@ export function createAppStore(api: Api, initialTheme: Theme = 'light'): AppStor
       }
     },
   }));
+}
+
+/** The rows a person sees, in order: the branches of workspaces not collapsed. */
+export function shownOrder(s: Pick<UiState, 'order' | 'collapsed' | 'server'>): string[] {
+  if (s.collapsed.length === 0) return s.order;
+  const hidden = new Set((s.server?.branches ?? []).filter((b) => s.collapsed.includes(b.tree)).map((b) => b.id));
+  return s.order.filter((id) => !hidden.has(id));
 }
 
 /** The nearest ancestor of a branch (as `known` had it) that is in `exists`; null when none is. */

@@ -1,14 +1,17 @@
-// Lays out branch trees like a git graph: every branch gets a row (y) and a
-// lane (x). Rows are a pre-order walk (a parent above its children, children
-// oldest first, trees oldest first). The edge to a child runs in the child's
-// lane from the parent's row down to the child's row, so a lane is reserved
-// for that interval only; afterwards it is free again (lane reuse). The first
-// child continues its parent's lane when it can (a straight line).
+// Lays out branch trees as an outline: every branch gets a row (y) and a
+// lane (x) that is its depth. Rows are a pre-order walk (a parent above its
+// children, children oldest first); a workspace's roots stay together (a
+// promotion can leave several), workspaces oldest first. The edge to a child
+// runs down its parent's lane to the child's row and turns into the child's
+// lane there: the rows it passes are the parent's other descendants, all in
+// deeper lanes, so no line crosses a row and lanes are as few as levels.
 
 export interface BranchLike {
   id: string;
   parent: string | null;
   createdAt: string;
+  /** The workspace it belongs to: its roots are laid out together. */
+  tree?: string;
 }
 
 export interface LaidNode {
@@ -48,67 +51,42 @@ export function layoutTree(branches: readonly BranchLike[]): TreeLayout {
   const cmp = (x: string, y: string) => (x < y ? -1 : x > y ? 1 : 0);
   const byAge = (a: BranchLike, b: BranchLike) => cmp(a.createdAt, b.createdAt) || cmp(a.id, b.id);
   for (const list of children.values()) list.sort(byAge);
+  // A workspace's roots together, at the place of its oldest.
+  const roots = children.get(null) ?? [];
+  const treeRank = new Map<string, number>();
+  for (const r of roots) if (!treeRank.has(r.tree ?? r.id)) treeRank.set(r.tree ?? r.id, treeRank.size);
+  roots.sort((a, b) => treeRank.get(a.tree ?? a.id)! - treeRank.get(b.tree ?? b.id)! || byAge(a, b));
 
   // Pre-order rows, iteratively (deep trees must not overflow the stack).
-  const order: { b: BranchLike; parent: string | null; depth: number }[] = [];
-  const stack = [...(children.get(null) ?? [])].reverse().map((b) => ({ b, parent: null as string | null, depth: 0 }));
-  while (stack.length) {
-    const item = stack.pop()!;
-    order.push(item);
-    const kids = children.get(item.b.id) ?? [];
-    for (let i = kids.length - 1; i >= 0; i--) stack.push({ b: kids[i]!, parent: item.b.id, depth: item.depth + 1 });
-  }
-
-  const rowOf = new Map<string, number>();
-  order.forEach((o, row) => rowOf.set(o.b.id, row));
-
-  // busyUntil[lane]: the last row through which the lane is reserved. When a
-  // parent is placed, each child's edge is reserved at once, from the
-  // parent's row through the child's row, so the subtrees of earlier
-  // children (the rows in between) route around it; afterwards the lane is
-  // free again. A lane reserved exactly through row r is the lane of the node
-  // at row r itself, which its first child continues.
-  const busyUntil: number[] = [];
-  const planned = new Map<string, number>();
   const nodes: LaidNode[] = [];
   const edges: LaidEdge[] = [];
   const byId = new Map<string, LaidNode>();
-  const lowestFree = (row: number) => {
-    let lane = 0;
-    while ((busyUntil[lane] ?? -1) > row) lane++;
-    return lane;
-  };
-
-  for (const [row, o] of order.entries()) {
-    const lane = o.parent === null ? lowestFree(row) : planned.get(o.b.id)!;
-    busyUntil[lane] = Math.max(busyUntil[lane] ?? -1, row);
-    const node: LaidNode = { id: o.b.id, row, lane, depth: o.depth, parent: o.parent };
+  const stack = [...roots].reverse().map((b) => ({ b, parent: null as string | null, depth: 0 }));
+  while (stack.length) {
+    const { b, parent, depth } = stack.pop()!;
+    const node: LaidNode = { id: b.id, row: nodes.length, lane: depth, depth, parent };
     nodes.push(node);
     byId.set(node.id, node);
-    if (o.parent !== null) {
-      const p = byId.get(o.parent)!;
-      edges.push({ from: p.id, to: node.id, fromRow: p.row, fromLane: p.lane, toRow: row, toLane: lane });
+    if (parent !== null) {
+      const p = byId.get(parent)!;
+      edges.push({ from: p.id, to: node.id, fromRow: p.row, fromLane: p.lane, toRow: node.row, toLane: node.lane });
     }
-    (children.get(o.b.id) ?? []).forEach((kid, i) => {
-      const kidLane = i === 0 && (busyUntil[lane] ?? -1) <= row ? lane : lowestFree(row);
-      busyUntil[kidLane] = rowOf.get(kid.id)!;
-      planned.set(kid.id, kidLane);
-    });
+    const kids = children.get(b.id) ?? [];
+    for (let i = kids.length - 1; i >= 0; i--) stack.push({ b: kids[i]!, parent: b.id, depth: depth + 1 });
   }
   const lanes = nodes.reduce((m, n) => Math.max(m, n.lane + 1), 1);
   return { nodes, edges, lanes, byId };
 }
 
-/** The SVG path of an edge: straight down in one lane, or a curve into the child's lane and then down. */
+/** The SVG path of an edge: down the parent's lane to the child's row, then a rounded turn into the child's lane. */
 export function edgePath(e: LaidEdge, laneWidth: number, rowHeight: number, x0 = laneWidth / 2, y0 = rowHeight / 2): string {
   const x1 = x0 + e.fromLane * laneWidth;
   const y1 = y0 + e.fromRow * rowHeight;
   const x2 = x0 + e.toLane * laneWidth;
   const y2 = y0 + e.toRow * rowHeight;
   if (x1 === x2) return `M${x1} ${y1}V${y2}`;
-  const bend = y1 + Math.min(rowHeight, y2 - y1);
-  const mid = (y1 + bend) / 2;
-  return `M${x1} ${y1}C${x1} ${mid} ${x2} ${mid} ${x2} ${bend}V${y2}`;
+  const r = Math.min(laneWidth / 2, y2 - y1);
+  return `M${x1} ${y1}V${y2 - r}Q${x1} ${y2} ${x1 + r} ${y2}H${x2}`;
 }
 
 export const LANE_COLOURS = 8;
