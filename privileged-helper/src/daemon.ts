@@ -214,6 +214,8 @@ async function boot(config: HelperConfig) {
   const exitWatch = new ExitWatch(registry, workspaces, log);
   const audit = new AuditLog(registry, (entry) => bus.broadcast('audit', entry), log, config.audit);
   const merges = new MergeService({ registry, ledger, workspaces, storage, runtime, exec, versions, forkPoints });
+  const files = new FileCopy({ exec, poolDir: pool.root });
+  const exporter = new Exporter({ files, registry, storage, versions, workspaces, runtime });
   const approvals = new ApprovalService({
     registry,
     queue: approvalQueue,
@@ -222,7 +224,8 @@ async function boot(config: HelperConfig) {
     versions,
     egress,
     merges,
-    previews: new PreviewMaker({ registry, runtime, storage, desktop, merges }),
+    exporter,
+    previews: new PreviewMaker({ registry, runtime, storage, desktop, merges, exporter }),
     audit,
     defaultTimeoutMs: config.approvalTimeoutMs,
     grantChanged: (grant, revoked) => bus.broadcast('grant.changed', { grant, revoked }),
@@ -240,13 +243,12 @@ async function boot(config: HelperConfig) {
     (w) => storage.filesPath(w),
     (w) => storage.diskUse(w),
   );
-  const files = new FileCopy({ exec, poolDir: pool.root });
   const services = {
     registry,
     bus,
     images,
     files,
-    exporter: new Exporter(files),
+    exporter,
     workspaces,
     runtime,
     storage,

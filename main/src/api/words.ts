@@ -31,6 +31,7 @@ export const REQUEST_VERB: Record<AgentRequestKind, string> = {
   'egress.policy': 'change outside access',
   'branch.merge': 'merge into',
   'branch.rollback': 'roll back',
+  'branch.export': 'export',
 };
 
 /** 'agent alice', 'person root'. */

@@ -21,6 +21,8 @@ export function describeAction(a: ApprovalAction): string {
       return `merge ${a.sources.join(', ')} into`;
     case 'branch.rollback':
       return `roll back to version ${a.version}`;
+    case 'branch.export':
+      return `export to ${a.repo} as branch ${a.branch}${a.since ? ` (since version ${a.since})` : ''}:`;
   }
 }
 
@@ -53,6 +55,7 @@ export function printApproval(a: Approval): void {
       `files:    +${p.diff.added} ~${p.diff.changed} -${p.diff.removed} against ${p.diff.against.name}${p.diff.paths.length ? `: ${p.diff.paths.join(', ')}` : ''}`,
     );
   if (p.processes) console.log(`ends:     ${p.processes.count} processes (${p.processes.names.join(', ')})`);
+  if (p.export) console.log(`commit:   branch ${p.export.branch} of ${p.export.repo}\n${p.export.patch.replace(/^/gm, '  | ')}`);
   if (p.versions !== null) console.log(`versions: ${p.versions} kept`);
   for (const note of p.notes) console.log(`note:     ${note}`);
   if (a.state === 'pending') console.log(`expires:  ${a.expiresAt}`);

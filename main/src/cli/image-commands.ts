@@ -9,6 +9,7 @@ import type { HelperClient } from '../helper-client/client.js';
 import { output, program, withClient } from './context.js';
 import { credentialsFor } from './credentials.js';
 import { printImage } from './format.js';
+import { askPerson, isAgent, printAsked, type AskOptions } from './approval-commands.js';
 
 /** Prints the progress lines of the image operation on `name` as they come. */
 async function followImage(c: HelperClient, name: string): Promise<void> {
@@ -163,11 +164,19 @@ export function registerExportCommand(): Command {
     .option('--patch <file>', 'write a patch git am takes, instead of a commit')
     .option('-m, --message <text>', 'the commit message')
     .option('--force', 'replace an existing branch of that name (never the one checked out)')
-    .description(
-      "(persons) a branch's changes to its project since the workspace was made, as one commit on the commit it was copied at: " +
-        'a new branch of your repository (its checkout, index and current branch are never touched), or a patch',
+    .option(
+      '--since <version>',
+      'only the files the branch changed since this version of its workspace, each as the branch has it now (or its deletion), ' +
+        "on the origin commit's tree: the commit's parent is still the commit the project was copied at",
     )
-    .action((ref: string, opts: { git?: string; branch?: string; patch?: string; message?: string; force?: boolean }) =>
+    .description(
+      "a branch's changes to its project since the workspace was made, as one commit on the commit it was copied at: " +
+        'a new branch of your repository (its checkout, index and current branch are never touched), or a patch. ' +
+        'An agent asks a person, who approves it into a repository of their own',
+    )
+    .option('--reason <text>', 'an agent: why (the person deciding reads it)')
+    .option('--no-wait', 'an agent: ask, print the request id and return')
+    .action((ref: string, opts: AskOptions & { git?: string; branch?: string; patch?: string; message?: string; force?: boolean; since?: string }) =>
       withClient(async (c) => {
         if ((opts.git === undefined) === (opts.patch === undefined)) throw new GroveError('E_INVALID_PARAMS', 'give --git REPO --branch NAME, or --patch FILE');
         if (opts.git !== undefined && opts.branch === undefined) throw new GroveError('E_INVALID_PARAMS', '--git needs --branch NAME');
@@ -175,7 +184,14 @@ export function registerExportCommand(): Command {
           opts.git !== undefined
             ? { kind: 'git' as const, repo: absolute(opts.git), branch: opts.branch!, force: opts.force }
             : { kind: 'patch' as const, file: absolute(opts.patch!) };
-        const done = await c.request('branch.export', { workspace: ref, to, message: opts.message });
+        if (isAgent(c)) {
+          if (to.kind !== 'git' || opts.force)
+            throw new GroveError('E_INVALID_PARAMS', 'an agent asks for an export with --git REPO --branch NAME (never a patch, never --force)');
+          return printAsked(
+            await askPerson(c, ref, { kind: 'branch.export', repo: to.repo, branch: to.branch, message: opts.message, since: opts.since }, opts),
+          );
+        }
+        const done = await c.request('branch.export', { workspace: ref, to, message: opts.message, since: opts.since });
         output(done, () =>
           console.log(
             done.branch

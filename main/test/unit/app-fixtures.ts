@@ -75,6 +75,7 @@ const EFFECT: Record<ApprovalAction['kind'], string> = {
   'egress.connection': 'the request goes through',
   'branch.merge': "what one-2 changed comes into one-1's project, file by file, while it runs; it is checkpointed first",
   'branch.rollback': 'one-1 returns to version 0000000a; what it did since is lost unless checkpointed',
+  'branch.export': 'what one-1 changed in its project becomes one commit on a new branch from-grove of /home/p/app, written by the person who approves',
 };
 
 /** A request on branch one-1 (aaaaaaa2) of workspace one, pending since a second before `now`, expiring a minute after. */

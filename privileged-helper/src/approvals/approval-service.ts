@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { MergeService } from '../branches/merge.js';
+import type { Exporter } from '../files/export.js';
 import type { PromoteService } from '../branches/promote.js';
 import type { VersionService } from '../branches/versions.js';
 import type { EgressService } from '../egress/egress-service.js';
@@ -25,6 +26,7 @@ export interface ApprovalDeps {
   promotions: PromoteService;
   versions: VersionService;
   merges: MergeService;
+  exporter: Exporter;
   egress: EgressService;
   previews: PreviewMaker;
   audit: AuditLog;
@@ -40,6 +42,7 @@ const METHOD_OF: Record<AgentRequestKind, string> = {
   'egress.policy': 'egress.set',
   'branch.merge': 'branch.merge',
   'branch.rollback': 'branch.rollback',
+  'branch.export': 'branch.export',
 };
 
 export class ApprovalService {
@@ -130,6 +133,8 @@ export class ApprovalService {
       const version = this.d.registry.listVersions(ws.treeId).find((v) => v.id === action.version);
       if (!version) throw new GroveError('E_NOT_FOUND', `no version '${action.version}' of ${ws.name}'s workspace`);
     }
+    if (action.kind === 'branch.export' && ws.state !== 'running')
+      throw new GroveError('E_CONFLICT', `only a live branch can be exported; '${ws.name}' is ${ws.state}`);
     if (action.kind === 'egress.policy' && describeEgressChange(action.change) === 'no change') {
       throw new GroveError('E_INVALID_PARAMS', 'the requested change of outside access changes nothing');
     }
@@ -154,6 +159,8 @@ export class ApprovalService {
         return `what ${action.sources.join(', ')} changed comes into ${ws.name}${action.all ? '' : "'s project"}, file by file, while it runs; it is checkpointed first`;
       case 'branch.rollback':
         return `${ws.name} returns to version ${action.version}: its processes and files as they were then; what it did since is lost unless checkpointed`;
+      case 'branch.export':
+        return `what ${ws.name} changed in its project${action.since ? ` since version ${action.since}` : ''} becomes one commit on a new branch ${action.branch} of ${action.repo}, written by the person who approves (it must be their repository)`;
     }
   }
 
@@ -200,6 +207,10 @@ export class ApprovalService {
       case 'branch.rollback': {
         const w = await this.d.versions.rollback(ws.id, action.version);
         return `${w.name} is back at version ${action.version}`;
+      case 'branch.export': {
+        const { kind: _, ...params } = action;
+        const r = await this.d.exporter.exportApproved(ws.id, params, decision.by!);
+        return `commit ${r.commit} on ${r.parent.slice(0, 12)} is branch ${action.branch} of ${action.repo}, ${r.files} file(s)`;
       }
     }
   }

@@ -11,6 +11,7 @@ import type { Registry, WorkspaceRecord } from '../registry/registry.js';
 import type { BranchRuntime } from '../workspaces/runtime.js';
 import type { BranchStorage } from '../workspaces/branch-storage.js';
 import type { MergeService } from '../branches/merge.js';
+import { PREVIEW_PATCH_BYTES, type Exporter } from '../files/export.js';
 
 const THUMBNAIL_WIDTH = 320;
 const DIFF_PATHS_SHOWN = 12;
@@ -24,6 +25,7 @@ export interface PreviewDeps {
   storage: BranchStorage;
   desktop: DesktopService;
   merges: MergeService;
+  exporter: Exporter;
 }
 
 export class PreviewMaker {
@@ -42,7 +44,7 @@ export class PreviewMaker {
     const running = ws.state === 'running' && ws.pid !== null;
     const losing = action.kind === 'branch.discard' || action.kind === 'workspace.stop' || action.kind === 'branch.rollback';
     const compareWith = this.comparisonBase(ws, action, notes);
-    const [thumbnail, diff, processes] = await Promise.all([
+    const [thumbnail, diff, processes, exported] = await Promise.all([
       running && action.kind !== 'egress.policy' ? part('thumbnail', () => this.thumbnail(ws)) : null,
       action.kind === 'branch.merge'
         ? part('dry run of the merge', () => this.mergePreview(ws, action, notes))
@@ -50,9 +52,10 @@ export class PreviewMaker {
           ? part('diff', () => this.diff(compareWith, ws))
           : null,
       losing && running ? part('process list', () => processesOf(ws.pid!)) : null,
+      action.kind === 'branch.export' ? part('patch of the export', () => this.exportPreview(ws, action, notes)) : null,
     ]);
     const versions = action.kind === 'egress.policy' ? null : this.d.registry.listVersions(ws.treeId).filter((v) => v.branchId === ws.id).length;
-    return { thumbnail, diff, processes, versions, notes };
+    return { thumbnail, diff, processes, versions, notes, ...(action.kind === 'branch.export' ? { export: exported } : {}) };
   }
 
   /** Promote: against the main line. Discard: against the parent (what the branch did since its fork). */
@@ -85,6 +88,18 @@ export class PreviewMaker {
       removed: r.changes.filter((c) => c.action === 'delete').length,
       paths: r.changes.slice(0, DIFF_PATHS_SHOWN).map((c) => `${c.action === 'write' ? '~' : '-'} ${c.path}`),
     };
+  }
+
+  /** An export: where it goes, and the whole commit as a patch (noise left out), made without writing into the repository. */
+  private async exportPreview(
+    ws: WorkspaceRecord,
+    action: Extract<AgentRequestAction, { kind: 'branch.export' }>,
+    notes: string[],
+  ): Promise<NonNullable<ApprovalPreview['export']>> {
+    const { kind: _, ...params } = action;
+    const { patch, cut } = await this.d.exporter.preview(ws.id, params);
+    if (cut) notes.push(`the patch is cut at ${PREVIEW_PATCH_BYTES / 2 ** 20} MiB; the export takes all of it`);
+    return { repo: action.repo, branch: action.branch, patch };
   }
 
   private thumbnail(ws: WorkspaceRecord): Promise<string> {

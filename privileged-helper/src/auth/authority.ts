@@ -74,7 +74,7 @@ export const AUTHORITY = {
   'branch.diff': read,
   'file.copyIn': allow,
   'file.copyOut': personBecause("copying out of a branch onto the host is for persons only: what leaves the sandbox is a person's to decide"),
-  'branch.export': personBecause("writing a branch's work into a repository on the host is a person's to do: ask a person to export it"),
+  'branch.export': ask('branch.export'),
   // Into a branch the agent forked itself it may; into the main line, or another's branch, it asks.
   'branch.merge': ownOrAsk('branch.merge'),
   'version.list': read,
@@ -175,6 +175,7 @@ const HOW_TO_ASK: Record<AgentRequestKind, (ref: string) => string> = {
   'egress.policy': (ref) => `grove egress ${ref} --allow HOST --reason "…"`,
   'branch.merge': (ref) => `grove merge ${ref} SOURCE… --reason "…"`,
   'branch.rollback': (ref) => `grove rollback ${ref} --to VERSION --reason "…"`,
+  'branch.export': (ref) => `grove export ${ref} --git REPO --branch NAME --reason "…"`,
 };
 
 const VERB: Record<AgentRequestKind, string> = {
@@ -184,6 +185,7 @@ const VERB: Record<AgentRequestKind, string> = {
   'egress.policy': "change a branch's outside access",
   'branch.merge': 'merge into a branch it does not own',
   'branch.rollback': 'roll back a branch it does not own',
+  'branch.export': "write a branch's work into a repository on the host",
 };
 
 /**

@@ -46,7 +46,7 @@ interface Capture {
 }
 
 export class VersionService {
-  /** Versions a rollback is restoring: not to be deleted under it. */
+  /** Versions a rollback is restoring, or an export reading: not to be deleted under them. */
   private readonly inUse = new Map<string, number>();
   /** Versions being saved into the pool, until they are (checkpoint). */
   private readonly persisting = new Map<string, Promise<void>>();
@@ -215,12 +215,7 @@ export class VersionService {
     const { id } = this.d.workspaces.record(ref);
     if (!this.d.registry.findVersion(versionId)) throw new GroveError('E_NOT_FOUND', `no version '${versionId}'`);
     // In use from the request on, also while it waits for the branch's lock behind another operation.
-    this.inUse.set(versionId, (this.inUse.get(versionId) ?? 0) + 1);
-    const release = () => {
-      const n = this.inUse.get(versionId)! - 1;
-      if (n === 0) this.inUse.delete(versionId);
-      else this.inUse.set(versionId, n);
-    };
+    const release = this.use(versionId);
     return this.d.workspaces.lock
       .run(id, () =>
         this.d.ksm.hold(async () => {
@@ -235,6 +230,33 @@ export class VersionService {
         }),
       )
       .finally(release);
+  }
+
+  /**
+   * `read` of the version's files, mounted read-only as its branch saw them
+   * (its upper over its image, its home at /root); the version may not be
+   * deleted meanwhile. `owner`'s ledger holds the mounts; they go at the end.
+   */
+  async readFiles<T>(versionId: string, owner: string, read: (root: string) => Promise<T>): Promise<T> {
+    const release = this.use(versionId);
+    try {
+      await this.saved(versionId);
+      const root = await this.d.storage.mountSnapshot(path.join(this.d.versionsDir, versionId, 'files'), path.join(this.d.storage.rootsDir, owner), owner);
+      return await read(root);
+    } finally {
+      await this.d.ledger.removeOwned(owner);
+      release();
+    }
+  }
+
+  /** Marks the version in use (not to be deleted) until the function returned is called. */
+  private use(versionId: string): () => void {
+    this.inUse.set(versionId, (this.inUse.get(versionId) ?? 0) + 1);
+    return () => {
+      const n = this.inUse.get(versionId)! - 1;
+      if (n === 0) this.inUse.delete(versionId);
+      else this.inUse.set(versionId, n);
+    };
   }
 
   /**

@@ -7,13 +7,13 @@ import { z } from 'zod';
 import { EgressChange, OldMainFate } from './entities.js';
 import { Actor } from './identity.js';
 import { MergeRequest } from './merge.js';
-import { Id, Port } from './names.js';
+import { HostPath, Id, Port } from './names.js';
 
 export const ApprovalId = z.string().regex(/^q[0-9a-f]{8}$/, 'a request id is q and 8 hex digits');
 export const GrantId = z.string().regex(/^g[0-9a-f]{8}$/, 'a grant id is g and 8 hex digits');
 
 /** What an agent may ask a person for (and what a grant may let agents do without asking). */
-export const AgentRequestKind = z.enum(['branch.promote', 'branch.discard', 'workspace.stop', 'egress.policy', 'branch.merge', 'branch.rollback']);
+export const AgentRequestKind = z.enum(['branch.promote', 'branch.discard', 'workspace.stop', 'egress.policy', 'branch.merge', 'branch.rollback', 'branch.export']);
 export type AgentRequestKind = z.infer<typeof AgentRequestKind>;
 
 export const AgentRequestAction = z.discriminatedUnion('kind', [
@@ -29,6 +29,14 @@ export const AgentRequestAction = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('branch.merge'), sources: MergeRequest.shape.sources, take: MergeRequest.shape.take, all: MergeRequest.shape.all }),
   /** The branch returns to one of its workspace's versions (as for branch.rollback). */
   z.strictObject({ kind: z.literal('branch.rollback'), version: Id }),
+  /** The branch's work as a commit on a new branch of a person's repository (as branch.export; never over an existing branch). */
+  z.strictObject({
+    kind: z.literal('branch.export'),
+    repo: HostPath,
+    branch: z.string().min(1).max(200),
+    message: z.string().min(1).max(20_000).optional(),
+    since: Id.optional(),
+  }),
 ]);
 export type AgentRequestAction = z.infer<typeof AgentRequestAction>;
 
@@ -69,6 +77,8 @@ export const ApprovalPreview = z.strictObject({
     .nullable(),
   /** Processes that end with it (discard, stop): how many, and their names, the most frequent first. */
   processes: z.strictObject({ count: z.number().int(), names: z.array(z.string()) }).nullable(),
+  /** An export: where it would go, and the whole commit as a patch (noise left out; cut at its bound, then a note says so). */
+  export: z.strictObject({ repo: z.string(), branch: z.string(), patch: z.string() }).nullable().optional(),
   /** Versions of the branch that are kept (they survive a discard). */
   versions: z.number().int().nullable(),
   /** Parts of the preview that could not be made, and why. */

@@ -253,7 +253,8 @@ export const methods = {
   /** Copies a file or folder of a running branch to the host, written as the caller (persons only). */
   'file.copyOut': { params: z.strictObject({ workspace: WorkspaceRef, from: BranchPath, to: HostPath }), result: CopyResult },
   /**
-   * A branch's changes to its project since the workspace was made, as one
+   * A branch's changes to its project since the workspace was made (or since
+   * a version of it: the paths changed since, as they are now), as one
    * commit on the commit it was copied at: on a new branch of a repository,
    * or as a patch file (both written as the caller; persons only).
    */
@@ -265,6 +266,8 @@ export const methods = {
         z.strictObject({ kind: z.literal('patch'), file: HostPath }),
       ]),
       message: z.string().min(1).max(20_000).optional(),
+      /** A version of the branch's workspace: only the paths changed since it. */
+      since: Id.optional(),
     }),
     result: ExportResult,
   },

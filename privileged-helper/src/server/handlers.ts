@@ -170,14 +170,7 @@ export function createHandlers(s: Services): Handlers {
         return s.files.copyOut(s.runtime.execTarget(ws), { branch: ws.name, from: p.from, to: p.to }, ctx.actor, copyProgress(ws.name, p.from));
       });
     },
-    'branch.export': async (p, ctx) => {
-      const { id } = await s.workspaces.live(p.workspace);
-      return s.workspaces.lock.read(id, () => {
-        const ws = s.workspaces.running(id);
-        const branch = { name: ws.name, id: ws.id, madeBy: ws.madeBy };
-        return s.exporter.export(s.runtime.execTarget(ws), { branch, origin: s.registry.project(ws.treeId), to: p.to, message: p.message }, ctx.actor);
-      });
-    },
+    'branch.export': ({ workspace, ...p }, ctx) => s.exporter.export(workspace, p, ctx.actor),
     'branch.merge': ({ faultAt, crash, ...req }) => s.merges.merge(req, fault({ faultAt, crash })),
     'version.list': (p) => s.versions.list(p.workspace, p.sizes ?? false),
     'version.delete': async (p) => {

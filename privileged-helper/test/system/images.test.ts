@@ -362,7 +362,7 @@ describe('images of your own, projects, and files in and out', () => {
       await rm(path.join(repo, 'uncommitted.txt'));
     });
 
-    it('refuses an export to a folder that is no repository, one without the origin, a branch without a project, and an agent', async () => {
+    it('refuses an export to a folder that is no repository, one without the origin, a branch without a project, and an agent (who asks)', async () => {
       const other = path.join(work, 'other-repo');
       await mkdir(other);
       await execa('git', ['-C', other, 'init', '-q']);
@@ -396,7 +396,7 @@ describe('images of your own, projects, and files in and out', () => {
       ) as { error?: { code: string; message: string } };
       expect(res.error).toMatchObject({
         code: 'E_FORBIDDEN',
-        message: expect.stringContaining("a branch's work into a repository on the host is a person's to do"),
+        message: expect.stringContaining('ask a person (approval.create, kind branch.export'),
       });
     });
 

@@ -13,7 +13,7 @@ import type { Workspace } from '../../src/protocol/entities.js';
 import type { MergeResult } from '../../src/protocol/merge.js';
 import type { GroveError } from '../../src/protocol/wire.js';
 import type { Approval } from '../../src/protocol/approvals.js';
-import { agentUserNames, GROVE_CLI, runAs, testUser, withScope } from './agent-users.js';
+import { agentUserNames, CALL, GROVE_CLI, runAs, testUser, withScope } from './agent-users.js';
 import { REPO, startHelper } from './helper-process.js';
 import { connect, createWorkspace, instance, sh, track, waitFor } from './support.js';
 
@@ -480,6 +480,77 @@ describe('noise: Grove’s own files and what the project’s .gitignore files m
     const done = await client.request('branch.export', { workspace: child.id, to: { kind: 'git', repo, branch: 'nz-export' } });
     expect(done.files).toBe(2);
     expect((await git('show', '--name-only', '--format=', 'nz-export')).split('\n').sort()).toEqual(['lib/.gitignore', 'src.txt']);
+  });
+
+  it('exports only what changed since a version, on the origin commit still', async () => {
+    const origin = main.project!.commit!;
+    const version = await client.request('branch.checkpoint', { workspace: child.id, label: 'before later' });
+    await sh(client, child, `cd ${work} && echo later > later.txt && rm lib/.gitignore && echo more > build/more.o`);
+    const done = await grove('export', child.name, '--git', repo, '--branch', 'nz-since', '--since', version.id);
+    expect(done.exitCode, done.stderr).toBe(0);
+    expect(await git('log', '-1', '--format=%P', 'nz-since')).toBe(origin);
+    expect((await git('show', '--name-status', '--format=', 'nz-since')).split('\n').sort()).toEqual(['A\tlater.txt']);
+    // src.txt changed before the version: the commit has it as the origin does.
+    expect(await git('show', 'nz-since:src.txt')).toBe('source');
+
+    const now = await client.request('branch.checkpoint', { workspace: child.id, label: 'now' });
+    expect(await failure(client.request('branch.export', { workspace: child.id, since: now.id, to: { kind: 'git', repo, branch: 'nz-none' } }))).toMatchObject({
+      code: 'E_PRECONDITION',
+      message: expect.stringContaining(`changed nothing in its project since version ${now.id}`),
+    });
+    const elsewhere = await createWorkspace(client, 'nz-other');
+    const foreign = await client.request('branch.checkpoint', { workspace: elsewhere.id });
+    expect(
+      await failure(client.request('branch.export', { workspace: child.id, since: foreign.id, to: { kind: 'git', repo, branch: 'nz-none' } })),
+    ).toMatchObject({
+      code: 'E_NOT_FOUND',
+      message: expect.stringContaining(`no version '${foreign.id}' of the workspace of 'nz-child'`),
+    });
+    await client.request('workspace.delete', { workspace: elsewhere.id, versions: 'delete' });
+    expect(await git('branch', '--list', 'nz-none')).toBe('');
+  });
+  it("makes an agent's export a request: its preview the whole commit; approved, the person writes it into their own repository", async () => {
+    const origin = main.project!.commit!;
+    const alice = await testUser(agentUserNames(instance().instance)[0]!);
+    const asAlice = (...args: string[]) => runAs(alice.name, GROVE_CLI, ['--socket', instance().agentSocketPath, ...args]);
+    const refused = await runAs(alice.name, CALL, [
+      instance().agentSocketPath,
+      'branch.export',
+      JSON.stringify({ workspace: child.id, to: { kind: 'git', repo, branch: 'nz-agent' } }),
+    ]);
+    expect(JSON.parse(refused.stdout)).toMatchObject({ error: { code: 'E_FORBIDDEN', message: expect.stringContaining('kind branch.export') } });
+
+    const asked = await asAlice('--json', 'export', child.name, '--git', repo, '--branch', 'nz-agent', '--reason', 'later.txt is done', '--no-wait');
+    expect(asked.exitCode, asked.stderr).toBe(0);
+    const req = JSON.parse(asked.stdout) as Approval;
+    expect(req).toMatchObject({ state: 'pending', action: { kind: 'branch.export', repo, branch: 'nz-agent' } });
+    expect(req.preview.export).toMatchObject({ repo, branch: 'nz-agent' });
+    const patch = req.preview.export!.patch;
+    expect(patch).toContain('+later');
+    expect(patch).toContain('src.txt');
+    expect(patch).not.toContain('node_modules');
+    expect(patch).not.toContain('build/');
+    expect(await git('branch', '--list', 'nz-agent')).toBe('');
+
+    const decided = await client.request('approval.approve', { id: req.id });
+    expect(decided).toMatchObject({ state: 'done', outcome: expect.stringMatching(/^commit [0-9a-f]{40} on [0-9a-f]{12} is branch nz-agent of /) });
+    expect(await git('log', '-1', '--format=%P|%cn', 'nz-agent')).toMatch(new RegExp(`^${origin}\\|`));
+    // lib/.gitignore went before the version: what it kept out is the branch's work now.
+    expect((await git('show', '--name-only', '--format=', 'nz-agent')).split('\n').sort()).toEqual(['later.txt', 'lib/gen/made.c', 'src.txt']);
+
+    // A repository that is not the approving person's own is refused when it is approved, nothing written.
+    const theirs = await mkdtemp(path.join(os.tmpdir(), 'grove-agent-repo-'));
+    try {
+      await execa('git', ['init', '-q', theirs]);
+      await execa('chown', ['-R', String(alice.uid), theirs]);
+      const planted = await asAlice('--json', 'export', child.name, '--git', theirs, '--branch', 'x', '--reason', 'mine', '--no-wait');
+      expect(planted.exitCode, planted.stderr).toBe(0);
+      const denied = await client.request('approval.approve', { id: (JSON.parse(planted.stdout) as Approval).id });
+      expect(denied).toMatchObject({ state: 'failed', outcome: expect.stringContaining(`belongs to uid ${alice.uid}, not to the person approving (uid 0)`) });
+      expect((await execa('git', ['-c', `safe.directory=${theirs}`, '-C', theirs, 'for-each-ref'])).stdout).toBe('');
+    } finally {
+      await rm(theirs, { recursive: true, force: true });
+    }
   });
 });
 

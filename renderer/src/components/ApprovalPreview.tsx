@@ -45,6 +45,20 @@ function PreviewBody({ a }: { a: Approval }) {
           {preview.diff && <DiffSummary diff={preview.diff} label="Files a dry run would write, merging" />}
         </>
       );
+    case 'branch.export':
+      return (
+        <>
+          <Thumbnail a={a} />
+          {preview.export && (
+            <div className="preview-diff" data-testid="approval-export">
+              <div>
+                The commit, as branch <b>{preview.export.branch}</b> of <b>{preview.export.repo}</b>:
+              </div>
+              <pre className="preview-patch mono">{preview.export.patch}</pre>
+            </div>
+          )}
+        </>
+      );
     case 'branch.discard':
     case 'workspace.stop':
       return (

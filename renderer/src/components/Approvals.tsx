@@ -102,6 +102,7 @@ const TITLE: Record<Exclude<Approval['action']['kind'], 'egress.connection'>, [s
   'egress.policy': ['Change the outside access of', ''],
   'branch.merge': ['Merge into', ''],
   'branch.rollback': ['Roll back', ''],
+  'branch.export': ['Export', 'into a repository'],
 };
 
 function ApprovalTitle({ a, id }: { a: Approval; id: string }) {
