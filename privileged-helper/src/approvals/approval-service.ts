@@ -207,6 +207,7 @@ export class ApprovalService {
       case 'branch.rollback': {
         const w = await this.d.versions.rollback(ws.id, action.version);
         return `${w.name} is back at version ${action.version}`;
+      }
       case 'branch.export': {
         const { kind: _, ...params } = action;
         const r = await this.d.exporter.exportApproved(ws.id, params, decision.by!);
