@@ -192,6 +192,7 @@ export class Controller {
           (r) =>
             [
               `made ${r.children.map((x) => x.name).join(', ')} in ${Math.round(r.timings.total)} ms (source paused ${Math.round(r.timings.sourceFrozen)} ms)`,
+              ...r.carried,
               ...r.leftBehind,
             ].join('; '),
         );

@@ -79,7 +79,7 @@ export function printForkReport(r: ForkReport): void {
   console.log(`memory: ${r.memory}`);
   const criu = describeCriu(r.criu);
   if (criu) console.log(criu);
-  for (const note of r.leftBehind) console.log(`note: ${note}`);
+  for (const note of [...r.carried, ...r.leftBehind]) console.log(`note: ${note}`);
 }
 
 /** CRIU's own account of the dump and the restores (docs/fork-profile.md reads these). */

@@ -249,12 +249,14 @@ program
   .option('-T, --no-tty', 'never allocate a terminal')
   .option('-i, --stdin', "pass grove's standard input to the command")
   .option('--timeout <seconds>', 'kill the command after this many seconds', Number)
+  .option('--attach <terminal>', "with -t: attach to a terminal already in the workspace (a fork's report names each child's copy)")
   .description("run a command inside a workspace; its exit code becomes grove's")
-  .action((ref: string, command: string[], opts: { tty?: boolean; stdin?: boolean; timeout?: number }) =>
+  .action((ref: string, command: string[], opts: { tty?: boolean; stdin?: boolean; timeout?: number; attach?: string }) =>
     withClient(async (c) => {
       const tty = opts.tty ?? process.stdin.isTTY;
+      if (opts.attach !== undefined && (!tty || command.length > 0)) throw new GroveError('E_INVALID_PARAMS', '--attach takes -t and no command');
       if (tty) {
-        process.exitCode = await runTerminal(c, ref, command.length ? command : undefined);
+        process.exitCode = await runTerminal(c, ref, command.length ? command : undefined, opts.attach);
         return;
       }
       if (command.length === 0) throw new GroveError('E_INVALID_PARAMS', 'give a command after --, or use -t for a shell');

@@ -1,12 +1,14 @@
 // `grove exec -t`: the local terminal in raw mode, relayed to a PTY session in
-// the workspace; window-size changes follow. Resolves with the exit code.
+// the workspace (a new one, or with --attach one already there: its
+// scrollback first); window-size changes follow. Resolves with the exit code.
 import type { HelperClient } from '../helper-client/client.js';
 
-export async function runTerminal(client: HelperClient, workspace: string, argv: string[] | undefined): Promise<number> {
+export async function runTerminal(client: HelperClient, workspace: string, argv: string[] | undefined, attach?: string): Promise<number> {
   const out = process.stdout;
   const { session } = await client.request('exec.open', {
     workspace,
     argv,
+    attach,
     cols: out.columns || 80,
     rows: out.rows || 24,
   });

@@ -54,8 +54,8 @@ export interface ForkOptions {
 
 export interface ForkDeps extends BranchDeps {
   scratchDir: string;
-  /** The terminals open in a running branch: they stay with the source (said in the report). */
-  terminalsIn: (ws: WorkspaceRecord) => { session: string; command: string }[];
+  /** The terminals attached in a running branch: each goes into the children (said in the report). */
+  terminalsIn: (ws: WorkspaceRecord) => { holder: string; command: string }[];
   progress: (job: string, stage: string, message: string, done: boolean) => void;
 }
 
@@ -82,7 +82,7 @@ class ForkTransaction {
   private readonly timings = { prepare: 0, dump: 0, sourceFrozen: 0, thaw: 0, restore: 0, expose: 0, firstFrame: 0, total: 0 };
   private readonly criuStats: ForkReport['criu'] = { dump: null, restores: [] };
   private readonly readyMs: number[] = [];
-  /** What the report says a child did not get besides terminals (leftBehind). */
+  /** What the report says a child did not get (leftBehind). */
   private readonly notes: string[] = [];
   /** The kernel tier's holder of the source's capture, while the fork runs. */
   private holder: ShareHolder | null = null;
@@ -149,7 +149,8 @@ class ForkTransaction {
       readyMs: this.readyMs,
       memory: this.memory,
       criu: this.criuStats,
-      leftBehind: this.leftBehind(),
+      leftBehind: this.notes,
+      carried: this.carried(),
     };
   }
 
@@ -267,14 +268,11 @@ class ForkTransaction {
     ]);
   }
 
-  /** Terminals open in the source: their shells belong to the helper's sessions, so CRIU (dumping the branch's own tree) leaves them out. */
-  private leftBehind(): string[] {
-    return [
-      ...this.d
-        .terminalsIn(this.source)
-        .map((t) => `terminal ${t.session} (${t.command}) stays with ${this.source.name}: the children start without it; open a new one in them`),
-      ...this.notes,
-    ];
+  /** Terminals attached in the source: their holders and process trees are the branch's (exec/terminal-holder.ts), so each child has a copy. */
+  private carried(): string[] {
+    return this.d
+      .terminalsIn(this.source)
+      .map((t) => `terminal ${t.holder} (${t.command}) goes into each child with all it runs, detached: grove exec -t CHILD --attach ${t.holder}`);
   }
 
   /** Free names NAME-1, NAME-2… that do not exist yet. */

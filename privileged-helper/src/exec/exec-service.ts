@@ -10,17 +10,19 @@
 //    come back whole. The deadline is enforced inside the container by
 //    coreutils timeout(1), and the helper kills the whole process tree itself
 //    if even that does not end it.
-//  - open: a terminal session. util-linux script(1) runs inside the container
-//    and allocates the PTY from the container's own devpts (so a later CRIU dump
-//    sees no host terminal); it relays between that PTY and the host PTY
-//    node-pty gives it, and passes window-size changes (SIGWINCH) on, so a
-//    resize only resizes the host PTY.
+//  - open: a terminal session, held inside the branch (terminal-holder.ts):
+//    its PTY and process tree are the branch's, so forks and checkpoints take
+//    them along; the helper attaches through a relay and may attach again to
+//    a copy of it in a fork's child (attach).
 // Both belong to the connection that asked: when it goes away (at any moment,
 // before it was answered included) its terminals are hung up and its runs killed.
+// A terminal's copies in a fork's children are nobody's until attached.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
-import pty from 'node-pty';
-import { childMap, descendants, isSameProcess } from '../host/proc.js';
+import { randomBytes } from 'node:crypto';
+import { StringDecoder } from 'node:string_decoder';
+import { descendants, isSameProcess } from '../host/proc.js';
+import { frame, FrameReader, HOLDER, HOLDER_ID, RELAY, sizeFrame } from './terminal-holder.js';
 import type { Launcher } from '../host/launcher.js';
 import { BASE_ENV } from '../host/oci-spec.js';
 import type { ExecResult } from '../protocol/entities.js';
@@ -64,9 +66,12 @@ export interface SessionSink {
 }
 
 interface Session {
-  term: pty.IPty;
+  /** The relay into the holder's FIFOs (terminal-holder.ts). */
+  relay: ChildProcess;
   owner: object;
   target: ExecTarget;
+  /** The holder's id, the same in every copy of the branch. */
+  holder: string;
   /** What runs in it, for people (the command line, shortened). */
   command: string;
 }
@@ -107,44 +112,92 @@ export class ExecService {
     return { exitCode: res.exitCode, signal: res.signal, stdout: res.stdout, stderr: res.stderr, timedOut };
   }
 
+  /**
+   * A terminal: a new one running `argv` (a login shell by default), or,
+   * with `attach`, the holder of that id already in the branch (a terminal
+   * of its source's, copied into it by a fork or a rollback), whose
+   * scrollback comes first. Resolves once attached.
+   */
   async open(
     target: ExecTarget,
-    req: { argv?: string[]; env?: Record<string, string>; cols: number; rows: number },
+    req: { argv?: string[]; env?: Record<string, string>; cols: number; rows: number; attach?: string },
     owner: object,
     sink: SessionSink,
   ): Promise<string> {
     await checkTarget(target);
     const ownerGone = this.lifetime(owner).signal;
-    ownerGone.throwIfAborted(); // nothing waits from here to the spawn
-    const session = `s${this.nextSession++}`;
+    ownerGone.throwIfAborted();
+    if (req.attach !== undefined && (req.argv !== undefined || req.env !== undefined))
+      throw new GroveError('E_INVALID_PARAMS', 'a terminal attached to runs what it ran: give no command or environment');
+    const holder = req.attach ?? `t${randomBytes(4).toString('hex')}`;
+    if (!HOLDER_ID.test(holder)) throw new GroveError('E_INVALID_PARAMS', `no terminal ${holder}: a terminal's id is t and 8 hex digits`);
     const argv = req.argv ?? ['/bin/bash', '-l'];
-    // script(1) takes one command line, which it runs with $SHELL -c: the line is
-    // built from individually quoted words, and script's own SHELL is fixed to
-    // /bin/sh (the command's environment is set by the inner env -i).
-    const line = shellJoin(['exec', 'env', '-i', ...envVars(req.env), ...literalCommand(argv)]);
-    const [file, args] = this.enter(target, DEFAULT_CWD, false, [
-      'env',
-      '-i',
-      CONTAINER_PATH,
-      'SHELL=/bin/sh',
-      'script',
-      '--quiet',
-      '--return',
-      '--command',
-      line,
-      '/dev/null',
-    ]);
-    const term = pty.spawn(file, args, { name: 'xterm-256color', cols: req.cols, rows: req.rows, env: { ...TOOL_ENV } });
-    this.sessions.set(session, { term, owner, target, command: argv.join(' ').slice(0, 80) });
-    const hangUpTerm = () => void hangUp(term);
-    ownerGone.addEventListener('abort', hangUpTerm, { once: true });
-    term.onData((data) => sink.output(session, data));
-    term.onExit(({ exitCode, signal }) => {
-      ownerGone.removeEventListener('abort', hangUpTerm);
-      this.sessions.delete(session);
-      sink.exit(session, exitCode, signal ? `signal ${signal}` : null);
+    // Once started, the holder is hung up through a relay like any other, should its owner be gone by then.
+    if (req.attach === undefined) await this.startHolder(target, holder, argv, req);
+    const session = `s${this.nextSession++}`;
+    const [file, args] = this.enter(target, DEFAULT_CWD, true, ['env', '-i', CONTAINER_PATH, '/bin/sh', '-c', RELAY, holder]);
+    const relay = spawn(file, args, { env: { ...TOOL_ENV }, stdio: ['pipe', 'pipe', 'pipe'] });
+    relay.stdin!.on('error', () => undefined); // a relay gone is told by its exit
+    const entry: Session = { relay, owner, target, holder, command: req.attach === undefined ? argv.join(' ').slice(0, 80) : `attached ${holder}` };
+    this.sessions.set(session, entry);
+    const hangUpTerm = () => this.hangUp(entry);
+    if (ownerGone.aborted) hangUpTerm();
+    else ownerGone.addEventListener('abort', hangUpTerm, { once: true });
+    return new Promise<string>((resolve, reject) => {
+      let attached = false;
+      let exitStatus: number | null = null;
+      const text = new StringDecoder('utf8');
+      const reader = new FrameReader((kind, payload) => {
+        if (kind === 'A') {
+          attached = true;
+          resolve(session);
+        } else if (attached && kind === 'o') sink.output(session, text.write(payload));
+        else if (kind === 'x') {
+          // The holder ended: the relay's reading half ends with it, its writing half waits for the helper.
+          exitStatus = Number(payload.toString('latin1'));
+          void killTree(relay.pid!);
+        }
+      });
+      let stderr = '';
+      relay.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString('utf8')).slice(-500)));
+      relay.stdout!.on('data', (chunk: Buffer) => {
+        try {
+          reader.push(chunk);
+        } catch (err) {
+          stderr = (err as Error).message;
+          void killTree(relay.pid!);
+        }
+      });
+      relay.on('close', (code, signal) => {
+        ownerGone.removeEventListener('abort', hangUpTerm);
+        this.sessions.delete(session);
+        if (!attached) return reject(new GroveError('E_NOT_FOUND', stderr.trim() || `terminal ${holder} could not be attached (exit ${code ?? signal})`));
+        if (exitStatus === null) sink.exit(session, -1, `the terminal's holder went away${signal ? ` (its relay ended by ${signal})` : ''}`);
+        else if (exitStatus < 0) sink.exit(session, 128 - exitStatus, `signal ${-exitStatus}`);
+        else sink.exit(session, exitStatus, null);
+      });
+      relay.stdin!.write(sizeFrame(req.cols, req.rows));
+      relay.stdin!.write(frame('a'));
     });
-    return session;
+  }
+
+  /** Starts the holder of a new terminal inside the branch: it returns once the holder runs, the branch's init its parent. */
+  private async startHolder(
+    target: ExecTarget,
+    holder: string,
+    argv: string[],
+    req: { env?: Record<string, string>; cols: number; rows: number },
+  ): Promise<void> {
+    const command = ['python3', '-c', HOLDER, holder, String(req.cols), String(req.rows), ...literalCommand(argv)];
+    const [file, args] = this.enter(target, DEFAULT_CWD, true, ['env', '-i', ...envVars(req.env), ...command]);
+    const res = await runCollecting(file, args, { input: '', deadlineMs: 30_000, ownerGone: undefined });
+    if (res.exitCode !== 0)
+      throw new GroveError('E_HOST', `the terminal could not be started in the branch: ${res.stderr.trim().split('\n').at(-1) ?? `exit ${res.exitCode}`}`);
+  }
+
+  /** Hangs the terminal up as closing a real one would: its holder closes the PTY (SIGHUP to the session inside) and ends. */
+  private hangUp(session: Session): void {
+    session.relay.stdin!.write(frame('h'));
   }
 
   /**
@@ -164,25 +217,24 @@ export class ExecService {
     if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) void killTree(child.pid);
   }
 
-  /** The terminals open in a running branch (its init is `target`). */
-  terminalsIn(target: { pid: number; pidStart: number | null }): { session: string; command: string }[] {
-    return [...this.sessions]
-      .filter(([, s]) => s.target.pid === target.pid && s.target.pidStart === target.pidStart)
-      .map(([session, s]) => ({ session, command: s.command }));
+  /** The terminals attached in a running branch (its init is `target`), by their holders' ids. */
+  terminalsIn(target: { pid: number; pidStart: number | null }): { holder: string; command: string }[] {
+    return [...this.sessions.values()]
+      .filter((s) => s.target.pid === target.pid && s.target.pidStart === target.pidStart)
+      .map((s) => ({ holder: s.holder, command: s.command }));
   }
 
   write(session: string, owner: object, data: string): void {
-    this.owned(session, owner).term.write(data);
+    this.owned(session, owner).relay.stdin!.write(frame('i', Buffer.from(data, 'utf8')));
   }
 
   async resize(session: string, owner: object, cols: number, rows: number): Promise<void> {
-    // script(1) gets SIGWINCH from the host PTY and sets the new size on the inner one.
-    this.owned(session, owner).term.resize(cols, rows);
+    this.owned(session, owner).relay.stdin!.write(sizeFrame(cols, rows));
     return Promise.resolve();
   }
 
   close(session: string, owner: object): void {
-    void hangUp(this.owned(session, owner).term);
+    this.hangUp(this.owned(session, owner));
   }
 
   /** Ends every terminal and run of a connection (it went away), and any it asked for and has not got yet. */
@@ -252,27 +304,6 @@ async function checkTarget(target: ExecTarget): Promise<void> {
         )
       : await isSameProcess(target.pid, target.pidStart);
   if (!alive) throw new GroveError('E_CONFLICT', `workspace init (pid ${target.pid}) is gone`);
-}
-
-/**
- * Hangs the terminal up as closing a real one would. script(1) blocks SIGHUP
- * (and on SIGTERM only waits for its command, which an interactive shell
- * ignores), so it gets SIGKILL: its end of the container PTY closes, and the
- * kernel sends SIGHUP to the session inside, whose shell passes it on to its jobs.
- * A terminal may be closed while it is still starting: grove-enter and script
- * are stopped first, so neither starts a process between the look and the
- * kill, and a command that has no terminal yet (the hang-up would miss it) is
- * killed with all it started.
- */
-async function hangUp(term: pty.IPty): Promise<void> {
-  await stop(term.pid);
-  const scripts = await children(term.pid);
-  for (const pid of scripts) await stop(pid);
-  const started = await childMap();
-  for (const command of scripts.flatMap((pid) => started.get(pid) ?? [])) {
-    if (!(await hasTerminal(command))) await killTree(command);
-  }
-  for (const pid of [...scripts, term.pid]) signal(pid, 'SIGKILL');
 }
 
 interface Collected {
@@ -356,16 +387,6 @@ async function killTree(root: number): Promise<void> {
     await Promise.all(fresh.map(stop));
   }
   for (const p of seen) signal(p, 'SIGKILL');
-}
-
-async function children(pid: number): Promise<number[]> {
-  return (await childMap()).get(pid) ?? [];
-}
-
-/** Whether the process has a controlling terminal (tty_nr in /proc/PID/stat; a gone process has none). */
-async function hasTerminal(pid: number): Promise<boolean> {
-  const ttyNr = Number((await statFields(pid))[4]);
-  return Number.isInteger(ttyNr) && ttyNr !== 0;
 }
 
 /**

@@ -288,11 +288,16 @@ export const ForkReport = z.strictObject({
   source: Id,
   children: z.array(Workspace),
   /**
-   * What the children do not have, in words: terminals open in the source at
-   * the fork (their shells are the helper's sessions, not the branch's own
-   * processes) stay with the source only.
+   * What the children do not have, in words (a watcher of the generation
+   * that could not be told, a process started from outside the tree).
    */
   leftBehind: z.array(z.string()),
+  /**
+   * What the children have that someone may want to know of, in words: each
+   * terminal attached in the source at the fork, with its whole process
+   * tree, detached in each child until someone attaches to it again.
+   */
+  carried: z.array(z.string()),
   /**
    * Milliseconds per stage, one after the other (with the commit they make
    * the total); sourceFrozen is how long the source's processes were

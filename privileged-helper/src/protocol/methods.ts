@@ -309,6 +309,11 @@ export const methods = {
       workspace: WorkspaceRef,
       argv: Argv.optional(),
       env: EnvVars.optional(),
+      /** A terminal already in the branch to attach to (a fork's report names its copies), instead of a new one. */
+      attach: z
+        .string()
+        .regex(/^t[0-9a-f]{8}$/)
+        .optional(),
       ...TermSize,
     }),
     result: z.strictObject({ session: SessionId }),

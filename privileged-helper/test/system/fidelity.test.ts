@@ -591,21 +591,59 @@ except OSError: print('held')"`,
     for (const branch of [...children, source]) expect(await report(branch, 8303), branch.name).toMatchObject({ heapMiB: 8, heapIntact: true });
   });
 
-  it('says a terminal open during the fork stays with the source, which keeps using it', async () => {
-    const output: string[] = [];
+  it('takes a terminal, what it started and its scrollback into each child and through a rollback, to attach to there; the source keeps using it', async () => {
+    const output = new Map<string, string>();
     await c.subscribe(['exec.output']);
-    c.on('exec.output', (o) => output.push(o.data));
+    c.on('exec.output', (o) => output.set(o.session, (output.get(o.session) ?? '') + o.data));
+    const shows = (session: string, text: string, message: string) =>
+      expect.poll(() => output.get(session) ?? '', { timeout: 15_000, message }).toContain(text);
+    /** Attaches to the terminal's copy in the branch: its scrollback comes first, then it runs what is typed. */
+    const attachIn = async (ws: Workspace, holder: string) => {
+      const attached = await c.request('exec.open', { workspace: ws.id, attach: holder, cols: 80, rows: 24 });
+      try {
+        await shows(attached.session, 'started-42', `${ws.name}'s scrollback`);
+        await c.request('exec.write', { session: attached.session, data: `echo in-$((6*7))-${ws.name}\n` });
+        await shows(attached.session, `in-42-${ws.name}`, ws.name);
+      } finally {
+        await c.request('exec.close', { session: attached.session });
+      }
+    };
+    /** The app started with & from the terminal: its server answers, and its window is on the branch's desktop. */
+    const appRuns = async (ws: Workspace) => {
+      expect(await report(ws, 8304), ws.name).toMatchObject({ heapMiB: 8, heapIntact: true });
+      expect((await sh(c, ws, 'DISPLAY=:0 xdotool search --name from-a-terminal')).trim(), ws.name).toMatch(/^\d+$/);
+    };
     const terminal = await c.request('exec.open', { workspace: source.id, cols: 80, rows: 24 });
     try {
-      const report = await forkReport(source, 'a terminal open', 1);
-      expect(report.leftBehind).toEqual([expect.stringMatching(new RegExp(`terminal ${terminal.session} \\(/bin/bash -l\\) stays with fidelity`))]);
+      await c.request('exec.write', {
+        session: terminal.session,
+        data: 'python3 /tmp/holder.py 8304 8 >/dev/null 2>&1 &\nxterm -T from-a-terminal >/dev/null 2>&1 &\necho started-$((6*7))\n',
+      });
+      await shows(terminal.session, 'started-42', 'the source');
+      await expect.poll(() => report(source, 8304).catch(() => null), { timeout: 30_000 }).toMatchObject({ heapIntact: true });
+      await waitFor('the xterm window', () => sh(c, source, 'DISPLAY=:0 xdotool search --name from-a-terminal || true').then((o) => o.trim() !== ''), 15_000);
+      const version = await c.request('branch.checkpoint', { workspace: source.id, label: 'a terminal open' });
+      const forkedWith = await forkReport(source, 'a terminal open with an app started from it');
+      expect(forkedWith.leftBehind).toEqual([]);
+      expect(forkedWith.carried).toEqual([expect.stringMatching(/^terminal t[0-9a-f]{8} \(\/bin\/bash -l\) goes into each child/)]);
+      const holder = /terminal (t[0-9a-f]{8})/.exec(forkedWith.carried[0]!)![1]!;
+      for (const child of forkedWith.children) {
+        await appRuns(child);
+        await attachIn(child, holder);
+      }
       await c.request('exec.write', { session: terminal.session, data: 'echo still-$((6*7))\n' });
-      await expect.poll(() => output.join(''), { timeout: 10_000 }).toContain('still-42');
+      await shows(terminal.session, 'still-42', 'the source');
+      await appRuns(source);
+      const rolledBack = await track(await c.request('branch.rollback', { workspace: source.id, version: version.id }));
+      await appRuns(rolledBack);
+      await attachIn(rolledBack, holder);
     } finally {
       await c.request('exec.close', { session: terminal.session }).catch(() => undefined);
+      // The terminal's copy the rollback brought back, detached, and what it started.
+      await sh(c, source, 'pkill -f "import errno[,] fcntl"; pkill -f "holder[.]py 8304"; pkill -f "xterm -T from-a-[t]erminal"; true');
     }
     const quiet = await forkReport(source, 'no terminal open', 1);
-    expect(quiet.leftBehind).toEqual([]);
+    expect(quiet.carried).toEqual([]);
   });
 
   it('keeps loopback TCP connections (IPv4 and IPv6) talking in each child, and closes the ones to the outside there only', async () => {
