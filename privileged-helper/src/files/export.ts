@@ -83,7 +83,7 @@ export class Exporter {
   async preview(ref: string, params: { repo: string; branch: string; message?: string; since?: string }): Promise<{ patch: string; cut: boolean }> {
     const owner = await ownRepository(params.repo, null);
     return this.fromBranch(ref, async (source) => {
-      const made = await this.make(source, { ...params, to: { kind: 'preview', repo: params.repo, branch: params.branch } }, { uid: owner });
+      const made = await this.make(source, { ...params, to: { kind: 'preview', repo: params.repo, branch: params.branch } }, { uid: owner }, true);
       return { patch: made.patch.slice(0, PREVIEW_PATCH_BYTES), cut: made.patch.length > PREVIEW_PATCH_BYTES };
     });
   }
@@ -96,7 +96,8 @@ export class Exporter {
    */
   async exportApproved(ref: string, params: { repo: string; branch: string; message?: string; since?: string }, person: Caller): Promise<ExportResult> {
     await ownRepository(params.repo, person.uid);
-    return this.export(ref, { to: { kind: 'git', repo: params.repo, branch: params.branch }, message: params.message, since: params.since }, person);
+    const to = { kind: 'git', repo: params.repo, branch: params.branch } as const;
+    return this.fromBranch(ref, async (source) => (await this.make(source, { ...params, to }, person, true)).result);
   }
 
   private async fromBranch<T>(ref: string, use: (source: Source) => Promise<T>): Promise<T> {
@@ -111,6 +112,7 @@ export class Exporter {
     { target, branch, origin }: Source,
     req: Omit<ExportParams, 'to'> & { to: Destination },
     caller: Caller,
+    ownersOnly = false,
   ): Promise<{ result: ExportResult; patch: string }> {
     if (!origin) throw new GroveError('E_PRECONDITION', `'${branch.name}' has no project to export: its workspace was made without --project`);
     if (!origin.commit)
@@ -118,7 +120,7 @@ export class Exporter {
         'E_PRECONDITION',
         `the project of '${branch.name}' (${origin.hostPath}) was not a git repository's top when it was copied: there is no commit to build on`,
       );
-    const git = await Git.as(caller, req.to.kind === 'patch' ? origin.hostPath : req.to.repo);
+    const git = await Git.as(caller, req.to.kind === 'patch' ? origin.hostPath : req.to.repo, ownersOnly);
     await git.requireCommit(origin.commit);
     if (req.to.kind !== 'patch') await git.requireNewBranch(req.to.branch, req.to.kind === 'git' && (req.to.force ?? false));
     const since = req.since === undefined ? null : await this.changedSince(branch, req.since, origin.path);
@@ -209,10 +211,17 @@ class Git {
     private readonly caller: Caller,
     private readonly repo: string,
     private readonly home: string,
+    /**
+     * Git's own check that the repository is the caller's (it will not read
+     * another's config) is kept: for an agent's request, whose repository a
+     * link could swap after the helper's check. A person's own export may
+     * name any repository they can write to.
+     */
+    private readonly ownersOnly: boolean,
   ) {}
 
-  static async as(caller: Caller, repo: string): Promise<Git> {
-    const git = new Git(caller, repo, await callerHome(caller));
+  static async as(caller: Caller, repo: string, ownersOnly: boolean): Promise<Git> {
+    const git = new Git(caller, repo, await callerHome(caller), ownersOnly);
     const inside = await git.run(['rev-parse', '--is-inside-work-tree'], {}, true);
     if (inside?.trim() !== 'true') throw new GroveError('E_INVALID_PARAMS', `${repo} is not a git repository with a work tree`);
     return git;
@@ -264,7 +273,8 @@ class Git {
   run(args: string[], env: Record<string, string>, mayFail: true): Promise<string | null>;
   async run(args: string[], env: Record<string, string> = {}, mayFail = false, cwd = this.repo, input?: string): Promise<string | null> {
     // The repository and the export's own work tree are the only ones git is told to trust (git's check of who owns them).
-    const [file, argv] = await asCaller(this.caller, ['git', '-c', `safe.directory=${this.repo}`, '-c', `safe.directory=${cwd}`, '-C', cwd, ...args]);
+    const trusted = [...(this.ownersOnly ? [] : [this.repo]), ...(cwd === this.repo ? [] : [cwd])].flatMap((dir) => ['-c', `safe.directory=${dir}`]);
+    const [file, argv] = await asCaller(this.caller, ['git', ...trusted, '-C', cwd, ...args]);
     const opts: RunOptions = { env: { HOME: this.home, GIT_TERMINAL_PROMPT: '0', ...env }, allowFailure: mayFail, input };
     const res = await run(file, argv, opts);
     return mayFail && res.exitCode !== 0 ? null : res.stdout;
