@@ -4,7 +4,7 @@
 const PRODUCT = '^(privileged-helper/src|main/src|renderer/src|electron)/';
 
 /** @type {import('dependency-cruiser').IConfiguration} */
-module.exports = {
+export default {
   forbidden: [
     {
       name: 'no-cycle',
