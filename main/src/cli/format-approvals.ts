@@ -91,6 +91,6 @@ export function printIdentity(a: Actor, socket: string): void {
   console.log(
     a.role === 'person'
       ? 'As a person you decide: approve or deny requests, promote, discard, change outside access.'
-      : 'As an agent you work in branches; promote, outside access, and discarding or stopping branches you did not fork are requests to a person.',
+      : 'As an agent you work in the workspaces a person put in your scope (grove agents ls); promote, outside access, and discarding, stopping or rolling back branches you do not own are requests to a person.',
   );
 }
