@@ -513,44 +513,46 @@ describe('noise: Grove’s own files and what the project’s .gitignore files m
     const origin = main.project!.commit!;
     const alice = await testUser(agentUserNames(instance().instance)[0]!);
     const asAlice = (...args: string[]) => runAs(alice.name, GROVE_CLI, ['--socket', instance().agentSocketPath, ...args]);
-    const refused = await runAs(alice.name, CALL, [
-      instance().agentSocketPath,
-      'branch.export',
-      JSON.stringify({ workspace: child.id, to: { kind: 'git', repo, branch: 'nz-agent' } }),
-    ]);
-    expect(JSON.parse(refused.stdout)).toMatchObject({ error: { code: 'E_FORBIDDEN', message: expect.stringContaining('kind branch.export') } });
+    await withScope(client, alice.name, [main.id], async () => {
+      const refused = await runAs(alice.name, CALL, [
+        instance().agentSocketPath,
+        'branch.export',
+        JSON.stringify({ workspace: child.id, to: { kind: 'git', repo, branch: 'nz-agent' } }),
+      ]);
+      expect(JSON.parse(refused.stdout)).toMatchObject({ error: { code: 'E_FORBIDDEN', message: expect.stringContaining('kind branch.export') } });
 
-    const asked = await asAlice('--json', 'export', child.name, '--git', repo, '--branch', 'nz-agent', '--reason', 'later.txt is done', '--no-wait');
-    expect(asked.exitCode, asked.stderr).toBe(0);
-    const req = JSON.parse(asked.stdout) as Approval;
-    expect(req).toMatchObject({ state: 'pending', action: { kind: 'branch.export', repo, branch: 'nz-agent' } });
-    expect(req.preview.export).toMatchObject({ repo, branch: 'nz-agent' });
-    const patch = req.preview.export!.patch;
-    expect(patch).toContain('+later');
-    expect(patch).toContain('src.txt');
-    expect(patch).not.toContain('node_modules');
-    expect(patch).not.toContain('build/');
-    expect(await git('branch', '--list', 'nz-agent')).toBe('');
+      const asked = await asAlice('--json', 'export', child.name, '--git', repo, '--branch', 'nz-agent', '--reason', 'later.txt is done', '--no-wait');
+      expect(asked.exitCode, asked.stderr).toBe(0);
+      const req = JSON.parse(asked.stdout) as Approval;
+      expect(req).toMatchObject({ state: 'pending', action: { kind: 'branch.export', repo, branch: 'nz-agent' } });
+      expect(req.preview.export).toMatchObject({ repo, branch: 'nz-agent' });
+      const patch = req.preview.export!.patch;
+      expect(patch).toContain('+later');
+      expect(patch).toContain('src.txt');
+      expect(patch).not.toContain('node_modules');
+      expect(patch).not.toContain('build/');
+      expect(await git('branch', '--list', 'nz-agent')).toBe('');
 
-    const decided = await client.request('approval.approve', { id: req.id });
-    expect(decided).toMatchObject({ state: 'done', outcome: expect.stringMatching(/^commit [0-9a-f]{40} on [0-9a-f]{12} is branch nz-agent of /) });
-    expect(await git('log', '-1', '--format=%P|%cn', 'nz-agent')).toMatch(new RegExp(`^${origin}\\|`));
-    // lib/.gitignore went before the version: what it kept out is the branch's work now.
-    expect((await git('show', '--name-only', '--format=', 'nz-agent')).split('\n').sort()).toEqual(['later.txt', 'lib/gen/made.c', 'src.txt']);
+      const decided = await client.request('approval.approve', { id: req.id });
+      expect(decided).toMatchObject({ state: 'done', outcome: expect.stringMatching(/^commit [0-9a-f]{40} on [0-9a-f]{12} is branch nz-agent of /) });
+      expect(await git('log', '-1', '--format=%P|%cn', 'nz-agent')).toMatch(new RegExp(`^${origin}\\|`));
+      // lib/.gitignore went before the version: what it kept out is the branch's work now.
+      expect((await git('show', '--name-only', '--format=', 'nz-agent')).split('\n').sort()).toEqual(['later.txt', 'lib/gen/made.c', 'src.txt']);
 
-    // A repository that is not the approving person's own is refused when it is approved, nothing written.
-    const theirs = await mkdtemp(path.join(os.tmpdir(), 'grove-agent-repo-'));
-    try {
-      await execa('git', ['init', '-q', theirs]);
-      await execa('chown', ['-R', String(alice.uid), theirs]);
-      const planted = await asAlice('--json', 'export', child.name, '--git', theirs, '--branch', 'x', '--reason', 'mine', '--no-wait');
-      expect(planted.exitCode, planted.stderr).toBe(0);
-      const denied = await client.request('approval.approve', { id: (JSON.parse(planted.stdout) as Approval).id });
-      expect(denied).toMatchObject({ state: 'failed', outcome: expect.stringContaining(`belongs to uid ${alice.uid}, not to the person approving (uid 0)`) });
-      expect((await execa('git', ['-c', `safe.directory=${theirs}`, '-C', theirs, 'for-each-ref'])).stdout).toBe('');
-    } finally {
-      await rm(theirs, { recursive: true, force: true });
-    }
+      // A repository that is not the approving person's own is refused when it is approved, nothing written.
+      const theirs = await mkdtemp(path.join(os.tmpdir(), 'grove-agent-repo-'));
+      try {
+        await execa('git', ['init', '-q', theirs]);
+        await execa('chown', ['-R', String(alice.uid), theirs]);
+        const planted = await asAlice('--json', 'export', child.name, '--git', theirs, '--branch', 'x', '--reason', 'mine', '--no-wait');
+        expect(planted.exitCode, planted.stderr).toBe(0);
+        const denied = await client.request('approval.approve', { id: (JSON.parse(planted.stdout) as Approval).id });
+        expect(denied).toMatchObject({ state: 'failed', outcome: expect.stringContaining(`belongs to uid ${alice.uid}, not to the person approving (uid 0)`) });
+        expect((await execa('git', ['-c', `safe.directory=${theirs}`, '-C', theirs, 'for-each-ref'])).stdout).toBe('');
+      } finally {
+        await rm(theirs, { recursive: true, force: true });
+      }
+    });
   });
 });
 
