@@ -146,7 +146,13 @@ test('a branch set to "Ask me" in the app waits for approval; approve once lets 
   await page.getByRole('tab', { name: /Requests/ }).click();
   const stop = page.getByTestId(`grants-${BRANCH}`).locator('input[data-kind="workspace.stop"]');
   await expect(stop).not.toBeChecked();
-  await stop.check();
+  // Giving agents a power asks first: the tick waits for the person's yes.
+  await stop.click();
+  const asked = page.getByRole('dialog');
+  await expect(asked).toContainText('without asking');
+  expect(await helper.request('grant.list', { workspace: BRANCH })).toEqual([]);
+  await asked.getByRole('button', { name: 'Let them' }).click();
+  await expect(asked).toBeHidden();
   await expect.poll(async () => (await helper.request('grant.list', { workspace: BRANCH })).map((g) => g.kind)).toEqual(['workspace.stop']);
   const [granted] = await helper.request('grant.list', { workspace: BRANCH });
   await expect(stop).toBeChecked();
