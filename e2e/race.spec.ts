@@ -33,6 +33,7 @@ test.beforeAll(async ({ browser }) => {
 });
 
 test.afterAll(async () => {
+  if (agent) await helper?.request('scope.revoke', { who: { user: agent.user } }).catch(() => undefined);
   const tree = (await helper?.request('workspace.list', {}))?.filter((w) => w.name.startsWith(RACE)) ?? [];
   for (const w of [...tree.filter((x) => !x.main), ...tree.filter((x) => x.main)])
     await helper.request('workspace.delete', { workspace: w.id }).catch(() => undefined);
@@ -52,6 +53,8 @@ const tile = (name: string) => page.getByTestId(`race-${name}`);
 test('three children typed into by the reference agent; the person picks one, as one decision', async () => {
   test.setTimeout(600_000);
   const root = await helper.request('workspace.create', { name: RACE });
+  // The agent sees only the workspaces a person put in its scope.
+  await helper.request('scope.allow', { who: { user: agent!.user }, workspaces: [root.id] });
   // The agent stays to hear the decisions on its requests (the pick closes them).
   const running = runAs(agent!.user, REFERENCE_AGENT, ['--branch', RACE, '--socket', agent!.socket, '--wait-decisions', '300']);
   let children: { id: string; name: string }[] = [];
