@@ -7,7 +7,6 @@ import { formatRule, isHostPattern } from '../protocol/egress-rules.js';
 import type { ProxyTarget } from './gate-protocol.js';
 import { canonicalAddress, effective, formatAddress, inRange, kindOfAddress, parseAddress, parseRange, type Range } from './address.js';
 
-
 export const DEFAULT_POLICY: EgressPolicy = { mode: 'deny', allow: [], holdMutating: false };
 
 export type Verdict = { action: 'allow' } | { action: 'deny'; reason: string } | { action: 'hold'; reason: 'destination' | 'mutating' };

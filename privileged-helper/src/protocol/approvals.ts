@@ -13,7 +13,15 @@ export const ApprovalId = z.string().regex(/^q[0-9a-f]{8}$/, 'a request id is q 
 export const GrantId = z.string().regex(/^g[0-9a-f]{8}$/, 'a grant id is g and 8 hex digits');
 
 /** What an agent may ask a person for (and what a grant may let agents do without asking). */
-export const AgentRequestKind = z.enum(['branch.promote', 'branch.discard', 'workspace.stop', 'egress.policy', 'branch.merge', 'branch.rollback', 'branch.export']);
+export const AgentRequestKind = z.enum([
+  'branch.promote',
+  'branch.discard',
+  'workspace.stop',
+  'egress.policy',
+  'branch.merge',
+  'branch.rollback',
+  'branch.export',
+]);
 export type AgentRequestKind = z.infer<typeof AgentRequestKind>;
 
 export const AgentRequestAction = z.discriminatedUnion('kind', [

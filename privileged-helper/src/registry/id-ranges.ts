@@ -11,7 +11,6 @@ export const ID_RANGE_SIZE = 65536;
 export const FIRST_HOST_BASE = 1 << 24;
 const LAST_SLOT = Math.floor((2 ** 32 - 1 - FIRST_HOST_BASE) / ID_RANGE_SIZE) - 1;
 
-
 export class IdRanges {
   constructor(private readonly db: Db) {}
 
