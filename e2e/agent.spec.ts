@@ -14,7 +14,7 @@ import { callTool, connectGroveMcp, pngOf } from '../main/src/mcp/client.js';
 import type { Approval } from '../privileged-helper/src/protocol/approvals.js';
 import { runAs } from '../privileged-helper/test/system/agent-users.js';
 import { REPO } from '../privileged-helper/test/system/helper-process.js';
-import { openApp } from './app-page.js';
+import { deleteBranches, openApp } from './app-page.js';
 import { unexpectedErrors } from './console-errors.js';
 
 const BRANCH = 'e2e-agent';
@@ -43,8 +43,7 @@ test.afterAll(async () => {
   // Every branch of the spec's workspace, the main line last.
   const tree = (await helper?.request('workspace.get', { workspace: BRANCH }).catch(() => null))?.tree;
   const mine = (await helper?.request('workspace.list', {}))?.filter((w) => w.tree === tree) ?? [];
-  for (const w of [...mine.filter((x) => !x.main), ...mine.filter((x) => x.main)])
-    await helper.request('workspace.delete', { workspace: w.id }).catch(() => undefined);
+  await deleteBranches(helper, mine);
   helper?.close();
   await page?.close();
 });

@@ -10,7 +10,7 @@ import { expect, test, type Page } from '@playwright/test';
 import { HelperClient } from '../main/src/helper-client/client.js';
 import { runAs } from '../privileged-helper/test/system/agent-users.js';
 import { REPO } from '../privileged-helper/test/system/helper-process.js';
-import { openApp } from './app-page.js';
+import { deleteBranches, openApp } from './app-page.js';
 import { unexpectedErrors } from './console-errors.js';
 
 const RACE = 'e2e-race';
@@ -35,8 +35,7 @@ test.beforeAll(async ({ browser }) => {
 test.afterAll(async () => {
   if (agent) await helper?.request('scope.revoke', { who: { user: agent.user } }).catch(() => undefined);
   const tree = (await helper?.request('workspace.list', {}))?.filter((w) => w.name.startsWith(RACE)) ?? [];
-  for (const w of [...tree.filter((x) => !x.main), ...tree.filter((x) => x.main)])
-    await helper.request('workspace.delete', { workspace: w.id }).catch(() => undefined);
+  await deleteBranches(helper, tree);
   helper?.close();
   await page?.close();
 });
