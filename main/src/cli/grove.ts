@@ -128,14 +128,15 @@ program
   .argument('<workspace>', 'the running branch to fork (id or name)')
   .option('-n, --copies <n>', 'how many sibling branches', Number, 1)
   .option('--name <name...>', 'names for the new branches (default NAME-1, NAME-2, …)')
-  .description('fork a running branch into N live sibling branches')
-  .action((ref: string, opts: { copies: number; name?: string[] }) =>
+  .option('--from <version>', "restore them from this version of the branch's workspace; the branch is not touched and need not run")
+  .description('fork a running branch (or one of its versions) into N live sibling branches')
+  .action((ref: string, opts: { copies: number; name?: string[]; from?: string }) =>
     withClient(async (c) => {
       await c.subscribe(['progress']);
       c.on('progress', (p) => {
         if (p.job.startsWith('fork-') && !globals().json) process.stderr.write(`[${p.stage}] ${p.message}\n`);
       });
-      const report = await c.request('branch.fork', { workspace: ref, copies: opts.copies, names: opts.name });
+      const report = await c.request('branch.fork', { workspace: ref, copies: opts.copies, names: opts.name, version: opts.from });
       output(report, () => printForkReport(report));
     }),
   );

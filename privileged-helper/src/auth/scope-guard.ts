@@ -50,7 +50,7 @@ export class ScopeGuard {
       const ws = this.d.registry.findWorkspace(ref);
       if (ws && !this.view.sees(ws)) throw new GroveError('E_NOT_FOUND', `no workspace '${ref}'`);
     }
-    if (method === 'branch.rollback' && typeof params.version === 'string') {
+    if ((method === 'branch.rollback' || method === 'branch.fork') && typeof params.version === 'string') {
       const version = this.d.registry.findVersion(params.version);
       if (version && !this.seesTree(version.treeId)) throw new GroveError('E_NOT_FOUND', `no version '${params.version}'`);
     }

@@ -19,17 +19,23 @@
 //   expose   each child's desktop socket and host ports open; once its first VNC frame is out it is
 //            'running' and announced, without waiting for its siblings
 //   commit   the fork and its fork point are recorded; children are returned
+//
+// A fork from a version (`version`) leaves the source alone, running or not:
+// its children are restored from the version's images, their files snapshots
+// of the version's (prepare makes that fork point), so there is no dump and
+// no thaw; the version is held (not deleted) until the fork is over.
 import { mkdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { allSettled, forEachLimited } from '../concurrency.js';
 import { netnsPath } from '../host/netns.js';
-import { BRANCH_HEADROOM_BYTES, mib, requireSpace } from '../host/space.js';
+import { BRANCH_HEADROOM_BYTES, mib, requireSpace, type SpaceNeed } from '../host/space.js';
 import { isSameProcess } from '../host/proc.js';
 import { copiedBecause } from '../host/kernel-tier.js';
 import { ShareHolder } from '../host/share-holder.js';
 import { firstFrame } from '../desktop/rfb-probe.js';
-import type { DumpRun } from '../host/criu/criu.js';
+import { restoreWorkDir, type DumpRun } from '../host/criu/criu.js';
+import { snapshot } from '../host/btrfs.js';
 import type { ForkFault, ForkReport, ForkStage, Workspace } from '../protocol/entities.js';
 import type { Maker } from '../protocol/identity.js';
 import { GroveError } from '../protocol/wire.js';
@@ -40,12 +46,15 @@ import type { WorkspaceRecord } from '../registry/registry.js';
 import { writeIdentity } from '../workspaces/workspace-service.js';
 import { announceGeneration, GENERATION_FILE, type Generation } from '../workspaces/generation.js';
 import { undoAfter } from '../undo.js';
+import type { HeldVersion, VersionService } from './versions.js';
 
 export const MAX_COPIES = 16;
 
 export interface ForkOptions {
   copies: number;
   names?: string[];
+  /** Restore the children from this version of the source's workspace instead of the source as it runs now. */
+  version?: string;
   /** Who forks: the children are theirs (an agent may discard what it forked without asking). */
   madeBy: Maker;
   /** Test switch: fail right after this stage, or stall (refused unless the helper allows fault injection). */
@@ -57,17 +66,41 @@ export interface ForkDeps extends BranchDeps {
   /** The terminals attached in a running branch: each goes into the children (said in the report). */
   terminalsIn: (ws: WorkspaceRecord) => { holder: string; command: string }[];
   progress: (job: string, stage: string, message: string, done: boolean) => void;
+  versions: Pick<VersionService, 'holdForFork'>;
 }
+
+/** The stages a fork from a version has (it has no dump, so no freeze or thaw either), where a test may make it fail. */
+const VERSION_FORK_FAULTS: readonly ForkFault[] = ['prepare', 'restore', 'expose', 'commit', 'stall'];
 
 export class ForkService {
   constructor(private readonly d: ForkDeps) {}
 
   async fork(ref: string, opts: ForkOptions): Promise<ForkReport> {
     if (opts.names && opts.names.length !== opts.copies) throw new GroveError('E_INVALID_PARAMS', `give ${opts.copies} names, or none`);
+    if (opts.version !== undefined) return this.forkFromVersion(ref, opts.version, opts);
     const source = this.d.workspaces.running(ref);
     return this.d.workspaces.lock.run(source.id, () =>
-      this.d.ksm.hold((releaseKsm) => new ForkTransaction(this.d, this.d.workspaces.running(source.id), opts, releaseKsm).run()),
+      this.d.ksm.hold((releaseKsm) => new ForkTransaction(this.d, this.d.workspaces.running(source.id), opts, releaseKsm, null).run()),
     );
+  }
+
+  /**
+   * The source is only read: its read turn keeps it from being deleted or
+   * rolled back meanwhile (as a diff's does), beside other forks from its versions.
+   */
+  private async forkFromVersion(ref: string, versionId: string, opts: ForkOptions): Promise<ForkReport> {
+    if (opts.fault && !VERSION_FORK_FAULTS.includes(opts.fault.at))
+      throw new GroveError('E_INVALID_PARAMS', `a fork from a version has no '${opts.fault.at}' stage (it has ${VERSION_FORK_FAULTS.join(', ')})`);
+    const { id } = this.d.workspaces.record(ref);
+    return this.d.workspaces.lock.read(id, async () => {
+      const source = this.d.workspaces.record(id);
+      const version = await this.d.versions.holdForFork(versionId, source.treeId);
+      try {
+        return await this.d.ksm.hold((releaseKsm) => new ForkTransaction(this.d, source, opts, releaseKsm, version).run());
+      } finally {
+        version.release();
+      }
+    });
   }
 }
 
@@ -101,6 +134,8 @@ class ForkTransaction {
     private readonly opts: ForkOptions,
     /** Lets ksmd scan fast again before the fork ends (host/ksm.ts). */
     private readonly releaseKsm: () => Promise<void>,
+    /** The version the children are restored from; null: the source as it runs. */
+    private readonly from: HeldVersion | null,
   ) {
     const serial = d.registry.freshId();
     this.id = `fork-${serial}`;
@@ -129,9 +164,7 @@ class ForkTransaction {
   }
 
   private async make(): Promise<ForkReport> {
-    const imagesDir = await this.stage('prepare', () => this.prepare());
-    const forkPoint = await this.stage('dump', () => this.dump(imagesDir));
-    await this.stage('thaw', () => this.verifySourceRunning());
+    const { imagesDir, forkPoint } = this.from ? await this.stage('prepare', () => this.prepareFrom(this.from!)) : await this.takeLive();
     await this.bringUp(imagesDir, forkPoint);
     if (this.opts.fault?.at === 'stall') await new Promise<never>(() => undefined); // only the helper's death ends it
     await this.twins.releaseTwins();
@@ -150,8 +183,17 @@ class ForkTransaction {
       memory: this.memory,
       criu: this.criuStats,
       leftBehind: this.notes,
-      carried: this.carried(),
+      carried: this.from ? [] : this.carried(),
+      ...(this.from && { version: this.from.id }),
     };
+  }
+
+  /** The source's state now: dumped (its files snapshotted in the freeze), then running on. */
+  private async takeLive(): Promise<{ imagesDir: string; forkPoint: string }> {
+    const imagesDir = await this.stage('prepare', () => this.prepare());
+    const forkPoint = await this.stage('dump', () => this.dump(imagesDir));
+    await this.stage('thaw', () => this.verifySourceRunning());
+    return { imagesDir, forkPoint };
   }
 
   /**
@@ -229,6 +271,28 @@ class ForkTransaction {
 
   private async prepare(): Promise<string> {
     await this.requireSpace();
+    await this.reserveChildren();
+    const imagesDir = path.join(this.d.scratchDir, this.id);
+    await this.d.ledger.make({ kind: 'directory', name: imagesDir, owner: this.id }, () => mkdir(imagesDir, { recursive: true, mode: 0o700 }));
+    return imagesDir;
+  }
+
+  /**
+   * A fork from a version: the children's images are the version's, and their
+   * fork point a read-only snapshot of its files (the base their merges need),
+   * the fork's until it commits.
+   */
+  private async prepareFrom(version: HeldVersion): Promise<{ imagesDir: string; forkPoint: string }> {
+    await requireSpace(`a fork of '${this.source.name}' from version ${version.id} into ${this.opts.copies}`, [this.childrenRoom()]);
+    await this.reserveChildren();
+    const forkPoint = forkPointPath(this.d.storage.workspacesDir, this.pointId);
+    await this.d.ledger.make({ kind: 'subvolume', name: forkPoint, owner: this.pointId }, () => snapshot(version.files, forkPoint, { readonly: true }));
+    this.memory = `copied by CRIU from version ${version.id}'s images (KSM merges the copies later)`;
+    return { imagesDir: version.images, forkPoint };
+  }
+
+  /** The children recorded (each its turn held), and the networks of those restored first made. */
+  private async reserveChildren(): Promise<void> {
     const names = this.opts.names ?? this.childNames();
     const ports = this.d.registry.ports(this.source.id).map((p) => p.containerPort);
     for (const name of names) {
@@ -242,9 +306,6 @@ class ForkTransaction {
     // hold up neither the freeze nor the first children. allSettled: every
     // one has ended before a failure unwinds them.
     await allSettled(this.children.slice(0, this.atOnce).map((child) => this.d.runtime.prepareHost(child)));
-    const imagesDir = path.join(this.d.scratchDir, this.id);
-    await this.d.ledger.make({ kind: 'directory', name: imagesDir, owner: this.id }, () => mkdir(imagesDir, { recursive: true, mode: 0o700 }));
-    return imagesDir;
   }
 
   /** The network and cgroups of a child restored after the first ones, made just before its restore. */
@@ -258,14 +319,18 @@ class ForkTransaction {
   private async requireSpace(): Promise<void> {
     const dump = (await this.d.runtime.usage(this.source)).dumpableBytes;
     await requireSpace(`a fork of '${this.source.name}' into ${this.opts.copies}`, [
-      {
-        where: 'the pool',
-        dir: this.d.storage.workspacesDir,
-        bytes: this.opts.copies * BRANCH_HEADROOM_BYTES,
-        why: `${mib(BRANCH_HEADROOM_BYTES)} MiB for each child's first writes`,
-      },
+      this.childrenRoom(),
       { where: 'the scratch space', dir: this.d.scratchDir, bytes: dump, why: "the dump of the source's memory" },
     ]);
+  }
+
+  private childrenRoom(): SpaceNeed {
+    return {
+      where: 'the pool',
+      dir: this.d.storage.workspacesDir,
+      bytes: this.opts.copies * BRANCH_HEADROOM_BYTES,
+      why: `${mib(BRANCH_HEADROOM_BYTES)} MiB for each child's first writes`,
+    };
   }
 
   /** Terminals attached in the source: their holders and process trees are the branch's (exec/terminal-holder.ts), so each child has a copy. */
@@ -353,6 +418,8 @@ class ForkTransaction {
     forkPoint: string,
   ): Promise<{ proc: { pid: number; pidStart: number }; generation: Generation }> {
     const netns = netnsPath(this.d.runtime.netPlan(child).netns);
+    // In a version's images, CRIU's work dir of a restore that fails would stay: the fork's to remove.
+    if (this.from) this.d.registry.recordObject({ kind: 'directory', name: restoreWorkDir(imagesDir, child.id), owner: this.id });
     const root = this.makeRoot(child, forkPoint);
     await allSettled([root, this.d.criu.lockForRestore(netns)]);
     const { rootfs, generation } = await root;
@@ -368,10 +435,11 @@ class ForkTransaction {
       cgroups: this.d.runtime.cgroups(child),
       mergeable: !child.sensitive,
       userns: this.d.runtime.idRange(child) !== null,
-      pagesFollow: true,
+      pagesFollow: this.from === null,
       pagesFromTwins: this.twins.pagesInTwins,
     });
     this.criuStats.restores[this.children.indexOf(child)] = stats;
+    if (this.from) this.d.registry.setVersionOrigin(child.id, this.from.id);
     const adopting = this.d.runtime.adoptProcess(child, pid);
     await allSettled([adopting, this.d.storage.bindExternals(child)]);
     const proc = await adopting;
@@ -404,13 +472,17 @@ class ForkTransaction {
     this.timings.firstFrame = Math.max(this.timings.firstFrame, performance.now() - t0);
   }
 
-  /** The fork point is the children's and their descendants' from now on: the source's own line continues from its parent's. */
+  /**
+   * The fork point is the children's and their descendants' from now on: the
+   * source's own line continues from its parent's. A version's fork point
+   * is its branch's files as the version has them.
+   */
   private recordForkPoint(forkPoint: string, children: Workspace[]): void {
     const point = {
       id: this.pointId,
       path: forkPoint,
-      sourceId: this.source.id,
-      parentId: this.d.registry.forkPointOf(this.source.id),
+      sourceId: this.from?.branchId ?? this.source.id,
+      parentId: this.from ? this.from.forkPointId : this.d.registry.forkPointOf(this.source.id),
       treeId: this.source.treeId,
       madeAt: new Date().toISOString(),
     };
@@ -428,6 +500,7 @@ class ForkTransaction {
   /** The fork's last progress event: how much of it was undone, and whether the source survived. */
   private async sayUndone(whole: boolean): Promise<void> {
     const outcome = whole ? 'fork undone' : 'fork undone, but not whole';
+    if (this.from) return this.d.progress(this.id, 'failed', `${outcome}; the source was not touched`, true);
     const source = (await sourceAlive(this.source)) ? 'the source runs on unchanged' : `the source '${this.source.name}' is no longer running`;
     this.d.progress(this.id, 'failed', `${outcome}; ${source}`, true);
   }

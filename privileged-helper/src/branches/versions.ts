@@ -36,6 +36,18 @@ export interface VersionDeps extends BranchDeps {
 /** How long a listing with sizes waits for a version still being saved (one is saved within seconds). */
 const SAVING_SIZE_WAIT_MS = 10_000;
 
+/** A version a fork restores its children from (holdForFork), until it is released. */
+export interface HeldVersion {
+  id: string;
+  /** The branch it is a version of (it may be gone since). */
+  branchId: string;
+  images: string;
+  files: string;
+  /** The fork point its files descend from. */
+  forkPointId: string | null;
+  release: () => void;
+}
+
 /** What a rollback set aside of the branch's state before it, to undo it with. */
 type RolledBackFrom = Extract<PendingOp, { kind: 'rollback' }>['before'];
 
@@ -249,6 +261,34 @@ export class VersionService {
     }
   }
 
+  /**
+   * A saved version of the workspace `treeId`, held for a fork from it: it is
+   * not deleted until `release` is called. A version being removed is refused,
+   * not waited for; one being saved is waited for.
+   */
+  async holdForFork(versionId: string, treeId: string): Promise<HeldVersion> {
+    const version = this.d.registry.findVersion(versionId);
+    if (!version) throw new GroveError('E_NOT_FOUND', `no version '${versionId}'`);
+    if (version.treeId !== treeId) throw new GroveError('E_CONFLICT', `version ${versionId} belongs to another workspace`);
+    if (this.removing.has(versionId)) throw new GroveError('E_CONFLICT', `version ${versionId} is being deleted; fork from another version`);
+    const release = this.use(versionId);
+    try {
+      await this.saved(versionId);
+    } catch (err) {
+      release();
+      throw err;
+    }
+    const dir = path.join(this.d.versionsDir, versionId);
+    return {
+      id: versionId,
+      branchId: version.branchId,
+      images: path.join(dir, 'images'),
+      files: path.join(dir, 'files'),
+      forkPointId: this.d.registry.versionForkPointOf(versionId),
+      release,
+    };
+  }
+
   /** Marks the version in use (not to be deleted) until the function returned is called. */
   private use(versionId: string): () => void {
     this.inUse.set(versionId, (this.inUse.get(versionId) ?? 0) + 1);
@@ -448,7 +488,8 @@ export class VersionService {
 
   async delete(versionId: string): Promise<void> {
     if (!this.d.registry.findVersion(versionId)) throw new GroveError('E_NOT_FOUND', `no version '${versionId}'`);
-    if (this.inUse.has(versionId)) throw new GroveError('E_CONFLICT', `version ${versionId} is being rolled back to; delete it once the rollback is done`);
+    if (this.inUse.has(versionId))
+      throw new GroveError('E_CONFLICT', `version ${versionId} is being rolled back to or forked from; delete it once that is done`);
     await this.remove(versionId);
   }
 

@@ -286,6 +286,8 @@ export type CriuRestoreStats = z.infer<typeof CriuRestoreStats>;
 export const ForkReport = z.strictObject({
   fork: z.string(),
   source: Id,
+  /** The version the children were restored from (a fork from a version; the source was not touched). */
+  version: Id.optional(),
   children: z.array(Workspace),
   /**
    * What the children do not have, in words (a watcher of the generation

@@ -194,6 +194,8 @@ export const methods = {
       copies: z.number().int().min(1).max(16),
       /** Names for the children (default: NAME-1, NAME-2, …). */
       names: z.array(Name).max(16).optional(),
+      /** Restore the children from this version of the workspace instead of the branch as it runs (which is not touched, and need not run). */
+      version: Id.optional(),
       ...testFault(ForkFault),
     }),
     result: ForkReport,

@@ -472,6 +472,11 @@ export class Registry {
     return (this.db.prepare(`SELECT ${FORK_POINT_COLUMNS} FROM fork_points WHERE id = ?`).get(id) as ForkPointRecord | undefined) ?? null;
   }
 
+  /** The fork point a version's files descend from (null: its tree's first files, or from before fork points were kept). */
+  versionForkPointOf(versionId: string): string | null {
+    return (this.db.prepare('SELECT fork_point_id FROM versions WHERE id = ?').pluck().get(versionId) as string | null | undefined) ?? null;
+  }
+
   /** Every fork point, oldest first. */
   listForkPoints(): ForkPointRecord[] {
     return this.db.prepare(`SELECT ${FORK_POINT_COLUMNS} FROM fork_points ORDER BY seq`).all() as ForkPointRecord[];

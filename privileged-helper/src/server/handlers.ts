@@ -134,7 +134,7 @@ export function createHandlers(s: Services): Handlers {
       return versions ? { deleted, versions } : { deleted };
     },
     'workspace.limits': ({ workspace, ...change }) => s.workspaces.setLimits(workspace, change),
-    'branch.fork': (p, ctx) => s.forks.fork(p.workspace, { copies: p.copies, names: p.names, fault: fault(p), madeBy: ctx.actor }),
+    'branch.fork': (p, ctx) => s.forks.fork(p.workspace, { copies: p.copies, names: p.names, version: p.version, fault: fault(p), madeBy: ctx.actor }),
     'branch.checkpoint': (p) => s.versions.checkpoint(p.workspace, p.label, fault(p)),
     'branch.rollback': (p) => s.versions.rollback(p.workspace, p.version, { keep: p.keep === true, fault: fault(p) }),
     'branch.promote': (p) => s.promotions.promote(p.workspace, p.oldMain ?? 'version', fault(p)),
