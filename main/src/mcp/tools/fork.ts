@@ -8,7 +8,7 @@ export const forkTool = defineTool({
   name: 'fork',
   title: 'Fork a branch',
   description:
-    'Forks a running branch into 1-16 live sibling branches: each child continues from this moment with the same processes, screen and files, isolated from the others. With `version` (a checkpoint of the branch\'s workspace) the children continue from that version instead, and the branch itself is not touched. Try several ideas at once, then ask for the best to be promoted. You may discard branches you forked yourself. Takes a few seconds per copy.',
+    "Forks a running branch into 1-16 live sibling branches: each child continues from this moment with the same processes, screen and files, isolated from the others. With `version` (a checkpoint of the branch's workspace) the children continue from that version instead, and the branch itself is not touched. Try several ideas at once, then ask for the best to be promoted. You may discard branches you forked yourself. Takes a few seconds per copy.",
   input: {
     branch: Branch,
     copies: z.number().int().min(1).max(16).optional().describe('how many children (default 1)'),
