@@ -105,6 +105,47 @@ describe('a helper killed in a fork or a checkpoint', () => {
   });
 });
 
+describe('a helper killed in a fork from a version', () => {
+  let ws: Workspace;
+  let versionId: string;
+
+  beforeAll(async () => {
+    ws = await createWorkspace(c, 'crash-version-source');
+    versionId = (await c.request('branch.checkpoint', { workspace: ws.id, label: 'forked from' })).id;
+    await waitFor(
+      'the version to be saved',
+      async () => (await c.request('version.list', { workspace: ws.id })).some((v) => v.id === versionId && v.saved),
+      60_000,
+    );
+  });
+
+  afterAll(async () => {
+    for (const w of (await c.request('workspace.list', {})).filter((x) => x.tree === ws.tree))
+      await c.request('workspace.delete', { workspace: w.id, versions: 'delete' }).catch(() => undefined);
+  });
+
+  it.each(['prepare', 'restore', 'expose', 'commit'] as const)('leaves the source and the version as they were when killed at %s', async (stage) => {
+    const t = instance();
+    const images = `${t.stateDir}/pool/versions/${versionId}/images`;
+    const imagesBefore = (await readdir(images)).sort();
+    const points = async () => (await readdir(`${t.stateDir}/pool/workspaces`)).filter((f) => f.startsWith('.fork-point-')).sort();
+    const pointsBefore = await points();
+    await crashDuring('branch.fork', { workspace: ws.id, copies: 2, version: versionId, faultAt: stage });
+    expect((await c.request('workspace.get', { workspace: ws.id })).pid).toBe(ws.pid);
+    expect((await treeStates(ws.tree)).filter((s) => s !== 'running')).toEqual([]);
+    // Neither CRIU's work directories in the version's images nor the fork's uncommitted fork point are left.
+    expect((await readdir(images)).sort()).toEqual(imagesBefore);
+    expect(await points()).toEqual(pointsBefore);
+    expect((await c.request('version.list', { workspace: ws.id })).find((v) => v.id === versionId)).toMatchObject({ saved: true });
+    for (const w of (await c.request('workspace.list', {})).filter((x) => x.tree === ws.tree && x.id !== ws.id)) {
+      await track(w);
+      expect(await sh(c, w, 'echo adopted')).toBe('adopted\n');
+      await c.request('workspace.delete', { workspace: w.id });
+    }
+    await worksAsBefore(ws);
+  });
+});
+
 describe('a helper killed in a rollback', () => {
   let ws: Workspace;
   let versionId: string;
