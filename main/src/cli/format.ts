@@ -74,6 +74,7 @@ export function printWorkspaces(list: Workspace[], space: SpaceReport | null = n
 
 export function printForkReport(r: ForkReport): void {
   for (const child of r.children) console.log(`${child.id}\t${child.name}\t${child.vncSocket ?? '-'}\t${ports(child)}`);
+  if (r.version) console.log(`restored from version ${r.version}; the source was not touched`);
   console.log(describeTimings(r.timings));
   if (r.readyMs.length > 1) console.log(`on screen after: ${r.readyMs.map((ms, i) => `${r.children[i]?.name ?? i} ${Math.round(ms)} ms`).join(' · ')}`);
   console.log(`memory: ${r.memory}`);
@@ -98,10 +99,9 @@ function describeCriu(c: ForkReport['criu']): string | null {
 
 function describeTimings(t: ForkReport['timings']): string {
   const ms = (n: number) => `${Math.round(n)} ms`;
-  return (
-    `prepare ${ms(t.prepare)} · dump ${ms(t.dump)} (source frozen ${ms(t.sourceFrozen)}) · restore ${ms(t.restore)} · ` +
-    `expose ${ms(t.expose)} (first frame ${ms(t.firstFrame)}) · total ${ms(t.total)}`
-  );
+  // A fork from a version dumps nothing: no dump to tell of.
+  const dump = t.dump > 0 ? ` · dump ${ms(t.dump)} (source frozen ${ms(t.sourceFrozen)})` : '';
+  return `prepare ${ms(t.prepare)}${dump} · restore ${ms(t.restore)} · expose ${ms(t.expose)} (first frame ${ms(t.firstFrame)}) · total ${ms(t.total)}`;
 }
 
 const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);

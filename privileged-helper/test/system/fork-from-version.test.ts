@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { ForkReport, Version, Workspace } from '../../src/protocol/entities.js';
 import type { GroveError } from '../../src/protocol/wire.js';
-import { agentUserNames, CALL, runAs, withScope } from './agent-users.js';
+import { agentUserNames, CALL, GROVE_CLI, runAs, withScope } from './agent-users.js';
 import { netnsNames } from './leftovers.js';
 import { connect, createWorkspace, fullPool, hostPort, httpGet, instance, sh, track, waitFor } from './support.js';
 
@@ -236,6 +236,18 @@ describe('fork from a version', () => {
         message: `no version '${otherVersion.id}'`,
       });
     });
+  });
+
+  it('forks from a version on the command line (grove fork --from), and says so', async () => {
+    const res = await runAs('root', GROVE_CLI, ['--socket', instance().socketPath, 'fork', 'fv', '--from', version.id, '--name', 'fv-cli']);
+    expect(res.stderr).not.toMatch(/error/i);
+    expect(res.exitCode).toBe(0);
+    expect(res.stdout).toContain(`restored from version ${version.id}; the source was not touched`);
+    expect(res.stdout).not.toContain('source frozen');
+    const child = await track(await client.request('workspace.get', { workspace: 'fv-cli' }));
+    made.push(child.id);
+    expect(await stateOf(client, child)).toEqual(atVersion);
+    await expectSourceUntouched();
   });
 
   it('forks from a version of a stopped branch, which stays stopped', async () => {
