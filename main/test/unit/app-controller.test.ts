@@ -13,7 +13,8 @@ import WebSocket from 'ws';
 import type { Workspace } from '../../src/api/contract.js';
 import { Controller } from '../../src/app/controller.js';
 import { startWebServer, type WebServer } from '../../src/app/server.js';
-import { FakeHelper, PERF, connectRenderer, until } from './app-fake-helper.js';
+import { FakeHelper, PERF, connectRenderer } from './app-fake-helper.js';
+import { until } from '../../../privileged-helper/test/until.js';
 import { ALICE, APP, BOB, CONNECTION, DISCARD, PROMOTE, approval, audit, branch, decided, desktopAction, grant } from './app-fixtures.js';
 
 const W = (id: string, name: string): Workspace => branch(id, name);
@@ -406,7 +407,7 @@ describe('controller', () => {
     helper.grants = [grant('g0000000a', 'workspace.stop')];
     helper.params = [];
     await helper.listen();
-    const back = await until(() => r.states.find((x) => x.connection.epoch === 'epoch-2' && x.connection.status === 'connected'), 8000);
+    const back = await until(() => r.states.find((x) => x.connection.epoch === 'epoch-2' && x.connection.status === 'connected'), { timeoutMs: 8000 });
     expect(back.approvals.map((a) => a.id)).toEqual(['q0000000a']);
     expect(back.decided.map((a) => a.id)).toEqual(['q0000000b']);
     expect(back.grants.map((g) => g.id)).toEqual(['g0000000a']);
@@ -430,7 +431,7 @@ describe('controller', () => {
     helper.workspaces = [W('ccccccc3', 'two')];
     helper.calls = [];
     await helper.listen();
-    const back = await until(() => r.states.find((x) => x.connection.status === 'connected' && x.connection.epoch === 'epoch-2'), 8000);
+    const back = await until(() => r.states.find((x) => x.connection.status === 'connected' && x.connection.epoch === 'epoch-2'), { timeoutMs: 8000 });
     expect(back.branches.map((b) => b.name)).toEqual(['two']);
     expect(helper.calls).toEqual(
       expect.arrayContaining(['hello', 'events.subscribe', 'workspace.list', 'version.list', 'image.list', 'approval.list', 'grant.list', 'space.pool']),

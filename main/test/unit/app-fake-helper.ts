@@ -3,7 +3,6 @@
 // the controller tests (app-controller, app-images) run against.
 import { rmSync } from 'node:fs';
 import net from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import WebSocket from 'ws';
 import type { Actor, AppState, Approval, Grant, Image, Workspace } from '../../src/api/contract.js';
 import type { WebServer } from '../../src/app/server.js';
@@ -145,16 +144,6 @@ export const PERF = {
   prepared: { ready: [], kept: 2 },
   at: '2026-11-30T10:00:00.000Z',
 };
-
-export async function until<T>(fn: () => T | undefined | false, ms = 5000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error('timed out');
-    await sleep(20);
-  }
-}
 
 type Reply = { result?: unknown; error?: { code: string; message: string } };
 

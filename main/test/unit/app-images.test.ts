@@ -10,7 +10,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { AppState, ImageLog, Workspace } from '../../src/api/contract.js';
 import { Controller } from '../../src/app/controller.js';
 import { startWebServer, type WebServer } from '../../src/app/server.js';
-import { FakeHelper, connectRenderer, until } from './app-fake-helper.js';
+import { FakeHelper, connectRenderer } from './app-fake-helper.js';
+import { until } from '../../../privileged-helper/test/until.js';
 import { BOB, audit, branch, image } from './app-fixtures.js';
 
 let dir: string;

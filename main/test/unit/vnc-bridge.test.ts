@@ -5,10 +5,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
 import { bridgeToVnc, HIGH_WATER } from '../../src/streams/vnc-bridge.js';
+import { until } from '../../../privileged-helper/test/until.js';
 
 const cleanups: (() => void)[] = [];
 afterEach(() => {
@@ -21,11 +21,15 @@ describe('bridgeToVnc', () => {
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     const sock = path.join(dir, 'vnc.sock');
     let sent = 0;
+    let sentAt = Date.now();
     const desktop = net.createServer((s) => {
       s.on('error', () => undefined);
       const chunk = Buffer.alloc(256 << 10);
       const pump = () => {
-        while (sent < 512 << 20 && s.write(chunk)) sent += chunk.length;
+        while (sent < 512 << 20 && s.write(chunk)) {
+          sent += chunk.length;
+          sentAt = Date.now();
+        }
         if (sent < 512 << 20) s.once('drain', pump);
       };
       pump();
@@ -43,13 +47,12 @@ describe('bridgeToVnc', () => {
     await new Promise((r) => browser.once('open', r));
     const raw = (browser as unknown as { _socket: net.Socket })._socket;
     raw.pause(); // the browser stops reading
-    await sleep(1500);
+    await until(() => Date.now() - sentAt > 300, { what: 'the desktop to be held back', timeoutMs: 10_000 });
     const held = sent - received;
     // What is held is the bridge's high water plus what the kernel's buffers on both sockets take.
     expect(held).toBeLessThan(HIGH_WATER + (48 << 20));
     expect(sent).toBeLessThan(128 << 20);
     raw.resume();
-    await sleep(1000);
-    expect(received).toBeGreaterThan(held);
+    await until(() => received > held, { what: 'the bridge to go on once the browser reads' });
   });
 });

@@ -11,6 +11,7 @@ import type { Workspace } from '../../src/protocol/entities.js';
 import type { RfbEndpoint } from '../../src/desktop/rfb-probe.js';
 import { testInstance } from './helper-process.js';
 import { pidNamespaceOf } from './leftovers.js';
+import { until } from '../until.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -94,11 +95,7 @@ export async function banner(at: RfbEndpoint, timeoutMs = 60_000): Promise<strin
 
 /** Polls until `ready` says yes (setup has no expect.poll). */
 export async function waitFor(what: string, ready: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await ready())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  await until(ready, { what, timeoutMs, everyMs: 250 });
 }
 
 /** Where the standard desktop's editor (mousepad, bottom right) is, and its text area below its menu and warning bar. */

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { once } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Outgoing } from '../../src/server/outgoing.js';
+import { until } from '../until.js';
 
 interface Pair {
   /** The helper's end, reading requests as a connection does. */
@@ -46,7 +47,7 @@ async function readBytes(clientEnd: net.Socket, bytes: number): Promise<number> 
   let received = 0;
   clientEnd.on('data', (d: Buffer) => (received += d.length));
   clientEnd.resume();
-  while (received < bytes) await new Promise((r) => setTimeout(r, 5));
+  await until(() => received >= bytes, { what: `${bytes} bytes` });
   return received;
 }
 

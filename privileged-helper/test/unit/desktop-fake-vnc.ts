@@ -20,6 +20,8 @@ export class FakeVnc {
   /** Called with each client fence that answers one of the server's. */
   onFenceAnswer: ((fence: Buffer) => void) | null = null;
   connections = 0;
+  /** Fences the clients asked to be answered. */
+  fencesAsked = 0;
   /** R, G, B, unused per pixel, as the client asked for. */
   screen: Buffer;
   private readonly server: net.Server;
@@ -72,13 +74,23 @@ export class FakeVnc {
     for (const s of this.sockets) s.write(b);
   }
 
-  /** Drops every client connection (as a fork or a restarted desktop would). */
-  dropClients(): void {
-    for (const s of this.sockets) s.destroy();
+  /** Client connections open now; one closed by its client is gone from the count. */
+  get openClients(): number {
+    return this.sockets.size;
+  }
+
+  /**
+   * Closes every client connection (as a fork or a restarted desktop would),
+   * done when each client has closed its end too: it has seen the close.
+   */
+  async dropClients(): Promise<void> {
+    const closed = [...this.sockets].map((s) => new Promise((r) => s.once('close', r)));
+    for (const s of this.sockets) s.end();
+    await Promise.all(closed);
   }
 
   async close(): Promise<void> {
-    this.dropClients();
+    for (const s of this.sockets) s.destroy();
     await new Promise((r) => this.server.close(r));
   }
 
@@ -176,6 +188,7 @@ export class FakeVnc {
           this.onFenceAnswer?.(Buffer.from(b.subarray(0, 9 + b[8]!)));
           return 9 + b[8]!;
         }
+        this.fencesAsked++;
         const reply = Buffer.from(b.subarray(0, 9 + b[8]!));
         reply.writeUInt32BE(b.readUInt32BE(4) & 0x7fffffff, 4); // the answer: without the request flag
         this.answer(s, reply);

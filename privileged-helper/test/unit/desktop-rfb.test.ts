@@ -1,11 +1,11 @@
 import net from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ByteReader } from '../../src/desktop/byte-reader.js';
 import { Framebuffer } from '../../src/desktop/framebuffer.js';
 import { Encoding } from '../../src/desktop/rfb-protocol.js';
 import { RfbSession } from '../../src/desktop/rfb-session.js';
 import { FakeVnc } from './desktop-fake-vnc.js';
+import { holdsFor, until } from '../until.js';
 
 const open: { close(): unknown }[] = [];
 afterEach(async () => {
@@ -46,8 +46,7 @@ describe('RfbSession', () => {
     // Repainting the same colour changes nothing: no change is reported.
     vnc.paint(5, 6, 3, 2, [200, 0, 0]);
     await session.sync();
-    await sleep(50);
-    expect(changes).toHaveLength(1);
+    await holdsFor(50, () => changes.length === 1, 'repainting the same colour reports no change');
   });
 
   it('resolves sync only after the server has read the input sent before it', async () => {
@@ -89,8 +88,7 @@ describe('RfbSession', () => {
     vnc.screen.fill(7);
     vnc.inject(vnc.update([{ x: 0, y: 0, width: 64, height: 48 }]));
     vnc.screen = now;
-    await sleep(100);
-    expect(done).toBe(false);
+    await holdsFor(100, () => !done, 'an update sent before the fence came back leaves the refresh waiting');
     vnc.resume();
     await refreshed;
     expect(pixel(session.framebuffer, 30, 30)).toEqual([0, 255, 0]);
@@ -132,9 +130,10 @@ describe('RfbSession', () => {
     session.onChange((c) => changes.push(c));
     vnc.pause();
     const pending = session.sync();
-    await sleep(50);
-    vnc.dropClients();
+    await until(() => vnc.fencesAsked > 0, { what: "the sync's fence to reach the server" });
+    const dropped = vnc.dropClients();
     await expect(pending).rejects.toMatchObject({ code: 'E_HOST' });
+    await dropped;
     expect(session.closed).not.toBeNull();
     expect(changes).toEqual([null]);
     expect(() => session.key(0x61, true)).toThrow(/connection to the desktop's VNC server is gone/);
@@ -194,12 +193,4 @@ async function socketPair(): Promise<[net.Socket, net.Socket]> {
   const other = await accepted;
   server.close();
   return [client, other];
-}
-
-async function until(condition: () => boolean, timeoutMs = 2000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await sleep(5);
-  }
 }

@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { PNG } from 'pngjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DesktopService, type DesktopOptions } from '../../src/desktop/desktop-service.js';
@@ -7,6 +6,7 @@ import type { DesktopAction } from '../../src/protocol/desktop.js';
 import { X_CATCH_UP_PY, X_POINTER_FREE_PY } from '../../src/desktop/x-catch-up.js';
 import { X_POINTER_PY, X_WINDOWS_PY } from '../../src/desktop/x-queries.js';
 import { FakeVnc } from './desktop-fake-vnc.js';
+import { holdsFor, until } from '../until.js';
 
 const open: { close(): unknown }[] = [];
 afterEach(async () => {
@@ -171,8 +171,7 @@ describe('DesktopService', () => {
     expect(vnc.connections).toBe(1);
     await desktop.cursor({ ...target, pid: 200 }); // a rollback: new init process
     expect(vnc.connections).toBe(2);
-    vnc.dropClients();
-    await sleep(50);
+    await vnc.dropClients();
     await desktop.screenshot({ ...target, pid: 200 }, {});
     expect(vnc.connections).toBe(3);
     desktop.forget(target.id);
@@ -183,7 +182,7 @@ describe('DesktopService', () => {
   it('closes an idle session', async () => {
     const { vnc, desktop, target } = await setup(100);
     await desktop.cursor(target);
-    await sleep(300);
+    await until(() => vnc.openClients === 0, { what: 'the idle session to close' });
     await desktop.cursor(target);
     expect(vnc.connections).toBe(2);
   });
@@ -210,14 +209,16 @@ describe('DesktopService', () => {
   it('waits for a change, not counting a text cursor blinking', async () => {
     const { vnc, desktop, target } = await setup();
     await desktop.cursor(target);
-    const waiting = desktop.wait(target, { until: 'changed', timeoutMs: 2000 });
-    await sleep(50);
+    const asked = vnc.requests.length;
+    let answered = false;
+    const waiting = desktop.wait(target, { until: 'changed', timeoutMs: 2000 }).finally(() => (answered = true));
+    await until(() => vnc.requests.length > asked, { what: 'the wait to ask for frames' });
     vnc.paint(5, 5, 1, 20, [255, 255, 255]); // a caret
-    await sleep(100);
+    await holdsFor(100, () => !answered, 'a caret alone leaves the wait waiting');
     vnc.paint(5, 5, 8, 12, [0, 0, 0]); // a glyph
     const r = await waiting;
     expect(r.satisfied).toBe(true);
-    expect(r.waitedMs).toBeGreaterThanOrEqual(140);
+    expect(r.waitedMs).toBeGreaterThanOrEqual(100);
   });
 
   it('waits until still, and times out while the screen keeps changing', async () => {
@@ -247,11 +248,11 @@ describe('DesktopService', () => {
     await desktop.click(target, {});
     expect(vnc.input.filter((e) => e.buttons)).toEqual([{ kind: 'pointer', buttons: 1, x: 1060, y: 600 }]);
     at = '20 30\n';
-    await sleep(300);
+    await until(() => vnc.openClients === 0, { what: 'the idle session to close' });
     expect((await desktop.cursor(target)).cursor).toEqual({ x: 20, y: 30 });
     expect(vnc.connections).toBe(2);
     at = '99999 1\n'; // off the screen: not believed
-    await sleep(300);
+    await until(() => vnc.openClients === 0, { what: 'the idle session to close' });
     expect((await desktop.cursor(target)).cursor).toEqual({ x: 640, y: 400 });
     expect(logs.join('\n')).toMatch(/where the pointer is could not be read from X/);
   });

@@ -3,9 +3,9 @@
 // rest at once, and says so in the helper's log (once a minute).
 import { once } from 'node:events';
 import net from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Forwarder, MAX_CONNECTIONS_PER_FORWARDER } from '../../src/host/forwarder.js';
+import { holdsFor, until } from '../until.js';
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -14,7 +14,8 @@ afterEach(async () => {
 
 describe('Forwarder', () => {
   it('relays at most its limit at once and closes the rest, saying so once', async () => {
-    const upstream = net.createServer((s) => s.on('error', () => undefined));
+    let relayedClosed = 0;
+    const upstream = net.createServer((s) => s.on('error', () => undefined).on('close', () => relayedClosed++));
     upstream.listen(0, '127.0.0.1');
     await once(upstream, 'listening');
     cleanups.push(() => new Promise((r) => upstream.close(r)));
@@ -31,17 +32,16 @@ describe('Forwarder', () => {
       clients.push(c);
       await once(c, 'connect');
     }
-    await sleep(300);
-    expect(closedEarly).toBe(20);
+    await until(() => closedEarly === 20, { what: 'the 20 past the limit to be closed' });
+    await holdsFor(100, () => closedEarly === 20, 'the connections within the limit stay open');
     expect(said).toHaveLength(1);
     expect(said[0]).toMatch(new RegExp(`refusing connections: ${MAX_CONNECTIONS_PER_FORWARDER} open here`));
     // One closes: one more fits.
     clients[0]!.destroy();
-    await sleep(100);
+    await until(() => relayedClosed === 1, { what: 'the forwarder to close what it relayed for the closed one' });
     const again = net.connect(fwd.hostPort!, '127.0.0.1');
     clients.push(again);
     await once(again, 'connect');
-    await sleep(200);
-    expect(again.destroyed).toBe(false);
+    await holdsFor(200, () => !again.destroyed, 'the connection that fits again stays open');
   });
 });

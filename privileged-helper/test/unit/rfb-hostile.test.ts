@@ -3,10 +3,10 @@
 // session ends saying why, and a server that streams without end makes the
 // helper hold no more than the reader's limit.
 import net from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BUFFERED_LIMIT, ByteReader } from '../../src/desktop/byte-reader.js';
 import { RfbSession } from '../../src/desktop/rfb-session.js';
+import { until } from '../until.js';
 
 const closing: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -86,11 +86,15 @@ describe('a hostile VNC server', () => {
 describe('ByteReader', () => {
   it('holds at most its limit of what a server streams ahead of the reads', async () => {
     let sent = 0;
+    let sentAt = Date.now();
     const server = net.createServer((s) => {
       s.on('error', () => undefined);
       const chunk = Buffer.alloc(1 << 20);
       const pump = () => {
-        while (sent < 256 << 20 && s.write(chunk)) sent += chunk.length;
+        while (sent < 256 << 20 && s.write(chunk)) {
+          sent += chunk.length;
+          sentAt = Date.now();
+        }
         if (sent < 256 << 20) s.once('drain', pump);
       };
       pump();
@@ -101,7 +105,7 @@ describe('ByteReader', () => {
     closing.push(async () => void socket.destroy());
     const reader = new ByteReader(socket);
     expect((await reader.read(16)).length).toBe(16);
-    await sleep(1500);
+    await until(() => Date.now() - sentAt > 300, { what: 'the server to be held back', timeoutMs: 10_000 });
     const held = (reader as unknown as { buffered: number }).buffered;
     expect(held).toBeLessThanOrEqual(BUFFERED_LIMIT + (1 << 20));
     expect(sent).toBeLessThan(64 << 20); // the server was held back too

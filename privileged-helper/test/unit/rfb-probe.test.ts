@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { firstFrame, type RfbEndpoint } from '../../src/desktop/rfb-probe.js';
+import { holdsFor, until } from '../until.js';
 
 const servers: net.Server[] = [];
 const sockets: net.Socket[] = [];
@@ -99,16 +100,16 @@ describe('firstFrame', () => {
   });
 
   it('does not resolve before the update header arrives', async () => {
-    let sendHeader: () => void = () => {};
+    let sendHeader: (() => void) | null = null;
     const at = await listen(async (s) => {
       await handshake(s, '');
       sendHeader = () => s.write(Buffer.from([0, 0, 0, 1]));
     });
     let done = false;
     const probe = firstFrame(at, { timeoutMs: 5000 }).then((r) => ((done = true), r));
-    await new Promise((r) => setTimeout(r, 300));
-    expect(done).toBe(false);
-    sendHeader();
+    const send = await until(() => sendHeader, { what: 'the handshake' });
+    await holdsFor(300, () => !done, 'the probe waits for the update header');
+    send();
     await expect(probe).resolves.toMatchObject({ frameMs: expect.any(Number) });
   });
 

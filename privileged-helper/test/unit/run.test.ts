@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { MAX_LINE_CHARS, MAX_OUTPUT_BYTES } from '../../src/host/program-starter.js';
 import { programStarter, run } from '../../src/host/run.js';
 import { groveSpawnPath } from '../../src/tool-paths.js';
+import { until } from '../until.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'grove-run-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -100,8 +101,8 @@ describe('run', () => {
   it('hands each line of stdout and stderr over as it comes', async () => {
     const lines: string[] = [];
     const done = run('sh', ['-c', 'echo first; echo second >&2; sleep 0.3; printf last'], { onLine: (l) => lines.push(l) });
-    await new Promise((r) => setTimeout(r, 200));
-    expect(lines.sort()).toEqual(['first', 'second']);
+    const early = await until(() => lines.length >= 2 && [...lines], { what: 'the first two lines' });
+    expect(early.sort()).toEqual(['first', 'second']);
     await done;
     expect(lines).toContain('last');
   });
@@ -135,7 +136,7 @@ describe('run', () => {
   it('fails what was in flight when grove-spawn dies, and starts it again for the next program', async () => {
     const pidFile = path.join(dir, 'orphan.pid');
     const running = run('sh', ['-c', `echo $$ > ${pidFile}; exec sleep 30`]);
-    await new Promise((r) => setTimeout(r, 200));
+    await until(() => existsSync(pidFile), { what: 'the program to start' });
     const first = programStarter().pid!;
     process.kill(first, 'SIGKILL');
     await expect(running).rejects.toMatchObject({ code: 'E_HOST', message: expect.stringMatching(/grove-spawn .*exited: SIGKILL/) });
@@ -164,7 +165,6 @@ describe('run', () => {
     const ok = spawnSync(groveSpawnPath(process.env), [], { input: frame(Buffer.concat([header(2, strings.length), strings])) });
     expect(ok.status).toBe(0);
     // grove-spawn ended with its input; the program it started runs on to its end.
-    for (let waited = 0; waited < 5000 && !existsSync(marker); waited += 20) await new Promise((r) => setTimeout(r, 20));
-    expect(existsSync(marker)).toBe(true);
+    await until(() => existsSync(marker), { what: 'the program grove-spawn started to run to its end' });
   });
 });
