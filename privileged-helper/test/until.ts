@@ -29,10 +29,10 @@ export async function until<T>(ready: () => T | Promise<T>, { what = 'a conditio
  * event, so `holds` is watched for `ms` and the test fails the moment it
  * stops holding, saying what broke.
  */
-export async function holdsFor(ms: number, holds: () => boolean, what: string): Promise<void> {
+export async function holdsFor(ms: number, holds: () => boolean | Promise<boolean>, what: string): Promise<void> {
   const end = Date.now() + ms;
   for (;;) {
-    if (!holds()) throw new Error(`no longer true within ${ms} ms: ${what}`);
+    if (!(await holds())) throw new Error(`no longer true within ${ms} ms: ${what}`);
     const left = end - Date.now();
     if (left <= 0) return;
     await sleep(Math.min(10, left));

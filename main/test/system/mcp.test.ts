@@ -19,6 +19,7 @@ import { summarize } from '../../../privileged-helper/bench/stats.js';
 import { agentUserNames, runAs, testUser, type TestUser } from '../../../privileged-helper/test/system/agent-users.js';
 import { REPO } from '../../../privileged-helper/test/system/helper-process.js';
 import { connect, createWorkspace, instance, sh, track } from '../../../privileged-helper/test/system/support.js';
+import { until } from '../../../privileged-helper/test/until.js';
 
 const REFERENCE_AGENT = path.join(REPO, 'main/src/agent/reference-agent.ts');
 const MAIN = 'mcp-main';
@@ -221,11 +222,10 @@ describe('grove mcp, as an agent', () => {
 
 /** The request of `kind` the agent opens next, once it is open. */
 async function opened(person: HelperClient, kind: Approval['action']['kind'], agent: TestUser, timeoutMs = 240_000): Promise<Approval> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const found = (await person.request('approval.list', {})).find((a) => a.action.kind === kind && a.requestedBy?.uid === agent.uid && a.state === 'pending');
-    if (found) return found;
-    if (Date.now() > deadline) throw new Error(`the reference agent opened no ${kind} request within ${timeoutMs / 1000} s`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  const mine = (a: Approval) => a.action.kind === kind && a.requestedBy?.uid === agent.uid && a.state === 'pending';
+  return until(async () => (await person.request('approval.list', {})).find(mine), {
+    what: `the reference agent to open a ${kind} request`,
+    timeoutMs,
+    everyMs: 250,
+  });
 }

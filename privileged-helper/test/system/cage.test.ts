@@ -12,6 +12,7 @@ import type { Workspace } from '../../src/protocol/entities.js';
 import { CGROUP_ROOT } from '../../src/host/cgroups.js';
 import { HELPER_CPU_SHARES, helperCgroupName } from '../../src/host/detach.js';
 import { connect, createWorkspace, instance, sh, track, waitFor } from './support.js';
+import { until } from '../until.js';
 
 /** Runs a script in the branch; resolves with its exit code and output (never throws on a non-zero exit). */
 async function attempt(c: HelperClient, ws: Workspace, script: string, timeoutMs = 60_000) {
@@ -194,11 +195,15 @@ describe('a branch is a cage', () => {
     await c.request('workspace.limits', { workspace: ws.id, pids: 400 });
     // exec's deadline ends the bomb's whole process group after 8 s.
     const bomb = attempt(c, ws, 'b() { b | b & }; b; sleep 30', 8000);
-    // While it runs: the sibling answers.
-    await new Promise((r) => setTimeout(r, 3000));
+    // While it runs into its limit: the sibling answers.
+    const during = await until(
+      async () => {
+        const branch = (await c.request('perf.get', {})).branches.find((b) => b.workspace === ws.id)!;
+        return branch.cgroup.pidsRefused > 0 && branch;
+      },
+      { what: 'the bomb to reach its task limit', timeoutMs: 7000, everyMs: 200 },
+    );
     expect((await sh(c, sibling, 'echo serving')).trim()).toBe('serving');
-    const during = (await c.request('perf.get', {})).branches.find((b) => b.workspace === ws.id)!;
-    expect(during.cgroup.pidsRefused).toBeGreaterThan(0);
     expect(during.cgroup.pids).toBeLessThanOrEqual(400);
     await bomb;
     await c.request('workspace.limits', { workspace: ws.id, pids: 2048, memoryBytes: 2 * 2 ** 30 });

@@ -16,6 +16,7 @@ import type { Workspace } from '../../src/protocol/entities.js';
 import { X_CATCH_UP_PY } from '../../src/desktop/x-catch-up.js';
 import { REPO } from './helper-process.js';
 import { blankEditor, connect, createWorkspace, darkPixels, EDITOR, EDITOR_TEXT, instance, sh, track, waitFor } from './support.js';
+import { holdsFor, until } from '../until.js';
 
 const GREEN = EMPTY_NOTE_RGB;
 const BLUE: Rgb = [40, 64, 160];
@@ -126,8 +127,7 @@ describe('computer use on a branch desktop', () => {
       await client.request('desktop.click', { workspace: ws.id, ...NOTE });
       keys = client.request('desktop.key', { workspace: ws.id, keys: 'ctrl+a BackSpace' });
       keys.catch(() => undefined);
-      await new Promise((r) => setTimeout(r, 1500));
-      expect(await pixel(MARKER.x, MARKER.y)).toEqual(noteColour('held'));
+      await holdsFor(1500, async () => (await pixel(MARKER.x, MARKER.y)).join() === noteColour('held').join(), 'the keys wait behind the click openbox holds');
     } finally {
       await sh(client, ws, `kill -CONT ${wm}`);
     }
@@ -274,8 +274,7 @@ describe('computer use on a branch desktop', () => {
       ).trim();
     expect(await shiftDown()).toBe('0');
     const holding = client.request('desktop.holdKey', { workspace: ws.id, keys: 'shift', durationMs: 3000 });
-    await new Promise((r) => setTimeout(r, 1000));
-    expect(await shiftDown()).toBe('1');
+    await until(async () => (await shiftDown()) === '1', { what: 'shift to be held down', timeoutMs: 2500 });
     await holding;
     expect(await shiftDown()).toBe('0');
     await expect(client.request('desktop.holdKey', { workspace: ws.id, keys: 'shift', durationMs: 60_000 })).rejects.toMatchObject({
@@ -363,11 +362,13 @@ describe('computer use on a branch desktop', () => {
 
   it('waits until the screen is still, and until it changes after a key press', async () => {
     await client.request('desktop.click', { workspace: ws.id, ...NOTE });
-    expect(await client.request('desktop.wait', { workspace: ws.id, until: 'still', timeoutMs: 10_000, quietMs: 300 })).toMatchObject({ satisfied: true });
-    const changed = client.request('desktop.wait', { workspace: ws.id, until: 'changed', timeoutMs: 10_000 });
-    await new Promise((r) => setTimeout(r, 200));
+    const still = await client.request('desktop.wait', { workspace: ws.id, until: 'still', timeoutMs: 10_000, quietMs: 300 });
+    expect(still).toMatchObject({ satisfied: true });
+    // Armed at the still frame, so a change the key makes before the wait begins still counts.
     await client.request('desktop.key', { workspace: ws.id, keys: 'x' });
-    expect(await changed).toMatchObject({ satisfied: true });
+    expect(await client.request('desktop.wait', { workspace: ws.id, until: 'changed', timeoutMs: 10_000, since: still.frame })).toMatchObject({
+      satisfied: true,
+    });
     await clearNote();
   });
 

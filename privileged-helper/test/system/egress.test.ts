@@ -54,6 +54,7 @@ print('gatehost', tcp('${HOST_SIDE}', 8080))
 print('udp', udp(5353, b'ping'))
 print('dns', udp(53, query))
 `;
+import { until } from '../until.js';
 
 interface Fetched {
   status: number;
@@ -137,12 +138,7 @@ describe('egress: policy, gate and approvals', () => {
   };
 
   async function nextHeld(after: number, timeoutMs = 30_000): Promise<Approval> {
-    const deadline = Date.now() + timeoutMs;
-    while (requests.length <= after) {
-      if (Date.now() > deadline) throw new Error('no approval.opened event arrived');
-      await sleep(50);
-    }
-    return requests[after]!;
+    return until(() => requests[after], { what: 'an approval.opened event', timeoutMs, everyMs: 50 });
   }
 
   beforeAll(async () => {

@@ -76,6 +76,7 @@ while time.time() < end:
     n += libc.renameat2(-100, a, -100, b, 2) == 0
 print(f'swapped {n} times')
 `;
+import { until } from '../until.js';
 
 describe('a hostile branch and a hostile client', () => {
   let client: HelperClient;
@@ -157,15 +158,15 @@ describe('a hostile branch and a hostile client', () => {
       const version = await client.request('branch.checkpoint', { workspace: child.id, label: 'before the diffs' });
       await sh(client, child, 'echo after > /root/mark');
       let diffing = true;
+      let n = 0;
       const diffs = (async () => {
-        let n = 0;
         while (diffing) {
           await client.request('branch.diff', { workspace: child.id });
           n++;
         }
         return n;
       })();
-      await sleep(500);
+      await until(() => n > 0, { what: 'the diffs to run', timeoutMs: 30_000 });
       const rolled = await client.request('branch.rollback', { workspace: child.id, version: version.id });
       diffing = false;
       expect(rolled.state).toBe('running');

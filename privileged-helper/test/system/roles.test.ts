@@ -10,6 +10,7 @@ import type { Actor } from '../../src/protocol/identity.js';
 import type { Workspace } from '../../src/protocol/entities.js';
 import { agentUserNames, CALL, GROVE_CLI, runAs, testUser, type TestUser } from './agent-users.js';
 import { connect, createWorkspace, instance, track } from './support.js';
+import { until } from '../until.js';
 
 interface CallOutput {
   identity?: Actor;
@@ -39,13 +40,7 @@ describe('roles: persons decide, agents ask', () => {
   }
 
   async function nextRequest(match: (a: Approval) => boolean, timeoutMs = 60_000): Promise<Approval> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const found = opened.find(match);
-      if (found) return found;
-      if (Date.now() > deadline) throw new Error('no matching request opened');
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    return until(() => opened.find(match), { what: 'a matching request to open', timeoutMs, everyMs: 100 });
   }
 
   beforeAll(async () => {

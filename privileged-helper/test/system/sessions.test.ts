@@ -11,6 +11,7 @@ import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Workspace } from '../../src/protocol/entities.js';
 import { PROTOCOL_VERSION } from '../../src/protocol/methods.js';
 import { connect, createWorkspace, instance } from './support.js';
+import { holdsFor } from '../until.js';
 
 /** Unique to this run: every command the tests start carries it (`sleep 9999.<RUN><n>`). */
 const RUN = `9999.${process.pid}${Date.now() % 100_000}`;
@@ -173,8 +174,7 @@ describe('back-pressure', () => {
       const settled = (async () => {
         // The helper reads while the replies find room, then stops: the rest stays with the client.
         await expect.poll(() => socket.writableLength, { timeout: 20_000 }).toBeGreaterThan(0);
-        await sleep(3000);
-        expect(socket.writableLength).toBeGreaterThan(0);
+        await holdsFor(3000, () => socket.writableLength > 0, 'what the helper does not read stays with the client');
         expect(await c.request('workspace.list', {})).toBeInstanceOf(Array); // others are served meanwhile
       })();
       const peak = await peakRss(pid, settled);
