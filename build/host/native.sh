@@ -49,5 +49,6 @@ build grove-spawn.c bin/grove-spawn "${program_flags[@]}"
 build grove-action.c bin/grove-action "${program_flags[@]}" "${action_flags[@]}"
 build grove-share.c bin/grove-share "${program_flags[@]}" -I"$repo/kernel/grove-share"
 build grove-quota.c bin/grove-quota "${program_flags[@]}"
+build grove-shm-shared.c lib/grove-shm-shared.so "${addon_flags[@]}" -shared -fPIC -ldl
 build peercred.c lib/peercred.node "${addon_flags[@]}" -shared -fPIC -DNODE_GYP_MODULE_NAME=peercred -I"$node_headers"
 build inroot.c lib/inroot.node "${addon_flags[@]}" -shared -fPIC -DNODE_GYP_MODULE_NAME=inroot -I"$node_headers"

@@ -67,7 +67,7 @@ step "Grove's programs: the helper, the CLI and the bench, compiled into dist/ (
 step "CRIU 4.2.1 (Debian's source, pinned by sha256 in build/host/criu.sh)"
 "$repo/build/host/criu.sh"
 
-step "native helpers (grove-enter cages what belongs to a branch; grove-mount makes idmapped and caged bind mounts; grove-netlock silences a netns while CRIU restores into it; grove-spawn starts the helper's programs; grove-action is what CRIU runs at a fork's actions; grove-share holds a fork's memory for the kernel tier; grove-quota gives each branch its disk limit; peercred.node reads a peer's credentials; inroot.node opens a branch's files inside its root)"
+step "native helpers (grove-enter cages what belongs to a branch; grove-mount makes idmapped and caged bind mounts; grove-netlock silences a netns while CRIU restores into it; grove-spawn starts the helper's programs; grove-action is what CRIU runs at a fork's actions; grove-share holds a fork's memory for the kernel tier; grove-shm-shared.so lets a stream's capture share memory with the branch's X server over TCP; grove-quota gives each branch its disk limit; peercred.node reads a peer's credentials; inroot.node opens a branch's files inside its root)"
 "$repo/build/host/native.sh" "$GROVE_CACHE"
 
 step "Selkies 2.1.0, each branch's desktop stream (pinned with hashes in build/host/selkies/requirements.lock)"
