@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { cacheDirOf, groveSpawnPath } from './tool-paths.js';
 import { builtModulePath, type KernelTierPaths } from './host/kernel-tier.js';
 import { groveFile } from './protocol/grove-files.js';
+import type { StreamPaths } from './stream/branch-streams.js';
 import { DEFAULT_RUN_DIR, helperSockets } from './protocol/sockets.js';
 import { AUDIT_DAYS_KEPT, AUDIT_ROWS_KEPT, type AuditRetention } from './registry/registry.js';
 
@@ -22,6 +23,8 @@ export interface HelperConfig {
   agentSocketPath: string;
   /** Each running branch's desktop socket (root:`group` 0660), in a root:`group` 0750 directory. */
   vncDir: string;
+  /** Each running branch's Selkies stream: a directory of its own (its streamer's uid, `group`, 0750) with its socket (root:`group` 0660), in a root:`group` 0751 directory. */
+  stream: StreamPaths;
   /**
    * Where branches' roots are mounted: root:root 0711, one 0700 directory per
    * branch owned by its tree's host root (a branch's root must reach its own
@@ -93,6 +96,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HelperConfig {
     socketPath: sockets.person,
     agentSocketPath: sockets.agent,
     vncDir: path.join(runDir, 'vnc'),
+    stream: {
+      // Beside runDir, not in it: each streamer runs as its branch's root and must pass every directory above its own.
+      dir: `${runDir}-stream`,
+      selkies: env.GROVE_SELKIES ?? path.join(cacheDir, 'selkies/venv/bin/selkies'),
+      shmShim: path.join(cacheDir, 'lib/grove-shm-shared.so'),
+    },
     rootsDir: `${runDir}-roots`,
     cacheDir,
     group: env.GROVE_GROUP ?? 'grove',

@@ -111,6 +111,9 @@ async function boot(config: HelperConfig) {
   await ledger.make({ kind: 'nft-table', name: hostTableName(config.instance), owner: null }, () => guardBranchAddresses(config.instance, config.subnet));
   const personGid = await ensureGroup(config.group);
   await prepareSocketDir({ path: config.vncDir, gid: personGid });
+  await prepareSocketDir({ path: config.stream.dir, gid: personGid });
+  // Each streamer, as its branch's root, must pass it to reach its own directory (0750) inside; no one may list it.
+  await chmod(config.stream.dir, 0o751);
   const bus = new EventBus();
   const approvalQueue = new ApprovalQueue({
     opened: (a) => bus.broadcast('approval.opened', a),
@@ -268,6 +271,7 @@ async function boot(config: HelperConfig) {
     authority,
     scopes: new ScopeBook(registry, systemAccounts, log),
     allowFaultInjection: config.allowFaultInjection,
+    streamTlsDir: path.join(config.stateDir, 'tls'),
   };
   return { db, services, ledger, personGid, exitWatch };
 }
@@ -318,6 +322,7 @@ async function purge(config: HelperConfig): Promise<void> {
   await rm(config.stateDir, { recursive: true, force: true });
   await rm(config.runDir, { recursive: true, force: true });
   await rm(path.dirname(config.agentSocketPath), { recursive: true, force: true });
+  await rm(config.stream.dir, { recursive: true, force: true });
   if (await hasMountAtOrBelow(config.rootsDir)) throw new Error(`something is still mounted under ${config.rootsDir}; not removing it`);
   await rm(config.rootsDir, { recursive: true, force: true });
   await removeInstanceCgroups(config.instance);

@@ -27,6 +27,7 @@ function branches(n: number): Workspace[] {
     address: '10.0.0.2',
     ports: [],
     vncSocket: null,
+    streamSocket: null,
     pid: 1,
     exitReason: null,
     // A bushy tree: each branch hangs off one of the first ten.

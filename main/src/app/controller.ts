@@ -122,6 +122,13 @@ export class Controller {
     return b.vncSocket;
   }
 
+  /** The Selkies stream socket of a running branch (served to root and the grove group), or null. */
+  streamSocket(branchId: string): string | null {
+    const b = this.branches.get(branchId);
+    if (!b || b.state !== 'running' || this.connection.status !== 'connected') return null;
+    return b.streamSocket;
+  }
+
   /** Handles one validated renderer request. `terminals` receives output of sessions it opens. */
   async handle<R extends RequestName>(method: R, params: RequestParams<R>, owner: TerminalOwner): Promise<RequestResult<R>> {
     return (await this.dispatch(method, params as never, owner)) as RequestResult<R>;

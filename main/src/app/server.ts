@@ -1,9 +1,11 @@
 // Web mode: the controller served over HTTP + WebSocket. Serves the built
 // renderer, the typed API (/api), each branch's desktop (/vnc/ID, bridged to
 // its desktop socket, which the app opens as the person it runs as) and
-// terminals (through the API). Every request and
+// terminals (through the API), and over HTTPS each branch's Selkies stream
+// (/stream/ID/, fronting its stream socket: docs/stream.md). Every request and
 // upgrade needs the per-launch secret: `?token=` once (it becomes an HttpOnly,
-// SameSite=Strict cookie), then the cookie. Loopback only, unless a TLS
+// SameSite=Strict cookie), then the cookie; a `?token=` is taken only for
+// tokenTtlMs after the launch, if that is set. Loopback only, unless a TLS
 // certificate is given.
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
@@ -18,6 +20,7 @@ import { groveFile } from '../../../privileged-helper/src/protocol/grove-files.j
 import { API_PATH, RequestFrame, VNC_PATH_PATTERN, isRequestName, requests, type EventData, type EventName } from '../api/contract.js';
 import { GroveError } from '../helper-client/client.js';
 import { bridgeToVnc } from '../streams/vnc-bridge.js';
+import { proxyStreamRequest, proxyStreamUpgrade, STREAM_PATH_PATTERN } from '../streams/stream-proxy.js';
 import type { Controller, TerminalOwner } from './controller.js';
 
 export const COOKIE = 'grove_token';
@@ -28,6 +31,10 @@ export interface WebOptions {
   port?: number;
   /** PEM files; required to listen beyond loopback. */
   tls?: { cert: string; key: string };
+  /** The certificate and key themselves (Grove's own, from the helper's stream.tls), in place of tls's files. */
+  tlsPem?: { cert: string; key: string };
+  /** How long after the launch the URL's token is taken (its cookie stays good); default: as long as the server runs. */
+  tokenTtlMs?: number;
   rendererDir?: string;
   /** Fixed secret (tests); default: 32 random bytes. */
   secret?: string;
@@ -69,12 +76,24 @@ export async function startWebServer(controller: Controller, opts: WebOptions = 
   }
   const secret = opts.secret ?? randomBytes(32).toString('base64url');
   const rendererDir = opts.rendererDir ?? DEFAULT_RENDERER_DIR;
-  const secure = Boolean(opts.tls);
+  const credentials = opts.tls ? { cert: await readFile(opts.tls.cert), key: await readFile(opts.tls.key) } : opts.tlsPem;
+  const secure = Boolean(credentials);
+  const tokenDeadline = opts.tokenTtlMs === undefined ? Infinity : Date.now() + opts.tokenTtlMs;
 
   const authorized = (req: http.IncomingMessage): boolean => {
     const cookie = parseCookies(req.headers.cookie ?? '')[COOKIE];
     const token = new URL(req.url ?? '/', 'http://x').searchParams.get('token');
-    return equal(cookie, secret) || equal(token, secret);
+    return equal(cookie, secret) || (Date.now() < tokenDeadline && equal(token, secret));
+  };
+  /** A running branch's stream socket for /stream/ID/…, and the path at its root; or why not, as a status. */
+  const streamRoute = (rawUrl: string | undefined): { socket: string; path: string } | { status: number; why: string } | null => {
+    const url = new URL(rawUrl ?? '/', 'http://x');
+    const match = STREAM_PATH_PATTERN.exec(url.pathname);
+    if (!match) return null;
+    if (!secure) return { status: 403, why: 'streams are served over HTTPS only' };
+    const socket = controller.streamSocket(match[1]!);
+    if (socket === null) return { status: 404, why: 'no such running branch' };
+    return { socket, path: match[2]! + url.search };
   };
 
   const onRequest = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
@@ -98,13 +117,16 @@ export async function startWebServer(controller: Controller, opts: WebOptions = 
       res.end();
       return;
     }
+    const stream = streamRoute(req.url);
+    if (stream && 'why' in stream) return void res.writeHead(stream.status, { 'content-type': 'text/plain; charset=utf-8' }).end(`Grove: ${stream.why}.\n`);
+    // Only the app's own pages may frame a stream.
+    if (stream)
+      return proxyStreamRequest(req, res, stream.socket, stream.path, { 'content-security-policy': "frame-ancestors 'self'", 'x-frame-options': 'SAMEORIGIN' });
     if (req.method !== 'GET' && req.method !== 'HEAD') return void res.writeHead(405).end();
     await serveStatic(rendererDir, url.pathname, res);
   };
 
-  const server = opts.tls
-    ? https.createServer({ cert: await readFile(opts.tls.cert), key: await readFile(opts.tls.key) }, (q, s) => void onRequest(q, s))
-    : http.createServer((q, s) => void onRequest(q, s));
+  const server = credentials ? https.createServer(credentials, (q, s) => void onRequest(q, s)) : http.createServer((q, s) => void onRequest(q, s));
 
   const wss = new WebSocketServer({ noServer: true, maxPayload: 4 << 20 });
   server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -119,6 +141,9 @@ export async function startWebServer(controller: Controller, opts: WebOptions = 
       wss.handleUpgrade(req, socket, head, (ws) => serveApi(controller, ws));
       return;
     }
+    const stream = streamRoute(req.url);
+    if (stream && 'why' in stream) return void socket.end(`HTTP/1.1 ${stream.status} ${http.STATUS_CODES[stream.status]}\r\nconnection: close\r\n\r\n`);
+    if (stream) return proxyStreamUpgrade(req, socket, head, stream.socket, stream.path);
     const vnc = VNC_PATH_PATTERN.exec(url.pathname);
     if (vnc) {
       const vncSocket = controller.vncSocket(vnc[1]!);

@@ -2,6 +2,7 @@
 // helper's API like the app; every command that prints has --json for scripts.
 // Who it acts as comes from the socket it uses (see context.ts): on the agent
 // socket, what only a person may do becomes a request to a person.
+import { writeFile } from 'node:fs/promises';
 import { CommanderError, Option, type Command } from 'commander';
 import { GroveError } from '../helper-client/client.js';
 import { printDiff, printDoctor, printForkReport, printLimits, printSpace, printStats, printTree, printWorkspace, printWorkspaces } from './format.js';
@@ -37,6 +38,9 @@ registerImageCommands();
 registerCopyCommand();
 registerExportCommand();
 registerMergeCommand();
+
+/** How long `grove stream`'s URL token is taken after it is printed (its cookie then stays good while the command runs). */
+const STREAM_TOKEN_TTL_MS = 60_000;
 
 const ws = program.command('ws').description('workspaces');
 ws.command('create')
@@ -300,6 +304,32 @@ program
     const web = app.web;
     process.stderr.write('Grove app: open this URL (it carries the secret for this launch):\n');
     process.stdout.write(`${web.launchUrl}\n`);
+    const shutdown = () => void app.stop().then(() => process.exit(0));
+    process.once('SIGINT', shutdown);
+    process.once('SIGTERM', shutdown);
+    await new Promise<never>(() => undefined);
+  });
+
+program
+  .command('stream')
+  .argument('<workspace>', 'id or name of a running branch')
+  .option('--port <n>', 'port on 127.0.0.1 (default: any free one)', (v) => Number(v))
+  .option('--ca <file>', "write Grove's local CA certificate (PEM) here, for a browser to trust")
+  .description(
+    "serve a running branch's desktop as its Selkies stream over HTTPS on 127.0.0.1, printing its URL with a token taken for a minute (persons only)",
+  )
+  .action(async (ref: string, opts: { port?: number; ca?: string }) => {
+    // Both are a person's: an agent is refused here, before anything listens.
+    const { tls, branch } = await withClient(async (c) => ({
+      tls: await c.request('stream.tls', {}),
+      branch: await c.request('workspace.get', { workspace: ref }),
+    }));
+    if (branch.streamSocket === null) throw new GroveError('E_CONFLICT', `workspace '${branch.name}' is ${branch.state}: only a running branch has a stream`);
+    if (opts.ca) await writeFile(opts.ca, tls.ca);
+    const { startApp } = await import('../app/start.js');
+    const app = await startApp({ socketPath: globals().socket, port: opts.port, tlsPem: { cert: tls.cert, key: tls.key }, tokenTtlMs: STREAM_TOKEN_TTL_MS });
+    process.stderr.write(`Grove: ${branch.name}'s desktop; the token in this URL is taken for ${STREAM_TOKEN_TTL_MS / 1000} s:\n`);
+    process.stdout.write(`${app.web.url}stream/${branch.id}/?token=${app.web.secret}\n`);
     const shutdown = () => void app.stop().then(() => process.exit(0));
     process.once('SIGINT', shutdown);
     process.once('SIGTERM', shutdown);

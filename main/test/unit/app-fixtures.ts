@@ -21,6 +21,7 @@ export const branch = (id: string, name: string, over: Partial<Workspace> = {}):
   address: '10.1.0.2',
   ports: [{ containerPort: 3000, hostPort: 43000, hostAddress: '127.0.0.1' }],
   vncSocket: `/run/grove/vnc/main-${id}.sock`,
+  streamSocket: `/run/grove/stream/${id}.sock`,
   pid: 42,
   exitReason: null,
   parent: null,

@@ -3,7 +3,7 @@
 # (PID 1 is `tini -- /usr/local/lib/grove/session.sh`; stdio already goes to
 # /var/log/grove-session.log).
 #
-# Starts Xvnc on :0 (VNC on port 5900, no auth, no TCP X), openbox, the
+# Starts Xvnc on :0 (VNC on port 5900 and X on port 6000, no auth), openbox, the
 # workspace's services (/etc/grove/services.d/*.sh), xterm, the editor and
 # Chromium, then stays alive whatever its children do.
 #
@@ -46,9 +46,15 @@ rm -f /tmp/.X0-lock /tmp/.X11-unix/X0
 # ~10 MiB of private memory and ~100 mappings in each, written into every
 # fork's child. Nothing here draws with OpenGL (Chromium runs --disable-gpu);
 # a program that needs it gets "extension GLX missing" (docs/fork-profile.md).
+# X on TCP too, for the host's Selkies stream of this desktop, which joins
+# this network namespace and connects on 127.0.0.1 (X serves MIT-SHM to local
+# clients only): a fork's dump closes a TCP peer outside the tree in the
+# child, where an outside Unix peer would stop it (docs/stream.md). Only
+# local clients pass X's access control; only root on the host reaches this
+# address at all (host-firewall.ts).
 log "starting Xvnc ${geometry}"
 Xvnc :0 -geometry "$geometry" -depth 24 -rfbport 5900 \
-  -SecurityTypes None -AlwaysShared -nolisten tcp -extension GLX &
+  -SecurityTypes None -AlwaysShared -listen tcp -extension GLX &
 xvnc_pid=$!
 
 # Bounded wait for the X socket (15 s).

@@ -91,6 +91,8 @@ export const AUTHORITY = {
   'perf.get': read,
   'space.get': read,
   'space.pool': read,
+  // Its key serves every branch's stream: agents have the computer-use API instead.
+  'stream.tls': { agent: { rule: 'person', why: "a branch's stream is for persons; an agent sees a desktop through the computer tool" }, audit: false },
   'approval.list': read,
   'approval.get': read,
   'approval.create': allow,

@@ -130,6 +130,12 @@ export const Workspace = z.strictObject({
    * the person group may open. The main line's stays the same across promotions.
    */
   vncSocket: z.string().nullable(),
+  /**
+   * Its desktop as a Selkies stream (HTTP, docs/stream.md), while running: a
+   * Unix socket only root and the person group may open, which the app serves
+   * over HTTPS with a token. Named after the branch, not the main line.
+   */
+  streamSocket: z.string().nullable(),
   /** PID of the container's init on the host, while running. */
   pid: z.number().int().nullable(),
   /** Why it is 'exited': what was seen when its processes were found gone. */

@@ -347,6 +347,8 @@ export const methods = {
   'space.get': { params: Empty, result: SpaceReport },
   /** The pool's free space only (one statfs): cheap enough to ask on every connect. */
   'space.pool': { params: Empty, result: PoolSpace },
+  /** The host's certificate and key the controller serves branches' streams with over HTTPS, and the local CA that signed it (docs/stream.md). */
+  'stream.tls': { params: Empty, result: z.strictObject({ cert: z.string(), key: z.string(), ca: z.string() }) },
 
   // The approvals queue: requests only a person decides.
   'approval.list': {

@@ -33,6 +33,7 @@ import type { DesktopService } from '../desktop/desktop-service.js';
 import type { DesktopTarget } from '../desktop/session-pool.js';
 import { downloadFile, uploadFile } from '../files/transfer.js';
 import type { ScopeBook } from '../auth/scopes.js';
+import { ensureStreamTls } from '../stream/stream-tls.js';
 
 export interface Services {
   registry: Registry;
@@ -57,6 +58,8 @@ export interface Services {
   desktop: DesktopService;
   authority: AuthorityLookup;
   scopes: ScopeBook;
+  /** Where the stream's CA and host certificate are kept (stream/stream-tls.ts). */
+  streamTlsDir: string;
   /** Whether requests may inject faults (tests of the transactions: workspaces/faults.ts). */
   allowFaultInjection: boolean;
 }
@@ -213,6 +216,7 @@ export function createHandlers(s: Services): Handlers {
     'perf.get': () => s.perf.report(),
     'space.get': () => s.space.report(),
     'space.pool': () => s.space.poolSpace(),
+    'stream.tls': () => ensureStreamTls(s.streamTlsDir),
     'approval.list': async (p) => s.approvals.list(branchOrNull(p.workspace), p.all ?? false),
     'approval.get': async (p) => s.approvals.get(p.id),
     'approval.create': (p, ctx) => s.approvals.create(ctx.actor, s.workspaces.record(p.workspace), p.action, p.reason, p.timeoutS),

@@ -20,6 +20,7 @@ import { GroveError } from '../protocol/wire.js';
 import type { Registry, WorkspaceRecord } from '../registry/registry.js';
 import type { EgressGate } from '../egress/gate.js';
 import type { DesktopTarget } from '../desktop/session-pool.js';
+import { BranchStreams } from '../stream/branch-streams.js';
 import type { BranchStorage } from './branch-storage.js';
 import { processObjectName, type HostLedger } from './ledger.js';
 import { PreparedPool, type PreparedSlot } from './prepared-pool.js';
@@ -33,6 +34,8 @@ const PREPARED_AHEAD = 2;
 export class BranchRuntime {
   private readonly forwarders = new Map<string, Forwarder[]>();
   private readonly pool: PreparedPool;
+  /** Each running branch's Selkies stream (stream/branch-streams.ts). */
+  readonly streams: BranchStreams;
 
   constructor(
     private readonly config: HelperConfig,
@@ -46,6 +49,7 @@ export class BranchRuntime {
     private readonly ids: IdRanges,
     private readonly log: (msg: string) => void,
   ) {
+    this.streams = new BranchStreams(config.stream, personGid, log);
     this.pool = new PreparedPool(PREPARED_AHEAD, {
       allocate: () => this.allocateSlot(),
       make: (slot) => this.makeHostSet(slot, DEFAULT_LIMITS),
@@ -215,6 +219,7 @@ export class BranchRuntime {
 
   /** Ends every process of the branch; its network and files stay (rollback restores into them). */
   async killProcesses(ws: { id: string }): Promise<void> {
+    await this.streams.stop(ws.id);
     await this.ledger.removeOwned(ws.id, ['process', 'container']);
   }
 
@@ -223,6 +228,7 @@ export class BranchRuntime {
     this.pool.release(ws.id); // a new branch undone before it used the set it took: the set goes with it below
     await this.gate.close(ws.id);
     await this.closeForwarders(ws.id);
+    await this.streams.stop(ws.id);
     await this.ledger.removeOwned(ws.id, ['process', 'container', 'bundle', 'cgroup']);
     for (const kind of ['mount', 'directory'] as const) await this.ledger.remove({ kind, name: this.sysfsPath(ws), owner: ws.id });
     await this.ledger.removeOwned(ws.id, ['veth', 'netns']);
@@ -251,7 +257,8 @@ export class BranchRuntime {
   /**
    * Opens what the host listens on for the branch: its desktop socket, its
    * host ports (re-using each leased port number when it is free) and its
-   * egress gate on the veth peer.
+   * egress gate on the veth peer; and starts its stream, without waiting for
+   * it (a fork or a start is not held up by the streamer's own start).
    */
   async openForwarders(ws: WorkspaceRecord): Promise<void> {
     await this.closeForwarders(ws.id);
@@ -265,6 +272,12 @@ export class BranchRuntime {
       this.registry.setPort(ws.id, lease.containerPort, forwarder.hostPort);
     }
     await this.gate.open({ id: ws.id, name: ws.name, treeId: ws.treeId, hostAddress: net.hostAddress, containerAddress: net.containerAddress });
+    // The registry's record, not the caller's: a fork's child got its process after its record was read.
+    const { pid, pidStart } = this.registry.findWorkspace(ws.id) ?? ws;
+    if (pid !== null && pidStart !== null) {
+      const hostRoot = this.idRange(ws)?.hostBase ?? 0;
+      this.streams.ensure({ id: ws.id, name: ws.name, pid, pidStart, hostRoot }).catch((err: Error) => this.log(err.message));
+    }
   }
 
   async closeForwarders(id: string): Promise<void> {
@@ -276,6 +289,7 @@ export class BranchRuntime {
   /** The helper is shutting down: branches keep running, their sockets, ports and gates close. */
   async detachAll(): Promise<void> {
     await this.gate.closeAll();
+    await this.streams.stopAll();
     for (const id of [...this.forwarders.keys()]) await this.closeForwarders(id);
   }
 }

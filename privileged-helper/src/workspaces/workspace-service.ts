@@ -314,6 +314,7 @@ export class WorkspaceService {
         .filter((p) => ws.state === 'running' && p.hostPort !== null)
         .map((p) => ({ containerPort: p.containerPort, hostPort: p.hostPort as number, hostAddress: '127.0.0.1' as const })),
       vncSocket: ws.state === 'running' ? this.runtime.vncSocketPath(ws) : null,
+      streamSocket: ws.state === 'running' ? this.runtime.streams.socketPath(ws.id) : null,
       pid: ws.state === 'running' ? ws.pid : null,
       exitReason: ws.state === 'exited' ? ws.exitReason : null,
       parent: ws.parentId,
