@@ -8,6 +8,7 @@ import { NONE, branchById } from '../store/app.js';
 import { AgentFeed, AgentPointer } from './AgentOverlay.js';
 import { useApp } from './context.js';
 import { Desktop } from './Desktop.js';
+import { StreamFrame, streamsServed } from './StreamFrame.js';
 import { useNow } from './now.js';
 
 export function DesktopPanel({ branchId }: { branchId: string }) {
@@ -24,6 +25,15 @@ export function DesktopPanel({ branchId }: { branchId: string }) {
       />
     );
   if (branch.state !== 'running') return <Empty title={`${branch.name} is ${branch.state}`} body="Start it to see its desktop." />;
+  if (streamsServed())
+    return (
+      <div className="desktop-panel">
+        <StreamFrame branchId={branchId}>
+          <AgentPointer branchId={branchId} />
+          <AgentFeed branchId={branchId} />
+        </StreamFrame>
+      </div>
+    );
   return (
     <div className="desktop-panel">
       <div className="panel-bar">
