@@ -6,12 +6,20 @@ import { z } from 'zod';
 import { cacheDirOf, groveSpawnPath } from './tool-paths.js';
 import { builtModulePath, type KernelTierPaths } from './host/kernel-tier.js';
 import { groveFile } from './protocol/grove-files.js';
-import type { StreamPaths } from './stream/branch-streams.js';
+import type { StreamConfig } from './stream/branch-streams.js';
 import { DEFAULT_RUN_DIR, helperSockets } from './protocol/sockets.js';
 import { AUDIT_DAYS_KEPT, AUDIT_ROWS_KEPT, type AuditRetention } from './registry/registry.js';
 
 const Instance = z.string().regex(/^[a-z0-9]{1,4}$/, 'GROVE_INSTANCE is 1-4 of a-z0-9');
 const Subnet = z.string().regex(/^10\.\d{1,3}\.0\.0\/16$/, 'GROVE_SUBNET is a 10.X.0.0/16 range');
+
+/**
+ * How long a branch's streamer runs on after its last viewer left. A
+ * streamer holds far more memory than the desktop it shows, so one per
+ * running branch is too dear; a few minutes keep it through a reload, or a
+ * person switching between branches and back, without paying its start again.
+ */
+export const STREAM_IDLE_MS = 180_000;
 
 export interface HelperConfig {
   instance: string;
@@ -23,8 +31,8 @@ export interface HelperConfig {
   agentSocketPath: string;
   /** Each running branch's desktop socket (root:`group` 0660), in a root:`group` 0750 directory. */
   vncDir: string;
-  /** Each running branch's Selkies stream: a directory of its own (its streamer's uid, `group`, 0750) with its socket (root:`group` 0660), in a root:`group` 0751 directory. */
-  stream: StreamPaths;
+  /** Each running branch's Selkies stream: its socket (root:`group` 0660) and its streamer's directory (the streamer's uid, 0700), in a root:`group` 0751 directory. */
+  stream: StreamConfig;
   /**
    * Where branches' roots are mounted: root:root 0711, one 0700 directory per
    * branch owned by its tree's host root (a branch's root must reach its own
@@ -89,6 +97,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HelperConfig {
   if (!Number.isInteger(approvalTimeoutMs) || approvalTimeoutMs < 1000) throw new Error('GROVE_APPROVAL_TIMEOUT_MS must be an integer ≥ 1000');
   const desktopIdleMs = Number(env.GROVE_DESKTOP_IDLE_MS ?? 60_000);
   if (!Number.isInteger(desktopIdleMs) || desktopIdleMs < 1000) throw new Error('GROVE_DESKTOP_IDLE_MS must be an integer ≥ 1000');
+  const streamIdleMs = Number(env.GROVE_STREAM_IDLE_MS ?? STREAM_IDLE_MS);
+  if (!Number.isInteger(streamIdleMs) || streamIdleMs < 1000) throw new Error('GROVE_STREAM_IDLE_MS must be an integer ≥ 1000');
   return {
     instance: Instance.parse(env.GROVE_INSTANCE ?? 'g'),
     stateDir,
@@ -101,6 +111,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HelperConfig {
       dir: `${runDir}-stream`,
       selkies: env.GROVE_SELKIES ?? path.join(cacheDir, 'selkies/venv/bin/selkies'),
       shmShim: path.join(cacheDir, 'lib/grove-shm-shared.so'),
+      idleMs: streamIdleMs,
     },
     rootsDir: `${runDir}-roots`,
     cacheDir,

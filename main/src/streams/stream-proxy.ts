@@ -21,7 +21,8 @@ export function proxyStreamRequest(
   upstreamPath: string,
   responseHeaders: Record<string, string>,
 ): void {
-  const upstream = http.request({ socketPath, path: upstreamPath, method: req.method, headers: forwardedHeaders(req) }, (reply) => {
+  // A connection of its own, closed with the reply: the helper keeps a branch's streamer while connections are open (stream/branch-streams.ts).
+  const upstream = http.request({ socketPath, agent: false, path: upstreamPath, method: req.method, headers: forwardedHeaders(req) }, (reply) => {
     const headers = { ...reply.headers };
     for (const name of Object.keys(responseHeaders)) delete headers[name];
     delete headers['set-cookie'];

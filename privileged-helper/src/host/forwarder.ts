@@ -5,6 +5,8 @@
 //   a Unix socket         a branch's desktop (VNC without a password): root:GROUP 0660
 //                         in a root:GROUP 0750 directory, so the kernel refuses
 //                         everyone else at connect(2)
+//   a Unix socket         a branch's stream, the same way, to a streamer started
+//                         on demand (stream/branch-streams.ts)
 import { readFileSync } from 'node:fs';
 import { chmod, chown, mkdir, rm } from 'node:fs/promises';
 import net from 'node:net';
@@ -13,6 +15,16 @@ import { GroveError } from '../protocol/wire.js';
 export interface ForwardTarget {
   host: string;
   port: number;
+}
+
+/** An upstream that may have to be started first, and wants to know how many clients it has. */
+export interface DemandTarget {
+  /** Said in the log. */
+  name: string;
+  /** A connection to the upstream for one more client, once it takes one. */
+  connect(): Promise<net.Socket>;
+  /** How many clients are relayed now; called after each comes or goes. */
+  clients(open: number): void;
 }
 
 /** A directory of sockets only root and one group may open. */
@@ -33,45 +45,63 @@ let totalOpen = 0;
 
 export class Forwarder {
   private readonly sockets = new Set<net.Socket>();
+  private readonly clients = new Set<net.Socket>();
   private refusedSaidAt = 0;
 
   private constructor(
     private readonly server: net.Server,
     /** The TCP port it listens on; null for a Unix socket. */
     readonly hostPort: number | null,
-    private readonly target: ForwardTarget,
+    private readonly target: ForwardTarget | DemandTarget,
     private readonly log: (msg: string) => void,
   ) {
     server.on('connection', (client) => this.admit(client));
   }
 
   private admit(client: net.Socket): void {
-    const open = this.sockets.size / 2;
+    const open = this.clients.size;
     if (open >= MAX_CONNECTIONS_PER_FORWARDER || totalOpen >= maxTotalConnections()) {
       client.destroy();
       if (Date.now() - this.refusedSaidAt > 60_000) {
         this.refusedSaidAt = Date.now();
-        const where = this.hostPort === null ? 'the desktop socket' : `127.0.0.1:${this.hostPort}`;
+        const where = this.hostPort === null ? 'a Unix socket' : `127.0.0.1:${this.hostPort}`;
+        const to = 'connect' in this.target ? this.target.name : `${this.target.host}:${this.target.port}`;
         this.log(
-          `${where} -> ${this.target.host}:${this.target.port}: refusing connections: ${open} open here, ${totalOpen} in all (at most ${MAX_CONNECTIONS_PER_FORWARDER} here, ${maxTotalConnections()} in all)`,
+          `${where} -> ${to}: refusing connections: ${open} open here, ${totalOpen} in all (at most ${MAX_CONNECTIONS_PER_FORWARDER} here, ${maxTotalConnections()} in all)`,
         );
       }
       return;
     }
     totalOpen++;
-    client.once('close', () => totalOpen--);
-    this.relay(client, this.target);
+    this.clients.add(client);
+    client.once('close', () => {
+      totalOpen--;
+      this.clients.delete(client);
+      this.sockets.delete(client);
+      if ('connect' in this.target) this.target.clients(this.clients.size);
+    });
+    const target = this.target;
+    if (!('connect' in target)) return this.relay(client, net.connect({ host: target.host, port: target.port }));
+    target.clients(this.clients.size);
+    this.sockets.add(client);
+    target.connect().then(
+      (upstream) => (client.destroyed ? upstream.destroy() : this.relay(client, upstream)),
+      (err: Error) => {
+        this.log(`${target.name}: ${err.message}`);
+        client.destroy();
+      },
+    );
   }
 
   /** Listens on 127.0.0.1:hostPort (0 = any free port). */
-  static async tcp(hostPort: number, target: ForwardTarget, log: (msg: string) => void): Promise<Forwarder> {
+  static async tcp(hostPort: number, target: ForwardTarget | DemandTarget, log: (msg: string) => void): Promise<Forwarder> {
     const server = net.createServer();
     await listening(server, () => server.listen({ host: '127.0.0.1', port: hostPort, exclusive: true }));
     return new Forwarder(server, (server.address() as net.AddressInfo).port, target, log);
   }
 
   /** Listens on a Unix socket at socketPath, root:gid 0660 (its directory is the helper's: see prepareSocketDir). */
-  static async unix(socketPath: string, gid: number, target: ForwardTarget, log: (msg: string) => void): Promise<Forwarder> {
+  static async unix(socketPath: string, gid: number, target: ForwardTarget | DemandTarget, log: (msg: string) => void): Promise<Forwarder> {
     const server = net.createServer();
     try {
       await listening(server, () => {
@@ -88,13 +118,12 @@ export class Forwarder {
       await chmod(socketPath, 0o660);
     } catch (err) {
       server.close();
-      throw new GroveError('E_HOST', `cannot serve the desktop on ${socketPath}: ${(err as Error).message}`);
+      throw new GroveError('E_HOST', `cannot serve ${'connect' in target ? target.name : 'the desktop'} on ${socketPath}: ${(err as Error).message}`);
     }
     return new Forwarder(server, null, target, log);
   }
 
-  private relay(client: net.Socket, target: ForwardTarget): void {
-    const upstream = net.connect({ host: target.host, port: target.port });
+  private relay(client: net.Socket, upstream: net.Socket): void {
     for (const s of [client, upstream]) {
       this.sockets.add(s);
       s.setNoDelay(true);

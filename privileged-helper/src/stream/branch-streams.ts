@@ -11,12 +11,22 @@
 // the segments it makes belong to the branch's root as the dump records them
 // (CRIU restores nothing owned by an id the branch's user namespace does not
 // map), and it has no authority the branch lacks. It dies with the helper.
-// It serves HTTP on a Unix socket (root:person group 0660, in a directory of
-// its own, its uid's, person group, 0750) that the controller fronts with
-// HTTPS and a token; it listens on no TCP port.
-import { chmod, chown, mkdir, rm, stat } from 'node:fs/promises';
+//
+// It runs only while someone watches: the helper serves each running
+// branch's stream socket (root:person group 0660) itself, starts the
+// streamer at the first connection and relays to the streamer's own socket
+// (in a 0700 directory of its uid's), and ends it when no connection has
+// been open for idleMs. A new branch, each child of a fork, and a branch
+// after a rollback cost nothing until viewed. A rollback ends the streamer of
+// the old processes, which cuts its viewers off; the stream socket stays, and
+// Selkies's client reconnects by itself to a streamer of the restored ones.
+// A promotion leaves the socket and the streamer as they are (both are named
+// by the branch's id). Nothing listens on a TCP port.
+import { chown, mkdir, rm, stat } from 'node:fs/promises';
+import net from 'node:net';
 import path from 'node:path';
 import { execa, type ResultPromise } from 'execa';
+import { Forwarder, type DemandTarget } from '../host/forwarder.js';
 import { GroveError } from '../protocol/wire.js';
 import { startTime } from '../host/proc.js';
 import { KeyedLock } from '../workspaces/keyed-lock.js';
@@ -25,13 +35,15 @@ import { KeyedLock } from '../workspaces/keyed-lock.js';
 const X_DISPLAY = '127.0.0.1:0';
 const SOCKET_WAIT_MS = 30_000;
 
-export interface StreamPaths {
-  /** root:person group 0750; each branch's socket and private files in it. */
+export interface StreamConfig {
+  /** root:person group 0751; each branch's stream socket and its streamer's private directory in it. */
   dir: string;
   /** The selkies program of the venv build/host/selkies.sh makes. */
   selkies: string;
   /** native/grove-shm-shared.c, preloaded into the streamer. */
   shmShim: string;
+  /** How long a streamer runs on after its last viewer left (GROVE_STREAM_IDLE_MS). */
+  idleMs: number;
 }
 
 /** The branch process a stream shows: its init, by pid and start time, and the host uid and gid of its root (0 uncaged). */
@@ -48,64 +60,140 @@ interface Streamer {
   child: ResultPromise<{ stdin: 'ignore'; stdout: 'ignore'; stderr: ['pipe', { file: string }]; reject: false }>;
 }
 
+interface BranchStream {
+  id: string;
+  /** The stream socket the controller connects to, served while the branch runs. */
+  socket: Forwarder | null;
+  /** The branch process to show; null while it has none (a rollback between the old processes and the restored ones). */
+  target: StreamTarget | null;
+  streamer: Streamer | null;
+  viewers: number;
+  idle: NodeJS.Timeout | null;
+}
+
 export class BranchStreams {
-  private readonly streamers = new Map<string, Streamer>();
-  /** One start or stop of a branch's stream at a time: a promotion and a rollback may ask at once. */
+  private readonly streams = new Map<string, BranchStream>();
+  /** One change of a branch's stream at a time: a viewer's first connection, a rollback and an idle end may come at once. */
   private readonly turns = new KeyedLock();
 
   constructor(
-    private readonly paths: StreamPaths,
+    private readonly config: StreamConfig,
     private readonly personGid: number,
     private readonly log: (msg: string) => void,
   ) {}
 
   /** Where a branch's stream is served while it runs (by its id: a promotion does not move it). */
   socketPath(id: string): string {
-    return path.join(this.branchDir(id), 'selkies.sock');
+    return path.join(this.config.dir, `${id}.sock`);
   }
 
-  /** What the branch's streamer printed, kept until its stream ends. */
+  /** What the branch's streamer prints, kept while it runs. */
   logPath(id: string): string {
-    return path.join(this.branchDir(id), 'selkies.log');
+    return path.join(this.streamerDir(id), 'selkies.log');
   }
 
-  private branchDir(id: string): string {
-    return path.join(this.paths.dir, id);
+  /** Whether a streamer runs for the branch now. */
+  running(id: string): boolean {
+    return this.streams.get(id)?.streamer != null;
+  }
+
+  private streamerDir(id: string): string {
+    return path.join(this.config.dir, id);
+  }
+
+  private streamerSocket(id: string): string {
+    return path.join(this.streamerDir(id), 'selkies.sock');
   }
 
   /**
-   * Starts the branch's stream unless one of the same branch process runs
-   * (a promotion reopens forwarders without changing processes). Returns once
-   * the socket accepts the person group.
+   * Serves the branch's stream socket for this branch process; its streamer
+   * starts at the first viewer. A streamer of another process (before a
+   * rollback) ends.
    */
-  ensure(target: StreamTarget): Promise<void> {
-    return this.turns.run(target.id, () => this.start(target));
+  serve(target: StreamTarget): Promise<void> {
+    return this.turns.run(target.id, async () => {
+      const known = this.streams.get(target.id);
+      if (known) {
+        if (known.streamer && !sameProcess(known.streamer.target, target)) await this.endStreamer(known);
+        known.target = target;
+        return;
+      }
+      const stream: BranchStream = { id: target.id, socket: null, target, streamer: null, viewers: 0, idle: null };
+      stream.socket = await Forwarder.unix(this.socketPath(target.id), this.personGid, this.onDemand(stream), this.log);
+      this.streams.set(target.id, stream);
+    });
   }
 
-  /** Ends a branch's stream, if it has one, and removes its files. */
-  stop(id: string): Promise<void> {
-    return this.turns.run(id, () => this.end(id));
+  /** The branch's processes end (a rollback restores others): its streamer ends and its viewers are cut off; its socket stays. */
+  detach(id: string): Promise<void> {
+    return this.turns.run(id, async () => {
+      const stream = this.streams.get(id);
+      if (!stream) return;
+      stream.target = null;
+      await this.endStreamer(stream);
+    });
   }
 
-  async stopAll(): Promise<void> {
-    await Promise.all([...this.streamers.keys()].map((id) => this.stop(id)));
+  /** The branch stops running, or the helper: its socket closes and its streamer ends. */
+  close(id: string): Promise<void> {
+    return this.turns.run(id, async () => {
+      const stream = this.streams.get(id);
+      this.streams.delete(id);
+      if (!stream) return;
+      stream.target = null;
+      if (stream.idle) clearTimeout(stream.idle);
+      await stream.socket?.close();
+      await this.endStreamer(stream);
+    });
   }
 
-  private async start(target: StreamTarget): Promise<void> {
-    const running = this.streamers.get(target.id);
-    if (running && running.target.pid === target.pid && running.target.pidStart === target.pidStart && running.child.exitCode === null) return;
-    await this.end(target.id);
+  async closeAll(): Promise<void> {
+    await Promise.all([...this.streams.keys()].map((id) => this.close(id)));
+  }
+
+  /** What the stream socket relays to: the streamer, started for the first viewer and ended idleMs after the last. */
+  private onDemand(stream: BranchStream): DemandTarget {
+    return {
+      name: `the stream of branch ${stream.id}`,
+      connect: () =>
+        this.turns.run(stream.id, async () => {
+          await this.ensureStreamer(stream);
+          return net.connect(this.streamerSocket(stream.id));
+        }),
+      clients: (open) => {
+        stream.viewers = open;
+        if (stream.idle) clearTimeout(stream.idle);
+        stream.idle = open > 0 ? null : setTimeout(() => void this.endIfUnwatched(stream), this.config.idleMs).unref();
+      },
+    };
+  }
+
+  private endIfUnwatched(stream: BranchStream): Promise<void> {
+    return this.turns.run(stream.id, async () => {
+      if (stream.viewers === 0) await this.endStreamer(stream);
+    });
+  }
+
+  private async ensureStreamer(stream: BranchStream): Promise<void> {
+    const target = stream.target;
+    if (this.streams.get(stream.id) !== stream || target === null) throw new GroveError('E_CONFLICT', `branch ${stream.id} is not running`);
+    const running = stream.streamer;
+    if (running && running.child.exitCode === null && running.child.signalCode === null) return;
+    await this.endStreamer(stream);
     if ((await startTime(target.pid)) !== target.pidStart) throw new GroveError('E_CONFLICT', `branch '${target.name}' is no longer running`);
-    const socket = this.socketPath(target.id);
-    const dir = this.branchDir(target.id);
+    await this.startStreamer(stream, target);
+  }
+
+  private async startStreamer(stream: BranchStream, target: StreamTarget): Promise<void> {
+    const dir = this.streamerDir(target.id);
     const home = path.join(dir, 'home');
     await rm(dir, { recursive: true, force: true });
     await mkdir(home, { recursive: true, mode: 0o700 });
     await chown(home, target.hostRoot, target.hostRoot);
-    await chown(dir, target.hostRoot, this.personGid);
-    await chmod(dir, 0o750);
+    await chown(dir, target.hostRoot, target.hostRoot);
     const namespaces = [`--ipc=/proc/${target.pid}/ns/ipc`, `--net=/proc/${target.pid}/ns/net`];
-    const child = execa('nsenter', [...namespaces, '--', ...dropPrivileges(target.hostRoot), this.paths.selkies, ...selkiesArgs(socket)], {
+    const socket = this.streamerSocket(target.id);
+    const child = execa('nsenter', [...namespaces, '--', ...dropPrivileges(target.hostRoot), this.config.selkies, ...selkiesArgs(socket)], {
       stdin: 'ignore',
       stdout: 'ignore',
       stderr: ['pipe', { file: this.logPath(target.id) }],
@@ -116,53 +204,52 @@ export class BranchStreams {
         DISPLAY: X_DISPLAY,
         HOME: home,
         XDG_RUNTIME_DIR: home,
-        LD_PRELOAD: this.paths.shmShim,
+        LD_PRELOAD: this.config.shmShim,
       },
     });
     const streamer = { target, child };
-    this.streamers.set(target.id, streamer);
+    stream.streamer = streamer;
     const tail: string[] = [];
     child.stderr.on('data', (chunk: Buffer) => {
       tail.push(chunk.toString());
       if (tail.length > 20) tail.shift();
     });
     void child.then((result) => {
-      if (this.streamers.get(target.id) === streamer) {
-        this.streamers.delete(target.id);
-        this.log(`stream of '${target.name}' ended (${result.signal ?? `exit ${result.exitCode}`}): ${lastLines(tail.join(''))}`);
-      }
+      if (stream.streamer === streamer) this.log(`stream of '${target.name}' ended (${result.signal ?? `exit ${result.exitCode}`}): ${lastLines(tail.join(''))}`);
     });
     try {
-      await this.waitForSocket(socket, child);
+      await waitForSocket(socket, child);
     } catch (err) {
-      await this.end(target.id);
+      await this.endStreamer(stream);
       throw new GroveError('E_HOST', `the stream of '${target.name}' did not start: ${(err as Error).message}; ${lastLines(tail.join(''))}`);
     }
-    await chown(socket, 0, this.personGid);
-    await chmod(socket, 0o660);
   }
 
-  private async end(id: string): Promise<void> {
-    const streamer = this.streamers.get(id);
-    this.streamers.delete(id);
+  private async endStreamer(stream: BranchStream): Promise<void> {
+    const streamer = stream.streamer;
+    stream.streamer = null;
     if (streamer) {
       streamer.child.kill('SIGTERM');
       const timer = setTimeout(() => streamer.child.kill('SIGKILL'), 3000);
       await streamer.child;
       clearTimeout(timer);
     }
-    await rm(this.branchDir(id), { recursive: true, force: true });
+    await rm(this.streamerDir(stream.id), { recursive: true, force: true });
   }
+}
 
-  private async waitForSocket(socket: string, child: Streamer['child']): Promise<void> {
-    const deadline = Date.now() + SOCKET_WAIT_MS;
-    while (Date.now() < deadline) {
-      if (child.exitCode !== null || child.signalCode !== null) throw new Error('it exited');
-      if ((await stat(socket).catch(() => null))?.isSocket()) return;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    throw new Error(`no socket within ${SOCKET_WAIT_MS / 1000} s`);
+function sameProcess(a: StreamTarget, b: StreamTarget): boolean {
+  return a.pid === b.pid && a.pidStart === b.pidStart;
+}
+
+async function waitForSocket(socket: string, child: Streamer['child']): Promise<void> {
+  const deadline = Date.now() + SOCKET_WAIT_MS;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error('it exited');
+    if ((await stat(socket).catch(() => null))?.isSocket()) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
+  throw new Error(`no socket within ${SOCKET_WAIT_MS / 1000} s`);
 }
 
 /** The branch root's host ids, no capabilities, none to gain, and gone when the helper goes. */

@@ -219,7 +219,7 @@ export class BranchRuntime {
 
   /** Ends every process of the branch; its network and files stay (rollback restores into them). */
   async killProcesses(ws: { id: string }): Promise<void> {
-    await this.streams.stop(ws.id);
+    await this.streams.detach(ws.id);
     await this.ledger.removeOwned(ws.id, ['process', 'container']);
   }
 
@@ -228,7 +228,7 @@ export class BranchRuntime {
     this.pool.release(ws.id); // a new branch undone before it used the set it took: the set goes with it below
     await this.gate.close(ws.id);
     await this.closeForwarders(ws.id);
-    await this.streams.stop(ws.id);
+    await this.streams.close(ws.id);
     await this.ledger.removeOwned(ws.id, ['process', 'container', 'bundle', 'cgroup']);
     for (const kind of ['mount', 'directory'] as const) await this.ledger.remove({ kind, name: this.sysfsPath(ws), owner: ws.id });
     await this.ledger.removeOwned(ws.id, ['veth', 'netns']);
@@ -257,8 +257,8 @@ export class BranchRuntime {
   /**
    * Opens what the host listens on for the branch: its desktop socket, its
    * host ports (re-using each leased port number when it is free) and its
-   * egress gate on the veth peer; and starts its stream, without waiting for
-   * it (a fork or a start is not held up by the streamer's own start).
+   * egress gate on the veth peer; and its stream socket, whose streamer
+   * starts only when someone watches (stream/branch-streams.ts).
    */
   async openForwarders(ws: WorkspaceRecord): Promise<void> {
     await this.closeForwarders(ws.id);
@@ -276,7 +276,7 @@ export class BranchRuntime {
     const { pid, pidStart } = this.registry.findWorkspace(ws.id) ?? ws;
     if (pid !== null && pidStart !== null) {
       const hostRoot = this.idRange(ws)?.hostBase ?? 0;
-      this.streams.ensure({ id: ws.id, name: ws.name, pid, pidStart, hostRoot }).catch((err: Error) => this.log(err.message));
+      await this.streams.serve({ id: ws.id, name: ws.name, pid, pidStart, hostRoot });
     }
   }
 
@@ -289,7 +289,7 @@ export class BranchRuntime {
   /** The helper is shutting down: branches keep running, their sockets, ports and gates close. */
   async detachAll(): Promise<void> {
     await this.gate.closeAll();
-    await this.streams.stopAll();
+    await this.streams.closeAll();
     for (const id of [...this.forwarders.keys()]) await this.closeForwarders(id);
   }
 }

@@ -44,6 +44,8 @@ export function testInstance(instance: string): TestInstance {
     GROVE_GATE_HOSTS: 'outside.test=10.218.0.2,other.test=10.218.0.2',
     // A desktop's VNC session closes after 15 s without calls (60 s by default): desktop.test.ts waits for that.
     GROVE_DESKTOP_IDLE_MS: '15000',
+    // A stream's streamer ends 10 s after its last viewer left (3 min by default): stream.test.ts waits for that.
+    GROVE_STREAM_IDLE_MS: '10000',
   };
   const sockets = helperSockets({}, runDir);
   return {

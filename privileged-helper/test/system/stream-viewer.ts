@@ -41,6 +41,15 @@ export async function pixelsOf(page: Page, rgb: Rgb): Promise<number> {
   return n;
 }
 
+/** Waits until more than `min` pixels of `rgb` show on a page already open, without reloading it. */
+export async function waitForPixels(page: Page, rgb: Rgb, min: number, timeoutMs = 90_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while ((await pixelsOf(page, rgb)) <= min) {
+    if (Date.now() > deadline) throw new Error(`${page.url()} showed no more than ${min} pixels of rgb(${rgb.join(',')}) within ${timeoutMs / 1000} s`);
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
+
 /** Opens `url` and waits until more than `min` pixels of `rgb` show; returns the page. */
 export async function watchStream(browser: Browser, url: string, rgb: Rgb, min: number, timeoutMs = 90_000): Promise<Page> {
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });

@@ -1,7 +1,9 @@
 // Each running branch's Selkies stream (docs/stream.md): served on a socket
-// only root and the grove group may open, started for a new branch and for
-// each child of a fork, and showing that branch's own screen, as Selkies's
-// own client in Chromium draws it.
+// only root and the grove group may open, its streamer started when someone
+// watches and ended when no one has for a while (GROVE_STREAM_IDLE_MS, 10 s
+// here); each child of a fork streams its own screen, and a viewer follows a
+// rollback and a promotion by itself, as Selkies's own client in Chromium
+// draws it.
 import { readFile, stat } from 'node:fs/promises';
 import type http from 'node:http';
 import path from 'node:path';
@@ -12,7 +14,7 @@ import type { HelperClient } from '../../../main/src/helper-client/client.js';
 import type { Workspace } from '../../src/protocol/entities.js';
 import { REPO } from './helper-process.js';
 import { connect, createWorkspace, instance, sh, track, waitFor } from './support.js';
-import { pixelsOf, startStreamServer, watchStream, type Rgb } from './stream-viewer.js';
+import { pixelsOf, startStreamServer, waitForPixels, watchStream, type Rgb } from './stream-viewer.js';
 import { launchBrowser, START_PAGE_RGB } from './vnc-viewer.js';
 import { streamCommand } from './stream-command.js';
 
@@ -26,12 +28,17 @@ function streamSocket(ws: Workspace): string {
   return ws.streamSocket;
 }
 
-/** Once the socket is there and open to the grove group. */
-async function streamReady(ws: Workspace): Promise<void> {
-  await shownWithLog(
-    ws,
-    waitFor(`${ws.name}'s stream socket`, async () => ((await stat(streamSocket(ws)).catch(() => null))?.mode ?? 0) === 0o140660, 60_000),
-  );
+/** The branch's streamer's own directory, in the stream socket's (stream/branch-streams.ts). */
+function streamerDir(ws: Workspace): string {
+  return path.join(path.dirname(streamSocket(ws)), ws.id);
+}
+
+/** The pid of the streamer listening on the branch's private socket, in its network namespace; null while none runs. */
+async function streamerPid(ws: Workspace): Promise<number | null> {
+  const { stdout } = await execa('nsenter', [`--net=/proc/${ws.pid}/ns/net`, '--', 'ss', '-Hlxp']);
+  const line = stdout.split('\n').find((l) => l.includes(path.join(streamerDir(ws), 'selkies.sock')));
+  const pid = /pid=(\d+)/.exec(line ?? '')?.[1];
+  return pid === undefined ? null : Number(pid);
 }
 
 /** `waiting`, failing with the end of what the branch's streamer printed. */
@@ -39,7 +46,7 @@ async function shownWithLog<T>(ws: Workspace, waiting: Promise<T>): Promise<T> {
   try {
     return await waiting;
   } catch (err) {
-    const log = await readFile(path.join(path.dirname(streamSocket(ws)), 'selkies.log'), 'utf8').catch((e: Error) => e.message);
+    const log = await readFile(path.join(streamerDir(ws), 'selkies.log'), 'utf8').catch((e: Error) => e.message);
     throw new Error(`${(err as Error).message}\n${ws.name}'s streamer printed:\n${log.split('\n').slice(-30).join('\n')}`, { cause: err });
   }
 }
@@ -67,36 +74,35 @@ describe("each branch's Selkies stream", () => {
     client.close();
   });
 
-  it("serves a new branch on a socket root:grove 0660 in a 0750 directory of its streamer's and grove's, by no TCP port", async () => {
-    await streamReady(source);
+  it('serves a new branch on a socket root:grove 0660, and starts no streamer before someone watches', async () => {
     const socket = streamSocket(source);
-    const { stdout } = await execa('stat', ['-c', '%a %u %G', socket, path.dirname(socket)]);
+    expect((await execa('stat', ['-c', '%a %u %G', socket])).stdout).toBe('660 0 grove');
+    expect((await execa('stat', ['-c', '%a %U %G', path.dirname(socket)])).stdout).toBe('751 root grove');
+    await new Promise((r) => setTimeout(r, 3000));
+    expect(await streamerPid(source)).toBeNull();
+    expect(await stat(streamerDir(source)).catch(() => null)).toBeNull();
+  });
+
+  it("starts the streamer for the first viewer, outside the branch but in its namespaces, as its root, by no TCP port; it shows Chromium's start page", async () => {
+    server = await startStreamServer({ [source.id]: streamSocket(source) });
+    const page = await shownWithLog(source, watchStream(browser, url(source), START_PAGE, 50_000));
+    await page.screenshot({ path: path.join(REPO, 'test-results/desktop-through-selkies.png') });
+    const pid = await streamerPid(source);
+    expect(pid, 'no streamer listens on its private socket').not.toBeNull();
     const hostRoot = Number((await readFile(`/proc/${source.pid}/uid_map`, 'utf8')).trim().split(/\s+/)[1]);
-    expect(stdout.split('\n')).toEqual(['660 0 grove', `750 ${hostRoot} grove`]);
-    expect((await execa('stat', ['-c', '%a %U %G', path.dirname(path.dirname(socket))])).stdout).toBe('751 root grove');
-    // It listens in the branch's network namespace: on its socket, on no TCP or UDP port there or on the host.
-    const inBranch = ['nsenter', `--net=/proc/${source.pid}/ns/net`, '--', 'ss'];
-    const streamer = (await execa(inBranch[0]!, [...inBranch.slice(1), '-Hlxp'])).stdout.split('\n').find((line) => line.includes(socket));
-    const pid = /pid=(\d+)/.exec(streamer ?? '')?.[1];
-    expect(pid, `nothing listens on ${socket}`).toBeDefined();
-    expect((await execa(inBranch[0]!, [...inBranch.slice(1), '-Hltunp'])).stdout).not.toContain(`pid=${pid},`);
+    // Its own directory: only its uid (and root) may enter it.
+    expect((await execa('stat', ['-c', '%a %u', streamerDir(source)])).stdout).toBe(`700 ${hostRoot}`);
+    // On its socket, on no TCP or UDP port in the branch or on the host.
+    expect((await execa('nsenter', [`--net=/proc/${source.pid}/ns/net`, '--', 'ss', '-Hltunp'])).stdout).not.toContain(`pid=${pid},`);
     expect((await execa('ss', ['-Hltunp'])).stdout).not.toContain(`pid=${pid},`);
-    // Outside the branch but in its IPC and network namespaces, without capabilities.
     for (const ns of ['ipc', 'net']) {
       const [own, branch] = (await execa('readlink', [`/proc/${pid}/ns/${ns}`, `/proc/${source.pid}/ns/${ns}`])).stdout.split('\n');
       expect(own, ns).toBe(branch);
     }
     expect((await execa('readlink', [`/proc/${pid}/ns/pid`])).stdout).toBe((await execa('readlink', ['/proc/self/ns/pid'])).stdout);
-    // As the branch's own root, without capabilities.
     const status = await readFile(`/proc/${pid}/status`, 'utf8');
     expect(status).toMatch(new RegExp(`^Uid:\\s+${hostRoot}\\s`, 'm'));
     expect(status).toMatch(/^CapEff:\s+0{16}$/m);
-  });
-
-  it("shows the branch's desktop, Chromium's start page, in Selkies's client", async () => {
-    server = await startStreamServer({ [source.id]: streamSocket(source) });
-    const page = await shownWithLog(source, watchStream(browser, url(source), START_PAGE, 50_000));
-    await page.screenshot({ path: path.join(REPO, 'test-results/desktop-through-selkies.png') });
     await page.close();
   });
 
@@ -127,12 +133,21 @@ describe("each branch's Selkies stream", () => {
     }
   });
 
-  it("starts a stream for each child of a fork, each of its own screen, while the source's goes on", async () => {
+  it('ends the streamer once no one has watched for the idle time, and starts it again for the next viewer', async () => {
+    await waitFor("the source's streamer to end", async () => (await streamerPid(source)) === null, 40_000);
+    expect(await stat(streamerDir(source)).catch(() => null)).toBeNull();
+    expect((await stat(streamSocket(source))).isSocket()).toBe(true);
+    const page = await shownWithLog(source, watchStream(browser, url(source), START_PAGE, 50_000));
+    expect(await streamerPid(source)).not.toBeNull();
+    await page.close();
+  });
+
+  it('gives each child of a fork a stream of its own screen, started only when watched', async () => {
     const report = await client.request('branch.fork', { workspace: source.id, copies: 2 });
     children = await Promise.all(report.children.map(track));
     made.push(...children.map((c) => c.id));
-    for (const child of children) await streamReady(child);
     expect(new Set([source, ...children].map(streamSocket)).size).toBe(3);
+    for (const child of children) expect(await streamerPid(child), child.name).toBeNull();
     server.close();
     server = await startStreamServer(Object.fromEntries([source, ...children].map((w) => [w.id, streamSocket(w)])));
 
@@ -142,7 +157,44 @@ describe("each branch's Selkies stream", () => {
     const parent = await shownWithLog(source, watchStream(browser, url(source), START_PAGE, 50_000));
     expect(await pixelsOf(sibling, MAGENTA)).toBe(0);
     expect(await pixelsOf(parent, MAGENTA)).toBe(0);
+    const streamers = await Promise.all([source, ...children].map(streamerPid));
+    expect(new Set(streamers).size, streamers.join(' ')).toBe(3);
     for (const page of [covered, sibling, parent]) await page.close();
+  });
+
+  it('after a rollback, a viewer that was watching reconnects by itself to the restored desktop', async () => {
+    const version = await client.request('branch.checkpoint', { workspace: source.id });
+    const page = await shownWithLog(source, watchStream(browser, url(source), START_PAGE, 50_000));
+    await sh(client, source, COVER_SCREEN);
+    await shownWithLog(source, waitForPixels(page, MAGENTA, 500_000));
+    const before = await streamerPid(source);
+    const rolled = await track(await client.request('branch.rollback', { workspace: source.id, version: version.id }));
+    expect(rolled.pid).not.toBe(source.pid);
+    expect(rolled.streamSocket).toBe(source.streamSocket);
+    source = rolled;
+    // The same page, never reloaded by the test: Selkies's client reconnects, and the helper starts a streamer of the restored processes.
+    await shownWithLog(source, waitForPixels(page, START_PAGE, 50_000, 120_000));
+    expect(await pixelsOf(page, MAGENTA)).toBe(0);
+    const after = await streamerPid(source);
+    expect(after).not.toBeNull();
+    expect(after).not.toBe(before);
+    await page.close();
+  });
+
+  it("keeps the promoted branch's stream and its viewer through a promotion", async () => {
+    const child = children[0]!;
+    const page = await shownWithLog(child, watchStream(browser, url(child), MAGENTA, 500_000));
+    const before = await streamerPid(child);
+    const promoted = await track(await client.request('branch.promote', { workspace: child.id, oldMain: 'keep' }));
+    expect(promoted.main).toBe(true);
+    expect(promoted.streamSocket).toBe(child.streamSocket);
+    await new Promise((r) => setTimeout(r, 3000));
+    expect(await pixelsOf(page, MAGENTA)).toBeGreaterThan(500_000);
+    expect(await streamerPid(promoted)).toBe(before);
+    // The old main, kept as a branch, streams its own screen still.
+    const oldMain = await shownWithLog(source, watchStream(browser, url(source), START_PAGE, 50_000));
+    expect(await pixelsOf(oldMain, MAGENTA)).toBe(0);
+    for (const p of [page, oldMain]) await p.close();
   });
 
   it('ends the stream with its branch', async () => {

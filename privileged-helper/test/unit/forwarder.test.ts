@@ -45,3 +45,53 @@ describe('Forwarder', () => {
     await holdsFor(200, () => !again.destroyed, 'the connection that fits again stays open');
   });
 });
+
+describe('Forwarder to an upstream started on demand', () => {
+  it('asks for the upstream only when a client comes, and counts its clients as they come and go', async () => {
+    const upstream = net.createServer((s) => s.pipe(s));
+    upstream.listen(0, '127.0.0.1');
+    await once(upstream, 'listening');
+    cleanups.push(() => new Promise((r) => upstream.close(r)));
+    const counts: number[] = [];
+    let connects = 0;
+    const fwd = await Forwarder.tcp(
+      0,
+      {
+        name: 'the echo',
+        connect: async () => {
+          connects++;
+          await sleep(100); // an upstream still starting: what the client sent meanwhile is kept
+          return net.connect((upstream.address() as net.AddressInfo).port, '127.0.0.1');
+        },
+        clients: (open) => counts.push(open),
+      },
+      () => undefined,
+    );
+    cleanups.push(() => fwd.close());
+    expect(connects).toBe(0);
+    const a = net.connect(fwd.hostPort!, '127.0.0.1');
+    cleanups.push(() => a.destroy());
+    a.write('early');
+    const [echo] = (await once(a, 'data')) as [Buffer];
+    expect(echo.toString()).toBe('early');
+    const b = net.connect(fwd.hostPort!, '127.0.0.1');
+    await once(b, 'connect');
+    await sleep(50);
+    expect(counts).toEqual([1, 2]);
+    b.destroy();
+    a.destroy();
+    await sleep(100);
+    expect(counts).toEqual([1, 2, 1, 0]);
+    expect(connects).toBe(2);
+  });
+
+  it('closes a client whose upstream cannot start, saying why', async () => {
+    const said: string[] = [];
+    const fwd = await Forwarder.tcp(0, { name: 'the stream', connect: () => Promise.reject(new Error('it did not start')), clients: () => undefined }, (m) => said.push(m));
+    cleanups.push(() => fwd.close());
+    const c = net.connect(fwd.hostPort!, '127.0.0.1');
+    c.on('error', () => undefined);
+    await once(c, 'close');
+    expect(said).toEqual(['the stream: it did not start']);
+  });
+});
