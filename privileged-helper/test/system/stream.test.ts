@@ -134,8 +134,9 @@ describe("each branch's Selkies stream", () => {
   });
 
   it('ends the streamer once no one has watched for the idle time, and starts it again for the next viewer', async () => {
-    await waitFor("the source's streamer to end", async () => (await streamerPid(source)) === null, 40_000);
-    expect(await stat(streamerDir(source)).catch(() => null)).toBeNull();
+    // Its directory goes once it has exited.
+    await waitFor("the source's streamer to end", async () => (await stat(streamerDir(source)).catch(() => null)) === null, 40_000);
+    expect(await streamerPid(source)).toBeNull();
     expect((await stat(streamSocket(source))).isSocket()).toBe(true);
     const page = await shownWithLog(source, watchStream(browser, url(source), START_PAGE, 50_000));
     expect(await streamerPid(source)).not.toBeNull();
