@@ -64,9 +64,14 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
   }
 }
 
-/** `grove app --web` (the compiled CLI, as a person runs it) against the socket; its first stdout line is the URL with the secret. */
+/**
+ * `grove app --web --stream vnc` (the compiled CLI, as a person runs it)
+ * against the socket; its first stdout line is the URL with the secret. The
+ * specs check desktops in noVNC's canvas; stream.spec.ts runs the app as it
+ * runs by default, framing Selkies streams over HTTPS.
+ */
 async function startController(socketPath: string): Promise<ChildProcess> {
-  const child = spawn(path.join(REPO, 'main/bin/grove'), ['--socket', socketPath, 'app', '--web'], {
+  const child = spawn(path.join(REPO, 'main/bin/grove'), ['--socket', socketPath, 'app', '--web', '--stream', 'vnc'], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   try {
@@ -85,7 +90,7 @@ async function startController(socketPath: string): Promise<ChildProcess> {
   }
 }
 
-const E2E_NAME = /^e2e(-[0-9]+|-gate|-own)*$/;
+const E2E_NAME = /^e2e(-[0-9]+|-gate|-own|-stream)*$/;
 
 async function startAgainst(socketPath: string): Promise<() => Promise<void>> {
   const client = await HelperClient.connect({ socketPath, name: 'e2e-setup', kind: 'test' });

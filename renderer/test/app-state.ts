@@ -16,5 +16,6 @@ export const appState = (branches: Workspace[], status: 'connected' | 'disconnec
   grants: [],
   agents: {},
   pool: null,
+  desktopView: 'vnc',
   ...over,
 });

@@ -1,8 +1,8 @@
 // @vitest-environment happy-dom
 // @vitest-environment-options {"settings":{"disableIframePageLoading":true}}
 // A branch's desktop in the app: its Selkies stream in a frame of the app's
-// own origin when the app is served over HTTPS (the only way the server
-// serves streams), noVNC otherwise.
+// own origin when the controller says so (`grove app --web`, over HTTPS),
+// noVNC otherwise (`--stream vnc`, Electron).
 import { afterEach, describe, expect, it } from 'vitest';
 import { branch } from '../../main/test/unit/app-fixtures.js';
 import { DesktopPanel } from '../src/components/Panels.js';
@@ -11,7 +11,6 @@ import { apiWith } from './fake-api.js';
 import { mount, type Mounted } from './mount.js';
 
 const ONE = branch('aaaaaaa1', 'one');
-const setUrl = (url: string) => (window as unknown as { happyDOM: { setURL(u: string): void } }).happyDOM.setURL(url);
 
 let view: Mounted | null = null;
 afterEach(() => {
@@ -20,16 +19,14 @@ afterEach(() => {
 });
 
 describe("a branch's desktop", () => {
-  it('is its stream, framed from /stream/ID/, when the app is served over HTTPS', () => {
-    setUrl('https://127.0.0.1:8443/');
-    view = mount(<DesktopPanel branchId={ONE.id} />, appState([ONE], 'connected'), apiWith({}).api);
+  it('is its stream, framed from /stream/ID/, when the app frames streams', () => {
+    view = mount(<DesktopPanel branchId={ONE.id} />, appState([ONE], 'connected', { desktopView: 'stream' }), apiWith({}).api);
     const frame = view.host.querySelector<HTMLIFrameElement>(`[data-testid="stream-${ONE.id}"]`);
     expect(frame?.getAttribute('src')).toBe(`/stream/${ONE.id}/`);
     expect(view.host.querySelector(`[data-testid="desktop-${ONE.id}"]`)).toBeNull();
   });
 
-  it('is noVNC over plain HTTP, where no stream is served', () => {
-    setUrl('http://127.0.0.1:8080/');
+  it('is noVNC when the app shows desktops through noVNC', () => {
     view = mount(<DesktopPanel branchId={ONE.id} />, appState([ONE], 'connected'), apiWith({}).api);
     expect(view.host.querySelector('iframe')).toBeNull();
     expect(view.host.querySelector(`[data-testid="desktop-${ONE.id}"]`)).not.toBeNull();

@@ -179,6 +179,12 @@ export const AppState = z.strictObject({
   agents: z.record(Id, z.array(AgentAction).max(MAX_AGENT_ACTIONS)),
   /** The pool's space as last heard (on connect, then from pool.space events); null before. */
   pool: PoolSpace.nullable(),
+  /**
+   * How this app shows a branch's desktop: its Selkies stream, framed from
+   * the app's own /stream/ID/ (`grove app --web`, over HTTPS: docs/stream.md),
+   * or noVNC over the app's WebSocket (`--stream vnc`, and the Electron shell).
+   */
+  desktopView: z.enum(['stream', 'vnc']),
 });
 export type AppState = z.infer<typeof AppState>;
 

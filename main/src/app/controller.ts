@@ -45,6 +45,8 @@ export interface ControllerOptions {
   socketPath?: string;
   /** First reconnect delay; doubles up to 5 s. */
   retryMs?: number;
+  /** How the renderer shows desktops (AppState.desktopView); noVNC unless the server frames streams. */
+  desktopView?: AppState['desktopView'];
 }
 
 type TerminalListener = {
@@ -100,6 +102,7 @@ export class Controller {
       ...this.book.snapshot(),
       agents: this.agents.snapshot(),
       pool: this.pool,
+      desktopView: this.opts.desktopView ?? 'vnc',
     };
   }
 

@@ -1,6 +1,6 @@
 // Starts the controller and its web server together: what `grove app --web`
 // and the Electron shell both run.
-import { Controller } from './controller.js';
+import { Controller, type ControllerOptions } from './controller.js';
 import { startWebServer, type WebOptions, type WebServer } from './server.js';
 
 export interface RunningApp {
@@ -9,8 +9,9 @@ export interface RunningApp {
   stop(): Promise<void>;
 }
 
-export async function startApp(opts: WebOptions & { socketPath?: string }): Promise<RunningApp> {
-  const controller = new Controller({ socketPath: opts.socketPath });
+export async function startApp(opts: WebOptions & ControllerOptions): Promise<RunningApp> {
+  if (opts.desktopView === 'stream' && !opts.tls && !opts.tlsPem) throw new Error('streams are framed only over HTTPS: give the app a certificate');
+  const controller = new Controller({ socketPath: opts.socketPath, desktopView: opts.desktopView });
   await controller.start();
   try {
     const web = await startWebServer(controller, opts);

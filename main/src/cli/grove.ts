@@ -287,19 +287,31 @@ program
   .option('--web', 'serve the app over HTTP + WebSocket (the URL, secret included, is printed)')
   .option('--port <port>', 'port to listen on (default: a free one)', Number)
   .option('--host <address>', 'address to listen on; beyond loopback only with --tls-cert and --tls-key', '127.0.0.1')
-  .option('--tls-cert <file>', 'PEM certificate for HTTPS')
+  .option('--tls-cert <file>', "PEM certificate for HTTPS (default: Grove's own, from its local CA)")
   .option('--tls-key <file>', 'PEM private key for HTTPS')
-  .action(async (opts: { web?: boolean; port?: number; host: string; tlsCert?: string; tlsKey?: string }) => {
+  .addOption(
+    new Option('--stream <view>', "how desktops are shown: each branch's Selkies stream over HTTPS, or noVNC (served over plain HTTP unless --tls-cert)")
+      .choices(['selkies', 'vnc'])
+      .default('selkies'),
+  )
+  .option('--ca <file>', "write Grove's local CA certificate (PEM) here, for a browser to trust")
+  .action(async (opts: { web?: boolean; port?: number; host: string; tlsCert?: string; tlsKey?: string; stream: 'selkies' | 'vnc'; ca?: string }) => {
     if (!opts.web) throw new GroveError('E_PRECONDITION', 'the desktop app is started by the Electron shell; use `grove app --web` here');
     if (Boolean(opts.tlsCert) !== Boolean(opts.tlsKey)) throw new GroveError('E_INVALID_PARAMS', 'give both --tls-cert and --tls-key');
     // A long-running command's stack traces lead back to the TypeScript (for the modules loaded from here on).
     process.setSourceMapsEnabled(true);
+    const files = opts.tlsCert && opts.tlsKey ? { cert: opts.tlsCert, key: opts.tlsKey } : undefined;
+    // Streams are framed only over HTTPS: without certificate files, Grove's own (a person's: an agent is refused here).
+    const own = (opts.stream === 'selkies' && !files) || opts.ca ? await withClient((c) => c.request('stream.tls', {})) : null;
+    if (opts.ca && own) await writeFile(opts.ca, own.ca);
     const { startApp } = await import('../app/start.js');
     const app = await startApp({
       socketPath: globals().socket,
       host: opts.host,
       port: opts.port,
-      tls: opts.tlsCert && opts.tlsKey ? { cert: opts.tlsCert, key: opts.tlsKey } : undefined,
+      tls: files,
+      tlsPem: opts.stream === 'selkies' && !files && own ? { cert: own.cert, key: own.key } : undefined,
+      desktopView: opts.stream === 'selkies' ? 'stream' : 'vnc',
     });
     const web = app.web;
     process.stderr.write('Grove app: open this URL (it carries the secret for this launch):\n');

@@ -8,11 +8,12 @@ import { NONE, branchById } from '../store/app.js';
 import { AgentFeed, AgentPointer } from './AgentOverlay.js';
 import { useApp } from './context.js';
 import { Desktop } from './Desktop.js';
-import { StreamFrame, streamsServed } from './StreamFrame.js';
+import { StreamFrame } from './StreamFrame.js';
 import { useNow } from './now.js';
 
 export function DesktopPanel({ branchId }: { branchId: string }) {
   const branch = useApp((s) => branchById(s, branchId));
+  const framesStreams = useApp((s) => s.server?.desktopView === 'stream');
   const [scale, setScale] = useState(true);
   const [clip, setClip] = useState('');
   const rfb = useRef<RFB | null>(null);
@@ -25,7 +26,7 @@ export function DesktopPanel({ branchId }: { branchId: string }) {
       />
     );
   if (branch.state !== 'running') return <Empty title={`${branch.name} is ${branch.state}`} body="Start it to see its desktop." />;
-  if (streamsServed())
+  if (framesStreams)
     return (
       <div className="desktop-panel">
         <StreamFrame branchId={branchId}>

@@ -1,13 +1,9 @@
 // One branch's desktop through its Selkies stream (docs/stream.md), which the
-// app's own server serves at /stream/ID/ when it runs over HTTPS: keyboard,
-// mouse, clipboard and scaling are Selkies's client's own. Same origin as the
-// app, so its cookie reaches the stream and frame-ancestors 'self' lets it in.
+// app's own server serves at /stream/ID/ over HTTPS (AppState.desktopView):
+// keyboard, mouse, clipboard and scaling are Selkies's client's own. Same
+// origin as the app, so its cookie reaches the stream and frame-ancestors
+// 'self' lets it in. After a rollback Selkies's client reconnects by itself.
 import type { ReactNode } from 'react';
-
-/** Whether this page's server serves streams (it does over HTTPS only); else the desktop is shown through noVNC. */
-export function streamsServed(): boolean {
-  return location.protocol === 'https:';
-}
 
 export function streamPath(branchId: string): string {
   return `/stream/${encodeURIComponent(branchId)}/`;
