@@ -63,6 +63,8 @@ Grove is running.
   Helper log:                 $log_dir/helper.log
   Stop the helper:            kill \$(cat $pid_file)   (workspaces keep running and are adopted on the next start)
 
-The app (open the URL below in a browser on this machine; it carries this launch's secret):
+The app (open the URL below in a browser on this machine; it carries this launch's secret). It is
+served over HTTPS with Grove's own certificate: trust $log_dir/grove-ca.pem in the browser, or accept
+the warning once. Each branch's desktop shows as its Selkies stream (--stream vnc: noVNC).
 MSG
-exec "$repo/main/bin/grove" app --web ${GROVE_APP_PORT:+--port "$GROVE_APP_PORT"}
+exec "$repo/main/bin/grove" app --web --ca "$log_dir/grove-ca.pem" ${GROVE_APP_PORT:+--port "$GROVE_APP_PORT"}
