@@ -79,8 +79,7 @@ function pixelsOf(png: Buffer, rgb: Rgb): number {
 const frame = () => page.getByTestId(`stream-${branch.id}`);
 const framePixels = async (rgb: Rgb) => pixelsOf(await frame().screenshot(), rgb);
 /** The branch's whole screen through computer use (the helper's own VNC session, not the stream). */
-const desktopPixels = async (rgb: Rgb) =>
-  pixelsOf(Buffer.from((await helper.request('desktop.screenshot', { workspace: branch.id })).png, 'base64'), rgb);
+const desktopPixels = async (rgb: Rgb) => pixelsOf(Buffer.from((await helper.request('desktop.screenshot', { workspace: branch.id })).png, 'base64'), rgb);
 
 test("the app, over HTTPS by default, frames the branch's stream with its desktop's pixels", async () => {
   expect(appUrl).toMatch(/^https:\/\/127\.0\.0\.1:\d+\/\?token=/);

@@ -215,7 +215,8 @@ export class BranchStreams {
       if (tail.length > 20) tail.shift();
     });
     void child.then((result) => {
-      if (stream.streamer === streamer) this.log(`stream of '${target.name}' ended (${result.signal ?? `exit ${result.exitCode}`}): ${lastLines(tail.join(''))}`);
+      if (stream.streamer === streamer)
+        this.log(`stream of '${target.name}' ended (${result.signal ?? `exit ${result.exitCode}`}): ${lastLines(tail.join(''))}`);
     });
     try {
       await waitForSocket(socket, child);

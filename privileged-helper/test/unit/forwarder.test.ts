@@ -87,7 +87,9 @@ describe('Forwarder to an upstream started on demand', () => {
 
   it('closes a client whose upstream cannot start, saying why', async () => {
     const said: string[] = [];
-    const fwd = await Forwarder.tcp(0, { name: 'the stream', connect: () => Promise.reject(new Error('it did not start')), clients: () => undefined }, (m) => said.push(m));
+    const fwd = await Forwarder.tcp(0, { name: 'the stream', connect: () => Promise.reject(new Error('it did not start')), clients: () => undefined }, (m) =>
+      said.push(m),
+    );
     cleanups.push(() => fwd.close());
     const c = net.connect(fwd.hostPort!, '127.0.0.1');
     c.on('error', () => undefined);
