@@ -88,13 +88,8 @@ export class BranchStreams {
   }
 
   /** What the branch's streamer prints, kept while it runs. */
-  logPath(id: string): string {
+  private logPath(id: string): string {
     return path.join(this.streamerDir(id), 'selkies.log');
-  }
-
-  /** Whether a streamer runs for the branch now. */
-  running(id: string): boolean {
-    return this.streams.get(id)?.streamer != null;
   }
 
   private streamerDir(id: string): string {
