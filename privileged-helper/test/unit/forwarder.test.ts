@@ -3,6 +3,7 @@
 // rest at once, and says so in the helper's log (once a minute).
 import { once } from 'node:events';
 import net from 'node:net';
+import { setTimeout as delay } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Forwarder, MAX_CONNECTIONS_PER_FORWARDER } from '../../src/host/forwarder.js';
 import { holdsFor, until } from '../until.js';
@@ -60,7 +61,7 @@ describe('Forwarder to an upstream started on demand', () => {
         name: 'the echo',
         connect: async () => {
           connects++;
-          await sleep(100); // an upstream still starting: what the client sent meanwhile is kept
+          await delay(100); // an upstream still starting: what the client sent meanwhile is kept
           return net.connect((upstream.address() as net.AddressInfo).port, '127.0.0.1');
         },
         clients: (open) => counts.push(open),
@@ -76,11 +77,11 @@ describe('Forwarder to an upstream started on demand', () => {
     expect(echo.toString()).toBe('early');
     const b = net.connect(fwd.hostPort!, '127.0.0.1');
     await once(b, 'connect');
-    await sleep(50);
+    await until(() => counts.length === 2, { what: 'the second client counted' });
     expect(counts).toEqual([1, 2]);
     b.destroy();
     a.destroy();
-    await sleep(100);
+    await until(() => counts.length === 4, { what: 'both clients counted out' });
     expect(counts).toEqual([1, 2, 1, 0]);
     expect(connects).toBe(2);
   });
