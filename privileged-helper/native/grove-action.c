@@ -1,7 +1,7 @@
 /*
  * grove-action: CRIU's action program for forks, checkpoints and rollbacks
  * (host/criu/criu.ts). CRIU runs it at each action it is named for
- * (criu-patches/0017), with the action in CRTOOLS_SCRIPT_ACTION, the tree's
+ * (criu-patches/0015), with the action in CRTOOLS_SCRIPT_ACTION, the tree's
  * root in CRTOOLS_INIT_PID and everything else in GROVE_* variables, in
  * another working directory: every path comes from the environment.
  *
@@ -9,7 +9,7 @@
  * while the source is frozen, post-resume tells the helper the source runs
  * again, pre-resume comes before a child's first frame. A shell, and the
  * btrfs it started, were most of CRIU's post-dump stage, which the frozen
- * source waits out; this program, spawned by CRIU (criu-patches/0025),
+ * source waits out; this program, spawned by CRIU (criu-patches/0020),
  * leaves little but the snapshot's ioctl there. It makes its system calls
  * itself and starts only the tools that own their work (grove-share,
  * grove-netlock). Built statically by build/host/setup.sh: no loader to run.
@@ -23,7 +23,7 @@
  *    checkpoint's hold all of it (GROVE_SHARE_CAPTURED set), so there the
  *    capture only says it was made, by creating that file.
  *  post-resume (dump): the tree runs again and CRIU saves its private pages
- *    from the twins (criu-patches/0007): the dump's instant is fixed, which
+ *    from the twins (criu-patches/0022): the dump's instant is fixed, which
  *    the helper learns from the file GROVE_THAWED_FILE appearing.
  *  pre-resume: every socket is restored and no task runs yet. With the kernel
  *    tier, the memory CRIU left empty (criu-patches/0006) is attached from

@@ -11,10 +11,10 @@
 //            source's files while the tree is still frozen (one instant for memory and files):
 //            the fork point, read-only, kept as the children's merge base (fork-points.ts),
 //            and with the kernel tier captures its anonymous memory (host/share-holder.ts)
-//   thaw     the source runs on (verified), while CRIU still saves its private pages (criu-patches/0007)
+//   thaw     the source runs on (verified), while CRIU still saves its private pages (criu-patches/0022)
 //   restore  each child: a writable snapshot of the fork point (branch-storage.ts), its own identity,
 //            the tree restored into its own netns (as many at once as there are cores, first child first);
-//            they start at the thaw, and CRIU waits for the dump's pages before it reads any (0011);
+//            they start at the thaw, and CRIU waits for the dump's pages before it reads any (0022);
 //            with the kernel tier its anonymous memory is attached from the capture, not copied
 //   expose   each child's desktop socket and host ports open; once its first VNC frame is out it is
 //            'running' and announced, without waiting for its siblings

@@ -81,7 +81,7 @@ export class VersionService {
    * Fixes the branch's state at this instant and returns as soon as the
    * branch runs again: its process state is dumped to the scratch space (as
    * a fork's is) and its files snapshotted while it is frozen, and CRIU goes
-   * on saving its memory from there (criu-patches/0007). The version is
+   * on saving its memory from there (criu-patches/0022). The version is
    * "saving" until that is done and its images are copied into the pool and
    * synced (in the background); only then can it be rolled back to, and a
    * helper that dies meanwhile drops it at start (reconcile.ts).

@@ -29,7 +29,7 @@ function cpuGroupsOfTree(pid: number): string[] {
 }
 
 describe("CRIU's action program", () => {
-  it('leaves a file saying a dumped tree runs again, when asked to (criu-patches/0007)', async () => {
+  it('leaves a file saying a dumped tree runs again, when asked to (criu-patches/0022)', async () => {
     const thawed = path.join(dir, 'thawed');
     expect(await act('post-resume', { GROVE_THAWED_FILE: thawed })).toMatchObject({ exitCode: 0, stderr: '' });
     expect(existsSync(thawed)).toBe(true);
@@ -111,7 +111,7 @@ describe("CRIU's action program", () => {
     expect(bare.stderr).toMatch(/^usage: CRTOOLS_SCRIPT_ACTION=ACTION grove-action/);
   });
 
-  it('is run by CRIU for every action it has a part in, and for no other (criu-patches/0017)', () => {
+  it('is run by CRIU for every action it has a part in, and for no other (criu-patches/0015)', () => {
     const source = readFileSync(path.resolve(import.meta.dirname, '../../native/grove-action.c'), 'utf8');
     const table = source.slice(source.indexOf('} actions[] = {'));
     const handled = [...table.matchAll(/^\t\{ "([a-z-]+)", \w+ \},$/gm)].map((m) => m[1]);

@@ -1,4 +1,4 @@
-// Our CRIU's --action-script-actions (criu-patches/0017), on a plain host
+// Our CRIU's --action-script-actions (criu-patches/0015), on a plain host
 // process: the action script runs for the actions named and for no other, at
 // dump and at restore; a name CRIU does not know fails the run before the tree
 // is touched. Without the option the script runs for every action, as before.

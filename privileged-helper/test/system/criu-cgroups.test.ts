@@ -1,4 +1,4 @@
-// Our CRIU's dump with --manage-cgroups=ignore (criu-patches/0014), on a
+// Our CRIU's dump with --manage-cgroups=ignore (criu-patches/0012), on a
 // plain host process in a cgroup of its own (as a branch's tree is in the
 // branch's): the dump reads and records no cgroups, which it did while the
 // tree was frozen although no Grove restore reads them, and a restore that

@@ -1,13 +1,13 @@
 // Our CRIU's restore fixes, on plain host processes outside any workspace:
-// - 0008: a socket pair whose two ends one process holds while a process
+// - 0007: a socket pair whose two ends one process holds while a process
 //   with a lower pid, dumped after it, holds one of them. Both ends must be
 //   opened by one process; CRIU picked the lower pid for one end and the
 //   other process for the other, and the restore died on "BUG at
 //   criu/sk-unix.c". Chromium's processes hold their socket pairs like this
 //   now and then: a rollback of the desktop failed.
-// - 0009: a shared memory segment whose pages cannot be read fails the
+// - 0008: a shared memory segment whose pages cannot be read fails the
 //   restore; CRIU went on with the segment's content wrong.
-// - 0010: a file mapping that borrows the previous mapping's file takes
+// - 0009: a file mapping that borrows the previous mapping's file takes
 //   that file's mode only when it is private; a shared one keeps its own,
 //   or it could not be written after the restore.
 // - 0005: a page read that fails says where, which page and what is mapped
@@ -187,7 +187,7 @@ describe("our CRIU's restore", () => {
   });
 
   it('says so when a mapping of a deleted file reaches past the end of the copy it is restored from', async () => {
-    // Such a copy has no path the restorer's report of a failed page read could measure (criu-patches/0015).
+    // Such a copy has no path the restorer's report of a failed page read could measure (criu-patches/0013).
     const file = path.join(dir, 'deleted');
     const pid = start(['/usr/bin/python3', DELETED_FILE_MAPPING, file]);
     await waitFor(

@@ -1,4 +1,4 @@
-// CRIU's --pages-after-thaw (build/host/criu-patches/0007), against a plain
+// CRIU's --pages-after-thaw (build/host/criu-patches/0022), against a plain
 // process on the host, outside any workspace: the process rewrites its
 // memory all the time, its pages are saved from a copy-on-write twin after
 // the thaw, and the restored process must find the memory of the freeze
@@ -6,10 +6,10 @@
 // twin; a process with memory fork(2) leaves out gets no twin and is saved
 // the old way, and so is one whose pids limit refuses the clone() that
 // makes it. A thread inside a restartable sequence has it aborted before
-// the twin is made (0027), and goes on being aborted after. A SysV shared
+// the twin is made (0022), and goes on being aborted after. A SysV shared
 // memory segment, saved with its IPC namespace, comes back whole. A restore
-// told to wait for the word that the pages are saved (criu-patches/0011)
-// waits for it; a dump told to say so (0021) says it once the pages are
+// told to wait for the word that the pages are saved (criu-patches/0022)
+// waits for it; a dump told to say so (0022) says it once the pages are
 // saved. (fidelity.test.ts has the same process in a forked desktop
 // workspace.)
 import { spawn } from 'node:child_process';
@@ -173,7 +173,7 @@ describe("CRIU's pages saved after the thaw", () => {
   });
 
   it("saves a process that reserves terabytes of address space, though CRIU's page lists are sized by it and its action scripts fork meanwhile", async () => {
-    // 8 TiB reserved: a list of 32 GiB, more than this host's memory; committed (before criu-patches/0012) it failed the dump.
+    // 8 TiB reserved: a list of 32 GiB, more than this host's memory; committed (before criu-patches/0010) it failed the dump.
     const { dumpLog, restored } = await dumpAndRestore('reserved');
     expect(dumpLog).toMatch(/Twin of \d+ is \d+/);
     expect(restored).toEqual(WHOLE);
@@ -187,7 +187,7 @@ describe("CRIU's pages saved after the thaw", () => {
   });
 
   it('saves in the freeze the pages of a process that may not clone (its pids limit), and that memory comes back', async () => {
-    // The twins are made by clone()s injected into the task (criu-patches/0007, 0026): refused, the task's pages are saved the old way.
+    // The twins are made by clone()s injected into the task (criu-patches/0022): refused, the task's pages are saved the old way.
     const group = path.join(CGROUP_ROOT, 'pids', `grove-test-twin-${process.pid}`);
     cgroups.push(group);
     const limit = (max: string) => writeFile(path.join(group, 'pids.max'), max);
@@ -244,7 +244,7 @@ describe("CRIU's pages saved after the thaw", () => {
   });
 
   it('restores with --pages-ready-file only once the file says the pages are saved, and not at all when it says they are not', async () => {
-    // A fork's restores start while the dump still saves its pages (criu-patches/0011); here the "dump" is long done, and the file alone decides.
+    // A fork's restores start while the dump still saves its pages (criu-patches/0022); here the "dump" is long done, and the file alone decides.
     const { pid, images, report } = await dumpRewriter('plain');
     const say = async (word: string) => {
       await writeFile(path.join(images, 'ready.tmp'), word);

@@ -533,7 +533,7 @@ except OSError: print('held')"`,
   });
 
   it('gives each child its memory as it was at the fork while the source rewrites it, with zeros where it had discarded', async () => {
-    // The source runs on while its pages are saved (criu-patches/0007): every page it rewrites then must reach the children as it was.
+    // The source runs on while its pages are saved (criu-patches/0022): every page it rewrites then must reach the children as it was.
     const rewriter = (ws: Workspace): Promise<RewriterReport | null> => readRewriterReport(() => sh(c, ws, 'cat /tmp/rewriter.json 2>/dev/null || echo null'));
     await c.request('exec.run', { workspace: source.id, argv: ['sh', '-c', 'cat > /tmp/rewriter.py'], stdin: await readFile(REWRITER, 'utf8') });
     await sh(c, source, 'nohup python3 /tmp/rewriter.py /tmp/rewriter.json wipeonfork >/tmp/rewriter.log 2>&1 &');
@@ -773,9 +773,9 @@ except OSError: print('held')"`,
   });
 
   it('keeps each tmpfs as it was: the empty ones, /dev with its nodes and links, and /dev/shm whose group the branch changed', async () => {
-    // An empty tmpfs whose root is as its mount makes it is saved without a tar (criu-patches/0016); one whose
+    // An empty tmpfs whose root is as its mount makes it is saved without a tar (criu-patches/0014); one whose
     // root's group differs is not, or the child would get the mount's. /dev, empty files (the host's nodes are
-    // bound over them, so what shows is the host's), directories and links, is archived by CRIU itself (0018).
+    // bound over them, so what shows is the host's), directories and links, is archived by CRIU itself (0016).
     const tmpfsMounts = async (ws: Workspace) => {
       const res = await c.request('exec.run', { workspace: ws.id, argv: ['python3', '-c', TMPFS_LISTER] });
       if (res.exitCode !== 0) throw new Error(`listing the tmpfs mounts failed: ${res.stderr}`);
@@ -802,7 +802,7 @@ except OSError: print('held')"`,
 
   it('gives each mapping its own file where the overlay shows a file of the branch and one of its image with one inode number', async () => {
     // Lower and upper are btrfs subvolumes, each numbering its own inodes, and CRIU took a device and inode number
-    // for one file (criu-patches/0019): a mapping came back as the other file, and an image library's written pages,
+    // for one file (criu-patches/0017): a mapping came back as the other file, and an image library's written pages,
     // borrowed into a deleted file of Chromium's in /tmp, failed the restore past that file's end. The fixture
     // deletes one of the image's documents for its third pair; the source keeps that deletion.
     await c.request('exec.run', { workspace: source.id, argv: ['tee', '/tmp/alike-files.py'], stdin: await readFile(ALIKE_FILES, 'utf8') });

@@ -477,7 +477,7 @@ describe('a failed fork', () => {
   });
 
   it("fails with the dump's error when CRIU dies after the source runs again, while the children restore", async () => {
-    // The children's restores start at the thaw, wait for the dump's word that the pages are listed (criu-patches/0011) and read
+    // The children's restores start at the thaw, wait for the dump's word that the pages are listed (criu-patches/0022) and read
     // them from its twins (0023): a dump that then dies, its twins with it, must fail them, whichever of the two they were doing.
     const t = instance();
     const logs = `${t.stateDir}/logs`;

@@ -25,7 +25,7 @@ describe('CRIU arguments for a fork', () => {
     expect(restore.join(' ')).toContain('--work-dir /i/restore-b');
     expect(dump).toEqual(expect.arrayContaining(['--leave-running', '--tcp-established', '--skip-in-flight']));
     expect(dump).not.toContain('--tcp-close');
-    // The dump leaves cgroups out only because no restore reads them (criu-patches/0014).
+    // The dump leaves cgroups out only because no restore reads them (criu-patches/0012).
     expect(dump).toContain('--manage-cgroups=ignore');
     expect(restore).toContain('--manage-cgroups=ignore');
   });
@@ -39,13 +39,13 @@ describe('CRIU arguments for a fork', () => {
     expect(forkDumpArgs({ ...dump, leaveAnonymousMemory: true })).toContain('--skip-private-anon-pages');
   });
 
-  it('saves the pages after the thaw only when asked, and only at dump (criu-patches/0007)', () => {
+  it('saves the pages after the thaw only when asked, and only at dump (criu-patches/0022)', () => {
     const dump = { initPid: 42, imagesDir: '/i', netnsInode: 7, logFile: '/i/d.log' };
     expect(forkDumpArgs(dump)).not.toContain('--pages-after-thaw');
     expect(forkDumpArgs({ ...dump, pagesAfterThaw: true })).toContain('--pages-after-thaw');
   });
 
-  it('has a restore wait for the word that the pages are saved only when asked, and only by a plain name (criu-patches/0011)', () => {
+  it('has a restore wait for the word that the pages are saved only when asked, and only by a plain name (criu-patches/0022)', () => {
     const restore = { imagesDir: '/i', workDir: '/i/w', rootfs: '/r', pidFile: '/p', netnsFd: 3, logFile: '/l' };
     expect(forkRestoreArgs(restore)).not.toContain('--pages-ready-file');
     expect(forkRestoreArgs({ ...restore, pagesReadyFile: 'grove-pages-ready' }).join(' ')).toContain('--pages-ready-file grove-pages-ready');
@@ -62,7 +62,7 @@ describe('CRIU arguments for a fork', () => {
     expect(forkRestoreArgs({ ...restore, pagesFromTwins: true })).toContain('--pages-from-twins');
   });
 
-  it("has CRIU restore the UTS namespace under the child's own hostname, and takes no name a hostname cannot be (criu-patches/0022)", () => {
+  it("has CRIU restore the UTS namespace under the child's own hostname, and takes no name a hostname cannot be (criu-patches/0019)", () => {
     const restore = { imagesDir: '/i', workDir: '/i/w', rootfs: '/r', pidFile: '/p', netnsFd: 3, logFile: '/l' };
     expect(forkRestoreArgs(restore)).not.toContain('--uts-hostname');
     expect(forkRestoreArgs({ ...restore, hostname: 'web-2' }).join(' ')).toContain('--uts-hostname web-2');
@@ -71,7 +71,7 @@ describe('CRIU arguments for a fork', () => {
       expect(() => forkRestoreArgs({ ...restore, hostname: bad }), bad).toThrow(/bad hostname/);
   });
 
-  it('has CRIU run the action script for the actions named only, at dump and restore alike (criu-patches/0017)', () => {
+  it('has CRIU run the action script for the actions named only, at dump and restore alike (criu-patches/0015)', () => {
     const script = { path: '/s/action.sh', actions: ['post-dump', 'post-resume'] };
     const dump = forkDumpArgs({ initPid: 42, imagesDir: '/i', netnsInode: 7, logFile: '/i/d.log', actionScript: script });
     expect(dump.join(' ')).toContain('--action-script /s/action.sh --action-script-actions post-dump,post-resume');

@@ -76,8 +76,8 @@ function anonymousMemoryArgs(input: AnonymousMemoryOption): string[] {
 
 /**
  * An action script and the actions it acts on: CRIU runs it for those only
- * (criu-patches/0017). Each run starts a program from CRIU's process (a cost
- * even spawned, criu-patches/0025), and a dump ran two that did nothing
+ * (criu-patches/0015). Each run starts a program from CRIU's process (a cost
+ * even spawned, criu-patches/0020), and a dump ran two that did nothing
  * (network-lock, network-unlock) while the tree was frozen.
  */
 export interface ActionScript {
@@ -107,14 +107,14 @@ export interface ForkDumpInput extends CriuLogOptions, AnonymousMemoryOption {
   ghostLimit?: string;
   /**
    * Save the private pages after the tree is thawed, from a copy-on-write
-   * twin of each process made in the freeze (criu-patches/0007): the source
+   * twin of each process made in the freeze (criu-patches/0022): the source
    * is frozen for its process state only. Plain CRIU (the benchmark's
    * baseline) saves them in the freeze.
    */
   pagesAfterThaw?: boolean;
   /**
    * With pagesAfterThaw: CRIU writes "ok" to this file in the images dir the
-   * moment the last page is saved (criu-patches/0021), for the restores
+   * moment the last page is saved (criu-patches/0022), for the restores
    * that wait for it (ForkRestoreInput.pagesReadyFile).
    */
   pagesReadyFile?: string;
@@ -158,7 +158,7 @@ export function forkDumpArgs(input: ForkDumpInput): string[] {
     '--network-lock',
     'skip',
     // Every restore leaves cgroups to the helper (below), so the dump need
-    // not read them while the tree is frozen (criu-patches/0014).
+    // not read them while the tree is frozen (criu-patches/0012).
     '--manage-cgroups=ignore',
     '--external',
     `net[${input.netnsInode}]:${EXTERNAL_NETNS_KEY}`,
@@ -187,14 +187,14 @@ export interface ForkRestoreInput extends CriuLogOptions, AnonymousMemoryOption 
   /**
    * The dump may still be saving the private pages (pagesAfterThaw): CRIU
    * waits, before it reads any, for this file in the images dir to say "ok"
-   * (criu-patches/0011); anything else in it fails the restore.
+   * (criu-patches/0022); anything else in it fails the restore.
    */
   pagesReadyFile?: string;
   /** The dump left the private pages in its twins (ForkDumpInput.twinsReleaseFile): CRIU reads them there. */
   pagesFromTwins?: boolean;
   /**
    * The restored tree's hostname in place of the dumped one, set by CRIU as it
-   * restores the UTS namespace (criu-patches/0022): no task of the tree ever
+   * restores the UTS namespace (criu-patches/0019): no task of the tree ever
    * sees its source's name.
    */
   hostname?: string;

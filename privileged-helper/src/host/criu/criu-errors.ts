@@ -95,7 +95,7 @@ function detailsOf(errors: string[]): string[] {
  * the image's file, and CRIU saves the mapping as of the path (overlayfs
  * gives the copy the same inode number), so no restore of it can succeed.
  * For a file deleted before the dump it is the copy saved with the dump
- * that ends before the page, as the restore's warning says (0015).
+ * that ends before the page, as the restore's warning says (0013).
  */
 function shortenedMappedFile(log: string): string | null {
   const read = /Can't read pages data \(-14\) into 0x([0-9a-f]+)\+0x[0-9a-f]+ \(\d+ iovs\): vma 0x([0-9a-f]+)-0x[0-9a-f]+ .* pgoff 0x([0-9a-f]+)/.exec(log);
@@ -106,7 +106,7 @@ function shortenedMappedFile(log: string): string | null {
   if (mapped && failedAt >= BigInt(`0x${mapped[2]}`)) {
     return `a process maps ${mapped[1]} past its end: the file was made shorter after the process mapped it; restart that process (or put the file back as it was), then try again`;
   }
-  // A deleted file has no path to measure: the restore said how long the copy it made of it is (criu-patches/0015).
+  // A deleted file has no path to measure: the restore said how long the copy it made of it is (criu-patches/0013).
   const copy = new RegExp(
     `Mapping ${start.toString(16)}-[0-9a-f]+ at 0x[0-9a-f]+ of (/.*), a file deleted before the dump, reaches past the end of its restored copy \\(0x([0-9a-f]+) bytes\\)`,
   ).exec(log);

@@ -1,7 +1,7 @@
 // CRIU runs that a killed helper left behind. A dump outlives its caller: it
 // finishes its freeze and lets the tree run again (killed in the freeze, it
 // would leave its parasite in the tree's processes), then ends by itself,
-// its twins with it (criu-patches/0028). A restore whose caller is gone
+// its twins with it (criu-patches/0023). A restore whose caller is gone
 // makes a tree no one will adopt. Start-up waits for the dumps and kills
 // the restores before it looks at any branch, so that no operation of the
 // new helper meets a tree that an old CRIU still holds.
