@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: installs what is missing, then typecheck, lint, unit tests
 # and the system tests (real helper, btrfs, crun, netns and CRIU, as root),
-# the native programs' unit tests again under sanitizers, then the kernel tier
+# the native programs' unit tests again under sanitizers, CRIU's own zdtm tests
+# of our CRIU patches, then the kernel tier
 # under qemu (kernel/test.sh: the module; kernel/helper-test.sh: the helper
 # forking through it), then the app's end-to-end tests (Chromium against
 # `grove app --web`).
@@ -45,6 +46,7 @@ stage "lint" npm run --silent lint
 stage "unit tests, as an unprivileged user (build/host/unit-unprivileged.sh)" build/host/unit-unprivileged.sh
 stage "privileged, renderer and system tests" npx vitest run --project privileged --project renderer --project system
 stage "the native programs' unit tests against AddressSanitizer and UBSan builds (build/host/native-sanitized.sh)" build/host/native-sanitized.sh
+stage "CRIU's zdtm tests of our upstream-candidate CRIU fixes, against the built CRIU (build/host/criu-zdtm.sh)" build/host/criu-zdtm.sh
 stage "fuzzing: the RFB client and the egress gate's parsers, coverage-guided, about 3 minutes (privileged-helper/test/fuzz/run.sh)" privileged-helper/test/fuzz/run.sh
 stage "kernel tier: grove_share under qemu, on Debian 12's 6.1 (kernel/test.sh)" kernel/test.sh
 stage "kernel tier: grove_share under qemu, on the 6.12 Debian 12 also ships (kernel/test.sh 6.12)" kernel/test.sh 6.12

@@ -17,7 +17,8 @@ grep -q 'VERSION_CODENAME=bookworm' /etc/os-release || echo "setup: warning: tes
 # grove-enter, libnftnl and libmnl for grove-netlock, Chromium for the tests,
 # a real registry (docker-registry, htpasswd) for the image tests, qemu
 # with a static busybox for the kernel tier's tests (kernel/test.sh), the
-# lint's shellcheck (build/lint-shell.sh), and what each branch's Selkies
+# lint's shellcheck (build/lint-shell.sh), the modules CRIU's zdtm tests
+# import (build/host/criu-zdtm.sh), and what each branch's Selkies
 # stream runs with on the host (docs/stream.md): Debian's python3-venv, the
 # libraries pixelflux links, and the X tools Selkies calls (xrandr, xdotool,
 # xclip, xset).
@@ -25,7 +26,7 @@ packages=(
   btrfs-progs debootstrap crun iproute2 nftables util-linux procps psmisc xz-utils rsync diffutils
   buildah skopeo umoci git zstd isal openssl bubblewrap
   chromium qemu-system-x86 busybox-static cpio docker-registry apache2-utils
-  build-essential pkgconf python3 shellcheck
+  build-essential pkgconf python3 shellcheck python3-yaml python3-protobuf
   libbsd-dev libnet1-dev libnftables-dev libnl-3-dev libnl-route-3-dev libprotobuf-c-dev
   libprotobuf-dev protobuf-c-compiler protobuf-compiler uuid-dev libcap-dev
   libseccomp-dev libnftnl-dev libmnl-dev
