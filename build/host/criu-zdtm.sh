@@ -41,6 +41,10 @@ fi
 
 scratch="$(mktemp -d /var/tmp/grove-zdtm.XXXXXX)"
 trap 'rm -rf "$scratch"' EXIT
+# zdtm's temporary roots (uns flavor) go here too, and with it; the test's
+# unprivileged uid must reach them.
+chmod 0755 "$scratch"
+export TMPDIR="$scratch"
 cp -a "$tree" "$scratch/criu"
 # zdtm.py and the python package it imports (pycriu, whose protobuf modules
 # `make lib` generates) run under Debian's python3, which has the modules it
