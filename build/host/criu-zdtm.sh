@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs CRIU's own zdtm tests that our CRIU patches add (the test/zdtm/static/*.c
-# files that build/host/criu-patches/*.patch create), against the CRIU that
-# build/host/criu.sh installed. They cover the fixes offered as upstream
+# files that build/host/criu-patches/*.patch create), and upstream's zdtm
+# tests of the code our patches change, against the CRIU that
+# build/host/criu.sh installed. Ours cover the fixes offered as upstream
 # candidates, in the form CRIU's maintainers run (criu-patches/README.md).
 # The tests are built in a scratch copy of the source tree CRIU was built from
 # ($GROVE_CACHE/criu-build/tree, left by criu.sh), so the cache is not touched.
@@ -20,11 +21,21 @@ if [ ! -x "$criu" ] || [ ! -d "$tree/test/zdtm" ]; then
   die "no built CRIU in $CACHE (run build/host/setup.sh)"
 fi
 
-mapfile -t tests < <(sed -n 's|^+++ b/test/zdtm/static/\([^/]*\)\.c$|\1|p' "$repo"/build/host/criu-patches/*.patch | sort -u)
-[ ${#tests[@]} -gt 0 ] || die "no patch adds a zdtm test"
-for test in "${tests[@]}"; do
+mapfile -t ours < <(sed -n 's|^+++ b/test/zdtm/static/\([^/]*\)\.c$|\1|p' "$repo"/build/host/criu-patches/*.patch | sort -u)
+[ ${#ours[@]} -gt 0 ] || die "no patch adds a zdtm test"
+for test in "${ours[@]}"; do
   [ -e "$tree/test/zdtm/static/$test.c" ] || die "$tree has no $test.c: it is not built from these patches (run build/host/setup.sh)"
 done
+# Upstream's own tests of the code those fixes and some speed-ups change,
+# so that a patch that breaks what CRIU did right fails here too: POSIX
+# locks (0003), unix sockets and the descriptors they carry (0004, 0007),
+# shared memory (0008), a file mapping's mode (0009), tmpfs (0014, 0016).
+upstream=(
+  file_locks00 file_locks01 file_locks02 file_locks03 file_locks04 file_locks05
+  scm00 scm01 scm02 scm03 scm04 scm05 scm06 scm09 sockets00 socket_queues sk-unix-unconn sk-unix-rel
+  shm shm-mp maps_file_prot tempfs
+)
+tests=("${ours[@]}" "${upstream[@]}")
 
 # zdtm runs each test as an unprivileged uid, so CRIU needs CAP_SYS_RESOURCE
 # over it (prlimit() of another user's process). Where root lacks that
