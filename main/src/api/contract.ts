@@ -16,6 +16,7 @@ import {
   EgressPolicy,
   EgressRule,
   EgressStatus,
+  ExportResult,
   ForkReport,
   Image,
   OldMainFate,
@@ -26,7 +27,8 @@ import {
   Version,
   Workspace,
 } from '../../../privileged-helper/src/protocol/entities.js';
-import { Id, ImageName, WorkspaceRef } from '../../../privileged-helper/src/protocol/names.js';
+import { MergeConflict, MergeRequest, MergeResult } from '../../../privileged-helper/src/protocol/merge.js';
+import { HostPath, Id, ImageName, WorkspaceRef } from '../../../privileged-helper/src/protocol/names.js';
 
 export {
   Actor,
@@ -42,6 +44,8 @@ export {
   Grant,
   Image,
   Maker,
+  MergeConflict,
+  MergeResult,
   OldMainFate,
   OPEN_STATES,
   TreeDiff,
@@ -50,7 +54,7 @@ export {
 };
 export type { ApprovalAction, HeldConnection } from '../../../privileged-helper/src/protocol/approvals.js';
 export type { Point, ScreenSize, Screenshot };
-export type { ForkReport, PerfReport, PoolSpace, SpaceReport };
+export type { ExportResult, ForkReport, PerfReport, PoolSpace, SpaceReport };
 
 /** The controller's link to the helper: anything but 'connected' means the state shown is not live. */
 export const Connection = z.strictObject({
@@ -78,6 +82,8 @@ export const OperationKind = z.enum([
   'branch.rollback',
   'branch.promote',
   'branch.pick',
+  'branch.merge',
+  'branch.export',
 ]);
 export type OperationKind = z.infer<typeof OperationKind>;
 
@@ -192,6 +198,10 @@ const Empty = z.strictObject({});
 const ByBranch = z.strictObject({ workspace: WorkspaceRef });
 const TermSize = { cols: z.number().int().min(1).max(1000), rows: z.number().int().min(1).max(500) };
 const Session = z.string().regex(/^s[0-9]+$/);
+/** How much of an export's patch a review shows (the export itself takes all of it). */
+export const REVIEW_PATCH_BYTES = 1024 * 1024;
+/** A version of the branch's workspace an export starts from (the CLI's --since); the workspace's making when left out. */
+const ExportSince = { since: Id.optional() };
 /** The helper reads at most this much of a Containerfile. */
 const MAX_CONTAINERFILE_CHARS = 1 << 20;
 
@@ -226,6 +236,31 @@ export const requests = {
   /** A race's end as one decision: the winner is promoted, its rivals discarded or kept (one helper transaction, audited once). */
   'branch.pick': { params: helper['branch.pick'].params.omit({ faultAt: true, crash: true }), result: PickResult },
   'branch.diff': helper['branch.diff'],
+  /** Brings into a live branch what its sources changed (a dry run first: what it would write, and its conflicts); a person's, done at once. */
+  'branch.merge': { params: MergeRequest, result: MergeResult },
+  /** A branch's work as a commit on a new branch of a repository on this machine (written as the person running the app). */
+  'branch.export': {
+    params: z.strictObject({
+      workspace: WorkspaceRef,
+      repo: HostPath,
+      branch: z.string().min(1).max(200),
+      /** Replaces a branch of that name (never the one checked out). */
+      force: z.boolean().optional(),
+      message: z.string().min(1).max(20_000).optional(),
+      ...ExportSince,
+    }),
+    result: ExportResult,
+  },
+  /**
+   * What an export would commit, for a review before it: the commit as a
+   * patch (noise left out, as the export leaves it out), made by the helper
+   * into a private folder of the controller's, nothing written into any
+   * repository; cut at REVIEW_PATCH_BYTES.
+   */
+  'branch.exportReview': {
+    params: z.strictObject({ workspace: WorkspaceRef, ...ExportSince }),
+    result: z.strictObject({ patch: z.string(), cut: z.boolean(), files: z.number().int().nonnegative(), parent: z.string() }),
+  },
   /** Deletes a checkpoint (a branch made from it keeps its own files). */
   'version.delete': helper['version.delete'],
   /** A small still picture of a running branch's screen (the tree's rows beyond the live ones). */

@@ -6,6 +6,9 @@
 // 'disconnected' at once (the renderer greys it out); after reconnecting,
 // everything is read again before the state is called 'connected'.
 import { EventEmitter } from 'node:events';
+import { mkdtemp, open, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { GroveError, HelperClient, PERSON_SOCKET } from '../helper-client/client.js';
 import { describeEgressChange, formatRule } from '../../../privileged-helper/src/protocol/egress-rules.js';
@@ -18,7 +21,9 @@ import type {
   Connection,
   EgressPolicy,
   EventData,
+  ExportResult,
   Image,
+  MergeResult,
   Operation,
   OperationKind,
   PoolSpace,
@@ -28,6 +33,7 @@ import type {
   Version,
   Workspace,
 } from '../api/contract.js';
+import { REVIEW_PATCH_BYTES } from '../api/contract.js';
 import { REQUEST_VERB, isSelf, notADesktop, projectOrigin } from '../api/words.js';
 import { ActivityLog, CONTROLLER, HELPER, YOU, attribute, type Who } from './activity.js';
 import { AgentWatch } from './agent-watch.js';
@@ -249,6 +255,29 @@ export class Controller {
       }
       case 'branch.diff':
         return c.request('branch.diff', { workspace: ws, other: p.other as string | undefined });
+      case 'branch.merge': {
+        const merge = p as RequestParams<'branch.merge'>;
+        if (merge.dryRun) return c.request('branch.merge', merge);
+        return this.operation(
+          'branch.merge',
+          this.nameOf(ws),
+          `merge ${merge.sources.map((r) => this.nameOf(r)).join(', ')} into it`,
+          () => c.request('branch.merge', merge),
+          describeMerge,
+        );
+      }
+      case 'branch.export': {
+        const { workspace, repo, branch, force, message, since } = p as RequestParams<'branch.export'>;
+        return this.operation(
+          'branch.export',
+          this.nameOf(workspace),
+          `export to ${repo} as branch ${branch}`,
+          () => c.request('branch.export', { workspace, to: { kind: 'git', repo, branch, force }, message, since }),
+          (r) => describeExport(r),
+        );
+      }
+      case 'branch.exportReview':
+        return reviewExport(c, ws, p.since as string | undefined);
       case 'version.delete': {
         const id = p.version as string;
         const v = this.versions.find((x) => x.id === id);
@@ -659,6 +688,39 @@ function describeImage(img: Image): string {
 
 function describeCreated(w: Workspace): string {
   return `created ${w.name} (${w.id}) from ${w.image}${w.project ? `, with ${projectOrigin(w.project)} in ${w.project.path}` : ''}`;
+}
+
+function describeMerge(r: MergeResult): string {
+  if (r.conflicts.length > 0) return `nothing written: ${r.conflicts.length} conflict(s) left unsettled`;
+  if (!r.merged) return 'nothing to merge';
+  return `${r.changes.length} file(s) under ${r.scope}; before the merge it is version ${r.version}`;
+}
+
+function describeExport(r: ExportResult): string {
+  return `commit ${r.commit.slice(0, 12)} on ${r.parent.slice(0, 12)}, ${r.files} file(s), branch ${r.branch}`;
+}
+
+/**
+ * What an export of the branch would commit, as a patch: the helper writes
+ * it (as this app's person) into a folder of the controller's own, which is
+ * read up to REVIEW_PATCH_BYTES and removed.
+ */
+async function reviewExport(c: HelperClient, ws: string, since: string | undefined): Promise<RequestResult<'branch.exportReview'>> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'grove-review-'));
+  try {
+    const file = path.join(dir, 'export.patch');
+    const made = await c.request('branch.export', { workspace: ws, to: { kind: 'patch', file }, since });
+    const fh = await open(file, 'r');
+    try {
+      const { size } = await fh.stat();
+      const { buffer, bytesRead } = await fh.read(Buffer.alloc(Math.min(size, REVIEW_PATCH_BYTES)), 0, Math.min(size, REVIEW_PATCH_BYTES), 0);
+      return { patch: buffer.subarray(0, bytesRead).toString('utf8'), cut: size > REVIEW_PATCH_BYTES, files: made.files, parent: made.parent };
+    } finally {
+      await fh.close();
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 }
 
 function describePolicy(p: EgressPolicy): string {

@@ -440,3 +440,67 @@ describe('controller', () => {
     r.ws.close();
   });
 });
+
+describe('taking work home and merging', () => {
+  /** What the controller last asked the helper's method (a refresh's reads come after an operation's call). */
+  const lastParams = (method: string) => helper.params[helper.calls.lastIndexOf(method)];
+  const MERGED = { target: 'aaaaaaa1', sources: [], scope: '/root/work', dryRun: false, merged: true, version: 'c0000001', changes: [], conflicts: [], ms: 12 };
+
+  it("reviews an export as the helper's patch of it, read from a private folder that is gone afterwards", async () => {
+    let written = '';
+    helper.handlers.set('branch.export', (p) => {
+      const to = p.to as { kind: string; file: string };
+      expect(to.kind).toBe('patch');
+      written = to.file;
+      writeFileSync(to.file, 'From 1234 Mon Sep 17 00:00:00 2001\n+new line\n');
+      return { commit: 'c'.repeat(40), parent: 'p'.repeat(40), files: 1, branch: null, patch: to.file };
+    });
+    const r = await renderer(web.secret);
+    await until(() => r.states.at(-1));
+    const review = await r.call('branch.exportReview', { workspace: 'one' });
+    expect(review.result).toEqual({ patch: 'From 1234 Mon Sep 17 00:00:00 2001\n+new line\n', cut: false, files: 1, parent: 'p'.repeat(40) });
+    expect(path.dirname(written).startsWith(os.tmpdir())).toBe(true);
+    expect(() => readFileSync(written)).toThrow(/ENOENT/);
+    r.ws.close();
+  });
+
+  it("exports into the person's repository as an operation, the helper's refusal in its words", async () => {
+    helper.handlers.set('branch.export', (p) => {
+      if ((p.to as { branch: string }).branch === 'taken') throw Object.assign(new Error("/repo has a branch 'taken' already"), { code: 'E_CONFLICT' });
+      return { commit: 'c'.repeat(40), parent: 'p'.repeat(40), files: 2, branch: 'grove/one', patch: null };
+    });
+    const r = await renderer(web.secret);
+    await until(() => r.states.at(-1));
+    expect((await r.call('branch.export', { workspace: 'one', repo: 'relative/path', branch: 'x' })).error?.code).toBe('E_INVALID_PARAMS');
+    expect((await r.call('branch.export', { workspace: 'one', repo: '/repo', branch: 'taken' })).error).toEqual({
+      code: 'E_CONFLICT',
+      message: "/repo has a branch 'taken' already",
+    });
+    expect((await r.call('branch.export', { workspace: 'one', repo: '/repo', branch: 'grove/one', message: 'Fix it' })).result).toMatchObject({ files: 2 });
+    expect(lastParams('branch.export')).toEqual({ workspace: 'one', to: { kind: 'git', repo: '/repo', branch: 'grove/one' }, message: 'Fix it' });
+    const s = await until(() => r.states.find((x) => x.operations.some((o) => o.kind === 'branch.export' && o.status === 'done')));
+    expect(s.activity.at(-1)).toMatchObject({
+      actor: 'you',
+      action: 'export to /repo as branch grove/one',
+      outcome: 'ok',
+      detail: expect.stringContaining('2 file(s)'),
+    });
+    r.ws.close();
+  });
+
+  it('passes a dry run straight through, and runs a merge with its settlements as an operation', async () => {
+    helper.handlers.set('branch.merge', (p) => ({ ...MERGED, dryRun: p.dryRun === true, merged: p.dryRun !== true }));
+    const r = await renderer(web.secret);
+    await until(() => r.states.at(-1));
+    expect((await r.call('branch.merge', { workspace: 'one', sources: [], dryRun: true })).error?.code).toBe('E_INVALID_PARAMS');
+    expect((await r.call('branch.merge', { workspace: 'one', sources: ['one-1'], dryRun: true, faultAt: 'write' })).error?.code).toBe('E_INVALID_PARAMS');
+    expect((await r.call('branch.merge', { workspace: 'one', sources: ['one-1'], dryRun: true })).result).toMatchObject({ dryRun: true });
+    const take = [{ path: '/root/work/a.txt', side: 'target' }];
+    expect((await r.call('branch.merge', { workspace: 'one', sources: ['one-1'], take })).result).toMatchObject({ merged: true });
+    expect(lastParams('branch.merge')).toEqual({ workspace: 'one', sources: ['one-1'], take });
+    const s = await until(() => r.states.find((x) => x.operations.some((o) => o.kind === 'branch.merge' && o.status === 'done')));
+    expect(s.operations.filter((o) => o.kind === 'branch.merge')).toHaveLength(1);
+    expect(s.activity.at(-1)).toMatchObject({ action: 'merge one-1 into it', target: 'one', detail: expect.stringContaining('version c0000001') });
+    r.ws.close();
+  });
+});

@@ -16,7 +16,7 @@ export interface TextSides {
 }
 
 export interface TextMerge {
-  /** The merged text; where conflicts are, both sides between git's markers. */
+  /** The merged text; where conflicts are, both sides and the base's lines between git's markers (diff3 style). */
   text: Buffer;
   /** How many conflicting hunks (0: merged cleanly). */
   conflicts: number;
@@ -28,7 +28,8 @@ export async function mergeText(sides: TextSides, labels: { target: string; sour
   try {
     for (const [name, bytes] of Object.entries(sides)) await writeFile(path.join(dir, name), bytes, { mode: 0o600 });
     // -p: the result on stdout, nothing rewritten; the exit code is the number of conflicts, negative (255) on an error.
-    const res = await run('git', ['merge-file', '-p', '-L', labels.target, '-L', 'fork point', '-L', labels.source, 'target', 'base', 'source'], {
+    // --diff3: a conflict shows the fork point's lines too, so a person sees what each side changed (the app's side by side).
+    const res = await run('git', ['merge-file', '-p', '--diff3', '-L', labels.target, '-L', 'fork point', '-L', labels.source, 'target', 'base', 'source'], {
       cwd: dir,
       allowFailure: true,
     });

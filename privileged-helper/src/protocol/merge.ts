@@ -50,7 +50,12 @@ export const MergeConflict = z.strictObject({
   kind: z.enum(['text', 'edit-delete', 'binary', 'kind', 'special']),
   target: MergeSide,
   sourceSide: MergeSide,
-  /** For text: the file with git's conflict markers around each conflicting hunk (cut at 64 KiB; null once the conflicts before it showed 4 MiB). */
+  /**
+   * For text: the file with git's conflict markers around each conflicting
+   * hunk, diff3 style (the target's lines, '||||||| fork point' and the
+   * base's, '=======' and the source's), cut at 64 KiB; null once the
+   * conflicts before it showed 4 MiB.
+   */
   hunks: z.string().nullable(),
 });
 export type MergeConflict = z.infer<typeof MergeConflict>;

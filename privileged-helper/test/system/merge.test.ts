@@ -230,7 +230,7 @@ describe('merge', () => {
     expect(result.conflicts).toHaveLength(1);
     const [conflict] = result.conflicts;
     expect(conflict).toMatchObject({ path: `${work}/shared.txt`, source: 'mg-two', kind: 'text', target: { kind: 'file' }, sourceSide: { kind: 'file' } });
-    expect(conflict!.hunks).toContain('<<<<<<< mg-main\ntwo by one\n=======\ntwo by two\n>>>>>>> mg-two\n');
+    expect(conflict!.hunks).toContain('<<<<<<< mg-main\ntwo by one\n||||||| fork point\ntwo\n=======\ntwo by two\n>>>>>>> mg-two\n');
     expect(conflict!.hunks).toContain('eight by two');
     // Nothing written, no version taken.
     expect(await cat(main, `${work}/shared.txt`)).toBe(SHARED);
