@@ -4,7 +4,7 @@
 // renderer bundles it. (Allow-list rules and policy changes have theirs in
 // the helper's protocol, egress-rules.ts, shared with the CLI.)
 import { formatRule } from '../../../privileged-helper/src/protocol/egress-rules.js';
-import type { Actor, AgentRequestKind, HeldConnection, Image, Maker, Workspace } from './contract.js';
+import type { Actor, AgentRequestKind, HeldConnection, Image, Maker, MergeConflict, Workspace } from './contract.js';
 
 /** host:port of a connection, the way a person reads a destination. */
 export function destination(c: Pick<HeldConnection, 'host' | 'port'>): string {
@@ -72,4 +72,18 @@ export function diskText(w: Pick<Workspace, 'disk' | 'limits'>): string {
   const limit = sizeText(w.limits.diskBytes);
   if (!w.disk) return `limit ${limit} (not enforced: the pool has no quotas)`;
   return `${sizeText(w.disk.usedBytes)} of ${limit}${w.disk.full ? ' — full: writes in it fail' : ''}`;
+}
+
+/** One side of a merge's conflicting file: 'deleted', 'a link to x', '120 bytes, sha256 1a2b3c4d5e6f, executable'. */
+export function mergeSideText(side: MergeConflict['target']): string {
+  switch (side.kind) {
+    case 'none':
+      return 'deleted';
+    case 'link':
+      return `a link to ${side.detail}`;
+    case 'other':
+      return side.detail ?? 'neither a file nor a link';
+    case 'file':
+      return `${side.bytes} bytes, sha256 ${side.sha256?.slice(0, 12)}${side.detail ? `, ${side.detail}` : ''}`;
+  }
 }

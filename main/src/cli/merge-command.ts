@@ -5,7 +5,8 @@
 // not fork (the main line) asks a person, with the merge's dry run to review.
 import type { Command } from 'commander';
 import { GroveError } from '../helper-client/client.js';
-import type { MergeConflict, MergeResult, MergeSide } from '../../../privileged-helper/src/protocol/merge.js';
+import type { MergeConflict, MergeResult } from '../../../privileged-helper/src/protocol/merge.js';
+import { mergeSideText } from '../api/words.js';
 import { mayActAtOnce } from '../helper-client/requests.js';
 import { askPerson, isAgent, printAsked, type AskOptions } from './approval-commands.js';
 import { output, program, withClient } from './context.js';
@@ -21,23 +22,10 @@ function parseTake(arg: string): { path: string; side: string } {
   return { path: arg.slice(0, eq), side: arg.slice(eq + 1) };
 }
 
-function describe(side: MergeSide): string {
-  switch (side.kind) {
-    case 'none':
-      return 'deleted';
-    case 'link':
-      return `a link to ${side.detail}`;
-    case 'other':
-      return side.detail ?? 'something else';
-    case 'file':
-      return `${side.bytes} bytes, sha256 ${side.sha256?.slice(0, 12)}${side.detail ? `, ${side.detail}` : ''}`;
-  }
-}
-
 function printConflict(c: MergeConflict, target: string): void {
   console.log(`CONFLICT (${c.kind}) ${c.path}`);
-  console.log(`  ${target}: ${describe(c.target)}`);
-  console.log(`  ${c.source}: ${describe(c.sourceSide)}`);
+  console.log(`  ${target}: ${mergeSideText(c.target)}`);
+  console.log(`  ${c.source}: ${mergeSideText(c.sourceSide)}`);
   if (c.hunks !== null) console.log(c.hunks.replace(/^/gm, '  | ').trimEnd());
 }
 

@@ -1,5 +1,5 @@
 // The bar above the tabs: what can be done to the selected branch (fork,
-// checkpoint, roll back, promote, stop, discard), or, with several selected,
+// checkpoint, roll back, take home, merge into, promote, stop, discard), or, with several selected,
 // what applies to all of them (compare, stop N, discard N).
 import { useState } from 'react';
 import type { OldMainFate, Version, Workspace } from '../../../main/src/api/contract.js';
@@ -24,6 +24,7 @@ export function ActionBar() {
       <ForkGroup branch={branch} />
       {/* Keyed by branch: a version picked for one branch is never offered for another. */}
       <VersionGroup key={branch.id} branch={branch} />
+      <ResultGroup branch={branch} />
       <LifeGroup branch={branch} />
     </div>
   );
@@ -123,6 +124,35 @@ function VersionGroup({ branch }: { branch: Workspace }) {
         }
       >
         Delete version
+      </button>
+    </div>
+  );
+}
+
+/** The branch's work out of Grove (take home) or other branches' work into it (merge into…): each opens its view. */
+function ResultGroup({ branch }: { branch: Workspace }) {
+  const live = useApp(isLive);
+  const view = useApp((s) => s.view);
+  const setView = useApp((s) => s.setView);
+  const running = branch.state === 'running';
+  const why = running ? '' : ' (start it first)';
+  return (
+    <div className="action-group">
+      <button
+        className={view === 'takehome' ? 'active' : ''}
+        disabled={!live || !running}
+        onClick={() => setView('takehome')}
+        title={`Its work as a commit on a new branch of a git repository on this machine${why}`}
+      >
+        Take home
+      </button>
+      <button
+        className={view === 'merge' ? 'active' : ''}
+        disabled={!live || !running}
+        onClick={() => setView('merge')}
+        title={`Bring what other branches of the workspace changed into this one${why}`}
+      >
+        Merge into…
       </button>
     </div>
   );

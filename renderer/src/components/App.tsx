@@ -9,10 +9,12 @@ import { CreateForm } from './CreateForm.js';
 import { NetworkPanel } from './Egress.js';
 import { useApp } from './context.js';
 import { ImagesView } from './Images.js';
+import { MergePanel } from './MergePanel.js';
 import { ActivityLog, CompareGrid, DesktopPanel, DiffPanel, Empty, Operations } from './Panels.js';
 import { PerformancePanel } from './Performance.js';
 import { PoolBanner } from './PoolBanner.js';
 import { RaceView } from './Race.js';
+import { TakeHomePanel } from './TakeHome.js';
 import { Terminal } from './Terminal.js';
 
 export function App() {
@@ -307,6 +309,10 @@ function ViewContent() {
       return <DiffPanel ids={selection.length === 2 ? [focus, ...selection.filter((id) => id !== focus)] : [focus]} />;
     case 'network':
       return <NetworkPanel key={focus} branchId={focus} />;
+    case 'takehome':
+      return <TakeHomePanel key={focus} branch={branch} />;
+    case 'merge':
+      return <MergePanel key={focus} target={branch} />;
   }
 }
 

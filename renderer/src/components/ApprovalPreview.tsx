@@ -1,11 +1,14 @@
 // What a person looks at before deciding a request: for a promote, the
 // branch's screen and what it changed against the main line; for a discard or
 // a stop, what would be lost; for a change of outside access, the change; for
-// a held connection, the request itself. The helper made the preview when the
-// request was made; a part it could not make comes with a note saying why.
+// a held connection, the request itself; for an export, where it goes and
+// the commit as a patch; for a merge, the files its dry run would write. The
+// helper made the preview when the request was made; a part it could not
+// make comes with a note saying why.
 import type { Approval, EgressChange, HeldConnection } from '../../../main/src/api/contract.js';
 import { formatRule } from '../../../privileged-helper/src/protocol/egress-rules.js';
 import { MODES } from './Egress.js';
+import { PatchView } from './PatchView.js';
 
 type Diff = NonNullable<Approval['preview']['diff']>;
 
@@ -54,7 +57,7 @@ function PreviewBody({ a }: { a: Approval }) {
               <div>
                 The commit, as branch <b>{preview.export.branch}</b> of <b>{preview.export.repo}</b>:
               </div>
-              <pre className="preview-patch mono">{preview.export.patch}</pre>
+              <PatchView patch={preview.export.patch} cut={false} />
             </div>
           )}
         </>

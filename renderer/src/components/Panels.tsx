@@ -245,6 +245,8 @@ function opTitle(kind: string): string {
       'branch.checkpoint': 'Checkpoint of',
       'branch.rollback': 'Rolling back',
       'branch.promote': 'Promoting',
+      'branch.merge': 'Merging into',
+      'branch.export': 'Exporting',
     }[kind] ?? kind
   );
 }

@@ -24,7 +24,20 @@ import { layoutTree, type TreeLayout } from '../tree/layout.js';
 import { grantFor, isPending } from './approvals.js';
 import { appendLine, mergeLog } from './image-logs.js';
 
-export type View = 'desktop' | 'race' | 'compare' | 'terminal' | 'diff' | 'network' | 'activity' | 'approvals' | 'performance' | 'images';
+export type View =
+  | 'desktop'
+  | 'race'
+  | 'compare'
+  | 'terminal'
+  | 'diff'
+  | 'network'
+  | 'activity'
+  | 'approvals'
+  | 'performance'
+  | 'images'
+  /** The action bar's "Take home" and "Merge into…" (no tab of their own). */
+  | 'takehome'
+  | 'merge';
 /** approve: once, for a held connection. always: a held connection's destination joins the branch's allow list. */
 export type Decision = 'approve' | 'always' | 'deny';
 export type Theme = 'light' | 'dark';
