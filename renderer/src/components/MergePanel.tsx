@@ -54,9 +54,7 @@ function MergeFlowView({ target, store }: { target: Workspace; store: MergeStore
           {candidates.map((b) => (
             <label key={b.id} className="check">
               <input type="checkbox" checked={s.sources.includes(b.id)} onChange={() => s.toggleSource(b.id)} /> {b.name}
-              <span className="muted small">
-                {b.parent === target.id ? 'forked from it' : b.main ? 'the main line' : b.parent === target.parent && b.parent ? 'its sibling' : ''} · {b.state}
-              </span>
+              <span className="muted small">{[relation(b, target), b.state].filter(Boolean).join(' · ')}</span>
             </label>
           ))}
         </fieldset>
@@ -85,6 +83,13 @@ function MergeFlowView({ target, store }: { target: Workspace; store: MergeStore
       {s.plan && <Plan plan={s.plan} target={target} store={store} />}
     </div>
   );
+}
+
+/** How a source stands to the target, in the tree's words; empty when it is further away. */
+function relation(b: Workspace, target: Workspace): string {
+  if (b.parent === target.id) return 'forked from it';
+  if (b.main) return 'the main line';
+  return b.parent !== null && b.parent === target.parent ? 'its sibling' : '';
 }
 
 function hasWork(plan: MergeResult): boolean {
