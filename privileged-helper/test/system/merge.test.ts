@@ -241,7 +241,7 @@ describe('merge', () => {
     const listed = await grove('merge', 'mg-main', 'mg-one', 'mg-two');
     expect(listed.exitCode).toBe(1);
     expect(listed.stdout).toContain(`CONFLICT (text) ${work}/shared.txt`);
-    expect(listed.stdout).toContain('  | <<<<<<< mg-main\n  | two by one\n  | =======\n  | two by two\n  | >>>>>>> mg-two');
+    expect(listed.stdout).toContain('  | <<<<<<< mg-main\n  | two by one\n  | ||||||| fork point\n  | two\n  | =======\n  | two by two\n  | >>>>>>> mg-two');
     expect(listed.stdout).toContain('nothing was written');
     expect(await cat(main, `${work}/shared.txt`)).toBe(SHARED);
     const settled = await grove('merge', 'mg-main', 'mg-one', 'mg-two', '--take', `${work}/shared.txt=mg-two`);
