@@ -27,6 +27,8 @@ const ws = (id: string, name: string, parent: string | null, createdAt: string, 
   project: null,
   sensitive: false,
   disk: null,
+  retiredAt: null,
+  merges: [],
   madeBy: null,
   claimedBy: null,
 });

@@ -39,6 +39,8 @@ function branches(n: number): Workspace[] {
     project: null,
     sensitive: false,
     disk: null,
+    retiredAt: null,
+    merges: [],
     madeBy: null,
     claimedBy: null,
   }));

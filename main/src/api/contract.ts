@@ -263,6 +263,8 @@ export const requests = {
   },
   /** Deletes a checkpoint (a branch made from it keeps its own files). */
   'version.delete': helper['version.delete'],
+  /** Names a checkpoint, or renames it ('' takes the name away). */
+  'version.label': helper['version.label'],
   /** A small still picture of a running branch's screen (the tree's rows beyond the live ones). */
   'branch.screenshot': { params: z.strictObject({ workspace: WorkspaceRef, scale: z.number().gt(0).max(0.25) }), result: Screenshot },
   /** A branch's egress policy and its firewall's drop counters. */

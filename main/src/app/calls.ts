@@ -28,6 +28,7 @@ const CALLS: Partial<Record<MethodName, { done: string; doing: string }>> = {
   'file.copyIn': { done: 'copy files in', doing: 'copying files in' },
   'workspace.limits': { done: 'change limits', doing: 'changing its limits' },
   'version.delete': { done: 'delete a version', doing: 'deleting a version' },
+  'version.label': { done: 'name a version', doing: 'naming a version' },
   'exec.run': { done: 'run a command', doing: 'running a command' },
   'exec.open': { done: 'open a terminal', doing: 'in a terminal' },
   'file.upload': { done: 'upload a file', doing: 'uploading a file' },

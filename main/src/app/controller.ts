@@ -288,6 +288,16 @@ export class Controller {
           () => `version ${v?.label ? `'${v.label}' (${id})` : id}`,
         );
       }
+      case 'version.label': {
+        const { version: id, label } = p as RequestParams<'version.label'>;
+        const v = this.versions.find((x) => x.id === id);
+        return this.recorded(
+          'name a version',
+          v ? this.nameOf(v.branch) : null,
+          () => c.request('version.label', { version: id, label }),
+          (named) => (named.label ? `version ${id} is '${named.label}'` : `version ${id} has no name`),
+        );
+      }
       case 'branch.screenshot':
         return c.request('desktop.screenshot', { workspace: ws, scale: p.scale as number });
       case 'egress.status':

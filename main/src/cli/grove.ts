@@ -192,7 +192,11 @@ withAsking(
   program
     .command('promote')
     .argument('<workspace>', 'the branch to make the main line')
-    .addOption(new Option('--old-main <fate>', 'what becomes of the old main line').choices(['version', 'discard', 'keep']).default('version'))
+    .addOption(
+      new Option('--old-main <fate>', 'what becomes of the old main line: version retires it (stopped, with a version of it), discard, keep (running)')
+        .choices(['version', 'discard', 'keep'])
+        .default('version'),
+    )
     .description("make a branch its workspace's main line; it takes over the stable host ports and desktop socket (an agent asks a person)"),
 ).action((ref: string, opts: AskOptions & { oldMain: 'version' | 'discard' | 'keep' }) =>
   withClient(async (c) => {

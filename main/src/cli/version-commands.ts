@@ -104,6 +104,17 @@ export function registerVersionCommands(program: Command): void {
         output({ deleted: wanted }, () => console.log(`deleted ${wanted.join(', ')}`));
       }),
     );
+  versions
+    .command('name')
+    .argument('<version>', 'the version to name (see grove versions)')
+    .argument('<label>', "its name ('' takes it away)")
+    .description('(persons) name a version, or rename it')
+    .action((id: string, label: string) =>
+      withClient(async (c) => {
+        const v = await c.request('version.label', { version: id, label });
+        output(v, () => console.log(v.label ? `${v.id} is '${v.label}'` : `${v.id} has no name`));
+      }),
+    );
 }
 
 function printVersions(list: Version[], branches: Workspace[]): void {

@@ -34,6 +34,8 @@ export const branch = (id: string, name: string, over: Partial<Workspace> = {}):
   project: null,
   sensitive: false,
   disk: null,
+  retiredAt: null,
+  merges: [],
   ...over,
 });
 

@@ -78,6 +78,8 @@ export const AUTHORITY = {
   // Into a branch the agent forked itself it may; into the main line, or another's branch, it asks.
   'branch.merge': ownOrAsk('branch.merge'),
   'version.list': read,
+  // A version's name is what a person goes back to it by: theirs to give.
+  'version.label': person,
   'version.delete': person,
   'exec.run': allow,
   'exec.open': allow,

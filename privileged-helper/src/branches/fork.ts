@@ -340,15 +340,9 @@ class ForkTransaction {
       .map((t) => `terminal ${t.holder} (${t.command}) goes into each child with all it runs, detached: grove exec -t CHILD --attach ${t.holder}`);
   }
 
-  /** Free names NAME-1, NAME-2… that do not exist yet. */
+  /** Names NAME-1, NAME-2… that no branch has, and no branch of the workspace ever had. */
   private childNames(): string[] {
-    const base = this.source.name.replace(/-\d+$/, '').slice(0, 26);
-    const names: string[] = [];
-    for (let k = 1; names.length < this.opts.copies; k++) {
-      const name = `${base}-${k}`;
-      if (!this.d.registry.findWorkspace(name)) names.push(name);
-    }
-    return names;
+    return this.d.registry.freshBranchNames(this.source.treeId, this.source.name.replace(/-\d+$/, '').slice(0, 26), this.opts.copies);
   }
 
   /**

@@ -156,6 +156,15 @@ class MergeRun {
         sources.map((s) => s.name),
         o.fault,
       );
+      // Kept in the workspace's history: its tree draws an edge from each source into the target.
+      this.d.registry.recordMerge({
+        treeId: target.treeId,
+        targetId: target.id,
+        sources: sources.map((s) => ({ id: s.id, name: s.name })),
+        versionId: version,
+        at: new Date().toISOString(),
+      });
+      this.d.workspaces.publish(target.id);
       return { ...result, merged: true, version, ms: performance.now() - this.started };
     } finally {
       await this.d.ledger.removeOwned(this.id);

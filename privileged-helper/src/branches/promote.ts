@@ -1,12 +1,14 @@
 // promote(branch): the branch becomes its workspace's main line and takes over
 // the main line's stable host ports and desktop socket (a dev tool or a viewer
 // pointed at them now sees the promoted branch, once it reconnects). The old
-// main is kept as a version, discarded, or kept running as an ordinary branch
-// on the promoted branch's old ports and a desktop socket of its own.
+// main is retired (a version is taken of it and it is stopped: it stays in its
+// tree as a former main line, with its children under it), discarded, or kept
+// running as an ordinary branch on the promoted branch's old ports and a
+// desktop socket of its own.
 //
 // A transaction: the old main's version is taken, then ports and the main flag
-// switch and the forwarders re-open; only when all of that is done is an old
-// main that is not kept discarded (the one step that cannot be undone). A
+// switch and the forwarders re-open; only when all of that is done is the old
+// main retired or discarded (discarding is the one step that cannot be undone). A
 // failure before (or a fault a test injects after a stage) switches back: both
 // branches running on their own ports and sockets, the version made for it gone.
 // A helper killed on the way leaves the next start to finish or undo it.
@@ -148,12 +150,23 @@ export class PromoteService {
     }
   }
 
-  /** Once the switch is made: an old main that is not kept is discarded (the one step that cannot be undone). */
+  /** Once the switch is made: the old main is retired (stopped), discarded (the one step that cannot be undone), or left running. */
   private async settleOldMain(branchId: string, mainId: string | null, oldMain: OldMainFate): Promise<Workspace> {
-    if (mainId !== null && oldMain !== 'keep') await this.workspaces.destroy(this.workspaces.record(mainId));
+    if (mainId !== null && oldMain === 'discard') await this.workspaces.destroy(this.workspaces.record(mainId));
+    if (mainId !== null && oldMain === 'version') await this.retire(mainId);
     // Announced after the switch, so no listener ever sees two main lines.
-    if (mainId !== null && oldMain === 'keep') this.workspaces.publish(mainId);
+    if (mainId !== null && oldMain !== 'discard') this.workspaces.publish(mainId);
     return this.workspaces.publish(branchId);
+  }
+
+  /** The old main line stops and is marked retired: its files stay, and the version taken before the switch returns it to where it was. */
+  private async retire(mainId: string): Promise<void> {
+    const old = this.workspaces.record(mainId);
+    await this.runtime.tearDown(old);
+    this.registry.transaction(() => {
+      if (old.state === 'running') this.registry.setWorkspaceState(old.id, 'stopped', null);
+      this.registry.setRetired(old.id, new Date().toISOString());
+    });
   }
 
   /** Ports and the main flag change hands; which desktop socket each serves on follows the flag, so forwarders are closed first. */

@@ -486,6 +486,15 @@ export class VersionService {
     await this.d.captures.dropAll();
   }
 
+  /** Names a version (or takes its name away: an empty label); it keeps everything else. */
+  relabel(versionId: string, label: string): Version {
+    if (!this.d.registry.findVersion(versionId)) throw new GroveError('E_NOT_FOUND', `no version '${versionId}'`);
+    this.d.registry.setVersionLabel(versionId, label.trim() || null);
+    const version = toVersion(this.d.registry.findVersion(versionId)!);
+    this.d.events.changed(version);
+    return version;
+  }
+
   async delete(versionId: string): Promise<void> {
     if (!this.d.registry.findVersion(versionId)) throw new GroveError('E_NOT_FOUND', `no version '${versionId}'`);
     if (this.inUse.has(versionId))

@@ -113,6 +113,17 @@ export const CopyResult = z.strictObject({
 });
 export type CopyResult = z.infer<typeof CopyResult>;
 
+/** A merge into a branch: the sources (as they were named then), the target's checkpoint before it, when. */
+export const MergeMark = z.strictObject({
+  sources: z.array(z.strictObject({ id: Id, name: z.string() })),
+  version: Id.nullable(),
+  at: z.string(),
+});
+export type MergeMark = z.infer<typeof MergeMark>;
+
+/** How many of a branch's newest merges it reports (a tree draws an edge for each). */
+export const MAX_MERGES_SHOWN = 20;
+
 export const Workspace = z.strictObject({
   id: Id,
   name: Name,
@@ -164,6 +175,10 @@ export const Workspace = z.strictObject({
   sensitive: z.boolean(),
   /** What its disk limit counts now; null where the pool has no quotas. */
   disk: DiskUse.nullable(),
+  /** When a promotion retired it from the main line: stopped, with the version taken of it then (oldMain 'version'); null otherwise. */
+  retiredAt: z.string().nullable(),
+  /** Merges written into it, newest MAX_MERGES_SHOWN, oldest first. */
+  merges: z.array(MergeMark).max(MAX_MERGES_SHOWN),
 });
 export type Workspace = z.infer<typeof Workspace>;
 
@@ -236,7 +251,11 @@ export type ForkFault = z.infer<typeof ForkFault>;
 export const RollbackStage = z.enum(['aside', 'files', 'restore', 'adopt', 'save']);
 export type RollbackStage = z.infer<typeof RollbackStage>;
 
-/** What becomes of the old main line when a branch is promoted: kept as a version, discarded, or kept running as a branch. */
+/**
+ * What becomes of the old main line when a branch is promoted: retired
+ * ('version': a version is taken of it and it is stopped, kept in its tree
+ * as a former main line), discarded, or kept running as a branch.
+ */
 export const OldMainFate = z.enum(['version', 'discard', 'keep']);
 export type OldMainFate = z.infer<typeof OldMainFate>;
 

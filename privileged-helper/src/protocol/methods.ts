@@ -288,6 +288,11 @@ export const methods = {
     }),
     result: z.array(Version),
   },
+  /** Names a version (an empty label takes its name away). */
+  'version.label': {
+    params: z.strictObject({ version: Id, label: z.string().max(200) }),
+    result: Version,
+  },
   'version.delete': {
     params: z.strictObject({ version: Id }),
     result: z.strictObject({ deleted: Id }),

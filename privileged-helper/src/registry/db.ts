@@ -258,6 +258,38 @@ export const MIGRATIONS: readonly string[] = [
   );
   ALTER TABLE workspaces ADD COLUMN claimed_by_json TEXT;
   `,
+  // A workspace's history, for its tree to show: every name its branches ever
+  // had (a new branch never takes a former one's), when a promotion retired
+  // its old main line (stopped, with its version), and the merges into each
+  // branch. Names and merges go with the workspace's last branch; a branch's
+  // merges with it.
+  `
+  CREATE TABLE tree_names (
+    tree_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    PRIMARY KEY (tree_id, name)
+  );
+  INSERT OR IGNORE INTO tree_names (tree_id, name) SELECT tree_id, name FROM workspaces;
+  CREATE TRIGGER tree_names_kept AFTER INSERT ON workspaces
+  BEGIN
+    INSERT OR IGNORE INTO tree_names (tree_id, name) VALUES (NEW.tree_id, NEW.name);
+  END;
+  ALTER TABLE workspaces ADD COLUMN retired_at TEXT;
+  CREATE TABLE merges (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    tree_id TEXT NOT NULL,
+    target_id TEXT NOT NULL,
+    sources_json TEXT NOT NULL,
+    version_id TEXT,
+    at TEXT NOT NULL
+  );
+  CREATE INDEX merges_target ON merges (target_id, seq);
+  CREATE TRIGGER history_gone AFTER DELETE ON workspaces
+  BEGIN
+    DELETE FROM merges WHERE target_id = OLD.id;
+    DELETE FROM tree_names WHERE tree_id = OLD.tree_id AND NOT EXISTS (SELECT 1 FROM workspaces WHERE tree_id = OLD.tree_id);
+  END;
+  `,
 ];
 
 export type Db = Database.Database;

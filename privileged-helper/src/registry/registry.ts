@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 // leaks out of this folder.
 import type { ImageLayer } from '../host/oci-store.js';
 import type { Db } from './db.js';
-import type { Image, ImageOrigin, OldMainFate, ProjectOrigin } from '../protocol/entities.js';
+import type { Image, ImageOrigin, MergeMark, OldMainFate, ProjectOrigin } from '../protocol/entities.js';
 import type { WorkspaceState } from '../protocol/entities.js';
 import type { BranchLimits, EgressLogEntry, EgressPolicy, ForkRecord, ForkReport } from '../protocol/entities.js';
 import type { AgentRequestKind, AuditEntry } from '../protocol/approvals.js';
@@ -163,6 +163,8 @@ export interface WorkspaceRecord {
   exitReason: string | null;
   /** Its workspace keeps its memory out of KSM (every branch of the tree has the same mark). */
   sensitive: boolean;
+  /** When a promotion retired it from the main line (stopped, with its version); null otherwise. */
+  retiredAt: string | null;
 }
 
 export interface VersionRecord {
@@ -223,6 +225,7 @@ interface WorkspaceRow {
   claimed_by_json: string | null;
   exit_reason: string | null;
   sensitive: number;
+  retired_at: string | null;
 }
 
 const toWorkspace = (r: WorkspaceRow): WorkspaceRecord => ({
@@ -244,6 +247,7 @@ const toWorkspace = (r: WorkspaceRow): WorkspaceRecord => ({
   claimedBy: r.claimed_by_json === null ? null : Maker.parse(JSON.parse(r.claimed_by_json)),
   exitReason: r.exit_reason,
   sensitive: r.sensitive === 1,
+  retiredAt: r.retired_at,
 });
 
 export class Registry {
@@ -337,6 +341,21 @@ export class Registry {
       .run({ ...ws, isMain: ws.isMain ? 1 : 0, madeBy: ws.madeBy === null ? null : JSON.stringify(ws.madeBy), sensitive: ws.sensitive ? 1 : 0 });
   }
 
+  /** `count` names BASE-1, BASE-2… that no branch has now and no branch of the tree ever had. */
+  freshBranchNames(treeId: string, base: string, count: number): string[] {
+    const names: string[] = [];
+    for (let k = 1; names.length < count; k++) {
+      const name = `${base}-${k}`;
+      if (!this.findWorkspace(name) && !this.nameUsedInTree(treeId, name)) names.push(name);
+    }
+    return names;
+  }
+
+  /** Whether a branch of the tree, living or gone, ever had this name. */
+  nameUsedInTree(treeId: string, name: string): boolean {
+    return this.db.prepare('SELECT 1 FROM tree_names WHERE tree_id = ? AND name = ?').get(treeId, name) !== undefined;
+  }
+
   setWorkspaceState(id: string, state: WorkspaceState, proc: { pid: number; pidStart: number } | null): void {
     this.db
       .prepare('UPDATE workspaces SET state = ?, pid = ?, pid_start = ?, exit_reason = NULL WHERE id = ?')
@@ -356,9 +375,32 @@ export class Registry {
       .run({ id, versionId });
   }
 
-  /** Makes `id` the only main branch of its tree. */
+  /** Makes `id` the only main branch of its tree (no longer retired, if it was). */
   setMain(treeId: string, id: string): void {
-    this.db.prepare('UPDATE workspaces SET is_main = (id = ?) WHERE tree_id = ?').run(id, treeId);
+    this.db
+      .prepare('UPDATE workspaces SET is_main = (id = @id), retired_at = CASE WHEN id = @id THEN NULL ELSE retired_at END WHERE tree_id = @treeId')
+      .run({ id, treeId });
+  }
+
+  /** A promotion retired the branch from the main line. */
+  setRetired(id: string, at: string): void {
+    this.db.prepare('UPDATE workspaces SET retired_at = ? WHERE id = ?').run(at, id);
+  }
+
+  // merges
+  /** A merge written into `targetId` (checkpointed as `versionId` before it). */
+  recordMerge(m: { treeId: string; targetId: string; sources: MergeMark['sources']; versionId: string | null; at: string }): void {
+    this.db
+      .prepare('INSERT INTO merges (tree_id, target_id, sources_json, version_id, at) VALUES (?, ?, ?, ?, ?)')
+      .run(m.treeId, m.targetId, JSON.stringify(m.sources), m.versionId, m.at);
+  }
+
+  /** The newest `limit` merges into a branch, oldest first. */
+  mergesInto(targetId: string, limit: number): MergeMark[] {
+    const rows = this.db
+      .prepare('SELECT sources_json, version_id, at FROM (SELECT * FROM merges WHERE target_id = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq')
+      .all(targetId, limit) as { sources_json: string; version_id: string | null; at: string }[];
+    return rows.map((r) => ({ sources: JSON.parse(r.sources_json) as MergeMark['sources'], version: r.version_id, at: r.at }));
   }
 
   /**
@@ -428,6 +470,10 @@ export class Registry {
          VALUES (@id, @branchId, @treeId, @label, @createdAt, @saved, (SELECT fork_point_id FROM workspaces WHERE id = @branchId))`,
       )
       .run({ ...v, saved: v.saved ? 1 : 0 });
+  }
+
+  setVersionLabel(id: string, label: string | null): void {
+    this.db.prepare('UPDATE versions SET label = ? WHERE id = ?').run(label, id);
   }
 
   setVersionSaved(id: string): void {

@@ -176,6 +176,7 @@ export function createHandlers(s: Services): Handlers {
     'branch.export': ({ workspace, ...p }, ctx) => s.exporter.export(workspace, p, ctx.actor),
     'branch.merge': ({ faultAt, crash, ...req }) => s.merges.merge(req, fault({ faultAt, crash })),
     'version.list': (p) => s.versions.list(p.workspace, p.sizes ?? false),
+    'version.label': async (p) => s.versions.relabel(p.version, p.label),
     'version.delete': async (p) => {
       await s.versions.delete(p.version);
       return { deleted: p.version };

@@ -7,7 +7,7 @@ import { injectFault, type Fault } from './faults.js';
 import { isSameProcess } from '../host/proc.js';
 import { BRANCH_HEADROOM_BYTES, requireSpace } from '../host/space.js';
 import type { ImageService } from '../images/image-service.js';
-import type { BranchLimits, DiscardStage, Workspace } from '../protocol/entities.js';
+import { MAX_MERGES_SHOWN, type BranchLimits, type DiscardStage, type Workspace } from '../protocol/entities.js';
 import type { Maker } from '../protocol/identity.js';
 import { DESKTOP_IMAGE, ID_PATTERN } from '../protocol/names.js';
 import { GroveError } from '../protocol/wire.js';
@@ -148,6 +148,11 @@ export class WorkspaceService {
   /** reserve's record, with the id and network slot of a set prepared ahead if there was one. */
   private insertReserved(input: Parameters<WorkspaceService['reserve']>[0], prepared: PreparedSlot | null): WorkspaceRecord {
     if (this.registry.findWorkspace(input.name)) throw new GroveError('E_CONFLICT', `a workspace named '${input.name}' already exists`);
+    if (input.parent && this.registry.nameUsedInTree(input.parent.treeId, input.name))
+      throw new GroveError(
+        'E_CONFLICT',
+        `'${input.name}' was the name of an earlier branch of this workspace; a workspace never reuses a name: choose another`,
+      );
     const { id, netIndex } = prepared ?? this.runtime.allocateSlot();
     const record: WorkspaceRecord = {
       id,
@@ -169,6 +174,7 @@ export class WorkspaceService {
       isMain: input.parent === null,
       madeBy: { role: input.madeBy.role, uid: input.madeBy.uid, user: input.madeBy.user },
       claimedBy: null,
+      retiredAt: null,
     };
     this.registry.insertWorkspace(record);
     if (input.parent === null) this.runtime.allocateIds(record.treeId);
@@ -327,6 +333,8 @@ export class WorkspaceService {
       project: this.registry.project(ws.treeId),
       sensitive: ws.sensitive,
       disk: this.storage.diskUse(ws),
+      retiredAt: ws.retiredAt,
+      merges: this.registry.mergesInto(ws.id, MAX_MERGES_SHOWN),
     };
   }
 }

@@ -52,7 +52,7 @@ describe('authority', () => {
     }
   });
 
-  it('never lets agents decide, grant, give scopes, build images or delete versions', () => {
+  it('never lets agents decide, grant, give scopes, build images, delete versions or name them', () => {
     for (const m of [
       'approval.approve',
       'approval.deny',
@@ -63,6 +63,7 @@ describe('authority', () => {
       'image.build',
       'workspace.start',
       'version.delete',
+      'version.label',
     ] as const) {
       expect(attempt(alice, m, 'main'), m).toThrow(expect.objectContaining({ code: 'E_FORBIDDEN' }));
     }

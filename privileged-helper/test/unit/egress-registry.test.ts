@@ -40,6 +40,7 @@ function branch(id: string, parentId: string | null, netIndex: number): Workspac
     isMain: parentId === null,
     exitReason: null,
     sensitive: false,
+    retiredAt: null,
   };
 }
 

@@ -47,6 +47,7 @@ export function workspaceRecord(over: Partial<WorkspaceRecord> = {}): WorkspaceR
     sensitive: false,
     madeBy: { role: 'person', uid: 0, user: 'root' },
     claimedBy: null,
+    retiredAt: null,
     ...over,
   };
 }

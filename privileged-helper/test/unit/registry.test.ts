@@ -1,3 +1,4 @@
+import { rmSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -204,6 +205,84 @@ describe('workspaces', () => {
     ).toThrow('abort');
     expect(reg.listWorkspaces()).toEqual([]);
     expect(db.prepare('SELECT COUNT(*) FROM ports').pluck().get()).toBe(0);
+  });
+});
+
+describe("a workspace's history", () => {
+  const branch = (id: string, name: string, netIndex: number, parentId: string) =>
+    workspace({ id, name, netIndex, parentId, treeId: 'aaaaaaaa', isMain: false });
+
+  beforeEach(() => reg.insertWorkspace(workspace({ id: 'aaaaaaaa', name: 'app', netIndex: 0 })));
+
+  it("never hands out a fork name a branch of the workspace had, even once it is gone; another workspace's names are its own", () => {
+    reg.insertWorkspace(branch('bbbbbbbb', 'app-1', 1, 'aaaaaaaa'));
+    reg.insertWorkspace(branch('cccccccc', 'app-2', 2, 'aaaaaaaa'));
+    reg.deleteWorkspace('bbbbbbbb');
+    reg.deleteWorkspace('cccccccc');
+    expect(reg.freshBranchNames('aaaaaaaa', 'app', 2)).toEqual(['app-3', 'app-4']);
+    expect(reg.nameUsedInTree('aaaaaaaa', 'app-1')).toBe(true);
+    reg.insertWorkspace(workspace({ id: 'dddddddd', name: 'other', netIndex: 3 }));
+    expect(reg.nameUsedInTree('dddddddd', 'app-1')).toBe(false);
+    // A name that exists now, in any workspace, is skipped too.
+    reg.insertWorkspace(workspace({ id: 'eeeeeeee', name: 'other-1', netIndex: 4 }));
+    expect(reg.freshBranchNames('dddddddd', 'other', 1)).toEqual(['other-2']);
+  });
+
+  it("forgets a workspace's names with its last branch", () => {
+    reg.insertWorkspace(branch('bbbbbbbb', 'app-1', 1, 'aaaaaaaa'));
+    reg.deleteWorkspace('bbbbbbbb');
+    reg.deleteWorkspace('aaaaaaaa');
+    expect(reg.nameUsedInTree('aaaaaaaa', 'app-1')).toBe(false);
+    expect(db.prepare('SELECT COUNT(*) FROM tree_names').pluck().get()).toBe(0);
+  });
+
+  it("keeps a branch's merges, newest last and bounded, and drops them with the branch", () => {
+    reg.insertWorkspace(branch('bbbbbbbb', 'app-1', 1, 'aaaaaaaa'));
+    for (let i = 0; i < 3; i++)
+      reg.recordMerge({
+        treeId: 'aaaaaaaa',
+        targetId: 'aaaaaaaa',
+        sources: [{ id: 'bbbbbbbb', name: 'app-1' }],
+        versionId: `0000000${i}`,
+        at: `2024-01-0${i + 1}T00:00:00Z`,
+      });
+    expect(reg.mergesInto('aaaaaaaa', 2)).toEqual([
+      { sources: [{ id: 'bbbbbbbb', name: 'app-1' }], version: '00000001', at: '2024-01-02T00:00:00Z' },
+      { sources: [{ id: 'bbbbbbbb', name: 'app-1' }], version: '00000002', at: '2024-01-03T00:00:00Z' },
+    ]);
+    expect(reg.mergesInto('bbbbbbbb', 20)).toEqual([]);
+    // The source going changes nothing (its name is kept in the record); the target going drops them.
+    reg.deleteWorkspace('bbbbbbbb');
+    expect(reg.mergesInto('aaaaaaaa', 20)).toHaveLength(3);
+    reg.insertWorkspace(branch('cccccccc', 'app-2', 2, 'aaaaaaaa'));
+    reg.setMain('aaaaaaaa', 'cccccccc');
+    reg.deleteWorkspace('aaaaaaaa');
+    expect(db.prepare('SELECT COUNT(*) FROM merges').pluck().get()).toBe(0);
+  });
+
+  it('marks a retired main line, and clears the mark when it is the main line again', () => {
+    reg.insertWorkspace(branch('bbbbbbbb', 'app-1', 1, 'aaaaaaaa'));
+    reg.setMain('aaaaaaaa', 'bbbbbbbb');
+    reg.setRetired('aaaaaaaa', '2024-02-01T00:00:00Z');
+    expect(reg.findWorkspace('app')).toMatchObject({ isMain: false, retiredAt: '2024-02-01T00:00:00Z' });
+    reg.setMain('aaaaaaaa', 'aaaaaaaa');
+    expect(reg.findWorkspace('app')).toMatchObject({ isMain: true, retiredAt: null });
+  });
+
+  it('names the branches of workspaces made before it was kept', () => {
+    db.close();
+    for (const f of [file, `${file}-wal`, `${file}-shm`]) rmSync(f, { force: true });
+    const old = registryBefore(file, 'CREATE TABLE tree_names');
+    old
+      .prepare(
+        "INSERT INTO workspaces (id, name, image, state, hostname, machine_id, net_index, created_at, tree_id) VALUES ('aaaaaaaa', 'app', 'desktop', 'stopped', 'app', 'x', 0, 'now', 'aaaaaaaa')",
+      )
+      .run();
+    old.close();
+    db = openDb(file);
+    reg = new Registry(db);
+    expect(reg.nameUsedInTree('aaaaaaaa', 'app')).toBe(true);
+    expect(reg.findWorkspace('app')?.retiredAt).toBeNull();
   });
 });
 

@@ -137,6 +137,7 @@ const ATTEMPT: Partial<Record<RequestName, string>> = {
   'branch.export': 'export',
   'branch.exportReview': 'review the export of',
   'version.delete': 'delete the version',
+  'version.label': 'name the version',
   'image.build': 'build the image',
   'image.pull': 'pull the image',
   'image.remove': 'remove the image',

@@ -15,7 +15,9 @@ export const requestPromoteTool = defineTool({
     old_main: z
       .enum(['version', 'discard', 'keep'])
       .optional()
-      .describe('what becomes of the current main line: kept as a version and removed (default), discarded, or kept running as a branch'),
+      .describe(
+        'what becomes of the current main line: retired (default: a version is taken of it and it is stopped, kept in the tree), discarded, or kept running as a branch',
+      ),
     wait_seconds: waitSeconds('decision'),
   },
   annotations: { destructiveHint: false },
