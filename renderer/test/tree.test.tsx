@@ -186,6 +186,110 @@ describe('BranchTree', () => {
     expect(host.querySelectorAll('[role="treeitem"]')).toHaveLength(4);
   });
 
+  it("puts each checkpoint on its branch's line as a named dot: a click offers rolling that branch back, naming and deleting it", async () => {
+    const [main, child] = branches(2);
+    const at = (ms: number) => new Date(Date.UTC(2026, 0, 1) + ms).toISOString();
+    const version = (id: string, branch: Workspace, label: string | null, ms: number) => ({
+      id,
+      branch: branch.id,
+      tree: branch.tree,
+      label,
+      createdAt: at(ms),
+      saved: true,
+    });
+    request.mockReset().mockResolvedValue({});
+    act(() => {
+      store
+        .getState()
+        .applyState(
+          state([main!, child!], 'connected', { versions: [version('c0000001', main!, 'green build', 500), version('c0000002', child!, null, 5000)] }),
+        );
+      store.getState().setLink('open');
+    });
+    const rows = [...host.querySelectorAll('.tree-inner > [data-testid]')].map((r) => r.getAttribute('data-testid'));
+    expect(rows).toEqual(['workspace-b-0', 'version-dot-c0000001', 'version-dot-c0000002', 'branch-b-0', 'branch-b-1']);
+    // In the graph: two branch dots and two checkpoint dots, each checkpoint in its branch's lane.
+    const dots = [...host.querySelectorAll('.tree-graph .version-dot')].map((d) => d.getAttribute('cx'));
+    const branchDots = [...host.querySelectorAll('.tree-graph circle:not(.version-dot)')].map((d) => d.getAttribute('cx'));
+    expect(dots).toEqual(branchDots);
+    const dot = host.querySelector<HTMLElement>('[data-testid="version-dot-c0000001"]')!;
+    expect(dot.textContent).toContain('green build');
+    expect(host.querySelector('[data-testid="version-dot-c0000002"]')!.textContent).toContain('checkpoint');
+    // Its branch's row comes before it; the dot sits below it.
+    const top = (id: string) => parseFloat(host.querySelector<HTMLElement>(`[data-testid="${id}"]`)!.style.top);
+    expect(top('version-dot-c0000001')).toBeGreaterThan(top('branch-b-0'));
+    expect(top('branch-b-1')).toBeGreaterThan(top('version-dot-c0000001'));
+
+    act(() => dot.click());
+    const button = (text: string) => [...dot.querySelectorAll('button')].find((b) => b.textContent === text)!;
+    act(() => button('Roll back here').click());
+    expect(store.getState().confirm?.title).toBe('Roll b-0 back?');
+    expect(store.getState().confirm?.body).toContain('green build');
+    await act(async () => store.getState().answer(true));
+    expect(request).toHaveBeenLastCalledWith('branch.rollback', { workspace: main!.id, version: 'c0000001' });
+
+    act(() => button('Name…').click());
+    const input = dot.querySelector('input')!;
+    expect(input.value).toBe('green build');
+    act(() => {
+      Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value')!.set!.call(input, 'release candidate');
+      input.dispatchEvent(new Event('input', { bubbles: true }));
+    });
+    await act(async () => dot.querySelector('form')!.requestSubmit());
+    expect(request).toHaveBeenLastCalledWith('version.label', { version: 'c0000001', label: 'release candidate' });
+
+    act(() => button('Delete').click());
+    await act(async () => store.getState().answer(true));
+    expect(request).toHaveBeenLastCalledWith('version.delete', { version: 'c0000001' });
+  });
+
+  it('keeps a retired main line in its tree, stopped, with its version, and its other children under it', () => {
+    const [old, promoted, sibling] = branches(3);
+    const retired = { ...old!, main: false, state: 'stopped' as const, pid: null, retiredAt: '2026-01-01T01:00:00.000Z' };
+    act(() => {
+      store.getState().applyState(
+        state([retired, { ...promoted!, main: true }, sibling!], 'connected', {
+          versions: [
+            { id: 'c0000009', branch: old!.id, tree: old!.tree, label: 'main before b-1 was promoted', createdAt: '2026-01-01T00:59:00.000Z', saved: true },
+          ],
+        }),
+      );
+      store.getState().setLink('open');
+    });
+    const row = host.querySelector('[data-testid="branch-b-0"]')!;
+    expect(row.querySelector('[data-testid="retired"]')!.textContent).toBe('retired');
+    expect(row.getAttribute('data-state')).toBe('stopped');
+    expect(row.querySelector('.row-version')!.textContent).toBe('✓ main before b-1 was promoted');
+    expect(host.querySelector('[data-testid="version-dot-c0000009"]')).not.toBeNull();
+    expect(host.querySelectorAll('.tree-graph .retired-dot')).toHaveLength(1);
+    // One workspace, one root: the promoted branch and its sibling hang off the retired line.
+    expect(host.querySelectorAll('.tree-header')).toHaveLength(1);
+    expect(
+      store
+        .getState()
+        .layout.nodes.filter((n) => n.parent === null)
+        .map((n) => n.id),
+    ).toEqual([old!.id]);
+    expect(host.querySelector('[data-testid="branch-b-1"] [data-testid="retired"]')).toBeNull();
+  });
+
+  it('draws a merge as a dot on its target with an edge from its source, right of every lane and left of all text', () => {
+    const [main, child] = branches(2);
+    const merged = { ...main!, merges: [{ sources: [{ id: child!.id, name: child!.name }], version: null, at: '2026-01-01T02:00:00.000Z' }] };
+    act(() => {
+      store.getState().applyState(state([merged, child!]));
+      store.getState().setLink('open');
+    });
+    expect(host.querySelector('[data-testid="merge-b-0"]')!.textContent).toContain('merged b-1');
+    const edge = host.querySelectorAll('[data-testid="merge-edge"]');
+    expect(edge).toHaveLength(1);
+    // Two lanes and one track: the text starts right of them all.
+    const indent = parseFloat(host.querySelector<HTMLElement>('[data-testid="branch-b-1"]')!.style.paddingLeft);
+    const xs = [...edge[0]!.getAttribute('d')!.matchAll(/[MHQ](\d+(?:\.\d+)?)/g)].map((m) => Number(m[1]));
+    expect(Math.max(...xs)).toBeLessThan(indent);
+    expect(Math.max(...xs)).toBeGreaterThan(2 * 18);
+  });
+
   it('looks stale when the helper is not connected', () => {
     act(() => {
       store.getState().applyState(state(branches(3), 'disconnected'));

@@ -1,12 +1,17 @@
 // The branch tree as a git graph: one row per branch, lanes and SVG curves,
-// a colour per lane. Rows are virtualised (only the visible ones and their
-// edges are drawn), so 200 branches stay cheap; live thumbnails are drawn
-// for visible running branches only.
+// a colour per lane; below a branch, in the order they happened, its
+// checkpoints (named dots on its line: a click offers roll back, naming and
+// deleting) and the merges into it (a dot with an edge from each source). A
+// main line a promotion retired stays, stopped, with its version. Rows are
+// virtualised (only the visible ones and their edges are drawn), so 200
+// branches stay cheap; live thumbnails are drawn for visible running
+// branches only.
 import { useCallback, useEffect, useMemo, useRef, useState, type KeyboardEvent, type MouseEvent } from 'react';
 import type { AgentAction, Operation, Workspace } from '../../../main/src/api/contract.js';
 import { describeActor } from '../../../privileged-helper/src/protocol/identity.js';
-import { LANE_COLOURS, edgePath } from '../tree/layout.js';
+import { LANE_COLOURS, edgePath, mergePath, type LaidRow, type TreeLayout } from '../tree/layout.js';
 import { NONE, isLive } from '../store/app.js';
+import { DotRow } from './TreeDots.js';
 import { lastCheckpoint, versionName } from '../store/versions.js';
 import { agentNow } from '../store/agents.js';
 import { useApi, useApp } from './context.js';
@@ -15,6 +20,8 @@ import { Desktop } from './Desktop.js';
 import { age, useNow } from './now.js';
 
 export const ROW_HEIGHT = 64;
+/** A checkpoint's or a merge's row: a dot on its branch's line and one line of text. */
+export const DOT_ROW_HEIGHT = 24;
 export const HEADER_HEIGHT = 30;
 const LANE_WIDTH = 18;
 const OVERSCAN = 4;
@@ -62,7 +69,9 @@ export function BranchTree() {
   }, []);
 
   const branches = useMemo(() => new Map((server?.branches ?? []).map((b) => [b.id, b])), [server]);
-  const rows = useMemo(() => placeRows(order, branches, collapsed), [order, branches, collapsed]);
+  const rows = useMemo(() => placeRows(layout, branches, collapsed), [layout, branches, collapsed]);
+  // The dot whose actions are open (a checkpoint's or a merge's row key).
+  const [openDot, setOpenDot] = useState<string | null>(null);
 
   // Keep the focused row in view.
   useEffect(() => {
@@ -76,14 +85,25 @@ export function BranchTree() {
   const top = viewport.top - OVERSCAN * ROW_HEIGHT;
   const bottom = viewport.top + viewport.height + OVERSCAN * ROW_HEIGHT;
   const inView = (y: number, height: number) => y + height >= top && y <= bottom;
-  const visibleIds = [...rows.yOf].filter(([, y]) => inView(y, ROW_HEIGHT)).map(([id]) => id);
+  const visible = rows.shown.filter((r) => inView(r.y, r.height));
+  const visibleIds = visible.filter((r) => r.row.kind === 'branch').map((r) => r.row.key);
   const headers = rows.headers.filter((h) => inView(h.y, HEADER_HEIGHT));
-  // An edge is drawn when both its ends are shown and it passes through the view; rows as fractions place it in pixels.
+  // An edge is drawn when both its ends are shown and it passes through the view.
+  const centre = (key: string, lane: number) => {
+    const at = rows.byKey.get(key);
+    return at ? { x: LANE_WIDTH / 2 + lane * LANE_WIDTH, y: at.y + at.height / 2 } : null;
+  };
+  const passes = (a: { y: number }, b: { y: number }) => Math.max(a.y, b.y) >= top && Math.min(a.y, b.y) <= bottom;
   const edges = layout.edges.flatMap((e) => {
-    const [from, to] = [rows.yOf.get(e.from), rows.yOf.get(e.to)];
-    return from !== undefined && to !== undefined && to >= top && from <= bottom ? [{ ...e, fromRow: from / ROW_HEIGHT, toRow: to / ROW_HEIGHT }] : [];
+    const [from, to] = [centre(e.from, e.fromLane), centre(e.to, e.toLane)];
+    return from && to && passes(from, to) ? [{ key: `${e.from}-${e.to}`, d: edgePath(from, to, LANE_WIDTH / 2), lane: e.toLane }] : [];
   });
-  const graphWidth = layout.lanes * LANE_WIDTH + 8;
+  const merges = layout.merges.flatMap((e) => {
+    const [from, to] = [centre(e.from, e.fromLane), centre(e.to, e.toLane)];
+    const track = LANE_WIDTH / 2 + e.track * LANE_WIDTH;
+    return from && to && passes(from, to) ? [{ key: `${e.from}>${e.to}`, d: mergePath(from, to, track, LANE_WIDTH / 2), lane: e.fromLane }] : [];
+  });
+  const graphWidth = (layout.lanes + layout.tracks) * LANE_WIDTH + 8;
 
   const onKey = useCallback(
     (e: KeyboardEvent) => {
@@ -121,22 +141,36 @@ export function BranchTree() {
         ))}
         <svg className="tree-graph" width={graphWidth} height={rows.height} aria-hidden="true">
           {edges.map((e) => (
-            <path key={`${e.from}-${e.to}`} d={edgePath(e, LANE_WIDTH, ROW_HEIGHT)} className={`lane-stroke lane-${e.toLane % LANE_COLOURS}`} fill="none" />
+            <path key={e.key} d={e.d} className={`lane-stroke lane-${e.lane % LANE_COLOURS}`} fill="none" />
           ))}
-          {visibleIds.map((id) => {
-            const n = layout.byId.get(id)!;
-            const b = branches.get(id);
-            return (
-              <circle
-                key={id}
-                cx={LANE_WIDTH / 2 + n.lane * LANE_WIDTH}
-                cy={ROW_HEIGHT / 2 + rows.yOf.get(id)!}
-                r={b?.main ? 6 : 4.5}
-                className={`lane-fill lane-${n.lane % LANE_COLOURS} ${b?.state === 'running' ? '' : 'hollow'}`}
-              />
-            );
+          {merges.map((e) => (
+            <path key={e.key} d={e.d} className={`lane-stroke merge-stroke lane-${e.lane % LANE_COLOURS}`} fill="none" data-testid="merge-edge" />
+          ))}
+          {visible.map(({ row }) => {
+            const { x, y } = centre(row.key, row.lane)!;
+            const lane = `lane-fill lane-${row.lane % LANE_COLOURS}`;
+            if (row.kind === 'version') return <circle key={row.key} cx={x} cy={y} r={3.5} className={`${lane} version-dot`} />;
+            if (row.kind === 'merge')
+              return <rect key={row.key} x={x - 4} y={y - 4} width={8} height={8} transform={`rotate(45 ${x} ${y})`} className={lane} />;
+            const b = branches.get(row.key);
+            if (b?.retiredAt && b.state !== 'running')
+              return <rect key={row.key} x={x - 4.5} y={y - 4.5} width={9} height={9} rx={2} className={`${lane} hollow retired-dot`} />;
+            return <circle key={row.key} cx={x} cy={y} r={b?.main ? 6 : 4.5} className={`${lane} ${b?.state === 'running' ? '' : 'hollow'}`} />;
           })}
         </svg>
+        {visible
+          .filter((r) => r.row.kind !== 'branch')
+          .map(({ row, y, height }) => (
+            <DotRow
+              key={row.key}
+              row={row}
+              top={y}
+              height={height}
+              indent={graphWidth}
+              open={openDot === row.key}
+              onToggle={() => setOpenDot(openDot === row.key ? null : row.key)}
+            />
+          ))}
         {visibleIds.map((id) => {
           const b = branches.get(id);
           if (!b) return null;
@@ -149,7 +183,7 @@ export function BranchTree() {
               role="treeitem"
               aria-selected={selection.includes(id)}
               className={`tree-row ${selection.includes(id) ? 'selected' : ''} ${focus === id ? 'focused' : ''}`}
-              style={{ top: rows.yOf.get(id), height: ROW_HEIGHT, paddingLeft: graphWidth }}
+              style={{ top: rows.byKey.get(id)!.y, height: ROW_HEIGHT, paddingLeft: graphWidth }}
               onClick={onRowClick(id)}
               onDoubleClick={() => setView('desktop')}
               data-testid={`branch-${b.name}`}
@@ -168,6 +202,15 @@ export function BranchTree() {
                 <div className="row-name">
                   {b.name}
                   {b.main && <span className="badge">main</span>}
+                  {b.retiredAt && !b.main && (
+                    <span
+                      className="badge retired"
+                      data-testid="retired"
+                      title={`The main line until ${new Date(b.retiredAt).toLocaleString()}, when a promotion retired it`}
+                    >
+                      retired
+                    </span>
+                  )}
                   {b.madeBy?.role === 'agent' && (
                     <span className="agent-mark" data-testid="agent-mark" title={`Made by ${describeActor(b.madeBy)}`}>
                       agent {b.madeBy.user}
@@ -231,7 +274,16 @@ function StillPicture({ branchId }: { branchId: string }) {
   return png ? <img className="still" src={`data:image/png;base64,${png}`} alt="" data-testid="still-picture" /> : <div className="thumb-off">running</div>;
 }
 
+interface PlacedRow {
+  row: LaidRow;
+  y: number;
+  height: number;
+}
+
 interface PlacedRows {
+  /** The rows shown (not folded away), in order, with their tops and heights in pixels. */
+  shown: PlacedRow[];
+  byKey: Map<string, PlacedRow>;
   /** Each shown branch's top, in pixels. */
   yOf: Map<string, number>;
   headers: { tree: string; y: number }[];
@@ -239,13 +291,15 @@ interface PlacedRows {
 }
 
 /** Where rows go: a header above each workspace's rows (they are contiguous in the layout's order), none for a collapsed one's. */
-function placeRows(order: readonly string[], branches: ReadonlyMap<string, Workspace>, collapsed: readonly string[]): PlacedRows {
+function placeRows(layout: TreeLayout, branches: ReadonlyMap<string, Workspace>, collapsed: readonly string[]): PlacedRows {
+  const shown: PlacedRow[] = [];
+  const byKey = new Map<string, PlacedRow>();
   const yOf = new Map<string, number>();
   const headers: { tree: string; y: number }[] = [];
   let y = 0;
   let tree: string | null = null;
-  for (const id of order) {
-    const b = branches.get(id);
+  for (const row of layout.rows) {
+    const b = branches.get(row.branch);
     if (!b) continue;
     if (b.tree !== tree) {
       tree = b.tree;
@@ -253,10 +307,13 @@ function placeRows(order: readonly string[], branches: ReadonlyMap<string, Works
       y += HEADER_HEIGHT;
     }
     if (collapsed.includes(b.tree)) continue;
-    yOf.set(id, y);
-    y += ROW_HEIGHT;
+    const placed = { row, y, height: row.kind === 'branch' ? ROW_HEIGHT : DOT_ROW_HEIGHT };
+    shown.push(placed);
+    byKey.set(row.key, placed);
+    if (row.kind === 'branch') yOf.set(row.key, y);
+    y += placed.height;
   }
-  return { yOf, headers, height: y };
+  return { shown, byKey, yOf, headers, height: y };
 }
 
 /** A workspace's header: its main line's name, its image and how many branches it has; a click folds it. */

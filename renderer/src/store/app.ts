@@ -183,11 +183,8 @@ export function createAppStore(api: Api, initialTheme: Theme = 'light'): AppStor
     applyState(state) {
       const prev = get();
       const firstState = prev.server === null;
-      const sameTree =
-        prev.server !== null &&
-        prev.server.branches.length === state.branches.length &&
-        prev.server.branches.every((b, i) => b.id === state.branches[i]!.id && b.parent === state.branches[i]!.parent);
-      const layout = sameTree ? prev.layout : layoutTree(state.branches);
+      const sameTree = prev.server !== null && sameShape(prev.server, state);
+      const layout = sameTree ? prev.layout : layoutTree(state.branches, state.versions);
       const order = sameTree ? prev.order : [...layout.nodes].sort((a, b) => a.row - b.row).map((n) => n.id);
       const exists = new Set(order);
       // A branch that went away (discarded) hands the selection to its nearest
@@ -384,6 +381,16 @@ export function shownOrder(s: Pick<UiState, 'order' | 'collapsed' | 'server'>): 
   if (s.collapsed.length === 0) return s.order;
   const hidden = new Set((s.server?.branches ?? []).filter((b) => s.collapsed.includes(b.tree)).map((b) => b.id));
   return s.order.filter((id) => !hidden.has(id));
+}
+
+/** Whether two states lay out alike: the same branches under the same parents, with as many merges, and the same versions. */
+function sameShape(a: AppState, b: AppState): boolean {
+  return (
+    a.branches.length === b.branches.length &&
+    a.branches.every((x, i) => x.id === b.branches[i]!.id && x.parent === b.branches[i]!.parent && x.merges.at(-1)?.at === b.branches[i]!.merges.at(-1)?.at) &&
+    a.versions.length === b.versions.length &&
+    a.versions.every((v, i) => v.id === b.versions[i]!.id)
+  );
 }
 
 /** The nearest ancestor of a branch (as `known` had it) that is in `exists`; null when none is. */
