@@ -227,7 +227,10 @@ describe('BranchTree', () => {
     expect(store.getState().confirm?.body).toContain('green build');
     await act(async () => store.getState().answer(true));
     expect(request).toHaveBeenLastCalledWith('branch.rollback', { workspace: main!.id, version: 'c0000001' });
+    // A choice made closes the dot's actions.
+    expect(dot.querySelector('.dot-actions')).toBeNull();
 
+    act(() => dot.click());
     act(() => button('Name…').click());
     const input = dot.querySelector('input')!;
     expect(input.value).toBe('green build');
@@ -238,6 +241,7 @@ describe('BranchTree', () => {
     await act(async () => dot.querySelector('form')!.requestSubmit());
     expect(request).toHaveBeenLastCalledWith('version.label', { version: 'c0000001', label: 'release candidate' });
 
+    act(() => dot.click());
     act(() => button('Delete').click());
     await act(async () => store.getState().answer(true));
     expect(request).toHaveBeenLastCalledWith('version.delete', { version: 'c0000001' });

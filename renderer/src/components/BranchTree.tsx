@@ -169,6 +169,7 @@ export function BranchTree() {
               indent={graphWidth}
               open={openDot === row.key}
               onToggle={() => setOpenDot(openDot === row.key ? null : row.key)}
+              onClose={() => setOpenDot(null)}
             />
           ))}
         {visibleIds.map((id) => {

@@ -16,16 +16,18 @@ interface DotRowProps {
   indent: number;
   open: boolean;
   onToggle: () => void;
+  /** Closes its actions (once one is chosen). */
+  onClose: () => void;
 }
 
-export function DotRow({ row, top, height, indent, open, onToggle }: DotRowProps) {
+export function DotRow({ row, top, height, indent, open, onToggle, onClose }: DotRowProps) {
   const branch = useApp((s) => s.server?.branches.find((b) => b.id === row.branch));
   const version = useApp((s) => (row.kind === 'version' ? s.server?.versions.find((v) => v.id === row.ref) : undefined));
   if (!branch) return null;
   const style = { top, height, paddingLeft: indent, zIndex: open ? 3 : undefined };
   if (row.kind === 'merge') return <MergeRow branch={branch} index={row.ref as number} style={style} />;
   if (!version) return null;
-  return <VersionRow branch={branch} version={version} style={style} open={open} onToggle={onToggle} />;
+  return <VersionRow branch={branch} version={version} style={style} open={open} onToggle={onToggle} onClose={onClose} />;
 }
 
 function MergeRow({ branch, index, style }: { branch: Workspace; index: number; style: CSSProperties }) {
@@ -47,12 +49,14 @@ function VersionRow({
   style,
   open,
   onToggle,
+  onClose,
 }: {
   branch: Workspace;
   version: Version;
   style: CSSProperties;
   open: boolean;
   onToggle: () => void;
+  onClose: () => void;
 }) {
   const live = useApp(isLive);
   const act = useApp((s) => s.act);
@@ -61,7 +65,8 @@ function VersionRow({
   const [naming, setNaming] = useState<string | null>(null);
   const name = versionName(version, branches);
   const at = new Date(version.createdAt).toLocaleTimeString();
-  const rollBack = () =>
+  const rollBack = () => {
+    onClose();
     ask({
       title: `Roll ${branch.name} back?`,
       body: `Its processes and files return to ${name}. Whatever it did since is lost unless you checkpoint it first.`,
@@ -69,7 +74,9 @@ function VersionRow({
       danger: true,
       run: () => void act('branch.rollback', { workspace: branch.id, version: version.id }),
     });
-  const remove = () =>
+  };
+  const remove = () => {
+    onClose();
     ask({
       title: `Delete ${name}?`,
       body: 'The version is removed for good; branches made from it keep their files.',
@@ -77,9 +84,13 @@ function VersionRow({
       danger: true,
       run: () => void act('version.delete', { version: version.id }),
     });
+  };
   const saveName = async (e: FormEvent) => {
     e.preventDefault();
-    if (naming !== null && (await act('version.label', { version: version.id, label: naming }))) setNaming(null);
+    if (naming !== null && (await act('version.label', { version: version.id, label: naming }))) {
+      setNaming(null);
+      onClose();
+    }
   };
   return (
     <div
@@ -114,7 +125,7 @@ function VersionRow({
           ) : (
             <form onSubmit={(e) => void saveName(e)}>
               <input
-                aria-label="checkpoint name"
+                aria-label="new name of the checkpoint"
                 autoFocus
                 maxLength={200}
                 value={naming}
