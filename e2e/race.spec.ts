@@ -93,12 +93,15 @@ test('three children typed into by the reference agent; the person picks one, as
   await dialog.getByLabel('Discard all 2').check();
   await dialog.getByRole('button', { name: 'Pick winner' }).click();
 
-  // One main line is left: the winner; its rivals and the old main (kept as a version) are gone.
+  // One main line is left: the winner; its rivals are gone, the old main is retired (stopped, with its version).
   await expect(row(winner.name).locator('.badge')).toHaveText('main', { timeout: 120_000 });
   for (const r of rivals) await expect(row(r.name)).toHaveCount(0);
-  await expect(row(RACE)).toHaveCount(0);
+  await expect(row(RACE).getByTestId('retired')).toBeVisible();
   const tree = (await helper.request('workspace.list', {})).filter((w) => w.tree === root.tree);
-  expect(tree.map((w) => [w.id, w.main])).toEqual([[winner.id, true]]);
+  expect(tree.map((w) => [w.id, w.main, w.state])).toEqual([
+    [root.id, false, 'stopped'],
+    [winner.id, true, 'running'],
+  ]);
   expect((await helper.request('version.list', { workspace: winner.id })).map((v) => v.label)).toContain(`main before ${winner.name} was promoted`);
   // The audit log: one decision, by the person in the app.
   const decisions = (await helper.request('audit.list', {})).filter((e) => e.seq > before && e.actor?.role === 'person');

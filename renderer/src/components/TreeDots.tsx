@@ -37,8 +37,10 @@ function MergeRow({ branch, index, style }: { branch: Workspace; index: number; 
   const at = new Date(merge.at);
   return (
     <div className="tree-dot merge" style={style} data-testid={`merge-${branch.name}`} title={`${names} merged into ${branch.name}, ${at.toLocaleString()}`}>
-      <span className="dot-name">merged {names}</span>
-      <span className="muted">{at.toLocaleTimeString()}</span>
+      <div className="dot-line">
+        <span className="dot-name">merged {names}</span>
+        <span className="muted">{at.toLocaleTimeString()}</span>
+      </div>
     </div>
   );
 }
