@@ -55,7 +55,7 @@ export async function measureOwnWork(s: OwnWorkSetting): Promise<OwnWork> {
 }
 
 /** Grove's image.pull against skopeo copy + umoci unpack, of one image pushed to the registry first. */
-async function pulls(s: OwnWorkSetting, registry: TestRegistry, work: string, errors: string[]): Promise<OwnWorkPair & { imageMiB: number }> {
+async function pulls(s: OwnWorkSetting, registry: TestRegistry, work: string, errors: string[]): Promise<OwnWork['pull']> {
   const c = s.client;
   const context = path.join(work, 'payload');
   const bytes = await copyPayload(PAYLOAD_SOURCE, context, PAYLOAD_BYTES);
@@ -68,20 +68,63 @@ async function pulls(s: OwnWorkSetting, registry: TestRegistry, work: string, er
   await c.request('image.remove', { name: 'bench-payload' });
   const grove: number[] = [];
   const baseline: number[] = [];
+  const groveStages: StageSamples = {};
+  const otherStages: StageSamples = {};
   for (let i = 0; i < s.rounds; i++) {
     s.proceed();
+    const clock = stageClock(c, `bench-pulled-${i}`);
     await timed(grove, errors, 'grove pull', async () => {
       await c.request('image.pull', { name: `bench-pulled-${i}`, ref, credentials });
-    }).finally(() => c.request('image.remove', { name: `bench-pulled-${i}` }).catch(() => undefined));
+      addStages(groveStages, clock.stages());
+    }).finally(() => {
+      clock.stop();
+      return c.request('image.remove', { name: `bench-pulled-${i}` }).catch(() => undefined);
+    });
     const layout = path.join(s.poolDir, `bench-layout-${i}`);
     const bundle = path.join(s.poolDir, `bench-bundle-${i}`);
     await timed(baseline, errors, 'skopeo + umoci', async () => {
+      const t0 = performance.now();
       await execa('skopeo', ['copy', '--authfile', registry.authFile, ref, `oci:${layout}:img`]);
+      const t1 = performance.now();
       await execa('umoci', ['unpack', '--image', `${layout}:img`, bundle]);
+      addStages(otherStages, { 'skopeo copy': t1 - t0, 'umoci unpack': performance.now() - t1 });
     }).finally(() => Promise.all([rm(layout, { recursive: true, force: true }), rm(bundle, { recursive: true, force: true })]));
-    s.log(`own work: pull ${i + 1}/${s.rounds}: Grove ${ms(grove.at(-1))}, skopeo + umoci ${ms(baseline.at(-1))}`);
+    s.log(
+      `own work: pull ${i + 1}/${s.rounds}: Grove ${ms(grove.at(-1))} (${fmtStages(groveStages)}), skopeo + umoci ${ms(baseline.at(-1))} (${fmtStages(otherStages)})`,
+    );
   }
-  return { imageMiB: round(bytes / 2 ** 20, 1), ...pair(grove, baseline) };
+  return { imageMiB: round(bytes / 2 ** 20, 1), ...pair(grove, baseline), stagesMs: { grove: groveStages, other: otherStages } };
+}
+
+type StageSamples = Record<string, number[]>;
+
+/**
+ * How long each of the helper's stages of one pull took, from its progress
+ * events: a stage lasts from its first event to the next stage's first (the
+ * last one to the moment stages() is called, when the call has returned).
+ */
+function stageClock(c: HelperClient, image: string) {
+  const began: { stage: string; at: number }[] = [];
+  const stop = c.on('progress', (ev) => {
+    if (ev.image === image && began.at(-1)?.stage !== ev.stage) began.push({ stage: ev.stage, at: performance.now() });
+  });
+  const stages = () => {
+    const end = performance.now();
+    const out: Record<string, number> = {};
+    began.forEach((b, i) => (out[b.stage] = (out[b.stage] ?? 0) + (began[i + 1]?.at ?? end) - b.at));
+    return out;
+  };
+  return { stages, stop };
+}
+
+function addStages(into: StageSamples, one: Record<string, number>): void {
+  for (const [stage, took] of Object.entries(one)) (into[stage] ??= []).push(round(took, 1));
+}
+
+function fmtStages(all: StageSamples): string {
+  return Object.entries(all)
+    .map(([stage, samples]) => `${stage} ${ms(samples.at(-1))}`)
+    .join(', ');
 }
 
 /** A copy into the running desktop (file.copyIn, as a project's) against cp -a into the pool's filesystem. */

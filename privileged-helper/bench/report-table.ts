@@ -162,8 +162,19 @@ function ownWorkSection(r: BenchResult): string[] {
     line(`pull ${Math.round(o.pull.imageMiB)} MiB from a registry`, o.pull, 'skopeo+umoci'),
     line(`copy in ${o.project.files} files, ${Math.round(o.project.mib)} MiB`, o.project, 'cp -a'),
     line('fork → first frame, own image', o.fork, 'desktop'),
+    ...pullStages(o.pull.stagesMs),
     ...o.errors.map((e) => `  failed: ${e}`),
   ];
+}
+
+/** Where a pull's time went, p50 per stage, on each side. */
+function pullStages(stages: NonNullable<BenchResult['ownWork']>['pull']['stagesMs']): string[] {
+  if (!stages) return [];
+  const p50s = (side: Record<string, number[]>) =>
+    Object.entries(side)
+      .map(([stage, samples]) => `${stage} ${num(median(samples))}`)
+      .join(', ');
+  return [`  pull stages (ms, p50): Grove ${p50s(stages.grove)}; without Grove ${p50s(stages.other)}`];
 }
 
 /** The same disk work on pools with simple quotas (Grove's), none and full qgroups. */

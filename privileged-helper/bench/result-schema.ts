@@ -199,7 +199,16 @@ export type OwnWorkPair = z.infer<typeof OwnWorkPair>;
 /** Your own work in a workspace (issue 41): pulling an image, copying a project in, forking a branch of your own image. */
 export const OwnWork = z.strictObject({
   /** image.pull against skopeo copy + umoci unpack of the same image from the same registry. */
-  pull: OwnWorkPair.extend({ imageMiB: z.number() }),
+  pull: OwnWorkPair.extend({
+    imageMiB: z.number(),
+    /**
+     * Each round's time per stage: Grove's by the helper's progress stages
+     * (fetch, check = the count of what the layers unpack to, unpack into the
+     * storage, adopt = the image's snapshot and checks); the other's skopeo
+     * copy and umoci unpack. Absent in results from before it was measured.
+     */
+    stagesMs: z.strictObject({ grove: z.record(z.string(), z.array(Ms)), other: z.record(z.string(), z.array(Ms)) }).optional(),
+  }),
   /** A copy into a running branch against cp -a of the same folder. */
   project: OwnWorkPair.extend({ files: z.number().int(), mib: z.number() }),
   /** Fork → first frame of a branch of an image built FROM grove/desktop (grove*) against the desktop's (other*). */

@@ -234,6 +234,7 @@ export class ImageService {
    * lowers of the name that nothing reads go.
    */
   private async adopt(name: string, origin: ImageRecord['origin'], source: string, progress: ProgressFn): Promise<void> {
+    progress('adopt', `taking ${name}'s files from the storage`);
     const reference = this.d.store.reference(name);
     const stored = await this.d.store.inspect(reference);
     if (!stored) throw new GroveError('E_HOST', `${reference} is not in the storage after it was made`);

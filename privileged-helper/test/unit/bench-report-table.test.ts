@@ -45,6 +45,14 @@ describe('bench report table', () => {
     expect(reportTable({ ...r, cage: null })).not.toMatch(/The cage's cost/);
   });
 
+  it("prints where a pull's time went, stage by stage on each side, when the run measured it", () => {
+    const r = sampleResult();
+    const stagesMs = { grove: { fetch: [1500, 1600, 1400], check: [900, 1000, 950] }, other: { 'skopeo copy': [1600, 1700, 1500] } };
+    const table = reportTable({ ...r, ownWork: { ...r.ownWork!, pull: { ...r.ownWork!.pull, stagesMs } } });
+    expect(table).toContain('pull stages (ms, p50): Grove fetch 1500, check 950; without Grove skopeo copy 1600');
+    expect(reportTable(r)).not.toContain('pull stages');
+  });
+
   it("prints the CLI's calls and their target", () => {
     const r = sampleResult();
     const table = reportTable({ ...r, targets: checkTargets(r) });
