@@ -27,6 +27,8 @@
 //  10. the agent loop: a scripted agent's desktop tasks with decision points,
 //      under fork-and-pick and try-and-rollback with Grove and with plain
 //      CRIU, and under cold restarts (agent-loop.ts).
+//  11. merge and export: two branches' changes merged into a third, live, and
+//      the result exported as a git commit, against git merge (merge.ts).
 // `only` runs one section (e.g. computer-use: a check in a minute).
 // It writes JSON (result-schema.ts) and an SVG (plots.ts) to bench/results/
 // (which git ignores; latest.json there is the run the docs quote),
@@ -54,6 +56,7 @@ import { measureOwnWork } from './own-work.js';
 import { measureComputerUse } from './computer-use.js';
 import { measureAgentLoop } from './agent-loop.js';
 import { measureCliCalls } from './cli-calls.js';
+import { measureMerge } from './merge.js';
 import { QuotaPools } from './quota.js';
 import { BaselineFork, readBaselineSource, type BaselineSetting, type BaselineSource } from './baseline.js';
 import { criuFanout, fits, groveFanout, measureFanout, type FanoutRun } from './fanout.js';
@@ -107,6 +110,7 @@ function plan(quick: boolean) {
     ownWorkRounds: quick ? 1 : 3,
     quotaRounds: quick ? 10 : 30,
     agentLoopTasks: quick ? 2 : 10,
+    mergeRounds: quick ? 1 : 5,
   };
 }
 type Plan = ReturnType<typeof plan>;
@@ -288,6 +292,10 @@ async function measure(s: Session, p: Plan, quick: boolean, sections: BenchSecti
       )
     : null;
 
+  const merge = runs('merge')
+    ? await measureMerge({ client: c, workDir: '/var/tmp', rounds: p.mergeRounds, proceed: () => s.proceed(), log, desktopUp: (ws) => desktopUp(c, ws) })
+    : null;
+
   const grove: Side = {
     ...side(forks.grove),
     errors: [...forks.groveErrors, ...chain.errors],
@@ -317,6 +325,7 @@ async function measure(s: Session, p: Plan, quick: boolean, sections: BenchSecti
     ownWork,
     quota,
     agentLoop,
+    merge,
     notes: NOTES,
   };
   return BenchResult.parse({ ...measured, targets: checkTargets(measured) });
@@ -335,6 +344,7 @@ const NOTES = [
   "ownWork: pull = image.pull of a ~500 MiB image (Debian shared libraries, FROM scratch) from a docker-registry on loopback with TLS and basic auth, against skopeo copy to an OCI layout + umoci unpack of it into the pool; project = file.copyIn (the path a --project copy takes) of 20,000 files, 300 MiB (random, so incompressible) into the running desktop, against cp -a of it into the pool, after a sync each; fork = the report's fork → first frame of a branch of an image built FROM grove/desktop against the desktop, alternating.",
   "quota: three scratch pools made as the helper makes its pool (4 GiB sparse loop file, compress=zstd:1, noatime), each with the same files: simple quotas enabled as the helper does (grove-quota), none, full qgroups (btrfs quota enable). The files: the desktop's files subvolume (btrfs send/receive) and an agent's work copied into its upper (5,000 files of 4-64 KiB and a 200 MiB file, random). Per round and pool, in turn: 1 MiB written into the files (untimed); fork = grove-action post-dump's writable snapshot + the child's limit (grove-quota limit; none on the no-quota pool) beside a bind mount of the child's home (grove-mount), as the helper sets it beside the child's mounts + a 4 KiB write in the child + btrfs filesystem sync; checkpoint = the read-only snapshot + sync; discard = btrfs subvolume delete of both + sync. The fork and checkpoint sections above run on the bench helper's own pool, which has simple quotas.",
   "agentLoop: each strategy runs the same tasks (agent-tasks.ts), each from a fresh desktop workspace made before its clock starts (first frame, Chromium running, 5 s more). waitMs = forks, checkpoints, rollbacks, plain-CRIU dumps and restores (to the copy's first frame), and for cold-restart a new workspace (to its first frame, Chromium running and the screen still for 0.5 s: desktop.wait) plus the replay of the steps so far. Grove's fork-and-pick discards the losers as it goes on; plain CRIU's keeps a fork's three copies until the next fork has picked its winner (one dump, removed whole), so its peak holds two forks' copies. Plain CRIU's rollback restores into a fresh netns, and stops the task's Grove workspace, untimed, in place of a kill.",
+  "merge: a desktop workspace whose project (/root/work) is a git repository of 20,000 text files of 40 lines is forked into three each round: two sources each change line 7 of 200 files (different ones); branch.merge with dryRun and then branch.merge of both into the third, live (the merge checkpoints it first, to saved), timed from the client; a checkpoint of the target alone is timed before, to show what of the merge is its checkpoint. git: the same two changes as one commit each on two branches of a plain clone on the same disk (/var/tmp), git merge --no-ff of both into the trunk (one octopus merge), reset between rounds, untimed. export: branch.export of the merged target (both sources' 400 files) as a commit on a new branch of the project's repository.",
   'Percentiles interpolate linearly between ranks; with 3-5 samples p95 is close to the maximum.',
 ];
 

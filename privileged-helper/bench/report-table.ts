@@ -18,6 +18,7 @@ export function reportTable(r: BenchResult): string {
     ...ownWorkSection(r),
     ...quotaSection(r),
     ...agentLoopSection(r),
+    ...mergeSection(r),
     ...targetSection(r),
     '',
   ].join('\n');
@@ -151,6 +152,24 @@ function agentLoopSection(r: BenchResult): string[] {
   return lines;
 }
 
+function mergeSection(r: BenchResult): string[] {
+  const m = r.merge;
+  if (!m) return [];
+  const p50 = (xs: number[]) => num(median(xs));
+  return [
+    '',
+    `Merge: two sources that each changed ${m.changedPerSource} of ${m.files} files, into a live branch (${m.totalMs.length} rounds; ms, p50)`,
+    row(['measure', 'p50'], 34),
+    row(['dry run', p50(m.dryRunMs)], 34),
+    row(['merge (its checkpoint included)', p50(m.mergeMs)], 34),
+    row(['  a checkpoint alone, to saved', p50(m.checkpointMs)], 34),
+    row(['dry run + merge', num(m.totalP50)], 34),
+    row(['git merge, plain clone', num(m.gitMergeP50)], 34) + `   ratio ${m.ratio === null ? '—' : `${m.ratio.toFixed(2)}×`}`,
+    row(['export of the merged target', num(m.exportP50)], 34),
+    ...m.errors.map((e) => `  failed: ${e}`),
+  ];
+}
+
 function ownWorkSection(r: BenchResult): string[] {
   const o = r.ownWork;
   if (!o) return [];
@@ -231,7 +250,10 @@ function profileSection(r: BenchResult): string[] {
 }
 
 function targetSection(r: BenchResult): string[] {
-  const lines = ['', 'Targets (fork: issues 6 and 14; computer use: issue 10; cage: issue 11; own work: issue 41; disk quota: issue 42; CLI: issue 43)'];
+  const lines = [
+    '',
+    'Targets (fork: issues 6 and 14; computer use: issue 10; cage: issue 11; own work: issue 41; disk quota: issue 42; CLI: issue 43; merge: issue 44)',
+  ];
   for (const t of r.targets) {
     const verdict = t.met === null ? 'not measured' : t.met ? 'met' : 'NOT MET';
     lines.push(`  ${t.name.padEnd(42)} ${t.target.padEnd(12)} ${t.measured.padEnd(42)} ${verdict}`);

@@ -8,8 +8,8 @@
 import { z } from 'zod';
 import { ForkReport } from '../src/protocol/entities.js';
 
-/** 3: the computer-use section and `sections`; 4: the cage section (caged vs uncaged); 5: the profile section; 6: own work; 7: the disk quota's cost; 8: the CLI's calls. */
-export const RESULT_SCHEMA = 'grove-bench@8' as const;
+/** 3: the computer-use section and `sections`; 4: the cage section (caged vs uncaged); 5: the profile section; 6: own work; 7: the disk quota's cost; 8: the CLI's calls; 9: merge and export. */
+export const RESULT_SCHEMA = 'grove-bench@9' as const;
 
 const Ms = z.number().nonnegative();
 const MaybeMs = Ms.nullable();
@@ -217,6 +217,30 @@ export const OwnWork = z.strictObject({
 });
 export type OwnWork = z.infer<typeof OwnWork>;
 
+/** A merge of two sources into a live branch and an export of the result (merge.ts), against git merge of the same changes. */
+export const MergeBench = z.strictObject({
+  /** The project's files, and how many of them each source changed (different ones). */
+  files: z.number().int().positive(),
+  changedPerSource: z.number().int().positive(),
+  /** Per round: branch.merge with dryRun, then branch.merge (its checkpoint of the target included), and both. */
+  dryRunMs: z.array(Ms),
+  mergeMs: z.array(Ms),
+  totalMs: z.array(Ms),
+  /** A checkpoint of the target alone, to saved, as the merge takes one first: how much of mergeMs is not the merge's own work. */
+  checkpointMs: z.array(Ms),
+  /** git merge --no-ff of both sources' commits into their trunk in a plain clone on the same disk. */
+  gitMergeMs: z.array(Ms),
+  /** branch.export of the merged target (both sources' changes) as a commit on a new branch of the project's repository. */
+  exportMs: z.array(Ms),
+  totalP50: MaybeMs,
+  gitMergeP50: MaybeMs,
+  /** totalP50 / gitMergeP50. */
+  ratio: z.number().nullable(),
+  exportP50: MaybeMs,
+  errors: z.array(z.string()),
+});
+export type MergeBench = z.infer<typeof MergeBench>;
+
 /** One strategy of the agent loop (agent-loop.ts) over all its tasks. */
 export const AgentLoopStrategy = z.strictObject({
   strategy: z.string(),
@@ -245,7 +269,7 @@ export const AgentLoop = z.strictObject({
 export type AgentLoop = z.infer<typeof AgentLoop>;
 
 /** The parts of the benchmark a run can measure (`--only` picks one). */
-export const BenchSection = z.enum(['fork', 'fanout', 'read-latency', 'computer-use', 'cli', 'cage', 'profile', 'own-work', 'quota', 'agent-loop']);
+export const BenchSection = z.enum(['fork', 'fanout', 'read-latency', 'computer-use', 'cli', 'cage', 'profile', 'own-work', 'quota', 'agent-loop', 'merge']);
 export type BenchSection = z.infer<typeof BenchSection>;
 
 /** A target (issue 6, 10 or 11) next to what this run measured; met is null when nothing was measured. */
@@ -299,6 +323,8 @@ export const BenchResult = z.strictObject({
   quota: QuotaCost.nullable().default(null),
   /** Null when the run left the section out (and in results from before it). */
   agentLoop: AgentLoop.nullable().default(null),
+  /** Null when the run left the section out (and in results from before it). */
+  merge: MergeBench.nullable().default(null),
   targets: z.array(TargetCheck),
   notes: z.array(z.string()),
 });

@@ -1,4 +1,4 @@
-// Issues 6, 10, 11, 14, 41, 42, 43 and 49's targets, checked against a run's printed numbers (never by timed
+// Issues 6, 10, 11, 14, 41, 42, 43, 44 and 49's targets, checked against a run's printed numbers (never by timed
 // assertions): each target next to what was measured and whether it was met.
 // Pure, so it is unit-tested (test/unit/bench-targets.test.ts).
 import type { BenchResult, TargetCheck } from './result-schema.js';
@@ -33,6 +33,10 @@ const CLI_CALL_MS = 150;
 /** Issue 49: the agent loop's time waiting on the workspace, fork-and-pick against a cold restart and against plain CRIU's fork-and-pick. */
 const LOOP_OVER_COLD = 3;
 const LOOP_OVER_CRIU = 2;
+/** Issue 44: a dry run plus a merge of two sources' changes, in all, and against git merge of the same; an export of the same. */
+const MERGE_MS = 1000;
+const MERGE_OVER_GIT = 3;
+const EXPORT_MS = 1000;
 /** Issue 49: a rollback without a standby, request to the branch's first frame. */
 const ROLLBACK_MS = 1000;
 
@@ -80,6 +84,17 @@ export function checkTargets(r: Measured): TargetCheck[] {
     ...quotaTargets(r),
     check('grove whoami, start to exit p50', `≤ ${CLI_CALL_MS} ms`, r.cli?.whoamiMs.p50 ?? null, (x) => x <= CLI_CALL_MS, ms),
     ...agentLoopTargets(r),
+    ...mergeTargets(r),
+  ];
+}
+
+function mergeTargets(r: Measured): TargetCheck[] {
+  const m = r.merge;
+  const missing = 'not measured (--only merge measures it)';
+  return [
+    check('dry run + merge of 2×200 changed files p50', `≤ ${MERGE_MS / 1000} s`, m?.totalP50 ?? null, (x) => x <= MERGE_MS, ms, missing),
+    check('dry run + merge vs git merge (p50)', `≤ ${MERGE_OVER_GIT}×`, m?.ratio ?? null, (x) => x <= MERGE_OVER_GIT, times, missing),
+    check('export of the merged 400 files p50', `≤ ${EXPORT_MS / 1000} s`, m?.exportP50 ?? null, (x) => x <= EXPORT_MS, ms, missing),
   ];
 }
 

@@ -24,7 +24,7 @@ export function registerBenchCommand(program: Command): void {
   program
     .command('bench')
     .option('--quick', 'fewer repetitions, up to 8 copies and depth 10: a check in minutes')
-    .option('--only <section>', 'measure one section: fork, fanout, read-latency, computer-use, cli, cage, profile, own-work, quota or agent-loop')
+    .option('--only <section>', 'measure one section: fork, fanout, read-latency, computer-use, cli, cage, profile, own-work, quota, agent-loop or merge')
     .option('--out <file>', 'where to write the JSON (the SVG goes next to it; default a new file in privileged-helper/bench/results/, which git ignores)')
     .description(
       'fork and computer-use benchmark, Grove against plain CRIU (as root, on its own helper instance); progress on stderr, --json puts the result on stdout',

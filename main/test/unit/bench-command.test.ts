@@ -24,7 +24,7 @@ describe('grove bench', () => {
     expect([refused.exitCode, refused.stdout, refused.stderr]).toEqual([
       2,
       '',
-      '--only takes one of: fork, fanout, read-latency, computer-use, cli, cage, profile, own-work, quota, agent-loop',
+      '--only takes one of: fork, fanout, read-latency, computer-use, cli, cage, profile, own-work, quota, agent-loop, merge',
     ]);
     expect(notRoot.exitCode).toBe(1);
     expect(notRoot.stderr).toMatch(/the benchmark runs as root/);

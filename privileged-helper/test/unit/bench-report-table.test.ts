@@ -53,6 +53,20 @@ describe('bench report table', () => {
     expect(reportTable(r)).not.toContain('pull stages');
   });
 
+  it('prints the merge section and its targets, only when the run measured it', () => {
+    const r = sampleResult();
+    const table = reportTable({ ...r, targets: checkTargets(r) });
+    expect(table).toMatch(/Merge: two sources that each changed 200 of 20000 files, into a live branch \(3 rounds; ms, p50\)/);
+    expect(table).toMatch(/dry run\s+310\n/);
+    expect(table).toMatch(/merge \(its checkpoint included\)\s+620/);
+    expect(table).toMatch(/a checkpoint alone, to saved\s+460/);
+    expect(table).toMatch(/dry run \+ merge\s+930/);
+    expect(table).toMatch(/git merge, plain clone\s+410 {3}ratio 2\.27×/);
+    expect(table).toMatch(/export of the merged target\s+720/);
+    expect(table).toMatch(/dry run \+ merge vs git merge \(p50\)\s+≤ 3×\s+2\.27×\s+met/);
+    expect(reportTable({ ...r, merge: null })).not.toMatch(/Merge: two sources/);
+  });
+
   it("prints the CLI's calls and their target", () => {
     const r = sampleResult();
     const table = reportTable({ ...r, targets: checkTargets(r) });

@@ -41,7 +41,7 @@ function side(total: number, layout: 'grove' | 'naive-overlay', perCopyMiB: numb
 
 export function sampleResult(): BenchResult {
   return BenchResult.parse({
-    schema: 'grove-bench@8',
+    schema: 'grove-bench@9',
     startedAt: '2026-11-30T12:00:00.000Z',
     finishedAt: '2026-11-30T12:20:00.000Z',
     quick: false,
@@ -105,6 +105,21 @@ export function sampleResult(): BenchResult {
         loopStrategy('criu-try-and-rollback', 15_000, 8000),
         loopStrategy('cold-restart', 30_000, 24_000),
       ],
+    },
+    merge: {
+      files: 20_000,
+      changedPerSource: 200,
+      dryRunMs: [300, 320, 310],
+      mergeMs: [600, 640, 620],
+      totalMs: [900, 960, 930],
+      checkpointMs: [450, 470, 460],
+      gitMergeMs: [400, 420, 410],
+      exportMs: [700, 720, 1100],
+      totalP50: 930,
+      gitMergeP50: 410,
+      ratio: 2.268,
+      exportP50: 720,
+      errors: [],
     },
     targets: [],
     notes: [],

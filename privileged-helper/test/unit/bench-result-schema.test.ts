@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BenchResult } from '../../bench/result-schema.js';
+import { BenchResult, BenchSection } from '../../bench/result-schema.js';
 import { sampleResult } from './bench-result-fixture.js';
 
 describe('bench result schema', () => {
@@ -24,6 +24,13 @@ describe('bench result schema', () => {
     const r = sampleResult();
     expect(() => BenchResult.parse({ ...r, grove: { ...r.grove, forkToFirstFrameMs: { p50: Number.NaN, p95: 1 } } })).toThrow();
     expect(BenchResult.parse({ ...r, grove: { ...r.grove, forkToFirstFrameMs: { p50: null, p95: null } } }).grove.forkToFirstFrameMs.p50).toBeNull();
+  });
+
+  it('knows the merge section, and reads results from before it with no merge', () => {
+    expect(BenchSection.parse('merge')).toBe('merge');
+    expect(BenchResult.parse(sampleResult()).merge?.ratio).toBe(2.268);
+    const { merge: _, ...older } = sampleResult();
+    expect(BenchResult.parse(older).merge).toBeNull();
   });
 
   it('knows only the two read layouts', () => {

@@ -30,6 +30,9 @@ describe('bench targets', () => {
       'rollback → first frame p50 (no standby)',
       'agent loop wait: fork-and-pick vs cold restart',
       "agent loop wait: fork-and-pick vs plain CRIU's",
+      'dry run + merge of 2×200 changed files p50',
+      'dry run + merge vs git merge (p50)',
+      'export of the merged 400 files p50',
     ]);
     expect(checks[18]).toEqual({ name: 'grove whoami, start to exit p50', target: '≤ 150 ms', measured: '120 ms', met: true });
     expect(checks[16]).toEqual({
@@ -71,6 +74,9 @@ describe('bench targets', () => {
     r.cli!.whoamiMs.p50 = 151;
     r.agentLoop!.strategies[4]!.waitMs = 9000; // exactly 3× Grove's fork-and-pick: met
     r.agentLoop!.strategies[2]!.waitMs = 5990; // under 2×
+    r.merge!.totalP50 = 1001;
+    r.merge!.ratio = 3; // exactly 3× git merge: met
+    r.merge!.exportP50 = 1000;
     expect(verdicts(r)).toEqual({
       'fork → first frame p50': false,
       'speed-up over plain CRIU (p50)': false,
@@ -94,6 +100,9 @@ describe('bench targets', () => {
       'rollback → first frame p50 (no standby)': true,
       'agent loop wait: fork-and-pick vs cold restart': true,
       "agent loop wait: fork-and-pick vs plain CRIU's": false,
+      'dry run + merge of 2×200 changed files p50': false,
+      'dry run + merge vs git merge (p50)': true,
+      'export of the merged 400 files p50': true,
     });
   });
 
@@ -119,29 +128,49 @@ describe('bench targets', () => {
       ownWork: null,
       quota: null,
       agentLoop: null,
+      merge: null,
     });
     expect(checks.filter((t) => t.met !== null).map((t) => t.name)).toEqual(['screenshot p50 (whole screen)', 'key press → changed frame p50']);
     const withoutComputerUse = checkTargets({ ...r, computerUse: null });
     expect(withoutComputerUse.find((t) => t.name === 'key press → changed frame p50')).toMatchObject({ measured: 'not measured', met: null });
-    expect(checkTargets({ ...r, cage: null }).at(-13)).toMatchObject({ measured: 'not measured', met: null });
-    expect(checkTargets({ ...r, profile: null }).at(-10)).toMatchObject({ measured: 'not measured (--only profile measures it)', met: null });
-    expect(checkTargets({ ...r, ownWork: null }).at(-7)).toMatchObject({ measured: 'not measured (--only own-work measures it)', met: null });
-    expect(checkTargets({ ...r, quota: null }).at(-5)).toMatchObject({ measured: 'not measured (--only quota measures it)', met: null });
-    expect(checkTargets({ ...r, cli: null }).at(-4)).toMatchObject({ measured: 'not measured', met: null });
+    expect(checkTargets({ ...r, cage: null }).at(-16)).toMatchObject({ measured: 'not measured', met: null });
+    expect(checkTargets({ ...r, profile: null }).at(-13)).toMatchObject({ measured: 'not measured (--only profile measures it)', met: null });
+    expect(checkTargets({ ...r, ownWork: null }).at(-10)).toMatchObject({ measured: 'not measured (--only own-work measures it)', met: null });
+    expect(checkTargets({ ...r, quota: null }).at(-8)).toMatchObject({ measured: 'not measured (--only quota measures it)', met: null });
+    expect(checkTargets({ ...r, cli: null }).at(-7)).toMatchObject({ measured: 'not measured', met: null });
   });
 
   it("judges the agent loop's wait against a cold restart and plain CRIU, and not at all when a strategy failed", () => {
     const r = sampleResult();
-    expect(checkTargets(r).slice(-3)).toEqual([
+    expect(checkTargets(r).slice(-6, -3)).toEqual([
       { name: 'rollback → first frame p50 (no standby)', target: '≤ 1 s', measured: '820 ms', met: true },
       { name: 'agent loop wait: fork-and-pick vs cold restart', target: '≥ 3× less', measured: '8.00×', met: true },
       { name: "agent loop wait: fork-and-pick vs plain CRIU's", target: '≥ 2× less', measured: '2.50×', met: true },
     ]);
     r.agentLoop!.strategies[2]!.waitMs = 5999; // plain CRIU's fork-and-pick: under 2× Grove's 3000
-    expect(checkTargets(r).at(-1)).toMatchObject({ met: false });
+    expect(checkTargets(r).at(-4)).toMatchObject({ met: false });
     r.agentLoop!.strategies[4]!.errors = ["rename files (1): the task's replay failed"];
-    expect(checkTargets(r).at(-2)).toMatchObject({ measured: 'not measured (a strategy failed: see agentLoop.strategies[].errors)', met: null });
-    expect(checkTargets({ ...r, agentLoop: null }).at(-1)).toMatchObject({ measured: 'not measured (--only agent-loop measures it)', met: null });
+    expect(checkTargets(r).at(-5)).toMatchObject({ measured: 'not measured (a strategy failed: see agentLoop.strategies[].errors)', met: null });
+    expect(checkTargets({ ...r, agentLoop: null }).at(-4)).toMatchObject({ measured: 'not measured (--only agent-loop measures it)', met: null });
+  });
+
+  it('judges a merge in all and against git merge, and an export, or says only --only merge measures them', () => {
+    const r = sampleResult();
+    expect(checkTargets(r).slice(-3)).toEqual([
+      { name: 'dry run + merge of 2×200 changed files p50', target: '≤ 1 s', measured: '930 ms', met: true },
+      { name: 'dry run + merge vs git merge (p50)', target: '≤ 3×', measured: '2.27×', met: true },
+      { name: 'export of the merged 400 files p50', target: '≤ 1 s', measured: '720 ms', met: true },
+    ]);
+    r.merge!.ratio = 3.01;
+    r.merge!.exportP50 = 1001;
+    expect(
+      checkTargets(r)
+        .slice(-2)
+        .map((t) => t.met),
+    ).toEqual([false, false]);
+    expect(checkTargets({ ...r, merge: null }).slice(-3)).toEqual(
+      Array.from({ length: 3 }, () => expect.objectContaining({ measured: 'not measured (--only merge measures it)', met: null })),
+    );
   });
 
   it('says what a quick run did not measure instead of judging it', () => {
