@@ -22,6 +22,7 @@
 // target's turn is held throughout and each source's read turn, so no
 // rollback, fork or discard changes them meanwhile.
 import path from 'node:path';
+import { forEachLimited } from '../concurrency.js';
 import type { ExecService } from '../exec/exec-service.js';
 import { kindInRoot } from '../host/in-root.js';
 import type { MergeRequest, MergeResult, MergeStage } from '../protocol/merge.js';
@@ -37,7 +38,7 @@ import { writeInBranch, type WriteStep } from '../files/merge-writer.js';
 import { diffTrees } from './diff.js';
 import type { ForkPoints } from './fork-points.js';
 import { Noise } from './noise.js';
-import { mergeable, MergePlan, type Entry } from './merge-plan.js';
+import { mergeable, MergePlan, type Entry, type Trees } from './merge-plan.js';
 import type { VersionService } from './versions.js';
 
 export interface MergeDeps {
@@ -109,6 +110,17 @@ export class MergeService {
   }
 }
 
+/** Each diff is an rsync walking a whole project, waiting on the disk as much as on a core: two at once overlap those waits. */
+const SOURCES_READ_AT_ONCE = 2;
+
+/** What one source changed that the merge takes, and the trees it is merged from. */
+interface SourceChanges {
+  source: WorkspaceRecord;
+  base: ForkPointRecord;
+  trees: Trees;
+  paths: string[];
+}
+
 interface RunOptions {
   scope: string;
   /** --all: the whole branch, noise too. */
@@ -121,7 +133,8 @@ interface RunOptions {
 /** One merge, under the branches' turns; its base mounts are its own host objects, removed at its end. */
 class MergeRun {
   private readonly started = performance.now();
-  private readonly bases = new Map<string, string>();
+  /** Each fork point's mount, once asked for: sources that share one share its mount. */
+  private readonly bases = new Map<string, Promise<string>>();
 
   constructor(
     private readonly d: MergeDeps,
@@ -134,14 +147,13 @@ class MergeRun {
       const targetRoot = await this.d.storage.ensureMounted(target);
       const plan = new MergePlan(o.takes);
       const sources: MergeResult['sources'] = [];
-      for (const ref of sourceRecords) {
-        const source = this.d.workspaces.record(ref.id);
-        const base = this.d.forkPoints.base(target.id, source.id);
-        const trees = { base: await this.mountBase(base), target: targetRoot, source: await this.d.storage.ensureMounted(source) };
-        const diff = await diffTrees(trees.base, trees.source, { maxFiles: 0, under: o.scope });
-        const changed = [...diff.added, ...diff.changed, ...diff.removed].filter((p) => mergeable(p, o.scope)).sort();
-        // The source's .gitignore files say what of its project is noise; with --all, everything is merged.
-        const paths = o.all ? changed : await new Noise(trees.source, o.scope).keep(changed);
+      // What each source changed is read from its own trees alone, so several
+      // are read at once; they are merged in turn, each into what the ones before made.
+      const changes: SourceChanges[] = [];
+      await forEachLimited([...sourceRecords.entries()], SOURCES_READ_AT_ONCE, async ([i, ref]) => {
+        changes[i] = await this.changesOf(target.id, targetRoot, ref.id, o);
+      });
+      for (const { source, base, trees, paths } of changes) {
         for (const rel of paths) await plan.mergePath(rel, trees, { target, source });
         sources.push({ id: source.id, name: source.name, base: base.id });
       }
@@ -171,13 +183,26 @@ class MergeRun {
     }
   }
 
+  /** The paths a source changed since its fork point with the target's line that this merge takes, in order. */
+  private async changesOf(targetId: string, targetRoot: string, sourceId: string, o: RunOptions): Promise<SourceChanges> {
+    const source = this.d.workspaces.record(sourceId);
+    const base = this.d.forkPoints.base(targetId, source.id);
+    const trees = { base: await this.mountBase(base), target: targetRoot, source: await this.d.storage.ensureMounted(source) };
+    const diff = await diffTrees(trees.base, trees.source, { maxFiles: 0, under: o.scope });
+    const changed = [...diff.added, ...diff.changed, ...diff.removed].filter((p) => mergeable(p, o.scope)).sort();
+    // The source's .gitignore files say what of its project is noise; with --all, everything is merged.
+    const paths = o.all ? changed : await new Noise(trees.source, o.scope).keep(changed);
+    return { source, base, trees, paths };
+  }
+
   /** The fork point mounted as its branch saw it, once per merge. */
-  private async mountBase(fp: ForkPointRecord): Promise<string> {
-    const mounted = this.bases.get(fp.id);
-    if (mounted) return mounted;
-    const at = await this.d.storage.mountSnapshot(fp.path, path.join(this.d.storage.rootsDir, `${this.id}-${fp.id}`), this.id);
-    this.bases.set(fp.id, at);
-    return at;
+  private mountBase(fp: ForkPointRecord): Promise<string> {
+    let mounted = this.bases.get(fp.id);
+    if (!mounted) {
+      mounted = this.d.storage.mountSnapshot(fp.path, path.join(this.d.storage.rootsDir, `${this.id}-${fp.id}`), this.id);
+      this.bases.set(fp.id, mounted);
+    }
+    return mounted;
   }
 
   /** Checkpoints the target, then writes the plan into it; a failure writes back what was there and drops the version. */
