@@ -390,9 +390,10 @@ function unpackRefused(name: string, err: unknown): unknown {
 function explainFetchFailure(ref: string, err: unknown): unknown {
   if (!(err instanceof GroveError)) return err;
   const m = err.message;
-  const hint = /unauthorized|authentication required|401/i.test(m)
+  // A status code only as a word of its own: the message also holds the registry's port and digests.
+  const hint = /unauthorized|authentication required|\b401\b/i.test(m)
     ? 'the registry refused the credentials (grove takes them from your auth.json: skopeo login, or --authfile)'
-    : /manifest unknown|not found|name unknown|404/i.test(m)
+    : /manifest unknown|not found|name unknown|\b404\b/i.test(m)
       ? 'the registry has no such image or tag'
       : /digest|does not match/i.test(m)
         ? 'what the registry sent does not match the digest asked for: refused'
