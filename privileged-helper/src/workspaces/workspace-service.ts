@@ -147,7 +147,7 @@ export class WorkspaceService {
 
   /** reserve's record, with the id and network slot of a set prepared ahead if there was one. */
   private insertReserved(input: Parameters<WorkspaceService['reserve']>[0], prepared: PreparedSlot | null): WorkspaceRecord {
-    if (this.registry.findWorkspace(input.name)) throw new GroveError('E_CONFLICT', `a workspace named '${input.name}' already exists`);
+    if (this.registry.findWorkspace(input.name)) throw nameTaken(input.name, input.madeBy);
     if (input.parent && this.registry.nameUsedInTree(input.parent.treeId, input.name))
       throw new GroveError(
         'E_CONFLICT',
@@ -359,4 +359,14 @@ export async function writeIdentity(rootfs: string, ws: WorkspaceRecord, owner: 
   await writeInside(rootfs, 'etc/hosts', `127.0.0.1\tlocalhost\n127.0.1.1\t${ws.hostname}\n::1\tlocalhost ip6-localhost ip6-loopback\n`, owner);
   await writeProxyConfig(rootfs, owner);
   return renewGeneration(rootfs, owner);
+}
+
+/**
+ * A name already in use. An agent gets the same words whoever's workspace has
+ * it, in its scope or not, and they name no workspace: one outside its scope
+ * must not show itself through a refused name (auth/scope-guard.ts).
+ */
+function nameTaken(name: string, madeBy: Maker): GroveError {
+  if (madeBy.role === 'agent') return new GroveError('E_CONFLICT', `the name '${name}' is not free: choose another`);
+  return new GroveError('E_CONFLICT', `a workspace named '${name}' already exists`);
 }

@@ -161,6 +161,20 @@ describe('scopes: each agent in its own workspaces', () => {
     expect((await call(alice, 'workspace.delete', { workspace: ws.id })).result).toEqual({ deleted: ws.id });
   });
 
+  it("answers an agent's taken name alike whether its holder is in the agent's scope or not, naming no workspace", async () => {
+    expect((await grove('root', 'agents', 'allow', alice.name, '--create')).exitCode).toBe(0);
+    const outside = (await call(alice, 'workspace.create', { name: 'sc-person' })).error;
+    const inside = (await call(alice, 'workspace.create', { name: 'sc-alice' })).error;
+    expect(outside).toEqual({ code: 'E_CONFLICT', message: "the name 'sc-person' is not free: choose another" });
+    expect(inside).toEqual({ code: 'E_CONFLICT', message: "the name 'sc-alice' is not free: choose another" });
+    const forkedOnto = (await call(alice, 'branch.fork', { workspace: 'sc-alice', copies: 1, names: ['sc-bob'] })).error;
+    expect(forkedOnto).toEqual({ code: 'E_CONFLICT', message: "the name 'sc-bob' is not free: choose another" });
+    expect((await listed(alice)).sort()).toEqual(['sc-alice']);
+    // A person is told plainly.
+    await expect(person.request('workspace.create', { name: 'sc-bob' })).rejects.toThrow("a workspace named 'sc-bob' already exists");
+    expect((await grove('root', 'agents', 'revoke', alice.name, '--create')).exitCode).toBe(0);
+  });
+
   it('takes a scope back on a connection already open', async () => {
     const mcp: Client = await connectGroveMcp({
       name: 'scopes-test',
