@@ -62,6 +62,8 @@ import { ExitWatch } from './workspaces/exit-watch.js';
 import { SpaceService } from './space/space-service.js';
 import { holdInstanceLock } from './host/instance-lock.js';
 import { detachFromStarter, preferHelperCpu, removeHelperCgroups } from './host/detach.js';
+import { TimelineBook, TimelineRecorder } from './desktop/timeline.js';
+import { TIMELINE_LIMITS } from './protocol/timeline.js';
 
 const log = (msg: string) => process.stderr.write(`[grove-helper] ${msg}\n`);
 
@@ -247,6 +249,12 @@ async function boot(config: HelperConfig) {
     (w) => storage.filesPath(w),
     (w) => storage.diskUse(w),
   );
+  const timeline = new TimelineRecorder(new TimelineBook(), {
+    branchId: (ref) => registry.findWorkspace(ref)?.id ?? null,
+    screenshot: (id) => desktop.thumbnail(runtime.desktopTarget(workspaces.running(id)), TIMELINE_LIMITS.shotWidth),
+    log,
+  });
+  bus.add(timeline);
   const services = {
     registry,
     bus,
@@ -268,6 +276,7 @@ async function boot(config: HelperConfig) {
     approvals,
     audit,
     desktop,
+    timeline: timeline.book,
     authority,
     scopes: new ScopeBook(registry, systemAccounts, log),
     allowFaultInjection: config.allowFaultInjection,

@@ -49,6 +49,7 @@ import { Actor, Role } from './identity.js';
 import { AccountName, Scope, ScopeChange, ScopeWho } from './scopes.js';
 import { ImageRef, RegistryRef } from './image-refs.js';
 import { TreeDiff } from './diff.js';
+import { Timeline } from './timeline.js';
 import { MergeRequest, MergeResult, MergeStage } from './merge.js';
 import { BranchPath, HostPath, Id, ImageName, Name, Port, WorkspaceRef } from './names.js';
 
@@ -347,6 +348,8 @@ export const methods = {
     result: z.array(EgressLogEntry),
   },
   /** Fork history and memory per running branch and of the host; cheap enough to poll every few seconds. */
+  /** What agents did in the branch since it was made, with a screenshot every few actions (persons only). */
+  'branch.timeline': { params: ByWorkspace, result: Timeline },
   'perf.get': { params: Empty, result: PerfReport },
   /** Measures every branch's and version's files (a few seconds with many): for a person's listing, not for polling. */
   'space.get': { params: Empty, result: SpaceReport },

@@ -1,6 +1,7 @@
 // One handler per method of the contract. The connection has already validated
 // params against the method's schema; the handler's result is validated on the
 // way out, so the contract holds in both directions.
+import type { TimelineBook } from '../desktop/timeline.js';
 import type { ExecService } from '../exec/exec-service.js';
 import type { ImageService } from '../images/image-service.js';
 import type { FileCopy } from '../files/file-copy.js';
@@ -56,6 +57,8 @@ export interface Services {
   approvals: ApprovalService;
   audit: AuditLog;
   desktop: DesktopService;
+  /** What agents did in each branch ("what it did" on a request). */
+  timeline: TimelineBook;
   authority: AuthorityLookup;
   scopes: ScopeBook;
   /** Where the stream's CA and host certificate are kept (stream/stream-tls.ts). */
@@ -244,6 +247,7 @@ export function createHandlers(s: Services): Handlers {
     'desktop.wait': (p) => s.desktop.wait(desktop(p.workspace), p),
     'desktop.holdKey': (p) => s.desktop.holdKey(desktop(p.workspace), p),
     'desktop.zoom': (p) => s.desktop.zoom(desktop(p.workspace), p),
+    'branch.timeline': async (p) => s.timeline.get(s.workspaces.record(p.workspace).id),
     'desktop.windows': (p) => s.desktop.windows(desktop(p.workspace)),
     'desktop.openUrl': (p) => s.desktop.openUrl(desktop(p.workspace), p),
     'desktop.launch': (p) => s.desktop.launch(desktop(p.workspace), p),
