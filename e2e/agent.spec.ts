@@ -114,10 +114,17 @@ test("the reference agent's requests wait in the Approvals queue with previews; 
   await expect(promoting).toContainText('holds the note');
   await expect(promoting.getByTestId('approval-thumbnail')).toBeVisible();
   await expect(promoting.getByTestId('approval-diff')).toContainText(BRANCH);
+  // What it did: the agent's clicks and typing in that child since the fork, and its screen after them.
+  const whatItDid = promoting.getByTestId('what-it-did');
+  await expect(whatItDid).toContainText(/click left at \d+,\d+/);
+  await expect(whatItDid).toContainText('key ctrl+a');
+  await expect(whatItDid).toContainText(/type \d+ characters?/);
+  await expect(whatItDid.getByTestId('what-it-did-shot')).toBeVisible();
   const discarding = card(discard.id);
   await expect(discarding).toHaveAttribute('data-kind', 'branch.discard');
   await expect(discarding.getByTestId('approval-thumbnail')).toBeVisible();
   await expect(discarding.getByTestId('approval-loss')).toContainText(/\d+ processes end/);
+  await expect(discarding.getByTestId('what-it-did')).toHaveCount(0);
 
   await promoting.getByRole('button', { name: 'Approve' }).click();
   await expect(card(promote.id)).toHaveAttribute('data-state', 'done', { timeout: 120_000 });

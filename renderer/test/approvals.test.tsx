@@ -118,7 +118,7 @@ describe('the queue', () => {
     await act(async () => button(card('q00000001'), 'Approve').click());
     await act(async () => button(card('q00000002'), 'Deny').click());
     await act(async () => button(card('q00000005'), 'Always allow').click());
-    expect(calls).toEqual([
+    expect(calls.filter(([method]) => method !== 'branch.timeline')).toEqual([
       ['approval.approve', { id: 'q00000001', note: 'ship it' }],
       ['approval.deny', { id: 'q00000002' }],
       ['approval.approve', { id: 'q00000005', always: true }],

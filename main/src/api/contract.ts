@@ -265,6 +265,8 @@ export const requests = {
   'version.delete': helper['version.delete'],
   /** Names a checkpoint, or renames it ('' takes the name away). */
   'version.label': helper['version.label'],
+  /** What agents did in the branch since it was made, with a screenshot every few actions (a promote or export request's "what it did"). */
+  'branch.timeline': helper['branch.timeline'],
   /** A small still picture of a running branch's screen (the tree's rows beyond the live ones). */
   'branch.screenshot': { params: z.strictObject({ workspace: WorkspaceRef, scale: z.number().gt(0).max(0.25) }), result: Screenshot },
   /** A branch's egress policy and its firewall's drop counters. */

@@ -298,6 +298,14 @@ export class Controller {
           (named) => (named.label ? `version ${id} is '${named.label}'` : `version ${id} has no name`),
         );
       }
+      case 'branch.timeline': {
+        const timeline = await c.request('branch.timeline', { workspace: ws });
+        // A call's method, in the words the activity log gives it (a computer-use action's summary is in words already).
+        const entries = timeline.entries.map((e) =>
+          e.action.includes('.') ? { ...e, summary: e.ok ? callDone(e.action) : `${callDone(e.action)} failed${e.summary.slice(e.action.length)}` } : e,
+        );
+        return { ...timeline, entries };
+      }
       case 'branch.screenshot':
         return c.request('desktop.screenshot', { workspace: ws, scale: p.scale as number });
       case 'egress.status':

@@ -9,7 +9,7 @@ import type { EventPayload, Topic } from '../protocol/events.js';
 import type { Actor } from '../protocol/identity.js';
 import { TIMELINE_LIMITS, type Timeline, type TimelineEntry, type TimelineShot } from '../protocol/timeline.js';
 
-export type TimelineLimits = Omit<typeof TIMELINE_LIMITS, 'shotWidth'>;
+export type TimelineLimits = { readonly [K in Exclude<keyof typeof TIMELINE_LIMITS, 'shotWidth'>]: number };
 
 interface BranchLog {
   entries: TimelineEntry[];
@@ -29,7 +29,7 @@ export class TimelineBook {
 
   constructor(private readonly limits: TimelineLimits = TIMELINE_LIMITS) {}
 
-  /** Records an action; answers its number when a screenshot of the screen after it is due, else null. */
+  /** Records an action; answers its number when a screenshot of the screen after it is due (the first, then every few), else null. */
   record(branch: string, entry: Omit<TimelineEntry, 'n'>): number | null {
     const log = this.logOf(branch);
     const n = ++log.n;
@@ -38,7 +38,8 @@ export class TimelineBook {
       log.entries.shift();
       log.dropped++;
     }
-    if (++log.sinceShot < log.every) return null;
+    // The first shows the screen the agent started from.
+    if (++log.sinceShot < log.every && n > 1) return null;
     log.sinceShot = 0;
     return n;
   }

@@ -14,8 +14,8 @@ export const TIMELINE_LIMITS = {
   shots: 24,
   shotBytes: 4 << 20,
   allShotBytes: 64 << 20,
-  /** A screenshot after this many actions at first (doubled each time the shots are thinned out). */
-  shotEvery: 5,
+  /** A screenshot after the first action, then after every this many (doubled each time the shots are thinned out). */
+  shotEvery: 4,
   /** A screenshot's width in pixels. */
   shotWidth: 480,
 } as const;

@@ -3,7 +3,7 @@ import { TimelineBook, TimelineRecorder, type TimelineLimits } from '../../src/d
 import type { Actor } from '../../src/protocol/identity.js';
 
 const LIMITS: TimelineLimits = { entries: 10, summaryChars: 20, shots: 4, shotBytes: 1000, allShotBytes: 1500, shotEvery: 2 };
-const agent: Actor = { role: 'agent', uid: 2001, user: 'alice', pid: 10, gid: 2001 } as Actor;
+const agent: Actor = { role: 'agent', uid: 2001, user: 'alice', pid: 10, process: 'grove', client: 'grove mcp' };
 const by = { role: 'agent' as const, uid: 2001, user: 'alice' };
 const entry = (summary = 'click left at 1,2') => ({ by, action: 'click', summary, ok: true, at: '2026-12-08T00:00:00.000Z' });
 const png = (bytes: number) => `data:image/png;base64,${'A'.repeat(bytes - 22)}`;
@@ -17,9 +17,9 @@ function act(book: TimelineBook, branch: string, count: number, bytes = 100): vo
 }
 
 describe('TimelineBook: what agents did, bounded', () => {
-  it('keeps actions in order, numbered, and asks for a screenshot every few', () => {
+  it('keeps actions in order, numbered, and asks for a screenshot after the first and then every few', () => {
     const book = new TimelineBook(LIMITS);
-    expect([1, 2, 3, 4].map(() => book.record('b1', entry()))).toEqual([null, 2, null, 4]);
+    expect([1, 2, 3, 4].map(() => book.record('b1', entry()))).toEqual([1, null, 3, null]);
     expect(book.get('b1').entries.map((e) => e.n)).toEqual([1, 2, 3, 4]);
     expect(book.get('other')).toEqual({ workspace: 'other', entries: [], shots: [], droppedEntries: 0 });
   });
@@ -35,21 +35,21 @@ describe('TimelineBook: what agents did, bounded', () => {
 
   it('thins the screenshots out past the count, keeping the newest and spreading the rest, then takes them less often', () => {
     const book = new TimelineBook(LIMITS);
-    act(book, 'b1', 10); // shots after 2, 4, 6, 8, 10: one too many
-    expect(book.get('b1').shots.map((s) => s.after)).toEqual([2, 6, 10]);
+    act(book, 'b1', 10); // shots after 1, 3, 5, 7, 9: one too many
+    expect(book.get('b1').shots.map((s) => s.after)).toEqual([1, 5, 9]);
     // Every 4 actions now.
+    act(book, 'b1', 6);
+    expect(book.get('b1').shots.map((s) => s.after)).toEqual([1, 5, 9, 13]);
+    act(book, 'b1', 1); // one more at 17: thinned again, every 8 from then on
+    expect(book.get('b1').shots.map((s) => s.after)).toEqual([1, 9, 17]);
     act(book, 'b1', 7);
-    expect(book.get('b1').shots.map((s) => s.after)).toEqual([2, 6, 10, 14]);
-    act(book, 'b1', 1); // one more at 18: thinned again, every 8 from then on
-    expect(book.get('b1').shots.map((s) => s.after)).toEqual([2, 10, 18]);
-    act(book, 'b1', 7);
-    expect(book.get('b1').shots.map((s) => s.after)).toEqual([2, 10, 18]);
+    expect(book.get('b1').shots.map((s) => s.after)).toEqual([1, 9, 17]);
   });
 
   it("bounds one branch's screenshot bytes, and refuses a picture larger than the bound by itself", () => {
     const book = new TimelineBook(LIMITS);
     act(book, 'b1', 6, 400); // 3 × 400 > 1000
-    expect(book.get('b1').shots.map((s) => s.after)).toEqual([2, 6]);
+    expect(book.get('b1').shots.map((s) => s.after)).toEqual([1, 5]);
     const before = book.get('b1').shots;
     book.addShot('b1', { after: 99, at: '2026-12-08T00:00:00.000Z', image: png(1001) });
     expect(book.get('b1').shots).toEqual(before);
@@ -60,13 +60,13 @@ describe('TimelineBook: what agents did, bounded', () => {
     act(book, 'heavy', 8, 200); // 4 × 200
     act(book, 'light', 2, 300); // 1 × 300
     act(book, 'third', 4, 250); // 2 × 250: 1600 in all, over 1500
-    expect(book.get('heavy').shots.map((s) => s.after)).toEqual([4, 8]);
+    expect(book.get('heavy').shots.map((s) => s.after)).toEqual([3, 7]);
     expect(book.get('light').shots).toHaveLength(1);
     expect(book.get('third').shots).toHaveLength(2);
     book.drop('heavy');
     expect(book.get('heavy').shots).toEqual([]);
     act(book, 'light', 4, 300); // 1500 with heavy's gone: nothing thinned
-    expect(book.get('light').shots.map((s) => s.after)).toEqual([2, 4, 6]);
+    expect(book.get('light').shots.map((s) => s.after)).toEqual([1, 3, 5]);
     expect(book.get('third').shots).toHaveLength(2);
   });
 
@@ -123,7 +123,7 @@ describe('TimelineRecorder: from the helper’s events', () => {
     ]);
     await new Promise((resolve) => setImmediate(resolve));
     expect(taken).toEqual(['b1']);
-    expect(r.book.get('b1').shots.map((s) => s.after)).toEqual([2]);
+    expect(r.book.get('b1').shots.map((s) => s.after)).toEqual([1]);
     r.deliver('workspace.removed', 7, { id: 'b1' }, undefined);
     expect(r.book.get('b1').entries).toEqual([]);
   });

@@ -9,6 +9,7 @@ import type { Approval, EgressChange, HeldConnection } from '../../../main/src/a
 import { formatRule } from '../../../privileged-helper/src/protocol/egress-rules.js';
 import { MODES } from './Egress.js';
 import { PatchView } from './PatchView.js';
+import { WhatItDid } from './WhatItDid.js';
 
 type Diff = NonNullable<Approval['preview']['diff']>;
 
@@ -38,6 +39,7 @@ function PreviewBody({ a }: { a: Approval }) {
       return (
         <>
           <Thumbnail a={a} />
+          <WhatItDid branch={a.workspace} name={a.workspaceName} />
           {preview.diff && <DiffSummary diff={preview.diff} label="Files it changed against the main line," />}
         </>
       );
@@ -52,6 +54,7 @@ function PreviewBody({ a }: { a: Approval }) {
       return (
         <>
           <Thumbnail a={a} />
+          <WhatItDid branch={a.workspace} name={a.workspaceName} />
           {preview.export && (
             <div className="preview-diff" data-testid="approval-export">
               <div>
