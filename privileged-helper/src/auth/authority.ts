@@ -73,7 +73,7 @@ export const AUTHORITY = {
   'branch.pick': personBecause("picking a race's winner promotes one branch and discards others: a person's decision; ask a person (grove promote)"),
   'branch.diff': read,
   // What agents did in a branch, with pictures of its screen: for the person who decides their requests.
-  'branch.timeline': personBecause("what agents did in a branch is for the person deciding their requests"),
+  'branch.timeline': personBecause('what agents did in a branch is for the person deciding their requests'),
   'file.copyIn': allow,
   'file.copyOut': personBecause("copying out of a branch onto the host is for persons only: what leaves the sandbox is a person's to decide"),
   'branch.export': ask('branch.export'),
