@@ -1,7 +1,7 @@
 // The Electron shell: one window on the controller, which runs in this
 // process (the same code as `grove app --web`, on 127.0.0.1 with a per-launch
 // secret). The window is sandboxed and isolated, has no Node, cannot navigate
-// away or open windows, and gets no permissions; its preload exposes one
+// away or open windows, and gets no permission but notifications; its preload exposes one
 // read-only fact and the system's folder dialog (PICK_FOLDER). Everything
 // else the app does goes through the controller's API.
 import path from 'node:path';
@@ -33,8 +33,9 @@ async function main(): Promise<void> {
   controllerOrigin = new URL(running.web.url).origin;
 
   ipcMain.handle(PICK_FOLDER, pickFolder);
-  session.defaultSession.setPermissionRequestHandler((_wc, _permission, callback) => callback(false));
-  session.defaultSession.setPermissionCheckHandler(() => false);
+  // Notifications only: a request that arrives while the window is in the background is announced.
+  session.defaultSession.setPermissionRequestHandler((_wc, permission, callback) => callback(permission === 'notifications'));
+  session.defaultSession.setPermissionCheckHandler((_wc, permission) => permission === 'notifications');
   session.defaultSession.webRequest.onHeadersReceived((details, callback) => {
     callback({ responseHeaders: { ...details.responseHeaders, 'Content-Security-Policy': [CSP] } });
   });

@@ -15,6 +15,7 @@ import { PerformancePanel } from './Performance.js';
 import { PoolBanner } from './PoolBanner.js';
 import { RaceView } from './Race.js';
 import { TakeHomePanel } from './TakeHome.js';
+import { useRequestNotifications } from './request-alerts.js';
 import { Terminal } from './Terminal.js';
 
 export function App() {
@@ -27,6 +28,7 @@ export function App() {
   const image = server?.images.find((i) => i.name === 'desktop');
   const hasBranches = (server?.branches.length ?? 0) > 0;
   const [sidebarWidth, setSidebarWidth] = useSidebarWidth();
+  useRequestNotifications();
   return (
     <div className="app">
       <TopBar />

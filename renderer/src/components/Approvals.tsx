@@ -3,7 +3,7 @@
 // outside access, and a connection the egress gate holds — with what approving
 // does, a preview, who asked and why, and the time left; then the standing
 // approvals, and what was decided lately.
-import { useState } from 'react';
+import { useState, type KeyboardEvent } from 'react';
 import type { Actor, Approval, ApprovalState } from '../../../main/src/api/contract.js';
 import { actorName, destination, isSelf, reachedAddress } from '../../../main/src/api/words.js';
 import { NONE, isLive, type Decision } from '../store/app.js';
@@ -66,8 +66,17 @@ function hooks(a: Approval) {
 
 function ApprovalCard({ a, now }: { a: Approval; now: number }) {
   const titleId = `${a.id}-title`;
+  const [note, setNote] = useState('');
+  const { keyed, onKeyDown } = useDecisionKeys(a, note);
   return (
-    <li className={`approval kind-${a.action.kind.replace('.', '-')}`} {...hooks(a)} aria-labelledby={titleId}>
+    <li
+      className={`approval kind-${a.action.kind.replace('.', '-')}`}
+      {...hooks(a)}
+      aria-labelledby={titleId}
+      aria-keyshortcuts={a.state === 'pending' ? 'A D' : undefined}
+      tabIndex={0}
+      onKeyDown={onKeyDown}
+    >
       <div className="approval-main">
         <ApprovalTitle a={a} id={titleId} />
         <Asker a={a} />
@@ -87,11 +96,43 @@ function ApprovalCard({ a, now }: { a: Approval; now: number }) {
       ) : (
         <div className="approval-side">
           <TimeLeft a={a} now={now} />
-          <DecisionButtons a={a} />
+          <DecisionButtons a={a} note={note} setNote={setNote} />
+          <p className="approval-keys muted small" role="status" data-testid="approval-keyed">
+            {keyed ?? (
+              <>
+                With this request focused: <kbd>A</kbd> {a.action.kind === 'egress.connection' ? 'approves once' : 'approves'}, <kbd>D</kbd> denies
+              </>
+            )}
+          </p>
         </div>
       )}
     </li>
   );
+}
+
+/**
+ * A and D on a focused request approve or deny it (a held connection: once),
+ * with the note typed; not while typing the note. What the key did is said
+ * in the card, so a key pressed by mistake does not go unseen.
+ */
+function useDecisionKeys(a: Approval, note: string) {
+  const decide = useApp((s) => s.decide);
+  const live = useApp(isLive);
+  const [keyed, setKeyed] = useState<string | null>(null);
+  const onKeyDown = (e: KeyboardEvent) => {
+    const key = e.key.toLowerCase();
+    if ((key !== 'a' && key !== 'd') || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (e.target instanceof HTMLInputElement || e.target instanceof HTMLTextAreaElement || e.target instanceof HTMLSelectElement) return;
+    if (a.state !== 'pending' || !live) return;
+    e.preventDefault();
+    const approve = key === 'a';
+    const what = approve ? (a.action.kind === 'egress.connection' ? 'approve once' : 'approve') : 'deny';
+    setKeyed(`You pressed ${approve ? 'A' : 'D'}: ${what} ${titleText(a)}${note.trim() ? ' with your note' : ''}…`);
+    void decide(a.id, approve ? 'approve' : 'deny', note).then((sent) => {
+      if (!sent) setKeyed(`You pressed ${approve ? 'A' : 'D'}, but it could not ${what}: the error says why`);
+    });
+  };
+  return { keyed, onKeyDown };
 }
 
 /** How each kind of agent request reads: the words around the branch's name. */
@@ -168,11 +209,10 @@ function TimeLeft({ a, now }: { a: Approval; now: number }) {
   );
 }
 
-function DecisionButtons({ a }: { a: Approval }) {
+function DecisionButtons({ a, note, setNote }: { a: Approval; note: string; setNote: (note: string) => void }) {
   const decide = useApp((s) => s.decide);
   const busy = useApp((s) => s.deciding.includes(a.id));
   const live = useApp(isLive);
-  const [note, setNote] = useState('');
   const disabled = busy || !live;
   const click = (d: Decision) => () => void decide(a.id, d, note);
   const { action } = a;
