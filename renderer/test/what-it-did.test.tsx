@@ -33,7 +33,7 @@ async function open(kind = PROMOTE, timeline = TIMELINE) {
   await act(async () => {
     view = mount(<ApprovalsView />, appState([ONE, ONE_1], 'connected', { approvals: [approval('q00000001', kind)] }), fake.api);
   });
-  return fake.calls;
+  return fake.calls.filter(([method]) => method === 'branch.timeline');
 }
 
 const part = () => view.host.querySelector<HTMLElement>('[data-testid="what-it-did"]');

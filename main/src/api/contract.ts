@@ -29,6 +29,7 @@ import {
 } from '../../../privileged-helper/src/protocol/entities.js';
 import { MergeConflict, MergeRequest, MergeResult } from '../../../privileged-helper/src/protocol/merge.js';
 import { HostPath, Id, ImageName, WorkspaceRef } from '../../../privileged-helper/src/protocol/names.js';
+import type { Scope, ScopeWho } from '../../../privileged-helper/src/protocol/scopes.js';
 
 export {
   Actor,
@@ -54,6 +55,7 @@ export {
 };
 export type { ApprovalAction, HeldConnection } from '../../../privileged-helper/src/protocol/approvals.js';
 export type { Point, ScreenSize, Screenshot };
+export type { Scope, ScopeWho };
 export type { ExportResult, ForkReport, PerfReport, PoolSpace, SpaceReport };
 
 /** The controller's link to the helper: anything but 'connected' means the state shown is not live. */
@@ -279,6 +281,10 @@ export const requests = {
   /** Lets agents do one kind of request in a workspace (every branch of its tree) without asking, or asks again. */
   'grant.set': helper['grant.set'],
   'grant.revoke': helper['grant.revoke'],
+  /** Agents' scopes: the workspaces each agent user (or group) may see and act in, and who may create workspaces. */
+  'scope.list': helper['scope.list'],
+  'scope.allow': helper['scope.allow'],
+  'scope.revoke': helper['scope.revoke'],
   /** The helper's egress log (every attempt and decision), newest last. */
   'egress.log': helper['egress.log'],
   /** Fork history and memory per running branch and of the host (the Performance panel polls it). */

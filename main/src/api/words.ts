@@ -4,7 +4,7 @@
 // renderer bundles it. (Allow-list rules and policy changes have theirs in
 // the helper's protocol, egress-rules.ts, shared with the CLI.)
 import { formatRule } from '../../../privileged-helper/src/protocol/egress-rules.js';
-import type { Actor, AgentRequestKind, HeldConnection, Image, Maker, MergeConflict, Workspace } from './contract.js';
+import type { Actor, AgentRequestKind, HeldConnection, Image, Maker, MergeConflict, Scope, ScopeWho, Workspace } from './contract.js';
 
 /** host:port of a connection, the way a person reads a destination. */
 export function destination(c: Pick<HeldConnection, 'host' | 'port'>): string {
@@ -86,4 +86,17 @@ export function mergeSideText(side: MergeConflict['target']): string {
     case 'file':
       return `${side.bytes} bytes, sha256 ${side.sha256?.slice(0, 12)}${side.detail ? `, ${side.detail}` : ''}`;
   }
+}
+
+/** Whom a scope is for: 'user alice', 'group agents'. */
+export function scopeWhoWords(who: ScopeWho | Scope['subject']): string {
+  if ('kind' in who) return `${who.kind} ${who.name}`;
+  return 'user' in who ? `user ${who.user}` : `group ${who.group}`;
+}
+
+/** What a scope gives: 'workspace one', 'the workspaces of image desktop', 'creating workspaces'. */
+export function scopeGivesWords(s: Scope): string {
+  if (s.target.kind === 'workspace') return `workspace ${s.targetName}`;
+  if (s.target.kind === 'image') return `the workspaces of image ${s.target.image}`;
+  return 'creating workspaces';
 }

@@ -34,7 +34,7 @@ import type {
   Workspace,
 } from '../api/contract.js';
 import { REVIEW_PATCH_BYTES } from '../api/contract.js';
-import { REQUEST_VERB, isSelf, notADesktop, projectOrigin } from '../api/words.js';
+import { REQUEST_VERB, isSelf, notADesktop, projectOrigin, scopeGivesWords, scopeWhoWords } from '../api/words.js';
 import { ActivityLog, CONTROLLER, HELPER, YOU, attribute, type Who } from './activity.js';
 import { AgentWatch } from './agent-watch.js';
 import { ApprovalBook } from './approval-book.js';
@@ -346,6 +346,26 @@ export class Controller {
           g?.treeName ?? null,
           () => c.request('grant.revoke', { grant: id }),
           (revoked) => `granted by ${revoked.grantedBy.user}`,
+        );
+      }
+      case 'scope.list':
+        return c.request('scope.list', p as RequestParams<'scope.list'>);
+      case 'scope.allow': {
+        const change = p as RequestParams<'scope.allow'>;
+        return this.recorded(
+          `give ${scopeWhoWords(change.who)} workspaces`,
+          null,
+          () => c.request('scope.allow', change),
+          (scopes) => `it now has ${scopes.map(scopeGivesWords).join('; ')}`,
+        );
+      }
+      case 'scope.revoke': {
+        const change = p as RequestParams<'scope.revoke'>;
+        return this.recorded(
+          `take workspaces back from ${scopeWhoWords(change.who)}`,
+          null,
+          () => c.request('scope.revoke', change),
+          (gone) => gone.map(scopeGivesWords).join('; '),
         );
       }
       case 'terminal.open': {

@@ -4,6 +4,7 @@
 // own; an agent lists its own scope.
 import type { Command } from 'commander';
 import type { Scope, ScopeWho } from '../../../privileged-helper/src/protocol/scopes.js';
+import { scopeGivesWords, scopeWhoWords } from '../api/words.js';
 import { output, withClient } from './context.js';
 
 interface TargetOptions {
@@ -64,15 +65,7 @@ function whoOf(name: string, opts: TargetOptions): ScopeWho {
   return opts.group ? { group: name } : { user: name };
 }
 
-const whoWords = (s: Scope) => `${s.subject.kind} ${s.subject.name}`;
-
-function givesWords(s: Scope): string {
-  if (s.target.kind === 'workspace') return `workspace ${s.targetName}`;
-  if (s.target.kind === 'image') return `the workspaces of image ${s.target.image}`;
-  return 'creating workspaces';
-}
-
-const describeScope = (s: Scope) => `${whoWords(s)}: ${givesWords(s)}`;
+const describeScope = (s: Scope) => `${scopeWhoWords(s.subject)}: ${scopeGivesWords(s)}`;
 
 function printScopes(list: Scope[], mine: boolean): void {
   if (list.length === 0) {
@@ -84,5 +77,5 @@ function printScopes(list: Scope[], mine: boolean): void {
     return;
   }
   console.log(['SCOPE', 'FOR', 'GIVES', 'BY', 'AT'].join('\t'));
-  for (const s of list) console.log([s.id, whoWords(s), givesWords(s), s.grantedBy.user, s.at].join('\t'));
+  for (const s of list) console.log([s.id, scopeWhoWords(s.subject), scopeGivesWords(s), s.grantedBy.user, s.at].join('\t'));
 }

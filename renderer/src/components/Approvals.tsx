@@ -8,6 +8,7 @@ import type { Actor, Approval, ApprovalState } from '../../../main/src/api/contr
 import { actorName, destination, isSelf, reachedAddress } from '../../../main/src/api/words.js';
 import { NONE, isLive, type Decision } from '../store/app.js';
 import { isPending, pendingApprovals, queuedApprovals, timeLeft } from '../store/approvals.js';
+import { AgentScopes } from './AgentScopes.js';
 import { ApprovalPreview } from './ApprovalPreview.js';
 import { useApp } from './context.js';
 import { StandingApprovals } from './Grants.js';
@@ -48,6 +49,7 @@ export function ApprovalsView() {
         )}
       </section>
       <StandingApprovals />
+      <AgentScopes />
       <DecidedList />
     </div>
   );
