@@ -39,6 +39,20 @@ const CALLS: Partial<Record<MethodName, { done: string; doing: string }>> = {
   'approval.deny': { done: 'deny a request', doing: 'denying a request' },
   'grant.set': { done: 'set a standing approval', doing: 'setting a standing approval' },
   'grant.revoke': { done: 'revoke a standing approval', doing: 'revoking a standing approval' },
+  'file.copyOut': { done: 'copy files out', doing: 'copying files out' },
+  'branch.export': { done: 'export to a repository', doing: 'exporting to a repository' },
+  'scope.allow': { done: 'give an agent workspaces', doing: 'giving an agent workspaces' },
+  'scope.revoke': { done: "take an agent's workspaces back", doing: "taking an agent's workspaces back" },
+  'desktop.move': { done: 'move the pointer', doing: 'moving the pointer' },
+  'desktop.click': { done: 'click', doing: 'clicking' },
+  'desktop.button': { done: 'press a mouse button', doing: 'pressing a mouse button' },
+  'desktop.drag': { done: 'drag', doing: 'dragging' },
+  'desktop.scroll': { done: 'scroll', doing: 'scrolling' },
+  'desktop.key': { done: 'press keys', doing: 'pressing keys' },
+  'desktop.type': { done: 'type', doing: 'typing' },
+  'desktop.holdKey': { done: 'hold keys', doing: 'holding keys' },
+  'desktop.openUrl': { done: 'open an address', doing: 'opening an address' },
+  'desktop.launch': { done: 'start a program', doing: 'starting a program' },
 };
 
 export function callDone(method: string): string {

@@ -43,6 +43,8 @@ const allow: Authority = { agent: { rule: 'allow' }, audit: true };
 const allowQuietly: Authority = { agent: { rule: 'allow' }, audit: false };
 const person: Authority = { agent: { rule: 'person' }, audit: true };
 const personBecause = (why: string): Authority => ({ agent: { rule: 'person', why }, audit: true });
+/** Only persons see it; a read, so not audited. */
+const personReads = (why: string): Authority => ({ agent: { rule: 'person', why }, audit: false });
 const ask = (kind: AgentRequestKind): Authority => ({ agent: { rule: 'ask', kind }, audit: true });
 const ownOrAsk = (kind: AgentRequestKind): Authority => ({ agent: { rule: 'own-ask', kind }, audit: true });
 
@@ -73,7 +75,7 @@ export const AUTHORITY = {
   'branch.pick': personBecause("picking a race's winner promotes one branch and discards others: a person's decision; ask a person (grove promote)"),
   'branch.diff': read,
   // What agents did in a branch, with pictures of its screen: for the person who decides their requests.
-  'branch.timeline': personBecause('what agents did in a branch is for the person deciding their requests'),
+  'branch.timeline': personReads('what agents did in a branch is for the person deciding their requests'),
   'file.copyIn': allow,
   'file.copyOut': personBecause("copying out of a branch onto the host is for persons only: what leaves the sandbox is a person's to decide"),
   'branch.export': ask('branch.export'),
