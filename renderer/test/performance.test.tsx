@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { PerfReport, SpaceReport } from '../../main/src/api/contract.js';
 import type { ApiClient } from '../src/api/client.js';
 import { StoreContext } from '../src/components/context.js';
-import { PERF_POLL_MS, PerformancePanel } from '../src/components/Performance.js';
+import { PERF_POLL_MS, PerformancePanel, niceTicks } from '../src/components/Performance.js';
 import { createAppStore, type AppStore } from '../src/store/app.js';
 import { appState } from './app-state.js';
 
@@ -123,6 +123,31 @@ describe('PerformancePanel', () => {
     expect(host.querySelectorAll('.perf-total-dot')).toHaveLength(2);
   });
 
+  it('marks the time axis at round values past the slowest fork, and has the total line in its legend', async () => {
+    await open();
+    expect([...host.querySelectorAll('.perf-grid text')].map((t) => t.textContent)).toEqual(['0 ms', '1.00 s', '2.00 s', '3.00 s', '4.00 s']);
+    expect([...host.querySelectorAll('.perf-legend li')].map((li) => li.textContent!.trim())).toEqual([
+      'prepare',
+      'dump',
+      'thaw',
+      'restore',
+      'expose + first frame',
+      'commit',
+      'total',
+    ]);
+  });
+
+  it.each([
+    [978, [0, 500, 1000]],
+    [3400, [0, 1000, 2000, 3000, 4000]],
+    [1000, [0, 500, 1000]],
+    [1001, [0, 500, 1000, 1500]],
+    [12.5, [0, 5, 10, 15]],
+    [0, [0, 1]],
+  ])('puts round marks from 0 past %s', (max, expected) => {
+    expect(niceTicks(max)).toEqual(expected);
+  });
+
   it('shows each branch with its PSS bar, the KSM-shared part within it, and the host memory', async () => {
     await open();
     const rows = [...host.querySelectorAll('[data-testid="perf-branch"]')];
@@ -141,8 +166,11 @@ describe('PerformancePanel', () => {
   it("shows each branch's limits next to its memory, and says when they killed or refused something", async () => {
     await open();
     const [calm, capped] = [...host.querySelectorAll('[data-testid="perf-limits"]')].map((e) => e.textContent ?? '');
-    expect(calm).toBe('limit 2048 MiB (690 MiB used) · 180 of 2048 tasks · CPU weight 100');
-    expect(capped).toContain('limit 1024 MiB (1020 MiB used) · 512 of 512 tasks');
+    expect(calm).toBe('limit 2048 MiB (690 MiB used, cached files included) · 180 of 2048 tasks · CPU weight 100');
+    expect(capped).toContain('limit 1024 MiB (1020 MiB used, cached files included) · 512 of 512 tasks');
+    // 200 MiB PSS beside 1020 of 1024 MiB used: what the limit counts is said, and that it is near.
+    expect(capped).toContain('near its memory limit');
+    expect(calm).not.toContain('near its memory limit');
     expect(capped).toContain('2 killed: out of memory');
     expect(capped).toContain('31 forks refused');
   });

@@ -70,7 +70,8 @@ function ForkHistory({ forks }: { forks: ForkRecord[] }) {
   if (forks.length === 0) return <p className="muted">No forks yet. Fork a running branch and its stage timings show up here.</p>;
   const shown = [...forks].reverse(); // the helper sends newest first; newest goes right
   const latest = forks[0]!;
-  const max = Math.max(...shown.map((f) => f.timings.total));
+  const ticks = niceTicks(Math.max(...shown.map((f) => f.timings.total)));
+  const max = ticks[ticks.length - 1]!;
   const plotW = CHART.width - CHART.left - CHART.right;
   const plotH = CHART.height - CHART.top - CHART.bottom;
   const slot = plotW / Math.max(shown.length, MIN_SLOTS);
@@ -85,11 +86,11 @@ function ForkHistory({ forks }: { forks: ForkRecord[] }) {
         commit) · source paused {seconds(latest.timings.sourceFrozen)} · {forks.length} {forks.length === 1 ? 'fork' : 'forks'} shown
       </p>
       <svg className="perf-chart" viewBox={`0 0 ${CHART.width} ${CHART.height}`} role="img" aria-label="fork latency history" data-testid="perf-forks">
-        {[0, 0.5, 1].map((k) => (
-          <g key={k} className="perf-grid">
-            <line x1={CHART.left} x2={CHART.width - CHART.right} y1={y(max * k)} y2={y(max * k)} />
-            <text x={CHART.left - 6} y={y(max * k) + 4} textAnchor="end">
-              {seconds(max * k)}
+        {ticks.map((ms) => (
+          <g key={ms} className="perf-grid">
+            <line x1={CHART.left} x2={CHART.width - CHART.right} y1={y(ms)} y2={y(ms)} />
+            <text x={CHART.left - 6} y={y(ms) + 4} textAnchor="end">
+              {seconds(ms)}
             </text>
           </g>
         ))}
@@ -113,9 +114,25 @@ function ForkHistory({ forks }: { forks: ForkRecord[] }) {
         <li>
           <span className="perf-swatch perf-stage-commit" /> commit
         </li>
+        <li>
+          <span className="perf-swatch-line" /> total
+        </li>
       </ul>
     </>
   );
+}
+
+/**
+ * Round marks for an axis from 0 past `max`: a step of 1, 2 or 5 times a
+ * power of ten, about four of them, the last at or above `max`.
+ */
+export function niceTicks(max: number, about = 4): number[] {
+  if (!(max > 0)) return [0, 1];
+  const rough = max / about;
+  const power = 10 ** Math.floor(Math.log10(rough));
+  const step = [1, 2, 5, 10].map((m) => m * power).find((s) => s >= rough)!;
+  const count = Math.ceil(max / step - 1e-9);
+  return Array.from({ length: count + 1 }, (_, i) => Number((i * step).toPrecision(12)));
 }
 
 /** One fork: its stages stacked bottom up, the rest of its total (commit) on top. */
@@ -177,11 +194,22 @@ function BranchMemoryBars({ branches }: { branches: BranchMemory[] }) {
   );
 }
 
+/** Used past this share of its memory limit, a branch is said to be near it. */
+const NEAR_LIMIT = 0.9;
+
 /** A branch's limits next to its memory, and what its limits stopped (the reason a process was killed or a fork refused). */
 function LimitsLine({ cgroup: c }: { cgroup: BranchMemory['cgroup'] }) {
   return (
     <span className="perf-branch-limits muted" data-testid="perf-limits">
-      limit {mib(c.limits.memoryBytes)} ({mib(c.memoryBytes)} used) · {c.pids} of {c.limits.pids} tasks · CPU weight {c.limits.cpuWeight}
+      limit {mib(c.limits.memoryBytes)} ({mib(c.memoryBytes)} used, cached files included) · {c.pids} of {c.limits.pids} tasks · CPU weight {c.limits.cpuWeight}
+      {c.memoryBytes >= NEAR_LIMIT * c.limits.memoryBytes && (
+        <span
+          className="tag warn"
+          title="What the limit counts (its processes and the files it cached) is close to it: the kernel reclaims cached files first, then ends processes"
+        >
+          near its memory limit
+        </span>
+      )}
       {c.oomKills > 0 && (
         <span className="tag warn" title="The kernel ended processes of this branch that went past its memory limit">
           {c.oomKills} killed: out of memory
