@@ -149,37 +149,81 @@ export function DiffPanel({ ids }: { ids: string[] }) {
 
 export function ActivityLog() {
   const activity = useApp((s) => s.server?.activity ?? NONE);
+  const [filter, setFilter] = useState<ActivityFilter>({ text: '', who: 'all', failedOnly: false });
   if (activity.length === 0) return <Empty title="No activity yet" body="Everything done here and everything the helper reports shows up in this log." />;
+  const shown = filterActivity(activity, filter);
   return (
-    <table className="activity" data-testid="activity">
-      <thead>
-        <tr>
-          <th>When</th>
-          <th>Who</th>
-          <th>What</th>
-          <th>Branch</th>
-          <th>Outcome</th>
-        </tr>
-      </thead>
-      <tbody>
-        {[...activity].reverse().map((a) => (
-          <tr key={a.seq} className={`outcome-${a.outcome}`}>
-            <td>{new Date(a.at).toLocaleTimeString()}</td>
-            <td title={a.who ? `uid ${a.who.uid}` : undefined}>{actorText(a)}</td>
-            <td>
-              {a.action}
-              {a.count > 1 && <span className="muted"> ×{a.count}</span>}
-            </td>
-            <td>{a.target ?? ''}</td>
-            <td>
-              {a.outcome}
-              {a.detail && <span className="muted"> · {a.detail}</span>}
-            </td>
+    <div className="activity-panel">
+      <div className="activity-filter" role="search" aria-label="filter the activity">
+        <input
+          type="search"
+          placeholder="Filter: branch, action, words…"
+          aria-label="filter by words"
+          value={filter.text}
+          onChange={(e) => setFilter({ ...filter, text: e.target.value })}
+        />
+        <select aria-label="filter by who" value={filter.who} onChange={(e) => setFilter({ ...filter, who: e.target.value as ActivityFilter['who'] })}>
+          <option value="all">everyone</option>
+          <option value="you">you (app)</option>
+          <option value="agent">agents</option>
+          <option value="person">other persons</option>
+          <option value="grove">Grove (helper, app)</option>
+        </select>
+        <label className="check">
+          <input type="checkbox" checked={filter.failedOnly} onChange={(e) => setFilter({ ...filter, failedOnly: e.target.checked })} /> failures only
+        </label>
+        <span className="muted small" data-testid="activity-count">
+          {shown.length === activity.length ? `${activity.length} entries` : `${shown.length} of ${activity.length} entries`}
+        </span>
+      </div>
+      <table className="activity" data-testid="activity">
+        <thead>
+          <tr>
+            <th>When</th>
+            <th>Who</th>
+            <th>What</th>
+            <th>Branch</th>
+            <th>Outcome</th>
           </tr>
-        ))}
-      </tbody>
-    </table>
+        </thead>
+        <tbody>
+          {[...shown].reverse().map((a) => (
+            <tr key={a.seq} className={`outcome-${a.outcome}`}>
+              <td>{new Date(a.at).toLocaleTimeString()}</td>
+              <td title={a.who ? `uid ${a.who.uid}` : undefined}>{actorText(a)}</td>
+              <td>
+                {a.action}
+                {a.count > 1 && <span className="muted"> ×{a.count}</span>}
+              </td>
+              <td>{a.target ?? ''}</td>
+              <td>
+                {a.outcome}
+                {a.detail && <span className="muted"> · {a.detail}</span>}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
   );
+}
+
+export interface ActivityFilter {
+  /** Words every shown entry holds (in who, what, branch or outcome), case aside. */
+  text: string;
+  who: 'all' | 'you' | 'agent' | 'person' | 'grove';
+  failedOnly: boolean;
+}
+
+/** The entries the filter lets through, in their order. */
+export function filterActivity(entries: readonly ActivityEntry[], f: ActivityFilter): ActivityEntry[] {
+  const words = f.text.trim().toLowerCase().split(/\s+/).filter(Boolean);
+  return entries.filter((a) => {
+    if (f.failedOnly && a.outcome !== 'failed') return false;
+    if (f.who === 'grove' ? a.actor !== 'helper' && a.actor !== 'controller' : f.who !== 'all' && a.actor !== f.who) return false;
+    const text = [actorText(a), a.action, a.target ?? '', a.outcome, a.detail].join(' ').toLowerCase();
+    return words.every((w) => text.includes(w));
+  });
 }
 
 /** 'you (app)', 'agent alice', 'helper'. */
