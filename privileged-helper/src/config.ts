@@ -80,6 +80,8 @@ export interface HelperConfig {
   groveSpawn: string;
   /** The kernel tier's module and the files that say whether the host can load it (host/kernel-tier.ts). */
   kernelTier: KernelTierPaths;
+  /** The memory (PSS) the standbys of versions may hold together, in MiB; 0: none are made (GROVE_STANDBY_BUDGET_MIB, branches/standby.ts). */
+  standbyBudgetMib: number;
   /** Lets branch.fork take a faultAt stage (tests of the fork's rollback). */
   allowFaultInjection: boolean;
   /** How many entries, and how many days of them, the audit log keeps. */
@@ -99,6 +101,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HelperConfig {
   if (!Number.isInteger(desktopIdleMs) || desktopIdleMs < 1000) throw new Error('GROVE_DESKTOP_IDLE_MS must be an integer ≥ 1000');
   const streamIdleMs = Number(env.GROVE_STREAM_IDLE_MS ?? STREAM_IDLE_MS);
   if (!Number.isInteger(streamIdleMs) || streamIdleMs < 1000) throw new Error('GROVE_STREAM_IDLE_MS must be an integer ≥ 1000');
+  const standbyBudgetMib = Number(env.GROVE_STANDBY_BUDGET_MIB ?? 0);
+  if (!Number.isInteger(standbyBudgetMib) || standbyBudgetMib < 0) throw new Error('GROVE_STANDBY_BUDGET_MIB must be an integer ≥ 0');
   return {
     instance: Instance.parse(env.GROVE_INSTANCE ?? 'g'),
     stateDir,
@@ -144,6 +148,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HelperConfig {
       sys: '/sys',
     },
     cage: env.GROVE_BENCH_UNCAGED !== '1',
+    standbyBudgetMib,
     allowFaultInjection: env.GROVE_FAULT_INJECTION === '1',
     audit: auditRetention(env),
   };

@@ -47,6 +47,7 @@ import { DEFAULT_HOLD_TIMEOUT_MS, EgressGate } from './egress/gate.js';
 import { EgressService } from './egress/egress-service.js';
 import { runGateProcess } from './egress/gate-process.js';
 import { PerfService } from './perf/perf-service.js';
+import { StandbyService } from './branches/standby.js';
 import { Launcher } from './host/launcher.js';
 import { removeInstanceCgroups } from './host/cgroups.js';
 import { ApprovalQueue } from './approvals/approval-queue.js';
@@ -191,11 +192,23 @@ async function boot(config: HelperConfig) {
   log(`kernel tier: fork memory ${(await kernelTier.current()).memory}`);
   const branchDeps = { registry, ledger, runtime, storage, workspaces, criu, exec, ksm, kernelTier };
   const captures = new VersionCaptures({ kernelTier, dir: scratchDir, log });
+  const standbys = new StandbyService({
+    registry,
+    ledger,
+    runtime,
+    storage,
+    criu,
+    versionsDir: pool.versions,
+    budgetMib: config.standbyBudgetMib,
+    caged: config.cage,
+    log,
+  });
   const versions = new VersionService({
     ...branchDeps,
     versionsDir: pool.versions,
     scratchDir,
     captures,
+    standbys,
     events: {
       changed: (version) => bus.broadcast('version.changed', { version }),
       removed: (id, reason) => {
@@ -271,7 +284,8 @@ async function boot(config: HelperConfig) {
     exec,
     doctor: new Doctor(config, kernelTier, quota),
     egress,
-    perf: new PerfService(registry, runtime, () => space.poolSpace()),
+    perf: new PerfService(registry, runtime, () => space.poolSpace(), standbys),
+    standbys,
     space,
     approvals,
     audit,
@@ -311,6 +325,7 @@ async function serve(config: HelperConfig): Promise<void> {
     exitWatch.stop();
     services.space.stop();
     await services.desktop.closeAll();
+    await services.standbys.dropAll();
     await services.runtime.stopPreparing();
     await services.versions.close();
     await services.runtime.detachAll();

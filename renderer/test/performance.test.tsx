@@ -69,6 +69,7 @@ const PERF: PerfReport = {
   },
   pool: { freeBytes: 9 * 2 ** 30, totalBytes: 40 * 2 ** 30, low: false },
   prepared: { ready: ['bbbbbbb1', 'bbbbbbb2'], kept: 2 },
+  standbys: [],
   at: '2026-11-30T10:05:03.000Z',
 };
 

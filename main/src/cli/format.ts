@@ -117,6 +117,7 @@ export function printStats(p: PerfReport): void {
   );
   console.log(describePool(p.pool));
   console.log(`networks prepared ahead for new branches: ${p.prepared.ready.length} of ${p.prepared.kept}`);
+  console.log(describeStandbys(p.standbys));
   console.log();
   if (p.branches.length === 0) console.log('No branch is running.');
   else {
@@ -145,6 +146,13 @@ export function printStats(p: PerfReport): void {
 export function describePool(pool: PoolSpace): string {
   const line = `pool: ${mib(pool.freeBytes)} of ${mib(pool.totalBytes)} MiB free`;
   return pool.low ? `${line}: LOW, forks and checkpoints will soon be refused; see grove space for what to delete` : line;
+}
+
+/** The versions kept restored and frozen for forks (GROVE_STANDBY_BUDGET_MIB), in one line. */
+export function describeStandbys(standbys: PerfReport['standbys']): string {
+  if (standbys.length === 0) return 'standbys of versions: none';
+  const each = standbys.map((s) => `${s.version} (${mib(s.pssBytes)} MiB, ${s.ageSeconds} s old)`);
+  return `standbys of versions: ${each.join(', ')}`;
 }
 
 /** The pool, then branches and versions by what deleting each would free, most first. */

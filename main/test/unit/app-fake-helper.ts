@@ -142,6 +142,7 @@ export const PERF = {
   host: { totalBytes: 2 ** 34, availableBytes: 2 ** 33, pageBytes: 4096, ksm: { pagesShared: 0, pagesSharing: 0, pagesUnshared: 0, fullScans: 3, run: 1 } },
   pool: { freeBytes: 2 ** 33, totalBytes: 2 ** 34, low: false },
   prepared: { ready: [], kept: 2 },
+  standbys: [],
   at: '2026-11-30T10:00:00.000Z',
 };
 

@@ -84,6 +84,7 @@ export class ScopeGuard {
           branches: r.branches.filter((b) => this.seesBranch(b.workspace)),
           // Branches made ahead of forks are nobody's yet.
           prepared: { ...r.prepared, ready: [] },
+          standbys: r.standbys.filter((s) => this.seesTree(this.d.registry.findVersion(s.version)?.treeId ?? null)),
         };
       }
       case 'space.get': {

@@ -21,6 +21,7 @@ import type { PendingOp, VersionRecord, WorkspaceRecord } from '../registry/regi
 import { writeIdentity } from '../workspaces/workspace-service.js';
 import { announceGeneration } from '../workspaces/generation.js';
 import type { VersionCaptures } from './version-captures.js';
+import type { StandbyService } from './standby.js';
 import { undoAfter } from '../undo.js';
 
 export interface VersionDeps extends BranchDeps {
@@ -29,6 +30,8 @@ export interface VersionDeps extends BranchDeps {
   scratchDir: string;
   /** With the kernel tier: the versions whose memory rollbacks attach instead of copying (version-captures.ts). */
   captures: VersionCaptures;
+  /** Standbys of versions (standby.ts): offered a checkpoint once saved (not a rollback's own), dropped before their version. */
+  standbys: Pick<StandbyService, 'offer' | 'drop'>;
   events: { changed: (v: Version) => void; removed: (id: string, reason?: string) => void };
   log: (msg: string) => void;
 }
@@ -99,7 +102,10 @@ export class VersionService {
       }),
     );
     const { version, dumped } = await Promise.race([captured, held.then(() => captured)]);
-    this.persisting.set(version.id, this.persist(version, dumped, fault));
+    const saving = this.persist(version, dumped, fault);
+    this.persisting.set(version.id, saving);
+    // persist reports its own failure; a version being deleted meanwhile gets none.
+    void saving.then(() => this.removing.has(version.id) || this.d.standbys.offer(version.id));
     return toVersion(version);
   }
 
@@ -546,6 +552,7 @@ export class VersionService {
 
   /** Removes a version's files and record (`reason`: why, when no one asked for it). */
   private async drop(versionId: string, reason?: string): Promise<void> {
+    await this.d.standbys.drop(versionId); // restored from the version's images and files
     await this.d.captures.drop(versionId);
     await this.d.ledger.removeOwned(versionId);
     if (!this.d.registry.findVersion(versionId)) return;

@@ -1,6 +1,6 @@
 // A branch's resource limits, with the cgroup v1 controllers this host has
-// (memory, pids, cpu, devices; its cgroup2 hierarchy is empty and Debian's
-// crun cannot manage cgroups here, see crun.ts). Each branch has one group per
+// (memory, pids, cpu, devices, and the freezer for standbys; its cgroup2
+// hierarchy is empty and Debian's crun cannot manage cgroups here, see crun.ts). Each branch has one group per
 // controller, /sys/fs/cgroup/CONTROLLER/grove-INSTANCE/BRANCH: its init joins
 // them before it starts (crun and `criu restore` are launched inside them by
 // native/grove-enter.c), and so does every command exec'd into it, so nothing
@@ -54,7 +54,45 @@ export function cgroupDirs(name: string): string[] {
   return CONTROLLERS.map((c) => path.join(CGROUP_ROOT, c, name));
 }
 
-const dir = (c: Controller, name: string) => path.join(CGROUP_ROOT, c, name);
+const dir = (c: Controller | typeof FREEZER, name: string) => path.join(CGROUP_ROOT, c, name);
+
+/**
+ * The v1 freezer, which only a standby has a group under (branches/standby.ts):
+ * made beside its other groups and removed with them (removeCgroups).
+ */
+const FREEZER = 'freezer';
+const FREEZE_WAIT_MS = 10_000;
+
+/** Makes the branch's freezer group (idempotent); its processes join it by being restored into it. */
+export function createFreezer(name: string): string {
+  mkdirSync(dir(FREEZER, name), { recursive: true });
+  return dir(FREEZER, name);
+}
+
+/** Stops every process of the group where it is, and resolves once the kernel says all are stopped. */
+export async function freeze(name: string): Promise<void> {
+  const state = path.join(dir(FREEZER, name), 'freezer.state');
+  await writeFile(state, 'FROZEN');
+  for (const deadline = Date.now() + FREEZE_WAIT_MS; (await readOr(state, '')) !== 'FROZEN';) {
+    if (Date.now() > deadline) throw new GroveError('E_HOST', `cgroup ${name} did not freeze within ${FREEZE_WAIT_MS / 1000} s`);
+    await sleep(10);
+  }
+}
+
+/** Lets the group's processes run again; a group without a freezer, or gone, has nothing to thaw. */
+export async function thaw(name: string): Promise<void> {
+  await writeFile(path.join(dir(FREEZER, name), 'freezer.state'), 'THAWED').catch(whenAbsent(undefined));
+}
+
+/**
+ * Thaws the freezer group a process is in, if it is one of Grove's: a
+ * frozen process does not act on SIGKILL until it is thawed.
+ */
+export async function thawGroupOf(pid: number): Promise<void> {
+  const groups = await readOr(`/proc/${pid}/cgroup`, '');
+  const group = /^\d+:freezer:\/(grove-[^\n]+)$/m.exec(groups)?.[1];
+  if (group) await thaw(group);
+}
 
 /**
  * Where a restore runs while CRIU builds the tree: the branch's groups but its
@@ -162,13 +200,19 @@ export async function readUsage(name: string): Promise<CgroupUsage> {
   };
 }
 
+/** The processes in the branch's memory group (none once it is gone). */
+export async function groupPids(name: string): Promise<number[]> {
+  return (await readOr(path.join(dir('memory', name), 'cgroup.procs'), '')).split('\n').filter(Boolean).map(Number);
+}
+
 /**
  * Removes the branch's groups. Its processes are gone by then (the ledger ends
  * them first); a straggler still counted in a group is killed, then the group
  * is removed. Missing is fine.
  */
 export async function removeCgroups(name: string): Promise<void> {
-  for (const c of CONTROLLERS) {
+  await thaw(name); // a frozen straggler would outlive its SIGKILL below
+  for (const c of [...CONTROLLERS, FREEZER] as const) {
     const d = dir(c, name);
     for (let attempt = 0; ; attempt++) {
       try {
@@ -195,14 +239,14 @@ export async function removeCgroups(name: string): Promise<void> {
 export async function cgroupsOfInstance(instance: string): Promise<string[]> {
   const ids = new Set<string>();
   // A controller this instance made no group under has no folder for it.
-  for (const c of CONTROLLERS) for (const id of await readdir(dir(c, `grove-${instance}`)).catch(() => [] as string[])) ids.add(id);
+  for (const c of [...CONTROLLERS, FREEZER] as const) for (const id of await readdir(dir(c, `grove-${instance}`)).catch(() => [] as string[])) ids.add(id);
   return [...ids].filter((id) => /^[0-9a-f]{8}$/.test(id));
 }
 
 /** Removes the instance's parent groups once they are empty (purge). */
 export async function removeInstanceCgroups(instance: string): Promise<void> {
   for (const id of await cgroupsOfInstance(instance)) await removeCgroups(cgroupName(instance, id));
-  for (const c of CONTROLLERS) await rmdir(dir(c, `grove-${instance}`)).catch(whenAbsent(undefined));
+  for (const c of [...CONTROLLERS, FREEZER] as const) await rmdir(dir(c, `grove-${instance}`)).catch(whenAbsent(undefined));
 }
 
 /** A group's file, or `fallback` where this kernel's controller has no such file or the group is gone. */

@@ -8,6 +8,7 @@
 // panel is open, and callers that overlap share one read.
 import { pageBytes, readHostMemory, readKsmd, readProcess } from '../host/memory-stats.js';
 import type { BranchRuntime } from '../workspaces/runtime.js';
+import type { StandbyService } from '../branches/standby.js';
 import { isSameProcess, pidNamespace, pidsByNamespace } from '../host/proc.js';
 import type { BranchMemory, PerfReport, PoolSpace } from '../protocol/entities.js';
 import type { Registry, WorkspaceRecord } from '../registry/registry.js';
@@ -22,6 +23,7 @@ export class PerfService {
     /** Each branch's limits and what its cgroups counted. */
     private readonly cgroups: Pick<BranchRuntime, 'limits' | 'usage' | 'prepared'>,
     private readonly poolSpace: () => Promise<PoolSpace>,
+    private readonly standbys: Pick<StandbyService, 'list'>,
   ) {}
 
   /** Callers that ask while a read is under way (several app windows polling) share it. */
@@ -32,9 +34,23 @@ export class PerfService {
 
   private async read(): Promise<PerfReport> {
     const page = await pageBytes();
-    const [branches, total, ksm, pool] = await Promise.all([this.branches(page), readHostMemory(), readKsmd(), this.poolSpace()]);
+    const [branches, total, ksm, pool, standbys] = await Promise.all([
+      this.branches(page),
+      readHostMemory(),
+      readKsmd(),
+      this.poolSpace(),
+      this.standbys.list(),
+    ]);
     const prepared = this.cgroups.prepared();
-    return { forks: this.registry.recentForks(FORK_HISTORY), branches, host: { ...total, pageBytes: page, ksm }, pool, prepared, at: new Date().toISOString() };
+    return {
+      forks: this.registry.recentForks(FORK_HISTORY),
+      branches,
+      host: { ...total, pageBytes: page, ksm },
+      pool,
+      prepared,
+      standbys,
+      at: new Date().toISOString(),
+    };
   }
 
   /** Memory of each running branch whose init is still the process the registry knows. */

@@ -434,6 +434,8 @@ export const PerfReport = z.strictObject({
   pool: PoolSpace,
   /** Networks and cgroups made ahead for new branches (workspaces/prepared-pool.ts): the ids they are ready for, and how many are kept. */
   prepared: z.strictObject({ ready: z.array(Id), kept: z.number().int() }),
+  /** Frozen copies of versions restored ahead (branches/standby.ts), oldest first: the id their host objects are under, and their processes' PSS. */
+  standbys: z.array(z.strictObject({ id: Id, version: Id, pssBytes: z.number(), ageSeconds: z.number() })),
   at: z.string(),
 });
 export type PerfReport = z.infer<typeof PerfReport>;

@@ -23,6 +23,7 @@ import { GroveError } from '../protocol/wire.js';
 import { requestedFault } from '../workspaces/faults.js';
 import type { EventBus, EventListener } from './event-bus.js';
 import type { EgressService } from '../egress/egress-service.js';
+import type { StandbyService } from '../branches/standby.js';
 import type { PerfService } from '../perf/perf-service.js';
 import type { SpaceService } from '../space/space-service.js';
 import { ID_PATTERN } from '../protocol/names.js';
@@ -53,6 +54,7 @@ export interface Services {
   merges: MergeService;
   egress: EgressService;
   perf: PerfService;
+  standbys: StandbyService;
   space: SpaceService;
   approvals: ApprovalService;
   audit: AuditLog;

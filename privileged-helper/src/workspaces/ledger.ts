@@ -4,7 +4,7 @@
 // creation and is idempotent (a missing object is already removed).
 import { rm } from 'node:fs/promises';
 import { deleteSubvolume } from '../host/btrfs.js';
-import { removeCgroups } from '../host/cgroups.js';
+import { removeCgroups, thawGroupOf } from '../host/cgroups.js';
 import type { Crun } from '../host/crun.js';
 import { removeHostTable } from '../host/host-firewall.js';
 import { hasMountAtOrBelow, unmount } from '../host/mounts.js';
@@ -86,7 +86,7 @@ async function killProcess(name: string): Promise<void> {
   const own = await pidNamespace(process.pid);
   const found = (await isSameProcess(pid, start)) ? await pidNamespace(pid) : null;
   const ns = found === own ? null : found; // only a branch's own namespace is waited for
-  await signalIfSame(pid, start, 'SIGKILL');
+  if (await signalIfSame(pid, start, 'SIGKILL')) await thawGroupOf(pid); // a standby's: frozen, it acts on the kill once thawed
   if (!(await waitGone(pid, start, 10_000))) throw new GroveError('E_HOST', `process ${pid} did not exit after SIGKILL`);
   if (ns && !(await waitPidNamespaceEmpty(ns, 10_000))) throw new GroveError('E_HOST', `processes of ${ns} outlived its init ${pid}`);
 }

@@ -36,6 +36,8 @@ export class BranchRuntime {
   private readonly pool: PreparedPool;
   /** Each running branch's Selkies stream (stream/branch-streams.ts). */
   readonly streams: BranchStreams;
+  /** The trees of branches that have no record (standbys, branches/standby.ts), for their ids. */
+  private readonly unrecordedTrees = new Map<string, string>();
 
   constructor(
     private readonly config: HelperConfig,
@@ -70,8 +72,17 @@ export class BranchRuntime {
 
   /** The host ids the branch's tree runs as (its user namespace), or null for a tree made before them. */
   idRange(ws: { id: string }): IdRange | null {
-    const record = this.registry.findWorkspace(ws.id);
-    return record ? this.ids.of(record.treeId) : null;
+    const treeId = this.registry.findWorkspace(ws.id)?.treeId ?? this.unrecordedTrees.get(ws.id);
+    return treeId ? this.ids.of(treeId) : null;
+  }
+
+  /** A branch without a record (a standby) runs as its tree's ids until it is forgotten. */
+  runsAsTree(id: string, treeId: string): void {
+    this.unrecordedTrees.set(id, treeId);
+  }
+
+  forgetTree(id: string): void {
+    this.unrecordedTrees.delete(id);
   }
 
   /** A new tree's own host ids: call while recording its first branch (in the same transaction). None uncaged. */
