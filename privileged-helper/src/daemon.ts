@@ -224,6 +224,7 @@ async function boot(config: HelperConfig) {
     terminalsIn: (ws) => (ws.pid === null ? [] : exec.terminalsIn({ pid: ws.pid, pidStart: ws.pidStart })),
     progress: (job, stage, message, done) => bus.broadcast('progress', { job, stage, message, done }),
     versions,
+    standbys,
   });
   const promotions = new PromoteService(registry, runtime, workspaces, versions);
   await reconcile({ config, pool, registry, ledger, crun, workspaces, versions, promotions, storage, scratchDir, log });

@@ -47,6 +47,7 @@ import { writeIdentity } from '../workspaces/workspace-service.js';
 import { announceGeneration, GENERATION_FILE, type Generation } from '../workspaces/generation.js';
 import { undoAfter } from '../undo.js';
 import type { HeldVersion, VersionService } from './versions.js';
+import type { StandbyService, TakenStandby } from './standby.js';
 
 export const MAX_COPIES = 16;
 
@@ -67,6 +68,8 @@ export interface ForkDeps extends BranchDeps {
   terminalsIn: (ws: WorkspaceRecord) => { holder: string; command: string }[];
   progress: (job: string, stage: string, message: string, done: boolean) => void;
   versions: Pick<VersionService, 'holdForFork'>;
+  /** A version's standby, which a fork from it takes for its first child (standby.ts). */
+  standbys: Pick<StandbyService, 'take' | 'wake' | 'discard' | 'offer'>;
 }
 
 /** The stages a fork from a version has (it has no dump, so no freeze or thaw either), where a test may make it fail. */
@@ -99,6 +102,7 @@ export class ForkService {
         return await this.d.ksm.hold((releaseKsm) => new ForkTransaction(this.d, source, opts, releaseKsm, version).run());
       } finally {
         version.release();
+        this.d.standbys.offer(versionId); // in the background: the next fork from it finds one again
       }
     });
   }
@@ -125,6 +129,8 @@ class ForkTransaction {
   private dumped: Promise<ForkReport['criu']['dump']> = Promise.resolve(null);
   /** Whether the dump keeps the source's pages in its twins for the restores, and how to let them go (DumpRun). */
   private twins: Pick<DumpRun, 'pagesInTwins' | 'releaseTwins'> = { pagesInTwins: false, releaseTwins: async () => undefined };
+  /** The version's standby, which the first child became instead of being restored (a fork from a version). */
+  private standby: TakenStandby | null = null;
   /** How many children are restored at a time: as many as there are cores (bringUp). */
   private readonly atOnce = os.availableParallelism();
 
@@ -185,6 +191,7 @@ class ForkTransaction {
       leftBehind: this.notes,
       carried: this.from ? [] : this.carried(),
       ...(this.from && { version: this.from.id }),
+      ...(this.standby && { standby: this.standby.id }),
     };
   }
 
@@ -253,7 +260,8 @@ class ForkTransaction {
     let ready = 0;
     await forEachLimited(this.children, this.atOnce, async (child) => {
       if (this.children.indexOf(child) >= this.atOnce) await this.prepareAtItsTurn(child);
-      const { proc, generation } = await this.restoreChild(child, imagesDir, forkPoint);
+      const { proc, generation } =
+        child.id === this.standby?.id ? await this.wakeStandby(child, this.standby) : await this.restoreChild(child, imagesDir, forkPoint);
       restored = Math.max(restored, performance.now());
       this.faultAfter('restore');
       await this.expose(child);
@@ -296,7 +304,7 @@ class ForkTransaction {
     const names = this.opts.names ?? this.childNames();
     const ports = this.d.registry.ports(this.source.id).map((p) => p.containerPort);
     for (const name of names) {
-      const child = this.d.workspaces.reserve({ name, image: this.source.image, parent: this.source, ports, madeBy: this.opts.madeBy });
+      const child = await this.reserveChild(name, ports);
       this.children.push(child);
       this.childTurns.push(await this.d.workspaces.lock.acquire(child.id));
     }
@@ -306,6 +314,38 @@ class ForkTransaction {
     // hold up neither the freeze nor the first children. allSettled: every
     // one has ended before a failure unwinds them.
     await allSettled(this.children.slice(0, this.atOnce).map((child) => this.d.runtime.prepareHost(child)));
+  }
+
+  /** A child recorded; in a fork from a version, the first one becomes the version's standby if it has one ready. */
+  private async reserveChild(name: string, ports: number[]): Promise<WorkspaceRecord> {
+    const standby = this.from && this.children.length === 0 ? this.d.standbys.take(this.from.id) : null;
+    try {
+      const child = this.d.workspaces.reserve({
+        name,
+        image: this.source.image,
+        parent: this.source,
+        ports,
+        madeBy: this.opts.madeBy,
+        ...(standby && { standby }),
+      });
+      this.standby = standby;
+      return child;
+    } catch (err) {
+      throw standby ? await undoAfter(err, [() => this.d.standbys.discard(standby)]) : err;
+    }
+  }
+
+  /**
+   * The child that became the version's standby: its processes restored and
+   * frozen ahead, its files the version's. It gets its own identity files
+   * and hostname, and runs.
+   */
+  private async wakeStandby(child: WorkspaceRecord, standby: TakenStandby): Promise<{ proc: { pid: number; pidStart: number }; generation: Generation }> {
+    const generation = await writeIdentity(this.d.storage.rootfsPath(child), child, this.d.storage.owner(child));
+    await this.d.standbys.wake(child, standby);
+    this.d.registry.setVersionOrigin(child.id, this.from!.id);
+    this.d.registry.setWorkspaceState(child.id, 'creating', standby.proc);
+    return { proc: standby.proc, generation };
   }
 
   /** The network and cgroups of a child restored after the first ones, made just before its restore. */

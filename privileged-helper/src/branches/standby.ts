@@ -13,7 +13,8 @@
 // budget, the oldest standbys go first.
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { createFreezer, freeze, groupPids } from '../host/cgroups.js';
+import { createFreezer, freeze, groupPids, thaw } from '../host/cgroups.js';
+import { run } from '../host/run.js';
 import { restoreWorkDir, type Criu } from '../host/criu/criu.js';
 import { readProcess } from '../host/memory-stats.js';
 import { netnsPath } from '../host/netns.js';
@@ -46,9 +47,19 @@ export interface StandbyView {
   ageSeconds: number;
 }
 
+/** A standby a fork's child becomes: its id and network slot, and its frozen init. */
+export interface TakenStandby {
+  id: string;
+  netIndex: number;
+  proc: { pid: number; pidStart: number };
+}
+
 interface Standby {
   id: string;
+  netIndex: number;
   versionId: string;
+  /** Its init, once restored. */
+  proc: { pid: number; pidStart: number } | null;
   madeAt: number;
   /** Settles once it is restored and frozen, or gone after a failure (then `ready` stays false). */
   made: Promise<void>;
@@ -79,9 +90,19 @@ export class StandbyService {
       pidStart: null,
       machineId: randomBytes(16).toString('hex'),
     };
-    const standby: Standby = { id: slot.id, versionId, madeAt: Date.now(), made: Promise.resolve(), ready: false, dropping: null };
+    const standby: Standby = {
+      id: slot.id,
+      netIndex: slot.netIndex,
+      versionId,
+      proc: null,
+      madeAt: Date.now(),
+      made: Promise.resolve(),
+      ready: false,
+      dropping: null,
+    };
     standby.made = this.make(ws, versionId).then(
-      () => {
+      (proc) => {
+        standby.proc = proc;
         standby.ready = true;
       },
       async (err: Error) => {
@@ -91,6 +112,30 @@ export class StandbyService {
     );
     this.standbys.set(versionId, standby);
     void standby.made.then(() => this.keepWithinBudget()).catch((err: Error) => this.d.log(`keeping standbys within budget failed: ${err.message}`));
+  }
+
+  /**
+   * The version's standby, if one is ready, for a fork's child to become (a
+   * branch recorded under its id): from now on it is no standby, and its host
+   * objects are that branch's.
+   */
+  take(versionId: string): TakenStandby | null {
+    const standby = this.standbys.get(versionId);
+    if (!standby?.ready || standby.dropping || !standby.proc) return null;
+    this.standbys.delete(versionId);
+    this.d.runtime.forgetTree(standby.id); // its record says its tree from now on
+    return { id: standby.id, netIndex: standby.netIndex, proc: standby.proc };
+  }
+
+  /** A taken standby, now `branch`: its own hostname set in its namespace while it is still frozen, then thawed. */
+  async wake(branch: WorkspaceRecord, taken: TakenStandby): Promise<void> {
+    await run('nsenter', ['-t', String(taken.proc.pid), '-u', '--', 'hostname', branch.hostname]);
+    await thaw(this.d.runtime.cgroupName(branch));
+  }
+
+  /** A taken standby that no branch became after all: removed. */
+  discard(taken: TakenStandby): Promise<void> {
+    return this.remove(taken);
   }
 
   /** Removes the version's standby, if it has one (one being made is waited for first). */
@@ -122,7 +167,7 @@ export class StandbyService {
    * prepared ahead and a freezer group, then frozen: each object recorded
    * under the standby's id before it is made.
    */
-  private async make(ws: WorkspaceRecord, versionId: string): Promise<void> {
+  private async make(ws: WorkspaceRecord, versionId: string): Promise<{ pid: number; pidStart: number }> {
     const dir = path.join(this.d.versionsDir, versionId);
     const images = path.join(dir, 'images');
     // Its network and cgroups are the set's as made: the set stays taken (its id and network slot held) until it is torn down.
@@ -144,9 +189,10 @@ export class StandbyService {
       mergeable: !ws.sensitive,
       userns: this.d.runtime.idRange(ws) !== null,
     });
-    await this.d.runtime.adoptProcess(ws, pid);
+    const proc = await this.d.runtime.adoptProcess(ws, pid);
     await freeze(group);
     await this.d.storage.bindExternals(ws);
+    return proc;
   }
 
   /** Everything the standby has, as a discarded branch's goes: its processes (thawed to die), network, cgroups, then files. */

@@ -313,6 +313,8 @@ export const ForkReport = z.strictObject({
   source: Id,
   /** The version the children were restored from (a fork from a version; the source was not touched). */
   version: Id.optional(),
+  /** The child that took the version's standby (restored and frozen ahead) instead of being restored (docs/standbys.md). */
+  standby: Id.optional(),
   children: z.array(Workspace),
   /**
    * What the children do not have, in words (a watcher of the generation

@@ -134,13 +134,22 @@ export class WorkspaceService {
    * hostname and machine-id. A branch forked from `parent` joins its tree and
    * leases the same container ports. `madeBy` is kept with it (who may discard it without asking depends on it).
    */
-  reserve(input: { name: string; image: string; parent: WorkspaceRecord | null; ports: number[]; madeBy: Maker; sensitive?: boolean }): WorkspaceRecord {
+  reserve(input: {
+    name: string;
+    image: string;
+    parent: WorkspaceRecord | null;
+    ports: number[];
+    madeBy: Maker;
+    sensitive?: boolean;
+    /** The id and network slot of a standby the branch becomes (branches/standby.ts), instead of a set prepared ahead. */
+    standby?: PreparedSlot;
+  }): WorkspaceRecord {
     if (ID_PATTERN.test(input.name)) throw new GroveError('E_INVALID_PARAMS', `'${input.name}' looks like an id; choose another name`);
-    const prepared = this.runtime.takePrepared();
+    const prepared = input.standby ?? this.runtime.takePrepared();
     try {
       return this.registry.transaction(() => this.insertReserved(input, prepared));
     } catch (err) {
-      if (prepared) this.runtime.giveBackPrepared(prepared);
+      if (prepared && !input.standby) this.runtime.giveBackPrepared(prepared);
       throw err;
     }
   }

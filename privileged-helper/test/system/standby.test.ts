@@ -10,16 +10,34 @@ import type { PerfReport, Version, Workspace } from '../../src/protocol/entities
 import { startHelper, stopHelper, type TestInstance } from './helper-process.js';
 import { GROVE_CLI, runAs } from './agent-users.js';
 import { mountPointsUnder, netnsNames } from './leftovers.js';
-import { connect, createWorkspace, instance, sh, waitFor } from './support.js';
+import { connect, createWorkspace, hostPort, httpGet, instance, sh, track, waitFor } from './support.js';
 
 type Standby = PerfReport['standbys'][number];
 
-/** A process holding 160 MiB of random bytes: private memory KSM cannot merge, so a standby's PSS is mostly its own. */
-const HEAP = `import os, time
+/**
+ * A loopback service holding 160 MiB of random bytes (private memory KSM
+ * cannot merge, so a standby's PSS is mostly its own): it answers their hash,
+ * and changes a byte of each page on /mutate.
+ */
+const HEAP_SERVER = `
+import hashlib, http.server, os
 heap = bytearray(os.urandom(160 << 20))
-while True:
-    time.sleep(3600)
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        if self.path == '/mutate':
+            for i in range(0, len(heap), 4096):
+                heap[i] ^= 0xff
+        body = hashlib.sha256(heap).hexdigest().encode()
+        self.send_response(200)
+        self.send_header('Content-Length', str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer(('0.0.0.0', 3000), Handler).serve_forever()
 `;
+
+const heapHash = (ws: Workspace, path = '/') => httpGet(hostPort(ws, 3000), 30_000, path);
 
 /** The instance as the tests run it, with a standby budget (MiB). */
 function withBudget(t: TestInstance, mib: number): TestInstance {
@@ -45,6 +63,8 @@ describe('standbys of versions', () => {
   const t = instance();
   let client: HelperClient;
   let ws: Workspace;
+  /** The heap's hash when the first version is saved. */
+  let atVersion = '';
   /** The processes of each standby seen, by its id. */
   const processes = new Map<string, number[]>();
 
@@ -86,9 +106,10 @@ describe('standbys of versions', () => {
 
   beforeAll(async () => {
     client = await connect('standby');
-    ws = await createWorkspace(client, 'standby-src');
-    await client.request('exec.run', { workspace: ws.id, argv: ['tee', '/root/heap.py'], stdin: HEAP });
+    ws = await createWorkspace(client, 'standby-src', [3000]);
+    await client.request('exec.run', { workspace: ws.id, argv: ['tee', '/root/heap.py'], stdin: HEAP_SERVER });
     await sh(client, ws, 'setsid python3 /root/heap.py </dev/null >/dev/null 2>&1 &');
+    atVersion = await heapHash(ws);
     await restart(withBudget(t, 100_000));
   });
 
@@ -100,6 +121,7 @@ describe('standbys of versions', () => {
 
   it('restores a saved checkpoint ahead, frozen, reported and in no listing of branches', async () => {
     const { version, standby } = await checkpointWithStandby();
+    expect(await heapHash(ws)).toBe(atVersion);
     expect(standby.pssBytes).toBeGreaterThan(160 * 2 ** 20); // the heap, restored
     expect((await readFile(`${group(t, 'freezer', standby.id)}/freezer.state`, 'utf8')).trim()).toBe('FROZEN');
     const pids = processes.get(standby.id)!;
@@ -108,6 +130,26 @@ describe('standbys of versions', () => {
     expect((await client.request('workspace.list', {})).map((w) => w.id)).not.toContain(standby.id);
     const stats = await runAs('root', GROVE_CLI, ['--socket', t.socketPath, 'stats']);
     expect(stats.stdout).toMatch(new RegExp(`standbys of versions: .*${version.id} \\([\\d.]+ MiB, \\d+ s old\\)`));
+  });
+
+  it('gives a fork from the version its standby: the version’s memory, the child’s own name; then a new standby', async () => {
+    const [standby] = await standbys();
+    expect(await heapHash(ws, '/mutate')).not.toBe(atVersion); // the branch moves on
+    const report = await client.request('branch.fork', { workspace: ws.id, copies: 1, version: standby!.version, names: ['standby-child'] });
+    const [child] = report.children;
+    await track(child!);
+    try {
+      expect(report.standby).toBe(child!.id);
+      expect(child!.id).toBe(standby!.id);
+      expect(child!.state).toBe('running');
+      expect(await heapHash(child!)).toBe(atVersion);
+      expect((await sh(client, child!, 'hostname; cat /etc/hostname')).split('\n').slice(0, 2)).toEqual(['standby-child', 'standby-child']);
+      expect((await readFile(`${group(t, 'freezer', child!.id)}/freezer.state`, 'utf8')).trim()).toBe('THAWED');
+      await waitFor('a new standby of the version', async () => (await standbys()).some((s) => s.version === standby!.version && s.id !== child!.id), 180_000);
+    } finally {
+      await client.request('workspace.delete', { workspace: child!.id });
+    }
+    expect(await leftOf(child!.id)).toEqual([]);
   });
 
   it('drops a version’s standby when the version is deleted, and leaves nothing of it', async () => {
