@@ -222,6 +222,7 @@ async function boot(config: HelperConfig) {
     ...branchDeps,
     scratchDir,
     terminalsIn: (ws) => (ws.pid === null ? [] : exec.terminalsIn({ pid: ws.pid, pidStart: ws.pidStart })),
+    runsIn: (ws) => (ws.pid === null ? [] : exec.runsIn({ pid: ws.pid, pidStart: ws.pidStart })),
     progress: (job, stage, message, done) => bus.broadcast('progress', { job, stage, message, done }),
     versions,
     standbys,

@@ -9,7 +9,7 @@ import type {
   Version,
   Workspace,
 } from '../../../privileged-helper/src/protocol/entities.js';
-import type { EgressLogEntry, EgressStatus } from '../../../privileged-helper/src/protocol/entities.js';
+import type { DetachedRun, EgressLogEntry, EgressStatus } from '../../../privileged-helper/src/protocol/entities.js';
 import type { TreeDiff } from '../../../privileged-helper/src/protocol/diff.js';
 import { diskText } from '../api/words.js';
 
@@ -235,4 +235,14 @@ export function printEgressLog(entries: EgressLogEntry[]): void {
     const times = e.count > 1 ? ` ×${e.count} (within a minute)` : '';
     console.log(`${e.at}\t${e.workspaceName}\t${e.method} ${what}\t${e.verdict}${times}\tby ${e.decidedBy}${e.detail ? `\t${e.detail}` : ''}`);
   }
+}
+
+/** A workspace's detached runs, or one's output as it is (grove exec --log). */
+export function printDetachedRuns(log: { runs: DetachedRun[]; output: string | null }): void {
+  if (log.output !== null) {
+    process.stdout.write(log.output);
+    return;
+  }
+  if (log.runs.length === 0) console.log('No runs detached in this workspace.');
+  for (const r of log.runs) console.log(`${r.id}\t${r.exitStatus === null ? 'running' : `exit ${r.exitStatus}`}\t${r.command}`);
 }

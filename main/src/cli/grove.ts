@@ -6,7 +6,7 @@ import { writeFile } from 'node:fs/promises';
 import { CommanderError, Option, type Command } from 'commander';
 import { GroveError } from '../helper-client/client.js';
 import { printDiff, printDoctor, printForkReport, printLimits, printSpace, printStats, printTree, printWorkspace, printWorkspaces } from './format.js';
-import { printEgressLog, printEgressStatus } from './format.js';
+import { printDetachedRuns, printEgressLog, printEgressStatus } from './format.js';
 import { parseRule } from '../../../privileged-helper/src/protocol/egress-rules.js';
 import type { EgressRule } from '../../../privileged-helper/src/protocol/entities.js';
 import { parseSize } from './sizes.js';
@@ -259,9 +259,16 @@ program
   .option('-i, --stdin', "pass grove's standard input to the command")
   .option('--timeout <seconds>', 'kill the command after this many seconds', Number)
   .option('--attach <terminal>', "with -t: attach to a terminal already in the workspace (a fork's report names each child's copy)")
+  .option('--log [run]', "the runs a fork or rollback carried into the workspace, detached; with a run's id, its output's newest part")
   .description("run a command inside a workspace; its exit code becomes grove's")
-  .action((ref: string, command: string[], opts: { tty?: boolean; stdin?: boolean; timeout?: number; attach?: string }) =>
+  .action((ref: string, command: string[], opts: { tty?: boolean; stdin?: boolean; timeout?: number; attach?: string; log?: string | true }) =>
     withClient(async (c) => {
+      if (opts.log !== undefined) {
+        if (command.length > 0) throw new GroveError('E_INVALID_PARAMS', '--log takes no command');
+        const log = await c.request('exec.log', { workspace: ref, run: opts.log === true ? undefined : opts.log });
+        output(log, () => printDetachedRuns(log));
+        return;
+      }
       const tty = opts.tty ?? process.stdin.isTTY;
       if (opts.attach !== undefined && (!tty || command.length > 0)) throw new GroveError('E_INVALID_PARAMS', '--attach takes -t and no command');
       if (tty) {

@@ -86,6 +86,7 @@ export const AUTHORITY = {
   'version.label': person,
   'version.delete': person,
   'exec.run': allow,
+  'exec.log': read,
   'exec.open': allow,
   // A terminal's keystrokes go to the connection's own sessions only.
   'exec.write': allowQuietly,

@@ -66,6 +66,8 @@ export interface ForkDeps extends BranchDeps {
   scratchDir: string;
   /** The terminals attached in a running branch: each goes into the children (said in the report). */
   terminalsIn: (ws: WorkspaceRecord) => { holder: string; command: string }[];
+  /** The runs (exec) under way in a running branch: each goes into the children, detached (said in the report). */
+  runsIn: (ws: WorkspaceRecord) => { id: string; command: string }[];
   progress: (job: string, stage: string, message: string, done: boolean) => void;
   versions: Pick<VersionService, 'holdForFork'>;
   /** A version's standby, which a fork from it takes for its first child (standby.ts). */
@@ -121,6 +123,8 @@ class ForkTransaction {
   private readonly readyMs: number[] = [];
   /** What the report says a child did not get (leftBehind). */
   private readonly notes: string[] = [];
+  /** What the report says each child got a copy of, as the dump found it (carried). */
+  private carriedNotes: string[] = [];
   /** The kernel tier's holder of the source's capture, while the fork runs. */
   private holder: ShareHolder | null = null;
   /** How the children got their memory (the report's words). */
@@ -189,7 +193,7 @@ class ForkTransaction {
       memory: this.memory,
       criu: this.criuStats,
       leftBehind: this.notes,
-      carried: this.from ? [] : this.carried(),
+      carried: this.carriedNotes,
       ...(this.from && { version: this.from.id }),
       ...(this.standby && { standby: this.standby.id }),
     };
@@ -373,11 +377,20 @@ class ForkTransaction {
     };
   }
 
-  /** Terminals attached in the source: their holders and process trees are the branch's (exec/terminal-holder.ts), so each child has a copy. */
+  /**
+   * Terminals attached in the source and runs under way: their holders and
+   * process trees are the branch's (exec/terminal-holder.ts, run-holder.ts),
+   * so each child has a copy.
+   */
   private carried(): string[] {
-    return this.d
-      .terminalsIn(this.source)
-      .map((t) => `terminal ${t.holder} (${t.command}) goes into each child with all it runs, detached: grove exec -t CHILD --attach ${t.holder}`);
+    return [
+      ...this.d
+        .terminalsIn(this.source)
+        .map((t) => `terminal ${t.holder} (${t.command}) goes into each child with all it runs, detached: grove exec -t CHILD --attach ${t.holder}`),
+      ...this.d
+        .runsIn(this.source)
+        .map((r) => `exec ${r.id} (${r.command}) goes on in each child, detached from its caller: its output in grove exec --log CHILD ${r.id}`),
+    ];
   }
 
   /** Names NAME-1, NAME-2… that no branch has, and no branch of the workspace ever had. */
@@ -396,6 +409,7 @@ class ForkTransaction {
     const forkPoint = forkPointPath(this.d.storage.workspacesDir, this.pointId);
     this.d.registry.recordObject({ kind: 'subvolume', name: forkPoint, owner: this.pointId });
     const share = await this.startSharing();
+    this.carriedNotes = this.carried();
     const run = this.d.criu.dump({
       share,
       initPid: this.source.pid!,

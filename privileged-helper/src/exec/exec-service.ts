@@ -20,12 +20,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
+import os from 'node:os';
 import { StringDecoder } from 'node:string_decoder';
 import { descendants, isSameProcess } from '../host/proc.js';
 import { frame, FrameReader, HOLDER, HOLDER_ID, RELAY, sizeFrame } from './terminal-holder.js';
+import { LOG_BYTES, RUN, RUN_HOLDER, RUN_ID, RUNS_DIR } from './run-holder.js';
 import type { Launcher } from '../host/launcher.js';
 import { BASE_ENV } from '../host/oci-spec.js';
-import type { ExecResult } from '../protocol/entities.js';
+import type { DetachedRun, ExecResult } from '../protocol/entities.js';
 import { GroveError } from '../protocol/wire.js';
 
 const TIMEOUT_EXIT = 124; // coreutils timeout(1): the command got the TERM signal
@@ -79,12 +81,16 @@ interface Session {
 export class ExecService {
   private readonly sessions = new Map<string, Session>();
   private nextSession = 1;
+  private readonly runs = new Set<{ target: ExecTarget; id: string; command: string }>();
   /** Per owner (a connection), aborted when it goes away: what it started ends then. */
   private readonly lifetimes = new WeakMap<object, AbortController>();
 
   constructor(private readonly launcher: Launcher) {}
 
-  /** Runs a command to its end; `owner` (a connection) going away ends it too (null: the helper's own). */
+  /**
+   * Runs a command to its end, held inside the branch (run-holder.ts) so a
+   * fork takes it along; `owner` (a connection) going away ends it too (null: the helper's own).
+   */
   async run(
     target: ExecTarget,
     req: { argv: string[]; env?: Record<string, string>; cwd?: string; stdin?: string; timeoutMs?: number },
@@ -96,13 +102,17 @@ export class ExecService {
     // timeout(1) runs the command in its own process group and signals the whole
     // group, so the command and what it started die inside the container.
     const command = req.timeoutMs ? ['timeout', `--kill-after=${KILL_AFTER_S}`, `${req.timeoutMs / 1000}`, ...req.argv] : req.argv;
-    const [file, args] = this.enter(target, req.cwd ?? DEFAULT_CWD, true, ['env', '-i', ...envVars(req.env), ...literalCommand(command)]);
+    const id = `e${randomBytes(4).toString('hex')}`;
+    const held = ['env', '-i', CONTAINER_PATH, '/bin/sh', '-c', RUN, RUN_HOLDER, id, 'env', '-i', ...envVars(req.env), ...literalCommand(command)];
+    const [file, args] = this.enter(target, req.cwd ?? DEFAULT_CWD, true, held);
     const started = Date.now();
-    const res = await runCollecting(file, args, {
+    const running = { target, id, command: req.argv.join(' ').slice(0, 80) };
+    this.runs.add(running);
+    const res = await runHeld(file, args, {
       input: req.stdin ?? '',
       deadlineMs: req.timeoutMs ? req.timeoutMs + KILL_AFTER_S * 1000 + BACKSTOP_MS : undefined,
       ownerGone,
-    });
+    }).finally(() => this.runs.delete(running));
     const elapsed = Date.now() - started;
     const timedOut =
       req.timeoutMs !== undefined &&
@@ -110,6 +120,27 @@ export class ExecService {
         (res.exitCode === TIMEOUT_EXIT && elapsed >= req.timeoutMs) ||
         ((res.exitCode === TIMEOUT_KILLED_EXIT || res.signal === 'SIGKILL') && elapsed >= req.timeoutMs + KILL_AFTER_S * 1000));
     return { exitCode: res.exitCode, signal: res.signal, stdout: res.stdout, stderr: res.stderr, timedOut };
+  }
+
+  /** The runs under way in a running branch (its init is `target`): each goes into a fork's children, detached. */
+  runsIn(target: { pid: number; pidStart: number | null }): { id: string; command: string }[] {
+    return [...this.runs].filter((r) => r.target.pid === target.pid && r.target.pidStart === target.pidStart).map(({ id, command }) => ({ id, command }));
+  }
+
+  /**
+   * The runs detached in the branch: copies a fork or a rollback made of runs
+   * under way, each going on without its caller (run-holder.ts); with `run`,
+   * that one only, with the newest part of its output. What the branch wrote
+   * there is read as the branch's: bounded, and what does not parse is left out.
+   */
+  async log(target: ExecTarget, run?: string): Promise<{ runs: DetachedRun[]; output: string | null }> {
+    if (run !== undefined && !RUN_ID.test(run)) throw new GroveError('E_INVALID_PARAMS', `no run ${run}: a run's id is e and 8 hex digits`);
+    const listed = await this.run(target, { argv: ['sh', '-c', LIST_DETACHED, run ?? 'e*'], timeoutMs: 30_000 }, null);
+    const runs = parseDetached(listed.stdout);
+    if (run === undefined) return { runs, output: null };
+    if (runs.length === 0) throw new GroveError('E_NOT_FOUND', `no run ${run} detached in this branch (grove exec --log BRANCH lists them)`);
+    const read = await this.run(target, { argv: ['sh', '-c', READ_LOG, run], timeoutMs: 30_000 }, null);
+    return { runs, output: read.stdout };
   }
 
   /**
@@ -266,6 +297,24 @@ export class ExecService {
   }
 }
 
+/** Each detached run named by the pattern $0 (a run's id, or e*): its id, exit status or `running`, and command, a line each. */
+const LIST_DETACHED = [
+  `cd ${RUNS_DIR} 2>/dev/null || exit 0`,
+  'for run in $0; do [ -f "$run/detached" ] || continue',
+  '  printf "%s %s %s\\n" "$run" "$(head -c 20 "$run/status" 2>/dev/null || echo running)" "$(head -c 300 "$run/command" | tr "\\n" " ")"',
+  'done | head -n 100',
+].join('\n');
+
+/** The newest LOG_BYTES of run $0's output: its log after the one before it. */
+const READ_LOG = `cd ${RUNS_DIR}/"$0" && cat log.1 log 2>/dev/null | tail -c ${LOG_BYTES}`;
+
+export function parseDetached(listing: string): DetachedRun[] {
+  return listing.split('\n').flatMap((line) => {
+    const m = /^(e[0-9a-f]{8}) (running|-?\d{1,4}) (.*)$/.exec(line);
+    return m ? [{ id: m[1]!, command: m[3]!, exitStatus: m[2] === 'running' ? null : Number(m[2]) }] : [];
+  });
+}
+
 /** Quotes one word for a POSIX shell: the shell reads it back as exactly `word`. */
 export function shellQuote(word: string): string {
   if (word.includes('\0')) throw new GroveError('E_INVALID_PARAMS', 'NUL in argument');
@@ -367,6 +416,93 @@ function runCollecting(file: string, args: string[], { input, deadlineMs, ownerG
       });
     });
   });
+}
+
+/** How long a run's holder may take to end once told to kill its command; past it the helper stops waiting. */
+const KILL_GRACE_MS = 5000;
+
+/**
+ * A run through its holder's relay (run-holder.ts): the input and its end as
+ * frames, then the command's stdout, stderr and exit status from the
+ * holder's frames; the relay is ended once the status is in. Killing it
+ * (deadline, overflow, owner gone) is the holder's to do, the command being
+ * the branch's init's; a holder that does not end then is waited for no
+ * longer. Without an exit status (the holder did not start), the relay's exit
+ * and its stderr tell what happened.
+ */
+function runHeld(file: string, args: string[], { input, deadlineMs, ownerGone }: RunOptions): Promise<Collected> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, args, { env: { ...TOOL_ENV }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    let size = 0;
+    let killedByHelper = false;
+    let status: number | null = null;
+    let giveUp: NodeJS.Timeout | undefined;
+    const killAll = (): void => {
+      if (killedByHelper) return;
+      killedByHelper = true;
+      child.stdin.write(frame('k'));
+      giveUp = setTimeout(() => {
+        if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) void killTree(child.pid);
+        child.stdout.destroy();
+        child.stderr.destroy();
+      }, KILL_GRACE_MS);
+    };
+    const collect = (into: Buffer[], chunk: Buffer) => {
+      if (size >= MAX_OUTPUT) return;
+      const room = MAX_OUTPUT - size;
+      into.push(chunk.length > room ? chunk.subarray(0, room) : chunk);
+      size += Math.min(chunk.length, room);
+      if (size >= MAX_OUTPUT) killAll();
+    };
+    const reader = new FrameReader((kind, payload) => {
+      if (kind === 'o') collect(out, payload);
+      else if (kind === 'e') collect(err, payload);
+      else if (kind === 'x') {
+        status = Number(payload.toString('latin1'));
+        child.stdin.end();
+      }
+    });
+    child.stdout.on('data', (chunk: Buffer) => {
+      try {
+        reader.push(chunk);
+      } catch (e) {
+        collect(err, Buffer.from(`grove: ${(e as Error).message}\n`));
+        killAll();
+      }
+    });
+    child.stderr.on('data', (chunk: Buffer) => collect(err, chunk)); // the holder's or the relay's own errors, or grove-enter's
+    child.stdin.on('error', () => {}); // a relay gone is told by its close
+    child.stdin.write(frame('i', Buffer.from(input, 'utf8')));
+    child.stdin.write(frame('e'));
+    const timer = deadlineMs === undefined ? undefined : setTimeout(killAll, deadlineMs);
+    ownerGone?.addEventListener('abort', killAll, { once: true });
+    const settled = (): void => {
+      clearTimeout(timer);
+      clearTimeout(giveUp);
+      ownerGone?.removeEventListener('abort', killAll);
+      child.stdin.end();
+    };
+    child.on('error', (e) => {
+      settled();
+      reject(new GroveError('E_HOST', `grove-enter failed to start: ${e.message}`));
+    });
+    child.on('close', (code, signal) => {
+      settled();
+      const ended =
+        status === null || !Number.isInteger(status)
+          ? { exitCode: code ?? -1, signal: signal ?? null }
+          : status >= 0
+            ? { exitCode: status, signal: null }
+            : { exitCode: -1, signal: signalName(-status) };
+      resolve({ ...ended, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), killedByHelper });
+    });
+  });
+}
+
+function signalName(n: number): string {
+  return Object.entries(os.constants.signals).find(([, value]) => value === n)?.[0] ?? `signal ${n}`;
 }
 
 /**

@@ -17,6 +17,8 @@
 // Frames from the holder are at most PIPE_BUF bytes, so each is written
 // whole or not at all; while nobody reads, output only goes to the scrollback.
 
+import type { RunFrame } from './run-holder.js';
+
 /** A holder's id: what `grove exec -t BRANCH --attach ID` names, the same in the source and in each child. */
 export const HOLDER_ID = /^t[0-9a-f]{8}$/;
 
@@ -114,8 +116,8 @@ export const RELAY = [
   'cat out & exec cat >in',
 ].join('\n');
 
-/** A frame to the holder. */
-export function frame(kind: 'i' | 'r' | 'a' | 'h', payload: Buffer = Buffer.alloc(0)): Buffer {
+/** A frame to a terminal's holder, or to a run's (run-holder.ts). */
+export function frame(kind: 'i' | 'r' | 'a' | 'h' | RunFrame, payload: Buffer = Buffer.alloc(0)): Buffer {
   const head = Buffer.alloc(5);
   head.write(kind, 0, 'latin1');
   head.writeUInt32BE(payload.length, 1);

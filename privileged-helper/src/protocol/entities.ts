@@ -206,6 +206,15 @@ export const ExecResult = z.strictObject({
 });
 export type ExecResult = z.infer<typeof ExecResult>;
 
+/** A run a fork or a rollback copied into the branch, detached from its caller (exec/run-holder.ts). */
+export const DetachedRun = z.strictObject({
+  id: z.string().regex(/^e[0-9a-f]{8}$/),
+  command: z.string(),
+  /** Its exit status (negative: the signal that ended it); null while it runs. */
+  exitStatus: z.number().int().nullable(),
+});
+export type DetachedRun = z.infer<typeof DetachedRun>;
+
 export const Version = z.strictObject({
   id: Id,
   /** The branch it was taken of (it may since have been discarded). */

@@ -14,6 +14,7 @@ import {
   EgressStatus,
   CopyResult,
   ExecResult,
+  DetachedRun,
   ExportResult,
   ForkFault,
   ForkReport,
@@ -311,6 +312,17 @@ export const methods = {
       timeoutMs: z.number().int().min(1).max(3_600_000).optional(),
     }),
     result: ExecResult,
+  },
+  /** The runs detached in the branch (the copies a fork or rollback made of runs under way), or one of them with its output's newest part. */
+  'exec.log': {
+    params: z.strictObject({
+      workspace: WorkspaceRef,
+      run: z
+        .string()
+        .regex(/^e[0-9a-f]{8}$/)
+        .optional(),
+    }),
+    result: z.strictObject({ runs: z.array(DetachedRun), output: z.string().nullable() }),
   },
   'exec.open': {
     params: z.strictObject({

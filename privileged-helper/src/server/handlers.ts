@@ -190,6 +190,7 @@ export function createHandlers(s: Services): Handlers {
       const ws = await s.workspaces.live(p.workspace);
       return s.exec.run(s.runtime.execTarget(ws), p, ctx.connection);
     },
+    'exec.log': async (p) => s.exec.log(s.runtime.execTarget(await s.workspaces.live(p.workspace)), p.run),
     'exec.open': async (p, ctx) => {
       const ws = await s.workspaces.live(p.workspace);
       const session = await s.exec.open(s.runtime.execTarget(ws), p, ctx.connection, {
