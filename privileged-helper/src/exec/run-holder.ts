@@ -55,6 +55,7 @@ if os.fork():
     os.close(ready_w)
     os._exit(0 if os.read(ready_r, 1) == b'1' else 1)
 os.close(ready_r)
+os.setsid()
 for fd in (0, 1, 2):
     os.dup2(os.open('/dev/null', os.O_RDWR), fd)
 fin = os.open(home + '/in', os.O_RDONLY | os.O_NONBLOCK)
