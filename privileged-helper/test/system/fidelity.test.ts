@@ -8,6 +8,7 @@
 // while the fork saves it, forks under CPU load, and the same state again after a rollback, after a
 // promotion, and in forks of those. Each case prints its fork time, so a slow
 // path shows.
+import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -873,14 +874,94 @@ except OSError: print('held')"`,
     }
   });
 
-  it('names both ends of a connection from outside the process tree when CRIU refuses it, says what to do, and forks once it ends', async () => {
-    // A running exec is outside the branch's tree (under grove-enter, not the branch's init): its connection to the X server cannot be dumped.
+  it('takes a foreground exec under way (xdotool --sync) into each child and through a rollback, each copy detached, its output in the log', async () => {
+    const window = 'grove-sync-window';
     const waiting = c.request('exec.run', {
       workspace: source.id,
-      argv: ['xdotool', 'search', '--sync', '--name', 'grove-no-such-window'],
+      argv: ['sh', '-c', `echo waiting; xdotool search --sync --name ${window}`],
       env: { DISPLAY: ':0' },
-      timeoutMs: 120_000,
+      timeoutMs: 600_000,
     });
+    /** The run's copy in the branch runs on detached until a window of that name shows, then its log has what it printed. */
+    const endsDetached = async (ws: Workspace, run: string) => {
+      expect((await c.request('exec.log', { workspace: ws.id })).runs, ws.name).toEqual([
+        { id: run, command: expect.stringContaining('xdotool'), exitStatus: null },
+      ]);
+      await sh(c, ws, `DISPLAY=:0 nohup xterm -T ${window} >/dev/null 2>&1 &`);
+      await expect
+        .poll(async () => (await c.request('exec.log', { workspace: ws.id, run })).runs[0]?.exitStatus, { timeout: 30_000, message: ws.name })
+        .toBe(0);
+      expect((await c.request('exec.log', { workspace: ws.id, run })).output, ws.name).toMatch(/^waiting\n\d+\n$/);
+    };
+    try {
+      await waitFor('xdotool to be connected', () => sh(c, source, 'pgrep -x xdotool || true').then((o) => o.trim() !== ''), 15_000);
+      const version = await c.request('branch.checkpoint', { workspace: source.id, label: 'an exec under way' });
+      const forkedWith = await forkReport(source, 'a foreground xdotool --sync exec');
+      expect(forkedWith.leftBehind).toEqual([]);
+      expect(forkedWith.carried).toEqual([expect.stringMatching(/^exec e[0-9a-f]{8} \(sh -c echo waiting; xdotool .*\) goes on in each child, detached/)]);
+      const run = /exec (e[0-9a-f]{8})/.exec(forkedWith.carried[0]!)![1]!;
+      for (const child of forkedWith.children) await endsDetached(child, run);
+      // The source's run is still its caller's: it ends when the source shows such a window, and answers.
+      await sh(c, source, `DISPLAY=:0 nohup xterm -T ${window} >/dev/null 2>&1 &`);
+      expect(await waiting).toMatchObject({ exitCode: 0, stdout: expect.stringMatching(/^waiting\n\d+\n$/), stderr: '', timedOut: false });
+      expect((await c.request('exec.log', { workspace: source.id })).runs).toEqual([]);
+      const rolledBack = await track(await c.request('branch.rollback', { workspace: source.id, version: version.id }));
+      await endsDetached(rolledBack, run);
+    } finally {
+      await sh(c, source, `pkill -x xdotool; pkill -f "xterm -T ${window.slice(0, -1)}[${window.at(-1)}]"; true`);
+      await waiting.catch(() => undefined);
+    }
+  });
+
+  it('takes a terminal with tmux attached in it into each child and through a rollback, to attach to there', async () => {
+    const output = new Map<string, string>();
+    await c.subscribe(['exec.output']);
+    c.on('exec.output', (o) => output.set(o.session, (output.get(o.session) ?? '') + o.data));
+    const shows = (session: string, text: string, message: string) =>
+      expect.poll(() => output.get(session) ?? '', { timeout: 15_000, message }).toContain(text);
+    /** The terminal's copy, attached: tmux's screen first, then what is typed goes through tmux to its shell. */
+    const attachIn = async (ws: Workspace, holder: string) => {
+      const attached = await c.request('exec.open', { workspace: ws.id, attach: holder, cols: 80, rows: 24 });
+      try {
+        await shows(attached.session, 'before-42', `${ws.name}'s scrollback`);
+        await c.request('exec.write', { session: attached.session, data: `echo in-$((6*7))-${ws.name}\r` });
+        await shows(attached.session, `in-42-${ws.name}`, ws.name);
+        expect((await sh(c, ws, 'tmux capture-pane -p -t fidelity')).trim(), ws.name).toContain(`in-42-${ws.name}`);
+      } finally {
+        await c.request('exec.close', { session: attached.session });
+      }
+    };
+    const terminal = await c.request('exec.open', { workspace: source.id, cols: 80, rows: 24 });
+    try {
+      await c.request('exec.write', { session: terminal.session, data: 'tmux new-session -s fidelity\r' });
+      await waitFor('tmux to be attached', () => sh(c, source, 'tmux list-clients 2>/dev/null || true').then((o) => o.trim() !== ''), 15_000);
+      await c.request('exec.write', { session: terminal.session, data: 'echo before-$((6*7))\r' });
+      await shows(terminal.session, 'before-42', 'the source');
+      const version = await c.request('branch.checkpoint', { workspace: source.id, label: 'tmux attached' });
+      const forkedWith = await forkReport(source, 'tmux attached in a terminal');
+      expect(forkedWith.leftBehind).toEqual([]);
+      expect(forkedWith.carried).toEqual([expect.stringMatching(/^terminal t[0-9a-f]{8} \(\/bin\/bash -l\) goes into each child/)]);
+      const holder = /terminal (t[0-9a-f]{8})/.exec(forkedWith.carried[0]!)![1]!;
+      for (const child of forkedWith.children) await attachIn(child, holder);
+      await c.request('exec.write', { session: terminal.session, data: 'echo still-$((6*7))\r' });
+      await shows(terminal.session, 'still-42', 'the source');
+      expect(await sh(c, source, 'tmux capture-pane -p -t fidelity')).not.toContain('in-42');
+      const rolledBack = await track(await c.request('branch.rollback', { workspace: source.id, version: version.id }));
+      await attachIn(rolledBack, holder);
+    } finally {
+      await c.request('exec.close', { session: terminal.session }).catch(() => undefined);
+      await sh(c, source, 'tmux kill-server; pkill -f "import errno[,] fcntl"; true');
+    }
+  });
+
+  it('names both ends of a connection from outside the process tree when CRIU refuses it, says what to do, and forks once it ends', async () => {
+    // What grove starts is inside the branch's tree; a person's nsenter from the host is not, and its connection to the X server cannot be dumped.
+    const init = (await c.request('workspace.get', { workspace: source.id })).pid!; // a rollback gave the source a new one
+    const outside = spawn(
+      'nsenter',
+      ['--target', String(init), '--all', '--root', '--wd', 'env', 'DISPLAY=:0', 'xdotool', 'search', '--sync', '--name', 'grove-no-such-window'],
+      { stdio: 'ignore' },
+    );
     try {
       await waitFor('xdotool to be connected', () => sh(c, source, 'pgrep -x xdotool || true').then((o) => o.trim() !== ''), 15_000);
       const failure = await c.request('branch.fork', { workspace: source.id, copies: 2 }).then(
@@ -894,8 +975,8 @@ except OSError: print('held')"`,
       ); // who, and its peer
       expect(failure).toMatch(/end that process .*nohup COMMAND/); // what to do
     } finally {
+      outside.kill('SIGKILL');
       await sh(c, source, 'pkill -x xdotool || true');
-      await waiting.catch(() => undefined);
     }
     expect((await c.request('workspace.list', {})).filter((w) => w.parent === source.id && !forked.includes(w.id))).toEqual([]);
     const children = await fork(source, 'after an outside connection ended');
