@@ -208,6 +208,17 @@ test('the performance panel shows the fork and what each branch costs in memory'
   await shot('15-performance');
 });
 
+test("a child's terminal is its copy of the one its source had open, scrollback and all", async () => {
+  await row('e2e-2').click();
+  await page.getByRole('tab', { name: 'Terminal' }).click();
+  const term = page.getByTestId('terminal');
+  await expect(page.locator('.terminal-status')).toContainText('copy of terminal', { timeout: 20_000 });
+  await expect(term.locator('.xterm-rows')).toContainText('42-ok');
+  await term.click();
+  await page.keyboard.type('echo $((6*8))-in-the-child\n', { delay: 10 });
+  await expect(term.locator('.xterm-rows')).toContainText('48-in-the-child');
+});
+
 test('discard one child', async () => {
   await row('e2e-2').click();
   await page.getByRole('button', { name: 'Discard' }).click();
@@ -220,6 +231,14 @@ test('discard one child', async () => {
 
 test('checkpoint the other, then roll it back', async () => {
   await row('e2e-1').click();
+  // A terminal open at the checkpoint: the rollback ends it, and it opens again as the version's copy.
+  await page.getByRole('tab', { name: 'Terminal' }).click();
+  const term = page.getByTestId('terminal');
+  const status = page.locator('.terminal-status');
+  await expect.poll(async () => (await status.count()) === 0 || /copy of terminal/.test(await status.innerText()), { timeout: 20_000 }).toBe(true);
+  await term.click();
+  await page.keyboard.type('echo $((6*9))-at-the-checkpoint\n', { delay: 10 });
+  await expect(term.locator('.xterm-rows')).toContainText('54-at-the-checkpoint');
   await page.getByLabel('checkpoint name').fill('typed it');
   await page.getByRole('button', { name: 'Checkpoint' }).click();
   const options = page.getByLabel('version').locator('option');
@@ -237,6 +256,10 @@ test('checkpoint the other, then roll it back', async () => {
   await expect(row('e2e-1')).toHaveAttribute('data-state', 'running');
   const id = await idOf('e2e-1');
   expect((await helper.request('workspace.get', { workspace: id })).version).toBe(version);
+  await expect(status).toContainText('the shell ended', { timeout: 30_000 });
+  await page.getByRole('button', { name: 'Open again' }).click();
+  await expect(status).toContainText('copy of terminal', { timeout: 20_000 });
+  await expect(term.locator('.xterm-rows')).toContainText('54-at-the-checkpoint');
   await page.getByRole('tab', { name: 'Desktop' }).click();
   await expect.poll(() => greenPixels('.desktop.full'), { timeout: 90_000, intervals: [500] }).toBeGreaterThan(50_000);
   await shot('08-rolled-back');

@@ -291,7 +291,11 @@ export const requests = {
   'perf.get': helper['perf.get'],
   /** What each branch and version holds in the pool: what to delete when it is low. */
   'space.get': helper['space.get'],
-  'terminal.open': { params: z.strictObject({ workspace: WorkspaceRef, ...TermSize }), result: z.strictObject({ session: Session }) },
+  /** A terminal: the branch's own that nobody is attached to (a fork's child has its source's), its scrollback first; else a new shell. */
+  'terminal.open': {
+    params: z.strictObject({ workspace: WorkspaceRef, ...TermSize }),
+    result: z.strictObject({ session: Session, attached: z.string().nullable() }),
+  },
   'terminal.write': { params: z.strictObject({ session: Session, data: z.string().max(1 << 20) }), result: Empty },
   'terminal.resize': { params: z.strictObject({ session: Session, ...TermSize }), result: Empty },
   'terminal.close': { params: z.strictObject({ session: Session }), result: Empty },

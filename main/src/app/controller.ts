@@ -46,6 +46,8 @@ import { ImageLogs } from './image-logs.js';
 const MAX_OPERATIONS = 50;
 /** Verdicts the policy repeats for one destination are logged once per this window (Chromium retries a lot). */
 const POLICY_LOG_WINDOW_MS = 60_000;
+/** At most this much of a session's output is kept while its open is not answered yet (a scrollback is 256 KiB). */
+const EARLY_OUTPUT_MAX = 512 << 10;
 
 export interface ControllerOptions {
   socketPath?: string;
@@ -76,6 +78,12 @@ export class Controller {
   private opSeq = 0;
   private readonly emitter = new EventEmitter();
   private readonly terminals = new Map<string, TerminalListener>();
+  /**
+   * Output of a session this app opened that came before the answer to its
+   * open did (an attached terminal's scrollback does): handed on once the
+   * session is known.
+   */
+  private readonly earlyOutput = new Map<string, string>();
   private stopped = false;
   private changeTimer: NodeJS.Timeout | null = null;
   private connectedOnce: (() => void) | null = null;
@@ -369,10 +377,16 @@ export class Controller {
         );
       }
       case 'terminal.open': {
-        const res = await c.request('exec.open', { workspace: ws, cols: p.cols as number, rows: p.rows as number });
-        this.terminals.set(res.session, owner.terminal(res.session));
-        this.log(YOU, 'open a terminal', this.nameOf(ws), 'ok', `session ${res.session}`);
-        return res;
+        const { terminals } = await c.request('exec.terminals', { workspace: ws });
+        const attach = terminals.find((t) => !t.attached)?.id;
+        const res = await c.request('exec.open', { workspace: ws, cols: p.cols as number, rows: p.rows as number, attach });
+        const listener = owner.terminal(res.session);
+        this.terminals.set(res.session, listener);
+        const early = this.earlyOutput.get(res.session);
+        this.earlyOutput.delete(res.session);
+        if (early) listener.output(early);
+        this.log(YOU, 'open a terminal', this.nameOf(ws), 'ok', attach ? `session ${res.session}, attached to ${attach}` : `session ${res.session}`);
+        return { session: res.session, attached: attach ?? null };
       }
       case 'terminal.write':
         return c.request('exec.write', { session: p.session as string, data: p.data as string });
@@ -510,6 +524,7 @@ export class Controller {
         this.client = null;
         for (const t of this.terminals.values()) t.exit(-1, 'helper connection lost');
         this.terminals.clear();
+        this.earlyOutput.clear();
         this.setConnection('disconnected', 'the connection to the Grove helper was lost; reconnecting…');
         this.log(CONTROLLER, 'lost the helper', null, 'info', 'what is shown is the last known state; it is not live');
       } catch (err) {
@@ -542,7 +557,11 @@ export class Controller {
     client.on('desktop.action', (e, _seq, by) => this.onDesktopAction(e, by));
     client.on('egress.decision', (e) => this.onEgressDecision(e));
     client.on('pool.space', (e) => this.onPoolSpace(e));
-    client.on('exec.output', (e) => this.terminals.get(e.session)?.output(e.data));
+    client.on('exec.output', (e) => {
+      const terminal = this.terminals.get(e.session);
+      if (terminal) terminal.output(e.data);
+      else this.earlyOutput.set(e.session, ((this.earlyOutput.get(e.session) ?? '') + e.data).slice(-EARLY_OUTPUT_MAX));
+    });
     client.on('exec.exit', (e) => {
       this.terminals.get(e.session)?.exit(e.exitCode, e.signal);
       this.terminals.delete(e.session);

@@ -255,6 +255,29 @@ describe('controller', () => {
     r.ws.close();
   });
 
+  it("opens a child's copy of its source's terminal, scrollback first, though it came before the open's answer", async () => {
+    const opened: Record<string, unknown>[] = [];
+    helper.handlers.set('exec.terminals', () => ({
+      terminals: [
+        { id: 't0000000a', attached: true },
+        { id: 't0000000b', attached: false },
+      ],
+    }));
+    helper.handlers.set('exec.open', (params) => {
+      opened.push(params);
+      helper.emit('exec.output', { session: 's7', data: 'scrollback of the source' });
+      return { session: 's7' };
+    });
+    const r = await renderer(web.secret);
+    await until(() => r.states.at(-1));
+    expect((await r.call('terminal.open', { workspace: 'one', cols: 80, rows: 24 })).result).toEqual({ session: 's7', attached: 't0000000b' });
+    expect(opened).toEqual([{ workspace: 'one', cols: 80, rows: 24, attach: 't0000000b' }]);
+    expect(await until(() => r.events.find((e) => e.event === 'terminal.output'))).toEqual({
+      event: 'terminal.output',
+      data: { session: 's7', data: 'scrollback of the source' },
+    });
+  });
+
   it('keeps the approvals queue live, decides as the person, and logs each decision once', async () => {
     helper.workspaces = [W('aaaaaaa1', 'one'), { ...W('aaaaaaa2', 'one-1'), parent: 'aaaaaaa1', tree: 'aaaaaaa1', main: false }];
     const r = await renderer(web.secret);

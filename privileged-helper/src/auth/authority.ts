@@ -87,6 +87,7 @@ export const AUTHORITY = {
   'version.delete': person,
   'exec.run': allow,
   'exec.log': read,
+  'exec.terminals': read,
   'exec.open': allow,
   // A terminal's keystrokes go to the connection's own sessions only.
   'exec.write': allowQuietly,

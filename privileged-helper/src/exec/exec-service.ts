@@ -23,7 +23,7 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { StringDecoder } from 'node:string_decoder';
 import { descendants, isSameProcess } from '../host/proc.js';
-import { frame, FrameReader, HOLDER, HOLDER_ID, RELAY, sizeFrame } from './terminal-holder.js';
+import { frame, FrameReader, HOLDER, HOLDER_DIR, HOLDER_ID, RELAY, sizeFrame } from './terminal-holder.js';
 import { LOG_BYTES, RUN, RUN_HOLDER, RUN_ID, RUNS_DIR } from './run-holder.js';
 import type { Launcher } from '../host/launcher.js';
 import { BASE_ENV } from '../host/oci-spec.js';
@@ -248,6 +248,14 @@ export class ExecService {
     if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) void killTree(child.pid);
   }
 
+  /** The terminals held in the branch (their holders' FIFOs are there), each attached or not; at most a hundred. */
+  async terminals(target: ExecTarget): Promise<{ terminals: { id: string; attached: boolean }[] }> {
+    const listed = await this.run(target, { argv: ['sh', '-c', LIST_TERMINALS], timeoutMs: 30_000 }, null);
+    const attached = new Set(this.terminalsIn({ pid: target.pid, pidStart: target.pidStart ?? null }).map((t) => t.holder));
+    const ids = listed.stdout.split('\n').filter((id) => HOLDER_ID.test(id));
+    return { terminals: ids.map((id) => ({ id, attached: attached.has(id) })) };
+  }
+
   /** The terminals attached in a running branch (its init is `target`), by their holders' ids. */
   terminalsIn(target: { pid: number; pidStart: number | null }): { holder: string; command: string }[] {
     return [...this.sessions.values()]
@@ -304,6 +312,9 @@ const LIST_DETACHED = [
   '  printf "%s %s %s\\n" "$run" "$(head -c 20 "$run/status" 2>/dev/null || echo running)" "$(head -c 300 "$run/command" | tr "\\n" " ")"',
   'done | head -n 100',
 ].join('\n');
+
+/** The id of each terminal's holder in the branch, a line each. */
+const LIST_TERMINALS = `cd ${HOLDER_DIR} 2>/dev/null || exit 0; for t in t*; do [ -p "$t/in" ] && echo "$t"; done | head -n 100`;
 
 /** The newest LOG_BYTES of run $0's output: its log after the one before it. */
 const READ_LOG = `cd ${RUNS_DIR}/"$0" && cat log.1 log 2>/dev/null | tail -c ${LOG_BYTES}`;

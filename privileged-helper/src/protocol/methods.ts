@@ -324,6 +324,11 @@ export const methods = {
     }),
     result: z.strictObject({ runs: z.array(DetachedRun), output: z.string().nullable() }),
   },
+  /** The terminals held in the branch, and whether a session is attached to each: a fork's child has its source's, detached. */
+  'exec.terminals': {
+    params: z.strictObject({ workspace: WorkspaceRef }),
+    result: z.strictObject({ terminals: z.array(z.strictObject({ id: z.string().regex(/^t[0-9a-f]{8}$/), attached: z.boolean() })) }),
+  },
   'exec.open': {
     params: z.strictObject({
       workspace: WorkspaceRef,

@@ -191,6 +191,7 @@ export function createHandlers(s: Services): Handlers {
       return s.exec.run(s.runtime.execTarget(ws), p, ctx.connection);
     },
     'exec.log': async (p) => s.exec.log(s.runtime.execTarget(await s.workspaces.live(p.workspace)), p.run),
+    'exec.terminals': async (p) => s.exec.terminals(s.runtime.execTarget(await s.workspaces.live(p.workspace))),
     'exec.open': async (p, ctx) => {
       const ws = await s.workspaces.live(p.workspace);
       const session = await s.exec.open(s.runtime.execTarget(ws), p, ctx.connection, {
