@@ -19,15 +19,17 @@ interface Held {
   id: string;
 }
 
-/** Runs argv through the relay and holder; `then` acts on the relay once it has run a while. */
+/** Runs argv through the relay and holder; `then` acts on the relay once the command's first output is in. */
 async function held(argv: string[], input = '', then?: (relay: ChildProcess) => void, logBytes = LOG_BYTES): Promise<Held> {
   const id = `e${(serial++).toString(16).padStart(8, '0')}`;
   const holder = RUN_HOLDER.replaceAll(RUNS_DIR, dir).replace(`LOG_BYTES = ${LOG_BYTES}`, `LOG_BYTES = ${logBytes}`);
   const relay = spawn('sh', ['-c', RUN.replaceAll(RUNS_DIR, dir), holder, id, ...argv], { stdio: ['pipe', 'pipe', 'inherit'] });
   const got: Held = { stdout: '', stderr: '', status: null, id };
   const reader = new FrameReader((kind, payload) => {
-    if (kind === 'o') got.stdout += payload.toString();
-    else if (kind === 'e') got.stderr += payload.toString();
+    if (kind === 'o') {
+      if (got.stdout === '') then?.(relay);
+      got.stdout += payload.toString();
+    } else if (kind === 'e') got.stderr += payload.toString();
     else if (kind === 'x') {
       got.status = payload.toString();
       relay.stdin.end();
@@ -36,7 +38,6 @@ async function held(argv: string[], input = '', then?: (relay: ChildProcess) => 
   relay.stdout.on('data', (chunk: Buffer) => reader.push(chunk));
   relay.stdin.write(frame('i', Buffer.from(input)));
   relay.stdin.write(frame('e'));
-  if (then) setTimeout(() => then(relay), 600);
   await new Promise((resolve) => relay.on('close', resolve));
   return got;
 }
@@ -70,7 +71,7 @@ describe("a run's holder", () => {
 
   it('kills the command and what it started when told', async () => {
     const marker = `sleep 3${serial}1`;
-    const got = await held(['sh', '-c', `${marker} & ${marker}`], '', (relay) => relay.stdin!.write(frame('k')));
+    const got = await held(['sh', '-c', `echo started; ${marker} & ${marker}`], '', (relay) => relay.stdin!.write(frame('k')));
     expect(got.status).toBe('-9');
     const left = await new Promise<string>((resolve) => {
       let out = '';
