@@ -235,7 +235,8 @@ test('checkpoint the other, then roll it back', async () => {
   await page.getByRole('tab', { name: 'Terminal' }).click();
   const term = page.getByTestId('terminal');
   const status = page.locator('.terminal-status');
-  await expect.poll(async () => (await status.count()) === 0 || /copy of terminal/.test(await status.innerText()), { timeout: 20_000 }).toBe(true);
+  // Open: no status (a new shell), or the copy this branch got at the fork (whose tab was closed once: it may be gone).
+  await expect.poll(async () => (await status.allInnerTexts()).every((text) => /copy of terminal/.test(text)), { timeout: 20_000 }).toBe(true);
   await term.click();
   await page.keyboard.type('echo $((6*9))-at-the-checkpoint\n', { delay: 10 });
   await expect(term.locator('.xterm-rows')).toContainText('54-at-the-checkpoint');
