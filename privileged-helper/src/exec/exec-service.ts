@@ -24,7 +24,7 @@ import os from 'node:os';
 import { StringDecoder } from 'node:string_decoder';
 import { descendants, isSameProcess } from '../host/proc.js';
 import { frame, FrameReader, HOLDER, HOLDER_DIR, HOLDER_ID, RELAY, sizeFrame } from './terminal-holder.js';
-import { LOG_BYTES, RUN, RUN_HOLDER, RUN_ID, RUNS_DIR } from './run-holder.js';
+import { HOLDER_MISSING_EXIT, LOG_BYTES, RUN, RUN_HOLDER, RUN_ID, RUNS_DIR } from './run-holder.js';
 import type { Launcher } from '../host/launcher.js';
 import { BASE_ENV } from '../host/oci-spec.js';
 import type { DetachedRun, ExecResult } from '../protocol/entities.js';
@@ -103,16 +103,20 @@ export class ExecService {
     // group, so the command and what it started die inside the container.
     const command = req.timeoutMs ? ['timeout', `--kill-after=${KILL_AFTER_S}`, `${req.timeoutMs / 1000}`, ...req.argv] : req.argv;
     const id = `e${randomBytes(4).toString('hex')}`;
-    const held = ['env', '-i', CONTAINER_PATH, '/bin/sh', '-c', RUN, RUN_HOLDER, id, 'env', '-i', ...envVars(req.env), ...literalCommand(command)];
-    const [file, args] = this.enter(target, req.cwd ?? DEFAULT_CWD, true, held);
-    const started = Date.now();
-    const running = { target, id, command: req.argv.join(' ').slice(0, 80) };
-    this.runs.add(running);
-    const res = await runHeld(file, args, {
+    const inBranch = ['env', '-i', ...envVars(req.env), ...literalCommand(command)];
+    const held = this.enter(target, req.cwd ?? DEFAULT_CWD, true, ['env', '-i', CONTAINER_PATH, '/bin/sh', '-c', RUN, RUN_HOLDER, id, ...inBranch]);
+    const options = {
       input: req.stdin ?? '',
       deadlineMs: req.timeoutMs ? req.timeoutMs + KILL_AFTER_S * 1000 + BACKSTOP_MS : undefined,
       ownerGone,
-    }).finally(() => this.runs.delete(running));
+    };
+    const started = Date.now();
+    const running = { target, id, command: req.argv.join(' ').slice(0, 80) };
+    this.runs.add(running);
+    let res = await runHeld(...held, options).finally(() => this.runs.delete(running));
+    // A branch that broke its Python (the holder's) can still be repaired through exec: the command then
+    // runs as a child of grove-enter, outside the branch's tree, and a fork leaves it out.
+    if (res.holderMissing) res = await runCollecting(...this.enter(target, req.cwd ?? DEFAULT_CWD, true, inBranch), options);
     const elapsed = Date.now() - started;
     const timedOut =
       req.timeoutMs !== undefined &&
@@ -373,6 +377,8 @@ interface Collected {
   stderr: string;
   /** The helper's backstop deadline passed, the output overflowed or the owner went away, and it killed the tree. */
   killedByHelper: boolean;
+  /** A run's holder did not start: the command did not run. */
+  holderMissing?: boolean;
 }
 
 interface RunOptions {
@@ -507,7 +513,8 @@ function runHeld(file: string, args: string[], { input, deadlineMs, ownerGone }:
           : status >= 0
             ? { exitCode: status, signal: null }
             : { exitCode: -1, signal: signalName(-status) };
-      resolve({ ...ended, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), killedByHelper });
+      const holderMissing = status === null && code === HOLDER_MISSING_EXIT && !killedByHelper;
+      resolve({ ...ended, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), killedByHelper, holderMissing });
     });
   });
 }

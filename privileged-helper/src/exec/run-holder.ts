@@ -193,6 +193,9 @@ else:
         f.write(str(status))
 `;
 
+/** RUN's exit when the holder did not start (the command did not run either). */
+export const HOLDER_MISSING_EXIT = 125;
+
 /** What the helper sends a run's holder. */
 export type RunFrame = 'i' | 'e' | 'k';
 
@@ -201,6 +204,10 @@ export type RunFrame = 'i' | 'e' | 'k';
  * command) and, once it runs, relays: its output FIFO to stdout, stdin to its
  * input FIFO. The input FIFO's writer is open before the output FIFO's
  * reader, which the holder waits for: from then on, an end of its input is
- * the relay gone. Exits 125 if the holder did not start.
+ * the relay gone. Exits HOLDER_MISSING_EXIT if the holder did not start.
  */
-export const RUN = ['python3 -I -S -c "$0" "$@" || exit 125', `cd ${RUNS_DIR}/"$1" && exec 3>in || exit 125`, 'cat out & exec cat >&3'].join('\n');
+export const RUN = [
+  `python3 -I -S -c "$0" "$@" || exit ${HOLDER_MISSING_EXIT}`,
+  `cd ${RUNS_DIR}/"$1" && exec 3>in || exit ${HOLDER_MISSING_EXIT}`,
+  'cat out & exec cat >&3',
+].join('\n');

@@ -80,4 +80,21 @@ describe('what exec leaves running', () => {
     expect(await get(c, children[1]!, 8101)).toBe('3\n');
     expect(await get(c, ws, 8101)).toBe('3\n');
   });
+
+  it('still runs a command in a branch whose Python, which holds runs, is gone, so that it can be repaired', async () => {
+    const python = (await sh(c, ws, 'readlink -f /usr/bin/python3')).trim();
+    await sh(c, ws, `mv ${python} ${python}.away`);
+    try {
+      expect(await c.request('exec.run', { workspace: ws.id, argv: ['sh', '-c', 'cat; echo err >&2; exit 3'], stdin: 'still runs\n' })).toEqual({
+        exitCode: 3,
+        signal: null,
+        stdout: 'still runs\n',
+        stderr: 'err\n',
+        timedOut: false,
+      });
+    } finally {
+      await sh(c, ws, `mv ${python}.away ${python}`);
+    }
+    expect(await sh(c, ws, 'python3 -c "print(6*7)"')).toBe('42\n');
+  });
 });
