@@ -76,6 +76,8 @@ interface Session {
   holder: string;
   /** What runs in it, for people (the command line, shortened). */
   command: string;
+  /** Hung up: its holder is ending, and a fork does not carry it. */
+  hungUp: boolean;
 }
 
 export class ExecService {
@@ -173,7 +175,14 @@ export class ExecService {
     const [file, args] = this.enter(target, DEFAULT_CWD, true, ['env', '-i', CONTAINER_PATH, '/bin/sh', '-c', RELAY, holder]);
     const relay = spawn(file, args, { env: { ...TOOL_ENV }, stdio: ['pipe', 'pipe', 'pipe'] });
     relay.stdin!.on('error', () => undefined); // a relay gone is told by its exit
-    const entry: Session = { relay, owner, target, holder, command: req.attach === undefined ? argv.join(' ').slice(0, 80) : `attached ${holder}` };
+    const entry: Session = {
+      relay,
+      owner,
+      target,
+      holder,
+      command: req.attach === undefined ? argv.join(' ').slice(0, 80) : `attached ${holder}`,
+      hungUp: false,
+    };
     this.sessions.set(session, entry);
     const hangUpTerm = () => this.hangUp(entry);
     if (ownerGone.aborted) hangUpTerm();
@@ -232,6 +241,7 @@ export class ExecService {
 
   /** Hangs the terminal up as closing a real one would: its holder closes the PTY (SIGHUP to the session inside) and ends. */
   private hangUp(session: Session): void {
+    session.hungUp = true;
     session.relay.stdin!.write(frame('h'));
   }
 
@@ -263,7 +273,7 @@ export class ExecService {
   /** The terminals attached in a running branch (its init is `target`), by their holders' ids. */
   terminalsIn(target: { pid: number; pidStart: number | null }): { holder: string; command: string }[] {
     return [...this.sessions.values()]
-      .filter((s) => s.target.pid === target.pid && s.target.pidStart === target.pidStart)
+      .filter((s) => s.target.pid === target.pid && s.target.pidStart === target.pidStart && !s.hungUp)
       .map((s) => ({ holder: s.holder, command: s.command }));
   }
 
