@@ -61,6 +61,11 @@ const built = await esbuild
     outdir: dist,
     outbase: '.',
     chunkNames: 'chunks/[name]-[hash]',
+    // Every call of the CLI has V8 parse the bundle before it runs: without
+    // the whitespace and with shorter syntax there is a third less of it.
+    // Names stay, so that a stack trace reads without the source maps.
+    minifyWhitespace: true,
+    minifySyntax: true,
     sourcemap: true,
     sourcesContent: false,
     metafile: true,
