@@ -106,7 +106,7 @@ export class ExecService {
     const command = req.timeoutMs ? ['timeout', `--kill-after=${KILL_AFTER_S}`, `${req.timeoutMs / 1000}`, ...req.argv] : req.argv;
     const id = `e${randomBytes(4).toString('hex')}`;
     const inBranch = ['env', '-i', ...envVars(req.env), ...literalCommand(command)];
-    const held = this.enter(target, req.cwd ?? DEFAULT_CWD, true, ['env', '-i', CONTAINER_PATH, '/bin/sh', '-c', RUN, RUN_HOLDER, id, ...inBranch]);
+    const held = this.enter(target, req.cwd ?? DEFAULT_CWD, true, ['env', '-i', CONTAINER_PATH, '/bin/sh', '-c', RUN, RUN_HOLDER, id]);
     const options = {
       input: req.stdin ?? '',
       deadlineMs: req.timeoutMs ? req.timeoutMs + KILL_AFTER_S * 1000 + BACKSTOP_MS : undefined,
@@ -115,7 +115,7 @@ export class ExecService {
     const started = Date.now();
     const running = { target, id, command: req.argv.join(' ').slice(0, 80) };
     this.runs.add(running);
-    let res = await runHeld(...held, options).finally(() => this.runs.delete(running));
+    let res = await runHeld(...held, inBranch, options).finally(() => this.runs.delete(running));
     // A branch that broke its Python (the holder's) can still be repaired through exec: the command then
     // runs as a child of grove-enter, outside the branch's tree, and a fork leaves it out.
     if (res.holderMissing) res = await runCollecting(...this.enter(target, req.cwd ?? DEFAULT_CWD, true, inBranch), options);
@@ -449,15 +449,15 @@ function runCollecting(file: string, args: string[], { input, deadlineMs, ownerG
 const KILL_GRACE_MS = 5000;
 
 /**
- * A run through its holder's relay (run-holder.ts): the input and its end as
- * frames, then the command's stdout, stderr and exit status from the
+ * A run through its holder's relay (run-holder.ts): the command, the input
+ * and its end as frames, then the command's stdout, stderr and exit status from the
  * holder's frames; the relay is ended once the status is in. Killing it
  * (deadline, overflow, owner gone) is the holder's to do, the command being
  * the branch's init's; a holder that does not end then is waited for no
  * longer. Without an exit status (the holder did not start), the relay's exit
  * and its stderr tell what happened.
  */
-function runHeld(file: string, args: string[], { input, deadlineMs, ownerGone }: RunOptions): Promise<Collected> {
+function runHeld(file: string, args: string[], command: string[], { input, deadlineMs, ownerGone }: RunOptions): Promise<Collected> {
   return new Promise((resolve, reject) => {
     const child = spawn(file, args, { env: { ...TOOL_ENV }, stdio: ['pipe', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
@@ -501,6 +501,7 @@ function runHeld(file: string, args: string[], { input, deadlineMs, ownerGone }:
     });
     child.stderr.on('data', (chunk: Buffer) => collect(err, chunk)); // the holder's or the relay's own errors, or grove-enter's
     child.stdin.on('error', () => {}); // a relay gone is told by its close
+    child.stdin.write(frame('c', Buffer.from(JSON.stringify(command), 'utf8')));
     child.stdin.write(frame('i', Buffer.from(input, 'utf8')));
     child.stdin.write(frame('e'));
     const timer = deadlineMs === undefined ? undefined : setTimeout(killAll, deadlineMs);

@@ -10,7 +10,9 @@
 // /run/grove/execs/ID and a relay inside the branch (the starter's shell
 // turns into it: RUN), in frames (a kind byte, a 4-byte big-endian length,
 // the payload):
-//   to the holder    i input · e end of input · k kill the command and all it started
+//   to the holder    c the command, first, on the starter's stdin (its argv as JSON: on the holder's
+//                    own command line, \`pgrep -f\` and \`pkill -f\` of the command would find the holder)
+//                    i input · e end of input · k kill the command and all it started
 //   from the holder  o stdout · e stderr · x exit status (decimal; negative: the signal that ended it)
 // Every byte of output also goes to a log beside the FIFOs, kept to two files
 // of LOG_BYTES at most (the newest output). A copy in a fork's child or a
@@ -28,10 +30,21 @@ export const RUNS_DIR = '/run/grove/execs';
 /** How much of a run's output its log keeps: the newest, in `log` and the file before it, `log.1`. */
 export const LOG_BYTES = 1 << 20;
 
-/** argv after `python3 -c RUN_HOLDER`: ID then the command. */
+/** argv after `python3 -c RUN_HOLDER`: the run's ID; the command comes in a 'c' frame on stdin. */
 export const RUN_HOLDER = String.raw`
-import os, select, shutil, signal, struct, sys, time
-rid, argv = sys.argv[1], sys.argv[2:]
+import json, os, select, shutil, signal, struct, sys, time
+def read_exactly(n):
+    data = b''
+    while len(data) < n:
+        chunk = os.read(0, n - len(data))
+        if not chunk:
+            sys.exit(1)
+        data += chunk
+    return data
+head = read_exactly(5)
+if head[:1] != b'c':
+    sys.exit(1)
+rid, argv = sys.argv[1], json.loads(read_exactly(struct.unpack('>I', head[1:5])[0]))
 base = '${RUNS_DIR}'
 home = base + '/' + rid
 LOG_BYTES = ${LOG_BYTES}
@@ -197,11 +210,11 @@ else:
 export const HOLDER_MISSING_EXIT = 125;
 
 /** What the helper sends a run's holder. */
-export type RunFrame = 'i' | 'e' | 'k';
+export type RunFrame = 'c' | 'i' | 'e' | 'k';
 
 /**
- * Starts the holder (argv after \`sh -c RUN\`: RUN_HOLDER, the run's id, the
- * command) and, once it runs, relays: its output FIFO to stdout, stdin to its
+ * Starts the holder (argv after \`sh -c RUN\`: RUN_HOLDER and the run's id;
+ * it reads the command's frame from stdin, exactly) and, once it runs, relays: its output FIFO to stdout, stdin to its
  * input FIFO. The input FIFO's writer is open before the output FIFO's
  * reader, which the holder waits for: from then on, an end of its input is
  * the relay gone. Exits HOLDER_MISSING_EXIT if the holder did not start.

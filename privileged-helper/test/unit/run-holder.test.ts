@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOG_BYTES, RUN, RUN_HOLDER, RUNS_DIR } from '../../src/exec/run-holder.js';
 import { frame, FrameReader } from '../../src/exec/terminal-holder.js';
 import { parseDetached } from '../../src/exec/exec-service.js';
+import { until } from '../until.js';
 
 let dir = '';
 let serial = 0;
@@ -23,7 +24,7 @@ interface Held {
 async function held(argv: string[], input = '', then?: (relay: ChildProcess) => void, logBytes = LOG_BYTES): Promise<Held> {
   const id = `e${(serial++).toString(16).padStart(8, '0')}`;
   const holder = RUN_HOLDER.replaceAll(RUNS_DIR, dir).replace(`LOG_BYTES = ${LOG_BYTES}`, `LOG_BYTES = ${logBytes}`);
-  const relay = spawn('sh', ['-c', RUN.replaceAll(RUNS_DIR, dir), holder, id, ...argv], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const relay = spawn('sh', ['-c', RUN.replaceAll(RUNS_DIR, dir), holder, id], { stdio: ['pipe', 'pipe', 'inherit'] });
   const got: Held = { stdout: '', stderr: '', status: null, id };
   const reader = new FrameReader((kind, payload) => {
     if (kind === 'o') {
@@ -36,6 +37,7 @@ async function held(argv: string[], input = '', then?: (relay: ChildProcess) => 
     }
   });
   relay.stdout.on('data', (chunk: Buffer) => reader.push(chunk));
+  relay.stdin.write(frame('c', Buffer.from(JSON.stringify(argv))));
   relay.stdin.write(frame('i', Buffer.from(input)));
   relay.stdin.write(frame('e'));
   await new Promise((resolve) => relay.on('close', resolve));
@@ -46,10 +48,6 @@ async function held(argv: string[], input = '', then?: (relay: ChildProcess) => 
 function endRelay(relay: ChildProcess): void {
   spawn('pkill', ['-KILL', '-P', String(relay.pid)]).on('close', () => relay.kill('SIGKILL'));
 }
-
-const until = async (done: () => Promise<boolean>) => {
-  for (let i = 0; i < 100 && !(await done()); i++) await new Promise((r) => setTimeout(r, 100));
-};
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'grove-runs-'));
@@ -66,6 +64,8 @@ describe("a run's holder", () => {
     expect(await held(['sh', '-c', 'kill -TERM $$'])).toMatchObject({ status: '-15' });
     expect(await held(['no-such-program-here'])).toMatchObject({ stderr: expect.stringContaining('no-such-program-here'), status: '127' });
     expect(await held(['sh', '-c', 'yes | head -1'])).toMatchObject({ stdout: 'y\n', status: '0' }); // SIGPIPE is the command's again
+    // The command is not on the holder's own command line, where pgrep -f (and pkill -f) would find it.
+    expect(await held(['pgrep', '-f', 'no process is called grove-run-holder-test'])).toMatchObject({ stdout: '', status: '1' });
     expect(await readdir(dir)).toEqual([]);
   });
 
@@ -86,11 +86,13 @@ describe("a run's holder", () => {
     const got = await held(['sh', '-c', 'echo first; sleep 1; head -c 5000 /dev/zero | tr "\\0" x; echo; echo last; exit 4'], '', endRelay, 2000);
     expect(got.stdout).toBe('first\n');
     const home = path.join(dir, got.id);
-    await until(() =>
-      readFile(path.join(home, 'status'), 'utf8').then(
-        () => true,
-        () => false,
-      ),
+    await until(
+      () =>
+        readFile(path.join(home, 'status'), 'utf8').then(
+          () => true,
+          () => false,
+        ),
+      { what: 'the detached run to end', timeoutMs: 10_000 },
     );
     expect(await readFile(path.join(home, 'status'), 'utf8')).toBe('4');
     const log = (await readFile(path.join(home, 'log.1'), 'utf8')) + (await readFile(path.join(home, 'log'), 'utf8'));
