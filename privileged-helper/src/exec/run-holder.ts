@@ -102,7 +102,12 @@ if pid == 0:
 for fd in (in_r, out_w, err_w):
     os.close(fd)
 os.set_blocking(in_w, False)
-log = open(home + '/log', 'ab', buffering=0)
+def open_log():
+    try:
+        return open(home + '/log', 'ab', buffering=0)
+    except OSError:
+        return None
+log = open_log()
 attached = True
 def detach():
     global attached
@@ -117,12 +122,19 @@ def send(kind, payload=b''):
         except OSError:
             detach()
 def record(data):
+    # The log is on the branch's disk: a full one (its quota) ends the log, never the run,
+    # whose caller still gets every byte through the FIFO.
     global log
-    log.write(data)
-    if log.tell() >= LOG_BYTES:
-        log.close()
-        os.replace(home + '/log', home + '/log.1')
-        log = open(home + '/log', 'ab', buffering=0)
+    if log is None:
+        return
+    try:
+        log.write(data)
+        if log.tell() >= LOG_BYTES:
+            log.close()
+            os.replace(home + '/log', home + '/log.1')
+            log = open_log()
+    except OSError:
+        log = None
 def children():
     tree = {}
     for entry in os.listdir('/proc'):
@@ -202,8 +214,11 @@ send(b'x', str(status).encode())
 if attached:
     shutil.rmtree(home, ignore_errors=True)
 else:
-    with open(home + '/status', 'w') as f:
-        f.write(str(status))
+    try:
+        with open(home + '/status', 'w') as f:
+            f.write(str(status))
+    except OSError:
+        pass
 `;
 
 /** RUN's exit when the holder did not start (the command did not run either). */
