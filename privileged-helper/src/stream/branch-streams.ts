@@ -263,6 +263,9 @@ function dropPrivileges(id: number): string[] {
   ];
 }
 
+/** The branch's display size (the image's session.sh starts Xvnc at it). */
+const DESKTOP_SIZE = { width: 1280, height: 800 };
+
 /**
  * A desktop for persons at the branch's fixed size: no audio yet, and nothing
  * that reaches the host's files or devices (transfers, printing, gamepads,
@@ -280,6 +283,12 @@ export function selkiesArgs(socket: string): string[] {
     'jpeg',
     '--file-transfers',
     'none',
+    // The server's own size, which its client scales to fit the page, keeping
+    // the aspect; the desktop is never resized under an agent's coordinates.
+    '--manual-width',
+    String(DESKTOP_SIZE.width),
+    '--manual-height',
+    String(DESKTOP_SIZE.height),
     ...['enable-basic-auth', 'enable-resize', 'audio-enabled', 'microphone-enabled', 'gamepad-enabled', 'webcam-enabled'].flatMap(off),
     ...['printing-enabled', 'command-enabled', 'enable-sharing', 'enable-collab', 'enable-shared', 'second-screen'].flatMap(off),
     ...['enable-player2', 'enable-player3', 'enable-player4', 'ui-sidebar-show-files', 'ui-sidebar-show-apps'].flatMap(off),
