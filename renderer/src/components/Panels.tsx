@@ -59,6 +59,7 @@ export function DesktopPanel({ branchId }: { branchId: string }) {
 
 export function CompareGrid({ ids }: { ids: string[] }) {
   const branches = useApp((s) => s.server?.branches ?? NONE);
+  const framesStreams = useApp((s) => s.server?.desktopView === 'stream');
   const shown = branches.filter((b) => ids.includes(b.id) && b.state === 'running');
   if (shown.length < 2)
     return (
@@ -72,9 +73,15 @@ export function CompareGrid({ ids }: { ids: string[] }) {
       {shown.map((b) => (
         <div key={b.id} className="compare-cell" data-testid={`compare-${b.name}`}>
           <div className="compare-title">{b.name}</div>
-          <Desktop branchId={b.id} viewOnly={false} scale>
-            <AgentPointer branchId={b.id} />
-          </Desktop>
+          {framesStreams ? (
+            <StreamFrame branchId={b.id}>
+              <AgentPointer branchId={b.id} />
+            </StreamFrame>
+          ) : (
+            <Desktop branchId={b.id} viewOnly={false} scale>
+              <AgentPointer branchId={b.id} />
+            </Desktop>
+          )}
         </div>
       ))}
     </div>
