@@ -9,7 +9,7 @@ import type { AgentAction, AppState } from '../../main/src/api/contract.js';
 import { branch } from '../../main/test/unit/app-fixtures.js';
 import { AgentFeed, AgentPointer } from '../src/components/AgentOverlay.js';
 import { BranchTree } from '../src/components/BranchTree.js';
-import { pointerPosition, relativeBox } from '../src/desktop/pointer.js';
+import { fittedBox, pointerPosition, relativeBox } from '../src/desktop/pointer.js';
 import { agentNow, lastPointer } from '../src/store/agents.js';
 import { appState } from './app-state.js';
 import { apiWith } from './fake-api.js';
@@ -51,6 +51,11 @@ describe('where the pointer is drawn', () => {
     expect(pointerPosition({ x: 1280, y: 10 }, SCREEN, canvas)).toBeNull();
     expect(pointerPosition({ x: 10, y: 10 }, SCREEN, { left: 0, top: 0, width: 0, height: 0 })).toBeNull();
     expect(relativeBox({ left: 150, top: 80, width: 640, height: 400 }, { left: 50, top: 60 })).toEqual(canvas);
+  });
+
+  it('fits a screen into a frame at its aspect, centred, as a stream draws it', () => {
+    expect(fittedBox(SCREEN, { left: 10, top: 20, width: 1000, height: 800 })).toEqual({ left: 10, top: 107.5, width: 1000, height: 625 });
+    expect(fittedBox(SCREEN, { left: 0, top: 0, width: 2000, height: 800 })).toEqual({ left: 360, top: 0, width: 1280, height: 800 });
   });
 
   it('takes the newest action that says where the pointer is, and counts an agent busy for 30 s', () => {

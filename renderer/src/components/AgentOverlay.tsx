@@ -1,22 +1,24 @@
 // An agent at work, drawn over a branch's desktop: its pointer where its last
-// action left it (scaled and placed like noVNC's canvas), and a small feed of
+// action left it (scaled and placed like noVNC's canvas, or like the screen
+// in a stream's frame, which Selkies's client fits to it), and a small feed of
 // its last actions. Both are drawn through (pointer-events: none), so the
 // person's own mouse and keyboard reach the desktop as before.
 import { useEffect, useRef, useState, type RefObject } from 'react';
 import { ACTIVE_MS, lastPointer, recentActions } from '../store/agents.js';
-import { pointerPosition, relativeBox, type Box } from '../desktop/pointer.js';
+import { fittedBox, pointerPosition, relativeBox, type Box } from '../desktop/pointer.js';
 import { useApp } from './context.js';
 import { age, useNow } from './now.js';
 
 const FEED_LINES = 5;
 
-/** Goes inside a <Desktop>, next to its screen. */
+/** Goes inside a <Desktop> or a <StreamFrame>, next to its screen. */
 export function AgentPointer({ branchId }: { branchId: string }) {
   const pointed = lastPointer(useApp((s) => s.server?.agents[branchId]));
   const now = useNow(5000);
   const layer = useRef<HTMLDivElement>(null);
-  const canvas = useCanvasBox(layer);
-  const at = pointed && canvas ? pointerPosition(pointed.cursor, pointed.screen, canvas) : null;
+  const drawn = useDrawnBox(layer);
+  const area = pointed && drawn ? (drawn.fitted ? fittedBox(pointed.screen, drawn.box) : drawn.box) : null;
+  const at = pointed && area ? pointerPosition(pointed.cursor, pointed.screen, area) : null;
   return (
     <div className="agent-layer" ref={layer}>
       {pointed && at && (
@@ -37,21 +39,29 @@ export function AgentPointer({ branchId }: { branchId: string }) {
   );
 }
 
+/** Where the screen is drawn: noVNC's canvas itself, or a stream's frame, which the screen is fitted into. */
+interface Drawn {
+  box: Box;
+  fitted: boolean;
+}
+
 /**
- * The canvas noVNC draws into, in the layer's coordinates. Measured again when
- * noVNC adds, resizes or rescales it (its style), when its screen scrolls
- * (scaling off), and when the layer itself changes size.
+ * The canvas noVNC draws into, or a stream's frame, in the layer's
+ * coordinates. Measured again when noVNC adds, resizes or rescales its canvas
+ * (its style), when its screen scrolls (scaling off), and when the layer
+ * itself changes size.
  */
-function useCanvasBox(layer: RefObject<HTMLDivElement | null>): Box | null {
-  const [box, setBox] = useState<Box | null>(null);
+function useDrawnBox(layer: RefObject<HTMLDivElement | null>): Drawn | null {
+  const [drawn, setDrawn] = useState<Drawn | null>(null);
   useEffect(() => {
     const el = layer.current;
     const screen = el?.parentElement?.querySelector('.desktop-screen');
     if (!el || !screen) return;
     const measure = () => {
-      const canvas = screen.querySelector('canvas');
-      const next = canvas ? relativeBox(canvas.getBoundingClientRect(), el.getBoundingClientRect()) : null;
-      setBox((prev) => (sameBox(prev, next) ? prev : next));
+      const fitted = screen instanceof HTMLIFrameElement;
+      const surface = fitted ? screen : screen.querySelector('canvas');
+      const next = surface ? { box: relativeBox(surface.getBoundingClientRect(), el.getBoundingClientRect()), fitted } : null;
+      setDrawn((prev) => (prev && next && prev.fitted === next.fitted && sameBox(prev.box, next.box) ? prev : next));
     };
     measure();
     const mutations = new MutationObserver(measure);
@@ -65,11 +75,11 @@ function useCanvasBox(layer: RefObject<HTMLDivElement | null>): Box | null {
       screen.removeEventListener('scroll', measure, true);
     };
   }, [layer]);
-  return box;
+  return drawn;
 }
 
-function sameBox(a: Box | null, b: Box | null): boolean {
-  return a === b || (a !== null && b !== null && a.left === b.left && a.top === b.top && a.width === b.width && a.height === b.height);
+function sameBox(a: Box, b: Box): boolean {
+  return a.left === b.left && a.top === b.top && a.width === b.width && a.height === b.height;
 }
 
 /** The last few things agents did on this branch, newest first. */

@@ -1,7 +1,9 @@
 // Where a point of a branch's screen is drawn in the app: noVNC draws the
 // screen into a canvas that it scales to fit (or leaves full size and lets
 // scroll), so a screen pixel lands at the canvas's offset plus the pixel times
-// the canvas's scale. The overlay measures both boxes; this does the sums.
+// the canvas's scale. Selkies's client (a stream's frame) draws the screen
+// fitted to its page at the screen's aspect, centred. The overlay measures
+// the boxes; this does the sums.
 import type { Point, ScreenSize } from '../../../main/src/api/contract.js';
 
 export interface Box {
@@ -24,4 +26,12 @@ export function pointerPosition(cursor: Point, screen: ScreenSize, canvas: Box):
     left: canvas.left + (cursor.x * canvas.width) / screen.width,
     top: canvas.top + (cursor.y * canvas.height) / screen.height,
   };
+}
+
+/** Where a screen is drawn when scaled to fit the outer box at its own aspect, centred (Selkies's client in its frame). */
+export function fittedBox(screen: ScreenSize, outer: Box): Box {
+  const scale = Math.min(outer.width / screen.width, outer.height / screen.height);
+  const width = screen.width * scale;
+  const height = screen.height * scale;
+  return { left: outer.left + (outer.width - width) / 2, top: outer.top + (outer.height - height) / 2, width, height };
 }
